@@ -1,0 +1,38 @@
+"""irscatter: a numpy reference interpreter and conformance tool for OpenVINO IR models."""
+
+from irscatter.errors import (
+    ExecutionError,
+    FileAccessError,
+    IRError,
+    LoadError,
+    SecurityError,
+    UsageError,
+    ValidationError,
+)
+from irscatter.ir.element_types import ElementType
+from irscatter.ir.graph import Edge, Graph, Layer, Model, Port
+from irscatter.ir.loader import parse_layer, parse_model, read_model
+from irscatter.ir.shapes import Dimension, PartialShape
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Dimension",
+    "Edge",
+    "ElementType",
+    "ExecutionError",
+    "FileAccessError",
+    "Graph",
+    "IRError",
+    "Layer",
+    "LoadError",
+    "Model",
+    "PartialShape",
+    "Port",
+    "SecurityError",
+    "UsageError",
+    "ValidationError",
+    "parse_layer",
+    "parse_model",
+    "read_model",
+]

@@ -1,0 +1,173 @@
+"""The `irscatter` command. Thin: it parses arguments, calls the library and prints.
+
+Every error the library raises is printed as one line on stderr,
+    irscatter: error: <file>: layer <id> "<name>" (<Type>-<version>): <what>
+with exit code 1 for an invalid model or a failed run and 2 for usage errors or unreadable
+files. Anything else is a bug in irscatter and is reported as an internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from irscatter.errors import IRError, UsageError
+from irscatter.ir.loader import read_model
+from irscatter.ir.summary import summarize
+from irscatter.ops import registry
+from irscatter.runtime import inputs as model_inputs
+
+PROG = "irscatter"
+
+
+def _parse_shape(text: str) -> tuple[str, tuple[int, ...]]:
+    name, sep, dims = text.partition("=")
+    if not sep or not name:
+        raise UsageError(f'--shape expects NAME=d0,d1,..., got "{text}"')
+    try:
+        return name, tuple(int(d) for d in dims.split(",")) if dims.strip() else ()
+    except ValueError:
+        raise UsageError(f'--shape {text}: dimensions must be integers') from None
+
+
+def _preview(array: np.ndarray) -> str:
+    with np.printoptions(threshold=12, edgeitems=3, precision=5, linewidth=100):
+        text = np.array2string(np.asarray(array), separator=", ")
+    return text.replace("\n", "\n    ")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    model = read_model(args.model, args.bin)
+    compiled = model.compile()
+    feeds: dict[str, Any] = {}
+    if args.inputs:
+        feeds.update(model_inputs.load_npz(args.inputs))
+    for item in args.input or []:
+        name, sep, path = item.partition("=")
+        if not sep or not name:
+            raise UsageError(f'-i expects NAME=FILE.npy, got "{item}"')
+        feeds[name] = model_inputs.load_npy(path)
+    if args.random:
+        shapes = dict(_parse_shape(s) for s in args.shape or [])
+        missing = [s for s in compiled.inputs if s.name not in feeds and not any(n in feeds for n in s.names)]
+        feeds.update(model_inputs.random_inputs(missing, args.seed, {k: v for k, v in shapes.items()
+                                                                     if k in {s.name for s in missing}}))
+    elif args.shape:
+        raise UsageError("--shape only applies with --random")
+    outputs = compiled.run(feeds)
+    if args.output:
+        np.savez(args.output, **outputs)
+        print(f"wrote {len(outputs)} output{'s' if len(outputs) != 1 else ''} to {args.output}")
+    else:
+        for name, value in outputs.items():
+            arr = np.asarray(value)
+            print(f"{name}: {arr.dtype} {list(arr.shape)}\n    {_preview(arr)}")
+    if args.expected:
+        results = model_inputs.compare_outputs(outputs, model_inputs.load_npz(args.expected))
+        for c in results:
+            print(f"{'ok  ' if c.ok else 'FAIL'} {c.name}: {c.detail}")
+        if not all(c.ok for c in results):
+            return 1
+    return 0
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    info = summarize(read_model(args.model, args.bin))
+    if args.json:
+        print(json.dumps(info, indent=2, default=str))
+        return 0
+    print(f"model:      {info['name'] or '(unnamed)'}  ({info['file']})")
+    print(f"IR version: {info['ir_version']}")
+    print(f"layers:     {info['layers']}")
+    print(f"weights:    {info['bin_file'] or '(none)'}" + (f", {info['bin_size']} bytes" if info["bin_size"] is not None else ""))
+    print("inputs:")
+    for i in info["inputs"]:
+        print(f"  {i['name']}: {i['element_type']} [{i['shape']}]")
+    print("outputs:")
+    for o in info["outputs"]:
+        print(f"  {o['name']}: {o['precision'] or '?'} [{o['shape'] or '?'}]")
+    print("opsets:     " + ", ".join(f"{k} ({v})" for k, v in info["opsets"].items()))
+    print("ops:")
+    for name, count in info["ops"].items():
+        print(f"  {count:6d}  {name}")
+    if info["layers_without_kernel"]:
+        print("layers without a kernel:")
+        for layer in info["layers_without_kernel"]:
+            print(f"  layer {layer['id']} \"{layer['name']}\" ({layer['type']}, {layer['version']})")
+    return 0
+
+
+def cmd_ops(args: argparse.Namespace) -> int:
+    ops = registry.supported()
+    if args.json:
+        print(json.dumps([{"domain": c.domain, "type": c.type_name, "version": c.version} for c in ops], indent=2))
+        return 0
+    by_domain: dict[str, list[str]] = {}
+    for c in ops:
+        by_domain.setdefault(c.domain, []).append(c.label())
+    for domain, labels in by_domain.items():
+        print(f"{domain}: {', '.join(labels)}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description="Run, inspect and check OpenVINO IR models with numpy.")
+    parser.add_argument("--debug", action="store_true", help="show a Python traceback on errors")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run a model and print or save its outputs")
+    run.add_argument("model", help="the model's .xml file")
+    run.add_argument("--bin", help="the weights file (default: the .xml's sibling .bin)")
+    run.add_argument("--inputs", metavar="FILE.npz", help="inputs keyed by input name")
+    run.add_argument("-i", "--input", action="append", metavar="NAME=FILE.npy", help="one input from a .npy file")
+    run.add_argument("--random", action="store_true", help="draw every input not given otherwise at random")
+    run.add_argument("--seed", type=int, default=0, help="seed for --random (default 0)")
+    run.add_argument("--shape", action="append", metavar="NAME=d0,d1,...", help="shape to draw for a dynamic input")
+    run.add_argument("--output", metavar="OUT.npz", help="save the outputs instead of printing them")
+    run.add_argument("--expected", metavar="FILE.npz", help="compare the outputs with these values")
+    run.set_defaults(func=cmd_run)
+
+    info = sub.add_parser("info", help="describe a model without running it")
+    info.add_argument("model")
+    info.add_argument("--bin")
+    info.add_argument("--json", action="store_true")
+    info.set_defaults(func=cmd_info)
+
+    ops = sub.add_parser("ops", help="list the ops irscatter implements")
+    ops.add_argument("--json", action="store_true")
+    ops.set_defaults(func=cmd_ops)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except IRError as e:
+        if args.debug:
+            traceback.print_exc()
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # a bug in irscatter, not in the model
+        if args.debug:
+            traceback.print_exc()
+        print(
+            f"{PROG}: internal error: {type(e).__name__}: {e} "
+            "(this is a bug in irscatter; please report it with the model, or rerun with --debug)",
+            file=sys.stderr,
+        )
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,192 @@
+"""The typed graph: `Model` of `Layer`s with `Port`s, joined by `Edge`s.
+
+The graph mirrors the IR file closely and keeps everything needed to write it back:
+attributes stay the raw `<data>` strings (each op parses them with its own schema when the
+model is prepared), port ids stay ids (edges name ports by id, not by position), and XML
+order is kept. Weights never enter the pydantic fields: a Const's bytes are a private,
+memory-mapped view, so `model_dump_json()` describes the graph without its tensors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from irscatter.errors import LayerRef
+from irscatter.ir.element_types import ElementType
+from irscatter.ir.shapes import PartialShape
+
+if TYPE_CHECKING:
+    from irscatter.runtime.interpreter import CompiledModel
+
+RtInfo = dict[str, Any]
+
+
+class Port(BaseModel):
+    """An input or output port: its id, declared precision, tensor names and dims."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: int
+    precision: ElementType | None = None
+    names: tuple[str, ...] = ()
+    shape: PartialShape = Field(default_factory=PartialShape)
+    rt_info: RtInfo = Field(default_factory=dict)
+
+
+class Edge(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    from_layer: int
+    from_port: int
+    to_layer: int
+    to_port: int
+
+
+class PortMapEntry(BaseModel):
+    """One `<port_map>` line of a sub-graph layer (TensorIterator, Loop, If)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    external_port_id: int
+    internal_layer_id: int
+    axis: int | None = None
+    start: int | None = None
+    end: int | None = None
+    stride: int | None = None
+    part_size: int | None = None
+    purpose: str | None = None
+
+
+class BackEdge(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    from_layer: int
+    to_layer: int
+
+
+class Body(BaseModel):
+    """A nested graph with the port map that ties it to its owning layer."""
+
+    graph: Graph
+    inputs: list[PortMapEntry] = Field(default_factory=list)
+    outputs: list[PortMapEntry] = Field(default_factory=list)
+    back_edges: list[BackEdge] = Field(default_factory=list)
+
+
+class Layer(BaseModel):
+    id: int
+    name: str
+    type: str
+    version: str
+    attrs: dict[str, str] = Field(default_factory=dict)
+    extra: dict[str, str] = Field(default_factory=dict)  # other attributes of <layer> itself
+    inputs: list[Port] = Field(default_factory=list)
+    outputs: list[Port] = Field(default_factory=list)
+    rt_info: RtInfo = Field(default_factory=dict)
+    bodies: dict[str, Body] = Field(default_factory=dict)
+    line: int | None = None  # source line of <layer>, for messages
+
+    _const: Any = PrivateAttr(default=None)  # ConstData for Const layers with weights
+
+    @property
+    def ref(self) -> LayerRef:
+        from irscatter.ops.registry import resolved_version
+
+        return LayerRef(self.id, self.name, self.type, resolved_version(self.type, self.version))
+
+    def input_position(self, port_id: int) -> int | None:
+        for i, p in enumerate(self.inputs):
+            if p.id == port_id:
+                return i
+        return None
+
+    def output_position(self, port_id: int) -> int | None:
+        for i, p in enumerate(self.outputs):
+            if p.id == port_id:
+                return i
+        return None
+
+    @property
+    def const_value(self) -> np.ndarray:
+        """The decoded value of a Const layer (decoded once, on first use)."""
+        if self._const is None:
+            raise ValueError(f"{self.ref} carries no constant data")
+        return self._const.value()
+
+
+class Graph(BaseModel):
+    layers: list[Layer] = Field(default_factory=list)
+    edges: list[Edge] = Field(default_factory=list)
+
+    def layer(self, layer_id: int) -> Layer:
+        for layer in self.layers:
+            if layer.id == layer_id:
+                return layer
+        raise KeyError(layer_id)
+
+    def layers_of_type(self, type_name: str) -> list[Layer]:
+        return [layer for layer in self.layers if layer.type == type_name]
+
+    @property
+    def parameters(self) -> list[Layer]:
+        return self.layers_of_type("Parameter")
+
+    @property
+    def results(self) -> list[Layer]:
+        return self.layers_of_type("Result")
+
+
+class Model(Graph):
+    """A loaded IR model. `run()` interprets it; the fields describe the graph as written."""
+
+    name: str = ""
+    ir_version: int = 11
+    rt_info: RtInfo = Field(default_factory=dict)
+    xml_path: str | None = None
+    bin_path: str | None = None
+    bin_size: int | None = None
+
+    _compiled: Any = PrivateAttr(default=None)
+    _weights: Any = PrivateAttr(default=None)  # keeps the memory map alive
+
+    @property
+    def source(self) -> str:
+        return self.xml_path or "<memory>"
+
+    def compile(self) -> CompiledModel:
+        """Check the graph, resolve every op and plan the run (done once, then cached)."""
+        if self._compiled is None:
+            from irscatter.runtime.interpreter import CompiledModel
+
+            self._compiled = CompiledModel(self)
+        return self._compiled
+
+    def run(
+        self,
+        feeds: Mapping[str, Any] | None = None,
+        *,
+        intermediate: bool = False,
+        hook: Any = None,
+    ) -> dict[str, np.ndarray]:
+        """Run the model on `feeds` (keyed by Parameter name or tensor name).
+
+        Returns the outputs keyed by output tensor name in the XML order of Results, or with
+        `intermediate=True` every computed tensor keyed by `"<layer name>:<port id>"`.
+        `hook(layer, inputs, outputs)` is called after each layer's kernel has run.
+        """
+        return self.compile().run(feeds or {}, intermediate=intermediate, hook=hook)
+
+    @property
+    def inputs(self) -> list[Layer]:
+        return self.parameters
+
+    @property
+    def outputs(self) -> list[Layer]:
+        return self.results
+
+
+Body.model_rebuild()

@@ -1,0 +1,435 @@
+"""Reading IR files (`model.xml` + `model.bin`) and bare `<layer>` snippets into the graph.
+
+Parsing is deliberately strict about structure (mandatory attributes, integer ids, dims of
+at least -1) and refuses anything that could make the parser itself misbehave: lxml runs
+with entity resolution, DTD loading and network access off, and any document that declares
+a DOCTYPE or entities is rejected with a `SecurityError` before its content is looked at.
+Rules about how the graph fits together (dangling edges, duplicate ids, cycles) are the
+checker's job (`irscatter.ir.checks`), so that `validate` can report all of them at once.
+"""
+
+from __future__ import annotations
+
+import math
+import mmap
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from lxml import etree
+
+from irscatter.errors import FileAccessError, LoadError, SecurityError
+from irscatter.ir.element_types import ElementType, decode
+from irscatter.ir.graph import BackEdge, Body, Edge, Graph, Layer, Model, Port, PortMapEntry
+from irscatter.ir.shapes import PartialShape, parse_static_shape
+
+SUPPORTED_IR_VERSIONS = (10, 11)
+_LAYER_KEYS = ("id", "name", "type", "version")
+_BODY_TAGS = {"body": "port_map", "then_body": "then_port_map", "else_body": "else_port_map"}
+
+
+# --- secure XML ---------------------------------------------------------------------------
+
+
+def _parser() -> etree.XMLParser:
+    return etree.XMLParser(
+        resolve_entities=False,
+        no_network=True,
+        load_dtd=False,
+        dtd_validation=False,
+        huge_tree=False,
+        remove_blank_text=True,
+        collect_ids=False,
+    )
+
+
+def parse_xml(data: bytes, source: str) -> etree._Element:
+    """Parse XML bytes safely; returns the root element or raises LoadError/SecurityError."""
+    try:
+        root = etree.fromstring(data, _parser())
+    except etree.XMLSyntaxError as e:
+        line, column = e.position if e.position else (None, None)
+        raise LoadError(f"malformed XML: {e.msg}", file=source, line=line, column=column) from None
+    if root is None:
+        raise LoadError("the file holds no XML element", file=source)
+    docinfo = root.getroottree().docinfo
+    if docinfo.doctype or docinfo.internalDTD is not None or docinfo.externalDTD is not None:
+        raise SecurityError(
+            "DOCTYPE declarations are refused (entities and external DTDs are never loaded)",
+            file=source,
+            line=1,
+        )
+    for node in root.iter(etree.Entity):
+        raise SecurityError("entity references are refused", file=source, line=node.sourceline)
+    return root
+
+
+def _elements(node: etree._Element, tag: str | None = None):
+    """Child elements, skipping comments; optionally only those with `tag`."""
+    for child in node:
+        if isinstance(child.tag, str) and (tag is None or child.tag == tag):
+            yield child
+
+
+def _child(node: etree._Element, tag: str) -> etree._Element | None:
+    return next(_elements(node, tag), None)
+
+
+# --- small field parsers --------------------------------------------------------------------
+
+
+class _Ctx:
+    """Where we are, for messages."""
+
+    def __init__(self, source: str, ir_version: int = 11) -> None:
+        self.source = source
+        self.ir_version = ir_version
+
+    def error(self, message: str, node: etree._Element | None = None, **kw: Any) -> LoadError:
+        line = node.sourceline if node is not None else None
+        return LoadError(message, file=self.source, line=line, **kw)
+
+
+def _uint(ctx: _Ctx, node: etree._Element, key: str, what: str) -> int:
+    text = node.get(key)
+    if text is None:
+        raise ctx.error(f"<{node.tag}> {what}is missing mandatory attribute \"{key}\"", node)
+    t = text.strip()
+    if not t.isdigit():
+        raise ctx.error(
+            f'<{node.tag}> {what}has {key}="{text}", which is not a non-negative integer', node
+        )
+    return int(t)
+
+
+def _int(ctx: _Ctx, node: etree._Element, key: str) -> int | None:
+    text = node.get(key)
+    if text is None:
+        return None
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise ctx.error(f'<{node.tag}> has {key}="{text}", which is not an integer', node) from None
+
+
+def split_names(text: str) -> tuple[str, ...]:
+    """Port `names`: comma-separated, a literal comma in a name is escaped as `\\,`."""
+    out: list[str] = []
+    pending = ""
+    for piece in text.split(","):
+        if piece.endswith("\\"):
+            pending += piece[:-1] + ","
+            continue
+        name = (pending + piece).strip()
+        pending = ""
+        if name:
+            out.append(name)
+    if pending.strip():
+        out.append(pending.strip())
+    return tuple(out)
+
+
+def _rt_info(node: etree._Element | None) -> dict[str, Any]:
+    """`<rt_info>`: `<attribute name=...>` / `<info name= value=>` / legacy `<k value=>` children."""
+    if node is None:
+        return {}
+    out: dict[str, Any] = {}
+    for child in _elements(node):
+        if child.tag in ("attribute", "info") and child.get("name") is not None:
+            key = child.get("name")
+            fields = {k: v for k, v in child.attrib.items() if k != "name"}
+            nested = list(_elements(child))
+            if nested:
+                out[key] = _rt_info(child)
+            elif set(fields) <= {"value"}:
+                out[key] = fields.get("value", "")
+            else:
+                out[key] = fields
+        else:
+            nested = list(_elements(child))
+            out[child.tag] = _rt_info(child) if nested or child.get("value") is None else child.get("value")
+    return out
+
+
+# --- ports, layers, graphs ------------------------------------------------------------------
+
+
+def _port(ctx: _Ctx, node: etree._Element, where: str) -> Port:
+    port_id = _uint(ctx, node, "id", f"of {where} ")
+    precision = None
+    if (text := node.get("precision")) is not None:
+        try:
+            precision = ElementType.from_precision(text)
+        except ValueError as e:
+            raise ctx.error(f"{where} port {port_id}: {e}", node) from None
+    dims: list[int] = []
+    for dim in _elements(node, "dim"):
+        text = (dim.text or "").strip()
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < -1:
+            raise ctx.error(
+                f'{where} port {port_id}: <dim>{text}</dim> must be an integer >= -1 (-1 = dynamic)', dim
+            )
+        dims.append(value)
+    rt = _rt_info(_child(node, "rt_info")) if ctx.ir_version > 10 else {}
+    return Port.model_construct(
+        id=port_id,
+        precision=precision,
+        names=split_names(node.get("names", "")),
+        shape=PartialShape.of(dims),
+        rt_info=rt,
+    )
+
+
+def parse_layer_element(ctx: _Ctx, node: etree._Element) -> Layer:
+    missing = [k for k in _LAYER_KEYS if node.get(k) is None]
+    if missing:
+        raise ctx.error(
+            "<layer> is missing mandatory attribute" + ("s " if len(missing) > 1 else " ")
+            + ", ".join(f'"{k}"' for k in missing),
+            node,
+        )
+    layer_id = _uint(ctx, node, "id", "")
+    where = f'layer {layer_id} "{node.get("name")}"'
+    data = _child(node, "data")
+    attrs = dict(data.attrib) if data is not None else {}
+    inputs_node, outputs_node = _child(node, "input"), _child(node, "output")
+    inputs = [_port(ctx, p, f"{where} input") for p in _elements(inputs_node, "port")] if inputs_node is not None else []
+    outputs = [_port(ctx, p, f"{where} output") for p in _elements(outputs_node, "port")] if outputs_node is not None else []
+    bodies = {}
+    for body_tag, map_tag in _BODY_TAGS.items():
+        body_node = _child(node, body_tag)
+        if body_node is not None:
+            bodies[body_tag] = _body(ctx, body_node, _child(node, map_tag), _child(node, "back_edges"))
+    layer = Layer.model_construct(
+        id=layer_id,
+        name=node.get("name"),
+        type=node.get("type"),
+        version=node.get("version"),
+        attrs=attrs,
+        extra={k: v for k, v in node.attrib.items() if k not in _LAYER_KEYS},
+        inputs=inputs,
+        outputs=outputs,
+        rt_info=_rt_info(_child(node, "rt_info")) if ctx.ir_version > 10 else {},
+        bodies=bodies,
+        line=node.sourceline,
+    )
+    return layer
+
+
+def _port_map(ctx: _Ctx, node: etree._Element | None, tag: str) -> list[PortMapEntry]:
+    if node is None:
+        return []
+    out = []
+    for entry in _elements(node, tag):
+        ext = _int(ctx, entry, "external_port_id")
+        internal = _int(ctx, entry, "internal_layer_id")
+        if ext is None or internal is None:
+            raise ctx.error(f"<port_map> <{tag}> needs external_port_id and internal_layer_id", entry)
+        out.append(
+            PortMapEntry.model_construct(
+                external_port_id=ext,
+                internal_layer_id=internal,
+                axis=_int(ctx, entry, "axis"),
+                start=_int(ctx, entry, "start"),
+                end=_int(ctx, entry, "end"),
+                stride=_int(ctx, entry, "stride"),
+                part_size=_int(ctx, entry, "part_size"),
+                purpose=entry.get("purpose"),
+            )
+        )
+    return out
+
+
+def _body(ctx: _Ctx, body: etree._Element, port_map: etree._Element | None, back: etree._Element | None) -> Body:
+    back_edges = []
+    if back is not None:
+        for e in _elements(back, "edge"):
+            back_edges.append(
+                BackEdge.model_construct(
+                    from_layer=_uint(ctx, e, "from-layer", "of <back_edges> "),
+                    to_layer=_uint(ctx, e, "to-layer", "of <back_edges> "),
+                )
+            )
+    return Body.model_construct(
+        graph=_graph(ctx, body, Graph),
+        inputs=_port_map(ctx, port_map, "input"),
+        outputs=_port_map(ctx, port_map, "output"),
+        back_edges=back_edges,
+    )
+
+
+def _graph(ctx: _Ctx, node: etree._Element, cls: type[Graph], **fields: Any) -> Graph:
+    layers_node = _child(node, "layers")
+    layers = [parse_layer_element(ctx, n) for n in _elements(layers_node, "layer")] if layers_node is not None else []
+    edges = []
+    edges_node = _child(node, "edges")
+    if edges_node is not None:
+        for e in _elements(edges_node, "edge"):
+            edges.append(
+                Edge.model_construct(
+                    from_layer=_uint(ctx, e, "from-layer", ""),
+                    from_port=_uint(ctx, e, "from-port", ""),
+                    to_layer=_uint(ctx, e, "to-layer", ""),
+                    to_port=_uint(ctx, e, "to-port", ""),
+                )
+            )
+    return cls.model_construct(layers=layers, edges=edges, **fields)
+
+
+# --- weights --------------------------------------------------------------------------------
+
+
+class ConstData:
+    """The bytes of one Const inside the weights buffer; decoded on first use, then cached."""
+
+    __slots__ = ("buffer", "offset", "size", "etype", "shape", "_value")
+
+    def __init__(self, buffer: np.ndarray, offset: int, size: int, etype: ElementType, shape: tuple[int, ...]):
+        self.buffer, self.offset, self.size, self.etype, self.shape = buffer, offset, size, etype, shape
+        self._value: np.ndarray | None = None
+
+    def value(self) -> np.ndarray:
+        if self._value is None:
+            count = math.prod(self.shape)
+            nbytes = self.size if self.etype is ElementType.string else self.etype.nbytes(count)
+            raw = self.buffer[self.offset : self.offset + nbytes]
+            self._value = decode(raw, self.etype, self.shape)
+        return self._value
+
+
+def _open_weights(path: Path) -> tuple[np.ndarray, Any]:
+    """Memory-map the `.bin` read-only: Const arrays become views, nothing is read up front."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size == 0:
+                return np.empty(0, np.uint8), None
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except OSError as e:
+        raise FileAccessError(f"cannot read weights: {e.strerror}", file=str(path)) from None
+    return np.frombuffer(mm, dtype=np.uint8), mm
+
+
+def _attach_constants(ctx: _Ctx, graph: Graph, weights: np.ndarray | None, bin_label: str) -> None:
+    for layer in graph.layers:
+        for body in layer.bodies.values():
+            _attach_constants(ctx, body.graph, weights, bin_label)
+        if layer.type != "Const":
+            continue
+        ref = f'layer {layer.id} "{layer.name}" (Const)'
+
+        def fail(message: str) -> LoadError:
+            return LoadError(f"{ref}: {message}", file=ctx.source, line=layer.line)
+
+        a = layer.attrs
+        missing = [k for k in ("element_type", "shape", "offset", "size") if k not in a]
+        if missing:
+            raise fail("<data> is missing " + ", ".join(f'"{k}"' for k in missing))
+        try:
+            etype = ElementType.from_attribute(a["element_type"])
+            shape = parse_static_shape(a["shape"])
+        except ValueError as e:
+            raise fail(str(e)) from None
+        if etype is ElementType.dynamic:
+            raise fail("a constant cannot have element type dynamic")
+        for key in ("offset", "size"):
+            if not a[key].strip().isdigit():
+                raise fail(f'{key}="{a[key]}" is not a non-negative integer')
+        offset, size = int(a["offset"]), int(a["size"])
+        count = math.prod(shape)
+        if weights is None:
+            raise fail(f"needs {size} bytes at offset {offset} but there is no weights file ({bin_label})")
+        real = len(weights)
+        if etype is not ElementType.string:
+            expected = etype.nbytes(count)
+            if size != expected:
+                raise fail(
+                    f"size={size} bytes at offset {offset} does not match {etype.value} "
+                    f"{list(shape)}, which needs {expected} bytes ({bin_label} has {real} bytes)"
+                )
+        if offset + size > real:
+            raise fail(
+                f"weights [offset {offset}, size {size}] end at byte {offset + size}, "
+                f"past the end of {bin_label}, which has {real} bytes"
+            )
+        layer._const = ConstData(weights, offset, size, etype, shape)
+
+
+# --- entry points ---------------------------------------------------------------------------
+
+
+def _net_model(ctx: _Ctx, root: etree._Element) -> Model:
+    if root.tag.lower() != "net":
+        raise ctx.error(f"the root element is <{root.tag}>, expected <net>", root)
+    version_text = root.get("version")
+    if version_text is None:
+        raise ctx.error("<net> has no version attribute (IR v10 or v11 expected)", root)
+    if not version_text.strip().isdigit() or int(version_text) not in SUPPORTED_IR_VERSIONS:
+        raise ctx.error(f'<net version="{version_text}"> is not supported (IR v10 and v11 are)', root)
+    ctx.ir_version = int(version_text)
+    rt_node = _child(root, "rt_info")
+    rt = _rt_info(rt_node) if rt_node is not None else _rt_info(_child(root, "meta_data"))
+    return _graph(ctx, root, Model, name=root.get("name", ""), ir_version=ctx.ir_version, rt_info=rt)  # type: ignore[return-value]
+
+
+def _read_bytes(path: Path, what: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise FileAccessError(f"{what} not found", file=str(path)) from None
+    except IsADirectoryError:
+        raise FileAccessError(f"{what} is a directory", file=str(path)) from None
+    except OSError as e:
+        raise FileAccessError(f"cannot read {what}: {e.strerror}", file=str(path)) from None
+
+
+def read_model(xml_path: str | os.PathLike, bin_path: str | os.PathLike | None = None) -> Model:
+    """Load an IR model. The `.bin` defaults to the xml's sibling with the `.bin` suffix.
+
+    A missing default `.bin` is only an error if a Const needs it; a `bin_path` given
+    explicitly must exist.
+    """
+    xml = Path(xml_path)
+    ctx = _Ctx(str(xml))
+    model = _net_model(ctx, parse_xml(_read_bytes(xml, "model file"), ctx.source))
+    model.xml_path = str(xml)
+    weights_path = Path(bin_path) if bin_path is not None else xml.with_suffix(".bin")
+    weights = mm = None
+    if bin_path is not None or weights_path.exists():
+        if weights_path.is_dir():
+            raise FileAccessError("weights path is a directory", file=str(weights_path))
+        if not weights_path.exists():
+            raise FileAccessError("weights file not found", file=str(weights_path))
+        weights, mm = _open_weights(weights_path)
+        model.bin_path = str(weights_path)
+        model.bin_size = len(weights)
+    _attach_constants(ctx, model, weights, weights_path.name)
+    model._weights = mm
+    return model
+
+
+def parse_model(xml: bytes | str, weights: bytes | np.ndarray | None = None, *, source: str = "<memory>") -> Model:
+    """Load an IR model from memory (`weights` are the `.bin` bytes)."""
+    data = xml.encode() if isinstance(xml, str) else xml
+    ctx = _Ctx(source)
+    model = _net_model(ctx, parse_xml(data, source))
+    buf = None if weights is None else np.frombuffer(weights, np.uint8) if isinstance(weights, (bytes, bytearray)) else weights
+    if buf is not None:
+        model.bin_size = len(buf)
+    _attach_constants(ctx, model, buf, "the weights")
+    return model
+
+
+def parse_layer(xml: bytes | str, *, source: str = "<memory>") -> Layer:
+    """Parse a bare `<layer>` element, as the op specifications show them."""
+    data = xml.encode() if isinstance(xml, str) else xml
+    ctx = _Ctx(source)
+    root = parse_xml(data, source)
+    if root.tag != "layer":
+        raise ctx.error(f"expected a <layer> element, found <{root.tag}>", root)
+    return parse_layer_element(ctx, root)

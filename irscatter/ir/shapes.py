@@ -1,0 +1,248 @@
+"""Dimensions and partial shapes, with the IR's text syntax.
+
+A `Dimension` is an interval [min, max] (max None = unbounded); a static dimension has
+min == max. A `PartialShape` is a tuple of dimensions, or `None` dims for a dynamic rank.
+
+Text syntax (Parameter `shape`, PartialShape attributes): `1,3,224,224` or `[1,3,224,224]`,
+`?` or `-1` for a fully dynamic dimension, `1..10`, `..10`, `2..` for intervals, `...` for a
+dynamic rank, and the empty string for a scalar. Both classes serialize to that text in JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, model_serializer, model_validator
+
+
+class Dimension(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    min: int = 0
+    max: int | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_text(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            d = parse_dimension(value)
+            return {"min": d.min, "max": d.max}
+        if isinstance(value, int) and not isinstance(value, bool):
+            return {"min": 0, "max": None} if value == -1 else {"min": value, "max": value}
+        return value
+
+    @model_serializer
+    def _to_text(self) -> str:
+        return str(self)
+
+    @classmethod
+    def static(cls, n: int) -> Dimension:
+        return _static_dim(n)
+
+    @classmethod
+    def dynamic(cls) -> Dimension:
+        return _DYNAMIC
+
+    @property
+    def is_static(self) -> bool:
+        return self.max is not None and self.min == self.max
+
+    @property
+    def is_dynamic(self) -> bool:
+        return not self.is_static
+
+    def contains(self, n: int) -> bool:
+        return self.min <= n and (self.max is None or n <= self.max)
+
+    def compatible(self, other: Dimension) -> bool:
+        """Two dimensions are compatible when their intervals intersect."""
+        lo = max(self.min, other.min)
+        hi = other.max if self.max is None else self.max if other.max is None else min(self.max, other.max)
+        return hi is None or lo <= hi
+
+    def __int__(self) -> int:
+        if not self.is_static:
+            raise ValueError(f"dimension {self} is not static")
+        return self.min
+
+    def __str__(self) -> str:
+        if self.is_static:
+            return str(self.min)
+        if self.max is None:
+            return "?" if self.min == 0 else f"{self.min}.."
+        return f"..{self.max}" if self.min == 0 else f"{self.min}..{self.max}"
+
+    def __repr__(self) -> str:
+        return f"Dimension({self})"
+
+
+_DYNAMIC = Dimension.model_construct(min=0, max=None)
+_STATIC_CACHE: dict[int, Dimension] = {}
+
+
+def _static_dim(n: int) -> Dimension:
+    d = _STATIC_CACHE.get(n)
+    if d is None:
+        d = Dimension.model_construct(min=n, max=n)
+        if n < 4096:
+            _STATIC_CACHE[n] = d
+    return d
+
+
+def parse_dimension(text: str) -> Dimension:
+    t = text.strip()
+    if t in ("?", "-1"):
+        return _DYNAMIC
+    if ".." in t:
+        lo_text, hi_text = t.split("..", 1)
+        lo = _parse_bound(lo_text, t, "min") if lo_text.strip() else 0
+        hi = _parse_bound(hi_text, t, "max") if hi_text.strip() else None
+        if hi is not None and hi < lo:
+            raise ValueError(f'dimension "{text}" has a max bound below its min bound')
+        return Dimension.model_construct(min=lo, max=hi)
+    return _static_dim(_parse_bound(t, t, "value"))
+
+
+def _parse_bound(text: str, whole: str, what: str) -> int:
+    t = text.strip()
+    if not t.isdigit():
+        raise ValueError(f'cannot parse dimension "{whole}": {what} "{t}" is not a non-negative integer')
+    return int(t)
+
+
+class PartialShape(BaseModel):
+    """A shape whose rank and dimensions may be dynamic. `dims is None` means dynamic rank."""
+
+    model_config = ConfigDict(frozen=True)
+
+    dims: tuple[Dimension, ...] | None = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_text(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return {"dims": parse_partial_shape(value).dims}
+        if isinstance(value, (list, tuple)):
+            return {"dims": tuple(value)}
+        return value
+
+    @model_serializer
+    def _to_text(self) -> str:
+        return self.to_text()
+
+    # constructors ----------------------------------------------------------------------------
+
+    @classmethod
+    def of(cls, dims: Iterable[int | Dimension] | None) -> PartialShape:
+        """From ints (-1 = dynamic) and Dimensions; None gives a dynamic rank."""
+        if dims is None:
+            return _DYNAMIC_RANK
+        out = []
+        for d in dims:
+            if isinstance(d, Dimension):
+                out.append(d)
+            elif d == -1:
+                out.append(_DYNAMIC)
+            elif d < -1:
+                raise ValueError(f"dimension {d} is below -1")
+            else:
+                out.append(_static_dim(int(d)))
+        return cls.model_construct(dims=tuple(out))
+
+    @classmethod
+    def dynamic_rank(cls) -> PartialShape:
+        return _DYNAMIC_RANK
+
+    # queries -------------------------------------------------------------------------------
+
+    @property
+    def rank_is_static(self) -> bool:
+        return self.dims is not None
+
+    @property
+    def rank(self) -> int:
+        if self.dims is None:
+            raise ValueError("shape has a dynamic rank")
+        return len(self.dims)
+
+    @property
+    def is_static(self) -> bool:
+        return self.dims is not None and all(d.is_static for d in self.dims)
+
+    def to_tuple(self) -> tuple[int, ...]:
+        """The static shape as ints; raises ValueError when any part is dynamic."""
+        if not self.is_static:
+            raise ValueError(f"shape {self} is not static")
+        return tuple(d.min for d in self.dims)  # type: ignore[union-attr]
+
+    def compatible(self, other: PartialShape) -> bool:
+        if self.dims is None or other.dims is None:
+            return True
+        return len(self.dims) == len(other.dims) and all(
+            a.compatible(b) for a, b in zip(self.dims, other.dims)
+        )
+
+    def accepts(self, shape: Sequence[int]) -> bool:
+        """Whether a concrete shape fits this partial shape."""
+        if self.dims is None:
+            return True
+        return len(shape) == len(self.dims) and all(d.contains(n) for d, n in zip(self.dims, shape))
+
+    def __len__(self) -> int:
+        return self.rank
+
+    def __getitem__(self, i: int) -> Dimension:
+        if self.dims is None:
+            raise ValueError("shape has a dynamic rank")
+        return self.dims[i]
+
+    def __iter__(self):  # type: ignore[override]
+        if self.dims is None:
+            raise ValueError("shape has a dynamic rank")
+        return iter(self.dims)
+
+    def to_text(self) -> str:
+        if self.dims is None:
+            return "..."
+        return ",".join(str(d) for d in self.dims)
+
+    def __str__(self) -> str:
+        return "[...]" if self.dims is None else "[" + ", ".join(str(d) for d in self.dims) + "]"
+
+    def __repr__(self) -> str:
+        return f"PartialShape({self})"
+
+
+_DYNAMIC_RANK = PartialShape.model_construct(dims=None)
+
+
+def parse_partial_shape(text: str) -> PartialShape:
+    """Parse the IR's PartialShape text; raises ValueError with the offending field."""
+    t = text.strip()
+    if t.startswith("[") and t.endswith("]"):
+        t = t[1:-1].strip()
+    if t == "...":
+        return _DYNAMIC_RANK
+    if t == "":
+        return PartialShape.model_construct(dims=())
+    fields = t.split(",")
+    if any(f.strip() == "" for f in fields):
+        raise ValueError(f'shape "{text}" has an empty dimension')
+    return PartialShape.model_construct(dims=tuple(parse_dimension(f) for f in fields))
+
+
+def parse_static_shape(text: str) -> tuple[int, ...]:
+    """A Const `shape`: comma-separated non-negative integers, spaces allowed, "" = scalar."""
+    t = text.strip()
+    if t.startswith("[") and t.endswith("]"):
+        t = t[1:-1].strip()
+    if t == "":
+        return ()
+    out = []
+    for f in t.split(","):
+        f = f.strip()
+        if not f.isdigit():
+            raise ValueError(f'shape "{text}" has "{f}", which is not a non-negative integer')
+        out.append(int(f))
+    return tuple(out)

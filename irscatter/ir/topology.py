@@ -1,0 +1,127 @@
+"""How the layers of a graph connect: edges resolved to port positions, and execution order.
+
+`wire()` never raises: every structural problem becomes a `Finding`, so that `validate` can
+list them all while the interpreter stops at the first error. Execution order comes from a
+depth-first walk backwards from the roots (the Results), never from XML order, so layers
+that no Result needs are not run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from irscatter.errors import LayerRef, ValidationError
+from irscatter.ir.graph import Graph, Layer
+
+Source = tuple[int, int]  # (producer layer id, producer output position)
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: Literal["error", "warning"]
+    code: str
+    message: str
+    layer: LayerRef | None = None
+    port: str | None = None
+    line: int | None = None
+
+    def to_error(self, file: str | None) -> ValidationError:
+        return ValidationError(self.message, file=file, line=self.line, layer=self.layer, port=self.port, label=self.code)
+
+
+@dataclass
+class Wiring:
+    by_id: dict[int, Layer]
+    sources: dict[int, list[Source | None]]  # per layer: the producer of each input position
+    findings: list[Finding] = field(default_factory=list)
+
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "error"]
+
+
+def wire(graph: Graph) -> Wiring:
+    by_id: dict[int, Layer] = {}
+    findings: list[Finding] = []
+    for layer in graph.layers:
+        if layer.id in by_id:
+            first = by_id[layer.id]
+            findings.append(
+                Finding("error", "duplicate-layer-id",
+                        f'layer id {layer.id} is used again (first by "{first.name}" at line {first.line})',
+                        layer.ref, line=layer.line)
+            )
+            continue
+        by_id[layer.id] = layer
+    sources: dict[int, list[Source | None]] = {lid: [None] * len(l.inputs) for lid, l in by_id.items()}
+    seen_edges: set[tuple[int, int, int, int]] = set()
+    for e in graph.edges:
+        desc = f"edge {e.from_layer}:{e.from_port} -> {e.to_layer}:{e.to_port}"
+        key = (e.from_layer, e.from_port, e.to_layer, e.to_port)
+        if key in seen_edges:
+            findings.append(Finding("error", "duplicate-edge", f"{desc} is listed twice"))
+            continue
+        seen_edges.add(key)
+        src, dst = by_id.get(e.from_layer), by_id.get(e.to_layer)
+        if src is None or dst is None:
+            missing = e.from_layer if src is None else e.to_layer
+            findings.append(Finding("error", "dangling-edge", f"{desc} names layer {missing}, which does not exist"))
+            continue
+        out_pos = src.output_position(e.from_port)
+        if out_pos is None:
+            findings.append(Finding("error", "dangling-edge", f"{desc}: the layer has no output port {e.from_port}", src.ref, line=src.line))
+            continue
+        in_pos = dst.input_position(e.to_port)
+        if in_pos is None:
+            findings.append(Finding("error", "dangling-edge", f"{desc}: the layer has no input port {e.to_port}", dst.ref, line=dst.line))
+            continue
+        if e.from_layer == e.to_layer:
+            findings.append(Finding("error", "cycle", f"{desc} connects the layer to itself", dst.ref, line=dst.line))
+            continue
+        if sources[dst.id][in_pos] is not None:
+            findings.append(
+                Finding("error", "duplicate-input", f"input port {e.to_port} has more than one incoming edge", dst.ref,
+                        port=f"input {in_pos}", line=dst.line)
+            )
+            continue
+        sources[dst.id][in_pos] = (src.id, out_pos)
+    return Wiring(by_id, sources, findings)
+
+
+def execution_order(wiring: Wiring, roots: list[int]) -> list[int]:
+    """Layer ids in an order where every producer precedes its consumers.
+
+    Walks back from `roots` iteratively (deep chains must not hit Python's recursion limit).
+    Raises ValidationError for a cycle or an input that has no producer.
+    """
+    state: dict[int, int] = {}  # 1 = on the current path, 2 = done
+    order: list[int] = []
+    for root in roots:
+        if state.get(root) == 2:
+            continue
+        stack: list[tuple[int, int]] = [(root, 0)]
+        state[root] = 1
+        while stack:
+            lid, i = stack[-1]
+            srcs = wiring.sources[lid]
+            if i < len(srcs):
+                stack[-1] = (lid, i + 1)
+                src = srcs[i]
+                layer = wiring.by_id[lid]
+                if src is None:
+                    raise Finding("error", "unconnected-input", f"input port {layer.inputs[i].id} has no incoming edge",
+                                  layer.ref, port=f"input {i}", line=layer.line).to_error(None)
+                producer = src[0]
+                st = state.get(producer)
+                if st == 1:
+                    p = wiring.by_id[producer]
+                    raise Finding("error", "cycle", f'the graph has a cycle through layer {p.id} "{p.name}"',
+                                  layer.ref, line=layer.line).to_error(None)
+                if st is None:
+                    state[producer] = 1
+                    stack.append((producer, 0))
+            else:
+                stack.pop()
+                state[lid] = 2
+                order.append(lid)
+    return order

@@ -1,0 +1,159 @@
+"""What every op declares in one place: attributes, inputs, inference and kernel.
+
+An op is a class registered with `@register(type, version)`:
+
+    @register("Convert", 1)
+    class Convert(Op):
+        class Attrs(OpAttrs):
+            destination_type: ElementTypeAttr        # the <data> schema, parsed once
+        inputs = ("data",)
+
+        def infer(self, data: TensorInfo) -> TensorInfo:    # shape/type rules, labelled checks
+            ...
+        def compute(self, data: np.ndarray) -> np.ndarray:  # the numpy kernel
+            ...
+
+`infer` and `compute` take one argument per input port and return one value (or a tuple
+for several outputs). Attributes are parsed and checked when the model is compiled, so a
+kernel call does no parsing at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar
+
+import numpy as np
+from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic import ValidationError as PydanticValidationError
+
+from irscatter.errors import ValidationError
+from irscatter.ir.element_types import ElementType
+from irscatter.ir.graph import Layer
+from irscatter.ir.shapes import PartialShape
+
+# --- attribute value types (the IR writes every attribute as a string) ----------------------
+
+
+def _ir_bool(value: Any) -> Any:
+    if isinstance(value, str):
+        t = value.strip().lower()
+        if t in ("true", "1"):
+            return True
+        if t in ("false", "0"):
+            return False
+        raise ValueError(f'"{value}" is not a boolean (true, false, 1 or 0)')
+    return value
+
+
+def _int_list(value: Any) -> Any:
+    if isinstance(value, str):
+        t = value.strip()
+        if t == "":
+            return ()
+        fields = t.split(",")
+        try:
+            return tuple(int(f.strip()) for f in fields)
+        except ValueError:
+            raise ValueError(f'"{value}" is not a comma-separated list of integers') from None
+    return value
+
+
+def _lower(value: Any) -> Any:
+    return value.strip().lower() if isinstance(value, str) else value
+
+
+def _element_type(value: Any) -> Any:
+    return ElementType.from_attribute(value) if isinstance(value, str) else value
+
+
+IRBool = Annotated[bool, BeforeValidator(_ir_bool)]
+IntList = Annotated[tuple[int, ...], BeforeValidator(_int_list)]
+ElementTypeAttr = Annotated[ElementType, BeforeValidator(_element_type)]
+Lower = BeforeValidator(_lower)  # for enum attributes: Annotated[Literal[...], Lower]
+
+
+class OpAttrs(BaseModel):
+    """Base of every op's attribute schema. Unknown attributes are ignored, as OpenVINO does."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class NoAttrs(OpAttrs):
+    pass
+
+
+# --- inference values -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """What inference knows about a tensor: its element type, shape, and value if constant."""
+
+    etype: ElementType
+    shape: PartialShape
+    value: np.ndarray | None = None
+
+    @classmethod
+    def of(cls, array: np.ndarray, etype: ElementType | None = None) -> TensorInfo:
+        return cls(etype or ElementType.from_dtype(array.dtype), PartialShape.of(array.shape), array)
+
+
+def check(condition: Any, label: str, message: str, *, port: str | None = None) -> None:
+    """A spec constraint: raises a ValidationError tagged with `label` when it does not hold."""
+    if not condition:
+        raise ValidationError(message, label=label, port=port)
+
+
+# --- the op base class ----------------------------------------------------------------------
+
+
+class Op:
+    type_name: ClassVar[str]
+    version: ClassVar[int]
+    domain: ClassVar[str]
+
+    Attrs: ClassVar[type[OpAttrs]] = NoAttrs
+    inputs: ClassVar[tuple[str, ...]] = ()  # input port names, in order
+    optional_inputs: ClassVar[int] = 0  # how many trailing inputs may be omitted
+    outputs: ClassVar[int] = 1
+    foldable: ClassVar[bool] = True  # may inference compute small constant values with it
+
+    def __init__(self, layer: Layer) -> None:
+        self.layer = layer
+        try:
+            self.attrs = self.Attrs.model_validate(layer.attrs)
+        except PydanticValidationError as e:
+            raise ValidationError(_describe_attr_errors(e, layer.attrs), label="attributes") from None
+
+    @classmethod
+    def label(cls) -> str:
+        return f"{cls.type_name}-{cls.version}"
+
+    def check_arity(self, n_inputs: int, n_outputs: int) -> None:
+        lo, hi = len(self.inputs) - self.optional_inputs, len(self.inputs)
+        want = str(hi) if lo == hi else f"{lo} to {hi}"
+        check(lo <= n_inputs <= hi, "input-count", f"takes {want} inputs ({', '.join(self.inputs)}), the layer has {n_inputs}")
+        check(
+            n_outputs == self.outputs,
+            "output-count",
+            f"has {self.outputs} output{'s' if self.outputs != 1 else ''}, the layer declares {n_outputs}",
+        )
+
+    def infer(self, *inputs: TensorInfo) -> TensorInfo | tuple[TensorInfo, ...]:
+        raise NotImplementedError(f"{self.label()} has no shape inference")
+
+    def compute(self, *inputs: np.ndarray) -> np.ndarray | tuple[np.ndarray, ...]:
+        raise NotImplementedError(f"{self.label()} has no kernel")
+
+
+def _describe_attr_errors(e: PydanticValidationError, raw: dict[str, str]) -> str:
+    parts = []
+    for err in e.errors():
+        name = str(err["loc"][0]) if err["loc"] else "?"
+        if err["type"] == "missing":
+            parts.append(f'required attribute "{name}" is missing')
+        else:
+            msg = err["msg"].removeprefix("Value error, ")
+            parts.append(f'attribute {name}="{raw.get(name, "")}": {msg}')
+    return "; ".join(parts)

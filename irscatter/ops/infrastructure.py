@@ -1,0 +1,56 @@
+"""Parameter-1, Constant-1 (`Const` in IR files) and Result-1: the graph's boundary.
+
+The interpreter fills Parameter and Const outputs before a run and reads Result inputs after
+it, so these ops only take part in inference; they have no kernel call per run.
+"""
+
+from __future__ import annotations
+
+import math
+
+from irscatter.ir.shapes import PartialShape
+from irscatter.ops.base import ElementTypeAttr, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.registry import register
+
+# Constants up to this many elements are handed to inference as values, so that ops whose
+# output shape depends on an input's value (axis, target shape, ...) can be resolved.
+FOLD_LIMIT = 4096
+
+
+@register("Parameter", 1)
+class Parameter(Op):
+    class Attrs(OpAttrs):
+        shape: PartialShape
+        element_type: ElementTypeAttr
+
+    inputs = ()
+
+    def infer(self) -> TensorInfo:
+        return TensorInfo(self.attrs.element_type, self.attrs.shape)
+
+
+@register("Const", 1)
+class Const(Op):
+    class Attrs(OpAttrs):
+        element_type: ElementTypeAttr
+        shape: str
+        offset: int
+        size: int
+
+    inputs = ()
+
+    def infer(self) -> TensorInfo:
+        data = self.layer._const
+        check(data is not None, "const-data", "Const has no data (is the weights file missing?)")
+        if math.prod(data.shape) <= FOLD_LIMIT:
+            return TensorInfo(data.etype, PartialShape.of(data.shape), data.value())
+        return TensorInfo(data.etype, PartialShape.of(data.shape))
+
+
+@register("Result", 1)
+class Result(Op):
+    inputs = ("value",)
+    outputs = 0
+
+    def infer(self, value: TensorInfo) -> tuple[()]:
+        return ()

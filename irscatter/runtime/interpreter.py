@@ -1,0 +1,274 @@
+"""The interpreter: a model is compiled once into a flat plan, then run many times.
+
+Compiling checks the wiring, resolves every layer to its op (parsing its attributes once),
+infers shapes and types, and lays the plan out as a list of steps over numbered value
+slots. Each step knows which slots to drop once it has run, so intermediate buffers live
+only until their last consumer. A run fills the Parameter and Const slots, calls the
+kernels in order and reads the Result slots; kernels never write into their inputs.
+
+With dynamic Parameter shapes, inference runs again for each new combination of input
+shapes (kept in a small cache) so that shape errors are still reported before any kernel
+runs, naming the layer.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from irscatter.errors import ExecutionError, IRError, ValidationError
+from irscatter.ir.element_types import ElementType
+from irscatter.ir.graph import Layer, Model
+from irscatter.ir.loader import split_names
+from irscatter.ir.shapes import PartialShape
+from irscatter.ir.topology import Source, execution_order, wire
+from irscatter.ops import registry
+from irscatter.ops.base import Op, TensorInfo
+from irscatter.shape.infer import infer_graph
+
+_BOUNDARY = ("Parameter", "Const", "Result")
+_SHAPE_CACHE_SIZE = 16
+
+LayerHook = Callable[[Layer, tuple[np.ndarray, ...], tuple[np.ndarray, ...]], None]
+
+
+@dataclass(frozen=True)
+class Step:
+    layer: Layer
+    compute: Callable[..., Any]
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    release: tuple[int, ...]  # slots whose last reader is this step
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """A model input as `run()` expects it."""
+
+    name: str
+    names: tuple[str, ...]
+    etype: ElementType
+    shape: PartialShape
+    layer: Layer
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    name: str
+    etype: ElementType
+    shape: PartialShape
+    layer: Layer
+
+
+def resolve_op(layer: Layer, file: str | None = None) -> Op:
+    """The op instance for a layer, with its attributes parsed; errors name the layer."""
+    cls = registry.find(layer.type, layer.version)
+    try:
+        if cls is None:
+            opset = registry.parse_opset(layer.version)
+            if opset is None:
+                raise ValidationError(f'version="{layer.version}" is not an opset name', label="unknown-opset")
+            raise ValidationError(
+                f"no kernel for {layer.type} in {layer.version}: {registry.describe_support(layer.type)}",
+                label="unknown-op",
+            )
+        op = cls(layer)
+        op.check_arity(len(layer.inputs), len(layer.outputs))
+        return op
+    except IRError as e:
+        raise e.add_context(file=file, layer=layer.ref, line=layer.line) from None
+
+
+class CompiledModel:
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        file = model.source
+        wiring = wire(model)
+        if errors := wiring.errors():
+            raise errors[0].to_error(file)
+        results = model.results
+        if not results:
+            raise ValidationError("the model has no Result layer, so there is nothing to compute", file=file)
+        try:
+            order = execution_order(wiring, [r.id for r in results])
+        except IRError as e:
+            raise e.add_context(file=file) from None
+        parameters = model.parameters
+        order_set = set(order)
+        # Parameters no Result depends on are still model inputs: feeds for them are checked.
+        order = [p.id for p in parameters if p.id not in order_set] + order
+        self.order = order
+        self.layers = wiring.by_id
+        self.sources = wiring.sources
+        self.ops = {lid: resolve_op(self.layers[lid], file) for lid in order}
+        self.infos = infer_graph(order, self.layers, self.ops, self.sources, file=file)
+        self._shape_cache: OrderedDict[tuple, None] = OrderedDict()
+        self._plan(parameters, results)
+
+    # --- planning ---------------------------------------------------------------------------
+
+    def _plan(self, parameters: list[Layer], results: list[Layer]) -> None:
+        slot_of: dict[Source, int] = {}
+        for lid in self.order:
+            for pos in range(len(self.layers[lid].outputs)):
+                slot_of[(lid, pos)] = len(slot_of)
+        self.slot_of = slot_of
+        self.n_slots = len(slot_of)
+
+        self.inputs = [
+            InputSpec(p.name, p.outputs[0].names if p.outputs else (), self.infos[(p.id, 0)].etype,
+                      self.infos[(p.id, 0)].shape, p)
+            for p in parameters
+        ]
+        self.param_slots = [slot_of[(p.id, 0)] for p in parameters]
+        self.const_slots = [(slot_of[(lid, 0)], self.layers[lid]) for lid in self.order if self.layers[lid].type == "Const"]
+
+        self.outputs: list[OutputSpec] = []
+        self.output_slots: list[int] = []
+        for r in results:
+            src = self.sources[r.id][0]
+            assert src is not None
+            info = self.infos[src]
+            self.outputs.append(OutputSpec(self._output_name(r, src), info.etype, info.shape, r))
+            self.output_slots.append(slot_of[src])
+
+        keep = set(self.output_slots) | {s for s, _ in self.const_slots}
+        last_reader: dict[int, int] = {}
+        steps_layers = [lid for lid in self.order if self.layers[lid].type not in _BOUNDARY]
+        for i, lid in enumerate(steps_layers):
+            for src in self.sources[lid]:
+                last_reader[slot_of[src]] = i  # type: ignore[index]
+        releases: dict[int, list[int]] = {}
+        for slot, i in last_reader.items():
+            if slot not in keep:
+                releases.setdefault(i, []).append(slot)
+        self.steps = [
+            Step(
+                layer=self.layers[lid],
+                compute=self.ops[lid].compute,
+                inputs=tuple(slot_of[s] for s in self.sources[lid]),  # type: ignore[misc]
+                outputs=tuple(slot_of[(lid, p)] for p in range(len(self.layers[lid].outputs))),
+                release=tuple(releases.get(i, ())),
+            )
+            for i, lid in enumerate(steps_layers)
+        ]
+        self._feed_index = self._feed_names()
+        self.is_static = all(spec.shape.is_static and spec.etype is not ElementType.dynamic for spec in self.inputs)
+
+    def _output_name(self, result: Layer, src: Source) -> str:
+        explicit = result.extra.get("output_names") or result.attrs.get("output_names")
+        if explicit:
+            names = split_names(explicit)
+            if names:
+                return names[0]
+        producer = self.layers[src[0]]
+        port_names = producer.outputs[src[1]].names
+        return port_names[0] if port_names else result.name
+
+    def _feed_names(self) -> dict[str, int]:
+        index: dict[str, int] = {}
+        for i, spec in enumerate(self.inputs):
+            for name in (spec.name, *spec.names):
+                index.setdefault(name, i)
+        return index
+
+    # --- running ----------------------------------------------------------------------------
+
+    def _bind(self, feeds: Mapping[str, Any]) -> list[np.ndarray]:
+        file = self.model.source
+        bound: list[np.ndarray | None] = [None] * len(self.inputs)
+        for key, value in feeds.items():
+            i = self._feed_index.get(key)
+            if i is None:
+                known = ", ".join(f'"{s.name}"' for s in self.inputs) or "none"
+                raise ExecutionError(f'there is no input named "{key}" (the inputs are {known})', file=file)
+            spec = self.inputs[i]
+            if bound[i] is not None:
+                raise ExecutionError(f'input "{spec.name}" is fed twice (under two of its names)', file=file)
+            bound[i] = self._check_feed(spec, value)
+        for spec, value in zip(self.inputs, bound):
+            if value is None:
+                raise ExecutionError(f"no value was fed for this input", file=file, layer=spec.layer.ref)
+        return bound  # type: ignore[return-value]
+
+    def _check_feed(self, spec: InputSpec, value: Any) -> np.ndarray:
+        ref = spec.layer.ref
+        file = self.model.source
+        if spec.etype is ElementType.dynamic:
+            array = np.asarray(value)
+        elif isinstance(value, (np.ndarray, np.generic)):
+            array = np.asarray(value)
+            if array.dtype != spec.etype.dtype and not (spec.etype is ElementType.string and array.dtype.kind in "UTO"):
+                raise ExecutionError(
+                    f"the fed array has dtype {array.dtype}, the Parameter expects {spec.etype} ({spec.etype.dtype})",
+                    file=file, layer=ref,
+                )
+            if spec.etype is ElementType.string and array.dtype != spec.etype.dtype:
+                array = array.astype(spec.etype.dtype)
+        else:
+            try:
+                array = np.asarray(value, dtype=spec.etype.dtype)
+            except (TypeError, ValueError) as e:
+                raise ExecutionError(f"the fed value cannot be read as {spec.etype}: {e}", file=file, layer=ref) from None
+        if not spec.shape.accepts(array.shape):
+            raise ExecutionError(
+                f"the fed array has shape {list(array.shape)}, the Parameter expects {spec.shape}", file=file, layer=ref
+            )
+        return array
+
+    def _check_dynamic_shapes(self, bound: list[np.ndarray]) -> None:
+        key = tuple((a.shape, a.dtype.str) for a in bound)
+        if key in self._shape_cache:
+            self._shape_cache.move_to_end(key)
+            return
+        overrides = {
+            spec.layer.id: TensorInfo(spec.etype if spec.etype is not ElementType.dynamic else ElementType.from_dtype(a.dtype),
+                                      PartialShape.of(a.shape))
+            for spec, a in zip(self.inputs, bound)
+        }
+        infer_graph(self.order, self.layers, self.ops, self.sources, overrides, file=self.model.source)
+        self._shape_cache[key] = None
+        if len(self._shape_cache) > _SHAPE_CACHE_SIZE:
+            self._shape_cache.popitem(last=False)
+
+    def run(
+        self,
+        feeds: Mapping[str, Any],
+        *,
+        intermediate: bool = False,
+        hook: LayerHook | None = None,
+    ) -> dict[str, np.ndarray]:
+        bound = self._bind(feeds)
+        if not self.is_static:
+            self._check_dynamic_shapes(bound)
+        values: list[Any] = [None] * self.n_slots
+        for slot, array in zip(self.param_slots, bound):
+            values[slot] = array
+        for slot, layer in self.const_slots:
+            values[slot] = layer.const_value
+        for step in self.steps:
+            try:
+                out = step.compute(*[values[s] for s in step.inputs])
+            except IRError as e:
+                raise e.add_context(file=self.model.source, layer=step.layer.ref, line=step.layer.line) from None
+            if isinstance(out, tuple):
+                for slot, array in zip(step.outputs, out):
+                    values[slot] = array
+            else:
+                values[step.outputs[0]] = out
+            if hook is not None:
+                hook(step.layer, tuple(values[s] for s in step.inputs), tuple(values[s] for s in step.outputs))
+            if not intermediate:
+                for slot in step.release:
+                    values[slot] = None
+        if intermediate:
+            return {
+                f"{self.layers[lid].name}:{self.layers[lid].outputs[pos].id}": values[slot]
+                for (lid, pos), slot in self.slot_of.items()
+                if values[slot] is not None
+            }
+        return {spec.name: values[slot] for spec, slot in zip(self.outputs, self.output_slots)}
