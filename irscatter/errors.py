@@ -89,7 +89,7 @@ class IRError(Exception):
 
     def __str__(self) -> str:
         where = self.location()
-        what = f"[{self.label}] {self.message}" if self.label else self.message
+        what = f"{self.message} [{self.label}]" if self.label else self.message
         return f"{where}: {what}" if where else what
 
 

@@ -261,6 +261,8 @@ def decode(raw: np.ndarray, etype: ElementType, shape: tuple[int, ...]) -> np.nd
         codes = _bits_lsb_first(raw, 4)[:count]
         if etype is ElementType.i4:
             codes = ((codes.astype(np.int8) ^ 8) - 8).astype(np.int8)
+        elif etype is ElementType.f4e2m1:
+            return codes.astype(np.uint8).view(etype.dtype).reshape(shape)  # bit pattern, not a number
     return codes.astype(etype.dtype).reshape(shape)
 
 
@@ -271,6 +273,8 @@ def encode(values: np.ndarray, etype: ElementType) -> bytes:
     arr = np.asarray(values)
     if not etype.is_packed:
         return np.ascontiguousarray(arr.astype(etype.dtype)).tobytes()
+    if etype is ElementType.f4e2m1:
+        arr = arr.astype(etype.dtype).view(np.uint8)
     codes = np.ascontiguousarray(arr.reshape(-1).astype(np.int64) & ((1 << etype.bitwidth) - 1))
     codes = codes.astype(np.uint8)
     if etype in (ElementType.u3, ElementType.u6):
@@ -310,8 +314,8 @@ def _pack_lsb_first(codes: np.ndarray, width: int) -> np.ndarray:
 def decode_strings(raw: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """A packed string tensor: int32 count N, N+1 int32 end offsets (first 0), then the bytes.
 
-    Strings are decoded as UTF-8 with `surrogateescape`, so arbitrary bytes survive a round
-    trip through `encode_strings`.
+    Strings must be valid UTF-8 (numpy's string dtype holds text, not bytes); anything else
+    is a LoadError naming the element.
     """
     buf = bytes(raw)
     if len(buf) < 4:
@@ -329,13 +333,18 @@ def decode_strings(raw: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     body = buf[header:]
     if offsets[0] != 0 or np.any(np.diff(offsets) < 0) or offsets[-1] > len(body):
         raise LoadError("packed string tensor has offsets that are not increasing within its size")
-    items = [body[offsets[i] : offsets[i + 1]].decode("utf-8", "surrogateescape") for i in range(count)]
+    items = []
+    for i in range(count):
+        try:
+            items.append(body[offsets[i] : offsets[i + 1]].decode("utf-8"))
+        except UnicodeDecodeError as e:
+            raise LoadError(f"string element {i} is not valid UTF-8 ({e.reason})") from None
     return np.array(items, dtype=np.dtypes.StringDType()).reshape(shape)
 
 
 def encode_strings(values: np.ndarray) -> bytes:
     items = [
-        s.encode("utf-8", "surrogateescape") if isinstance(s, str) else bytes(s)
+        s.encode("utf-8") if isinstance(s, str) else bytes(s)
         for s in np.asarray(values, dtype=object).reshape(-1)
     ]
     offsets = np.zeros(len(items) + 1, "<i4")

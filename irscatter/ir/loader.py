@@ -32,7 +32,36 @@ _BODY_TAGS = {"body": "port_map", "then_body": "then_port_map", "else_body": "el
 # --- secure XML ---------------------------------------------------------------------------
 
 
-def _parser() -> etree.XMLParser:
+class _DoctypeSeen(Exception):
+    pass
+
+
+class _RootReached(Exception):
+    pass
+
+
+class _Sentry:
+    """A parser target that stops at the first DOCTYPE or at the root element, whichever
+    comes first. libxml2 reports the DOCTYPE before it reads any entity declaration, so a
+    hostile internal subset is refused before it is expanded or even parsed."""
+
+    def doctype(self, name, public_id, system_url):
+        raise _DoctypeSeen(name)
+
+    def start(self, tag, attrib):
+        raise _RootReached()
+
+    def end(self, tag):
+        pass
+
+    def data(self, text):
+        pass
+
+    def close(self):
+        return None
+
+
+def _parser(**options: Any) -> etree.XMLParser:
     return etree.XMLParser(
         resolve_entities=False,
         no_network=True,
@@ -41,11 +70,20 @@ def _parser() -> etree.XMLParser:
         huge_tree=False,
         remove_blank_text=True,
         collect_ids=False,
+        **options,
     )
 
 
 def parse_xml(data: bytes, source: str) -> etree._Element:
     """Parse XML bytes safely; returns the root element or raises LoadError/SecurityError."""
+    try:
+        etree.fromstring(data, _parser(target=_Sentry()))
+    except _DoctypeSeen:
+        raise SecurityError(
+            "DOCTYPE declarations are refused (entities and external DTDs are never loaded)", file=source
+        ) from None
+    except (_RootReached, etree.XMLSyntaxError):
+        pass  # no DOCTYPE before the root; syntax errors are reported by the full parse below
     try:
         root = etree.fromstring(data, _parser())
     except etree.XMLSyntaxError as e:
@@ -56,9 +94,7 @@ def parse_xml(data: bytes, source: str) -> etree._Element:
     docinfo = root.getroottree().docinfo
     if docinfo.doctype or docinfo.internalDTD is not None or docinfo.externalDTD is not None:
         raise SecurityError(
-            "DOCTYPE declarations are refused (entities and external DTDs are never loaded)",
-            file=source,
-            line=1,
+            "DOCTYPE declarations are refused (entities and external DTDs are never loaded)", file=source
         )
     for node in root.iter(etree.Entity):
         raise SecurityError("entity references are refused", file=source, line=node.sourceline)

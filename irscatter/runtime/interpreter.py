@@ -249,7 +249,10 @@ class CompiledModel:
         for slot, array in zip(self.param_slots, bound):
             values[slot] = array
         for slot, layer in self.const_slots:
-            values[slot] = layer.const_value
+            try:
+                values[slot] = layer.const_value
+            except IRError as e:
+                raise e.add_context(file=self.model.source, layer=layer.ref, line=layer.line) from None
         for step in self.steps:
             try:
                 out = step.compute(*[values[s] for s in step.inputs])

@@ -1,0 +1,115 @@
+"""The console script, run in a subprocess: outputs, exit codes and one-line errors."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import add, cli, layer, net, param, port, result, write
+
+MODELS = Path(__file__).resolve().parent.parent / "models"
+
+
+def _assert_one_line_error(proc, code):
+    assert proc.returncode == code, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("irscatter: error: "), proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_run_random_prints_outputs():
+    proc = cli("run", str(MODELS / "affine_chain" / "model.xml"), "--random", "--seed", "3")
+    assert proc.returncode == 0, proc.stderr
+    assert "y: float32 [2, 4]" in proc.stdout and "y_f16: float16 [2, 4]" in proc.stdout
+
+
+def test_run_with_inputs_and_expected(tmp_path):
+    folder = MODELS / "affine_chain"
+    out = tmp_path / "out.npz"
+    proc = cli("run", str(folder / "model.xml"), "--inputs", str(folder / "inputs.npz"),
+               "--expected", str(folder / "expected.npz"), "--output", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "ok   y:" in proc.stdout and "ok   y_f16:" in proc.stdout
+    with np.load(out) as saved, np.load(folder / "expected.npz") as want:
+        np.testing.assert_allclose(saved["y"], want["y"], rtol=1e-6)
+
+
+def test_run_with_npy_input_and_dynamic_shape(tmp_path):
+    folder = MODELS / "dynamic_batch"
+    x = tmp_path / "x.npy"
+    np.save(x, np.ones((2, 3), np.float32))
+    proc = cli("run", str(folder / "model.xml"), "-i", f"x={x}", "--random", "--shape", "bias=2,1")
+    assert proc.returncode == 0, proc.stderr
+    assert "y: float32 [2, 3]" in proc.stdout
+    _assert_one_line_error(cli("run", str(folder / "model.xml"), "--random"), 2)
+
+
+def test_expected_mismatch_fails(tmp_path):
+    folder = MODELS / "affine_chain"
+    wrong = tmp_path / "wrong.npz"
+    with np.load(folder / "expected.npz") as want:
+        np.savez(wrong, y=want["y"] + 1, y_f16=want["y_f16"])
+    proc = cli("run", str(folder / "model.xml"), "--inputs", str(folder / "inputs.npz"), "--expected", str(wrong))
+    assert proc.returncode == 1 and "FAIL y:" in proc.stdout
+
+
+def test_info_text_and_json():
+    xml = str(MODELS / "mixed_types_v10" / "model.xml")
+    proc = cli("info", xml)
+    assert proc.returncode == 0 and "IR version: 10" in proc.stdout and "Add-1" in proc.stdout
+    doc = json.loads(cli("info", xml, "--json").stdout)
+    assert doc["ir_version"] == 10 and doc["ops"]["Multiply-1"] == 1
+    assert [i["name"] for i in doc["inputs"]] == ["a", "scale"] and doc["layers_without_kernel"] == []
+
+
+def test_info_lists_layers_without_kernel(tmp_path):
+    layers = [param(0, "x", [2]), layer(1, "g", "Gather", "opset8", inputs=[port(0, "FP32", [2])],
+                                       outputs=[port(1, "FP32", [2])]), result(2, "r", [2])]
+    xml = write(tmp_path, net(layers, [(0, 0, 1, 0), (1, 1, 2, 0)]))
+    doc = json.loads(cli("info", str(xml), "--json").stdout)
+    assert doc["layers_without_kernel"] == [{"id": 1, "name": "g", "type": "Gather", "version": "opset8"}]
+
+
+def test_ops_lists_registered_kernels():
+    proc = cli("ops")
+    assert proc.returncode == 0 and "Convert-1" in proc.stdout
+    doc = json.loads(cli("ops", "--json").stdout)
+    assert {"domain": "opset", "type": "Add", "version": 1} in doc
+
+
+@pytest.mark.parametrize(
+    "make, code, fragment",
+    [
+        (lambda d: d / "missing.xml", 2, "missing.xml: model file not found"),
+        (lambda d: write(d, '<net version="11"><layers>'), 1, "malformed XML"),
+        (lambda d: write(d, net([param(0, "x", [2]), layer(1, "g", "Frobnicate", "opset3", inputs=[port(0, "FP32", [2])],
+                                                            outputs=[port(1, "FP32", [2])]), result(2, "r", [2])],
+                                [(0, 0, 1, 0), (1, 1, 2, 0)])), 1,
+         'layer 1 "g" (Frobnicate, opset3): no kernel for Frobnicate in opset3'),
+        (lambda d: write(d, net([param(0, "x", [2]), add(1, "a", [3]), result(2, "r", [2])], [(0, 0, 1, 0), (1, 2, 2, 0)])), 1,
+         'layer 1 "a" (Add-1) input 1: input port 1 has no incoming edge'),
+    ],
+)
+def test_errors_are_one_line_with_exit_codes(tmp_path, make, code, fragment):
+    proc = cli("run", str(make(tmp_path)), "--random")
+    _assert_one_line_error(proc, code)
+    assert fragment in proc.stderr
+
+
+def test_feed_error_names_the_parameter(tmp_path):
+    x = tmp_path / "x.npy"
+    np.save(x, np.ones((5,), np.float64))
+    proc = cli("run", str(MODELS / "affine_chain" / "model.xml"), "-i", f"x={x}")
+    _assert_one_line_error(proc, 1)
+    assert 'layer 0 "x" (Parameter-1): the fed array has dtype float64' in proc.stderr
+
+
+def test_usage_errors_exit_2():
+    assert cli("run").returncode == 2
+    assert cli("frobnicate").returncode == 2
+
+
+def test_debug_shows_traceback(tmp_path):
+    proc = cli("--debug", "run", str(tmp_path / "missing.xml"))
+    assert proc.returncode == 2 and "Traceback" in proc.stderr

@@ -1,0 +1,158 @@
+"""The interpreter: execution order, feeds and outputs, buffer lifetime, and run-time errors."""
+
+import gc
+import weakref
+
+import numpy as np
+import pytest
+
+import irscatter
+from irscatter.errors import ExecutionError, ValidationError
+from helpers import add, layer, net, param, port, result, write
+
+
+def _chain(tmp_path, n=4, shuffle=False):
+    """x -> Add(x, x) -> Add(.., ..) ... -> Result, optionally with layers in reverse XML order."""
+    layers = [param(0, "x", [2, 2])] + [add(i, f"a{i}", [2, 2]) for i in range(1, n + 1)] + [result(n + 1, "out", [2, 2])]
+    edges = [(0, 0, 1, 0), (0, 0, 1, 1)]
+    for i in range(2, n + 1):
+        edges += [(i - 1, 2, i, 0), (i - 1, 2, i, 1)]
+    edges.append((n, 2, n + 1, 0))
+    if shuffle:
+        layers = layers[::-1]
+    return irscatter.read_model(write(tmp_path, net(layers, edges)))
+
+
+def test_order_comes_from_edges_not_xml(tmp_path):
+    x = np.array([[1, 2], [3, 4]], np.float32)
+    assert np.array_equal(_chain(tmp_path, shuffle=True).run({"x": x})["out"], x * 16)
+
+
+def test_only_layers_results_need_are_run(tmp_path):
+    # An unreachable layer of an unknown type does not stop the model from running.
+    layers = [param(0, "x", [2]), result(1, "r", [2]),
+              layer(2, "orphan", "NoSuchOp", "opset8", inputs=[port(0, "FP32", [2])], outputs=[port(1, "FP32", [2])])]
+    model = irscatter.read_model(write(tmp_path, net(layers, [(0, 0, 1, 0), (0, 0, 2, 0)])))
+    assert list(model.run({"x": np.ones(2, np.float32)})) == ["x"]  # the tensor name of the port feeding "r"
+
+
+def test_output_naming_rules(tmp_path):
+    layers = [
+        layer(0, "x", "Parameter", data={"shape": "2", "element_type": "f32"}, outputs=[port(0, "FP32", [2], names="in_t,x_alias")]),
+        add(1, "sum", [2]),
+        result(2, "r_explicit", [2]).replace('version="opset1"', 'version="opset1" output_names="picked"'),
+        result(3, "r_port", [2]),
+        result(4, "r_layer", [2]),
+        layer(5, "plain", "Add", data={"auto_broadcast": "numpy"}, inputs=[port(0, "FP32", [2]), port(1, "FP32", [2])], outputs=[port(2, "FP32", [2])]),
+    ]
+    layers[1] = layers[1].replace('<port id="2" precision="FP32">', '<port id="2" precision="FP32" names="sum_t">')
+    edges = [(0, 0, 1, 0), (0, 0, 1, 1), (1, 2, 2, 0), (1, 2, 3, 0), (0, 0, 5, 0), (0, 0, 5, 1), (5, 2, 4, 0)]
+    model = irscatter.read_model(write(tmp_path, net(layers, edges)))
+    out = model.run({"in_t": np.array([1, 2], np.float32)})  # fed by a tensor name
+    assert list(out) == ["picked", "sum_t", "r_layer"]
+    assert model.run({"x": np.array([1, 2], np.float32)})["r_layer"].tolist() == [2, 4]  # fed by layer name
+
+
+def test_intermediate_returns_every_tensor(tmp_path):
+    out = _chain(tmp_path, 3).run({"x": np.ones((2, 2), np.float32)}, intermediate=True)
+    assert list(out) == ["x:0", "a1:2", "a2:2", "a3:2"]
+    assert out["a2:2"].tolist() == [[4, 4], [4, 4]]
+
+
+def test_buffers_are_released_after_last_use(tmp_path):
+    model = _chain(tmp_path, 5)
+    refs: dict[str, weakref.ref] = {}
+    alive_at_end: list[bool] = []
+
+    def hook(lay, inputs, outputs):
+        refs[lay.name] = weakref.ref(outputs[0])
+        if lay.name == "a5":
+            gc.collect()
+            alive_at_end.extend(refs[n]() is not None for n in ("a1", "a2", "a3"))
+
+    out = model.run({"x": np.ones((2, 2), np.float32)}, hook=hook)
+    assert alive_at_end == [False, False, False], "a1..a3 are dead once a4 and a5 have run"
+    assert out["out"] is refs["a5"]()
+
+
+def test_inputs_are_never_mutated(tmp_path):
+    x = np.arange(4, dtype=np.float32).reshape(2, 2)
+    before = x.copy()
+    _chain(tmp_path).run({"x": x})
+    assert np.array_equal(x, before)
+
+
+@pytest.mark.parametrize(
+    "feeds, message",
+    [
+        ({}, "no value was fed"),
+        ({"x": np.ones((2, 2), np.float64)}, "dtype float64, the Parameter expects f32"),
+        ({"x": np.ones((3, 2), np.float32)}, "shape [3, 2], the Parameter expects [2, 2]"),
+        ({"x": np.ones((2, 2), np.float32), "y": 1}, 'no input named "y"'),
+    ],
+)
+def test_feed_errors_name_the_parameter(tmp_path, feeds, message):
+    with pytest.raises(ExecutionError) as info:
+        _chain(tmp_path).run(feeds)
+    assert message in str(info.value)
+    if "no input named" not in message:
+        assert 'layer 0 "x" (Parameter-1)' in str(info.value)
+
+
+def test_python_values_are_converted_to_the_parameter_type(tmp_path):
+    out = _chain(tmp_path, 1).run({"x": [[1, 2], [3, 4]]})
+    assert out["out"].dtype == np.float32 and out["out"].tolist() == [[2, 4], [6, 8]]
+
+
+def test_dynamic_shapes_are_checked_per_run(tmp_path):
+    layers = [param(0, "a", [-1, 3]), param(1, "b", [-1]), add(2, "s", [-1, 3]), result(3, "r", [-1, 3])]
+    model = irscatter.read_model(write(tmp_path, net(layers, [(0, 0, 2, 0), (1, 0, 2, 1), (2, 2, 3, 0)])))
+    assert model.run({"a": np.ones((4, 3), np.float32), "b": np.ones(3, np.float32)})["r"].shape == (4, 3)
+    with pytest.raises(ValidationError) as info:
+        model.run({"a": np.ones((4, 3), np.float32), "b": np.ones(5, np.float32)})
+    assert 'layer 2 "s" (Add-1)' in str(info.value) and "do not broadcast" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "layers, edges, message",
+    [
+        ([param(0, "x", [2]), add(1, "a", [2]), result(2, "r", [2])], [(0, 0, 1, 0), (1, 2, 2, 0)], "has no incoming edge"),
+        ([param(0, "x", [2]), add(1, "a", [2]), add(2, "b", [2]), result(3, "r", [2])],
+         [(0, 0, 1, 0), (2, 2, 1, 1), (1, 2, 2, 0), (0, 0, 2, 1), (2, 2, 3, 0)], "cycle"),
+        ([param(0, "x", [2]), result(1, "r", [2])], [(0, 0, 1, 0), (0, 0, 1, 0)], "listed twice"),
+        ([param(0, "x", [2]), result(1, "r", [2])], [(0, 0, 1, 0), (0, 0, 7, 0)], "layer 7, which does not exist"),
+        ([param(0, "x", [2]), result(1, "r", [2])], [(0, 3, 1, 0)], "no output port 3"),
+        ([param(0, "x", [2]), param(0, "y", [2]), result(1, "r", [2])], [(0, 0, 1, 0)], "layer id 0 is used again"),
+        ([param(0, "x", [2])], [], "no Result"),
+        ([param(0, "x", [2]), param(1, "y", [2]), add(2, "a", [2]), result(3, "r", [2])],
+         [(0, 0, 2, 0), (0, 0, 2, 1), (1, 0, 2, 1), (2, 2, 3, 0)], "more than one incoming edge"),
+    ],
+)
+def test_structural_errors(tmp_path, layers, edges, message):
+    with pytest.raises(ValidationError) as info:
+        irscatter.read_model(write(tmp_path, net(layers, edges))).compile()
+    assert message in str(info.value) and "model.xml" in str(info.value)
+
+
+def test_unknown_op_lists_what_is_supported(tmp_path):
+    layers = [param(0, "x", [2]), layer(1, "g", "Add", "opset0", inputs=[port(0, "FP32", [2]), port(1, "FP32", [2])],
+                                       outputs=[port(2, "FP32", [2])]), result(2, "r", [2])]
+    with pytest.raises(ValidationError, match=r'layer 1 "g" \(Add, opset0\): no kernel for Add in opset0: irscatter implements Add-1'):
+        irscatter.read_model(write(tmp_path, net(layers, [(0, 0, 1, 0), (0, 0, 1, 1), (1, 2, 2, 0)]))).compile()
+
+
+def test_bad_attribute_values_name_the_attribute(tmp_path):
+    layers = [param(0, "x", [2]), add(1, "a", [2]).replace("numpy", "sideways"), result(2, "r", [2])]
+    with pytest.raises(ValidationError, match=r'attribute auto_broadcast="sideways"'):
+        irscatter.read_model(write(tmp_path, net(layers, [(0, 0, 1, 0), (0, 0, 1, 1), (1, 2, 2, 0)]))).compile()
+
+
+def test_wrong_input_count(tmp_path):
+    layers = [param(0, "x", [2]), layer(1, "a", "Add", inputs=[port(0, "FP32", [2])], outputs=[port(2, "FP32", [2])]), result(2, "r", [2])]
+    with pytest.raises(ValidationError, match=r"takes 2 inputs \(a, b\), the layer has 1"):
+        irscatter.read_model(write(tmp_path, net(layers, [(0, 0, 1, 0), (1, 2, 2, 0)]))).compile()
+
+
+def test_deep_chain_does_not_recurse(tmp_path):
+    model = _chain(tmp_path, 3000)
+    assert model.run({"x": np.full((2, 2), 1e-300, np.float32)})["out"].shape == (2, 2)

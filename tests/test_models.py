@@ -1,0 +1,25 @@
+"""Every bundled model reproduces the outputs OpenVINO computed when it was generated."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import irscatter
+from irscatter.runtime.inputs import compare_outputs
+
+MODELS = sorted(p.parent for p in (Path(__file__).resolve().parent.parent / "models").glob("*/model.xml"))
+
+
+@pytest.mark.parametrize("folder", MODELS, ids=lambda p: p.name)
+def test_bundled_model_matches_expected(folder):
+    model = irscatter.read_model(folder / "model.xml")
+    with np.load(folder / "inputs.npz") as inputs, np.load(folder / "expected.npz") as expected:
+        feeds = {k: inputs[k] for k in inputs.files}
+        outputs = model.run(feeds)
+        results = compare_outputs(outputs, {k: expected[k] for k in expected.files})
+    assert results and all(r.ok for r in results), results
+
+
+def test_there_are_bundled_models():
+    assert len(MODELS) >= 3

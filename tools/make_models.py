@@ -1,0 +1,100 @@
+"""Generate the sample models under `models/` with the OpenVINO Python API.
+
+Each model directory holds `model.xml` + `model.bin` as written by `ov.save_model` (or by
+the Serialize pass for IR v10), `inputs.npz` drawn with a fixed seed, and `expected.npz`
+computed by OpenVINO's CPU plugin at f32 inference precision. Run from the repository root:
+
+    python tools/make_models.py [--out models]
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import openvino as ov
+import openvino.opset15 as ops
+from openvino import passes
+
+
+def _named(node, name: str):
+    node.output(0).get_tensor().set_names({name})
+    return node
+
+
+def affine_chain() -> tuple[ov.Model, dict[str, np.ndarray]]:
+    """y = (x * w + b) / 4, and the same value converted to f16."""
+    x = ops.parameter([2, 4], ov.Type.f32, name="x")
+    w = ops.constant(np.array([0.5, -1.0, 2.0, 3.0], np.float32))
+    b = ops.constant(np.arange(8, dtype=np.float32).reshape(2, 4))
+    y = _named(ops.divide(ops.add(ops.multiply(x, w), b), ops.constant(np.float32(4.0))), "y")
+    y16 = _named(ops.convert(y, "f16"), "y_f16")
+    model = ov.Model([ops.result(y), ops.result(y16)], [x], "affine_chain")
+    rng = np.random.default_rng(1)
+    return model, {"x": rng.standard_normal((2, 4)).astype(np.float32)}
+
+
+def mixed_types_v10() -> tuple[ov.Model, dict[str, np.ndarray]]:
+    """Integer arithmetic feeding a float multiply, written as IR v10."""
+    a = ops.parameter([3], ov.Type.i32, name="a")
+    s = ops.parameter([2, 3], ov.Type.f32, name="scale")
+    t = ops.subtract(ops.add(a, ops.constant(np.array([10, 20, 30], np.int32))), ops.constant(np.int32(7)))
+    out = _named(ops.multiply(ops.convert(t, "f32"), s), "scaled")
+    model = ov.Model([ops.result(out)], [a, s], "mixed_types_v10")
+    rng = np.random.default_rng(2)
+    return model, {"a": rng.integers(-50, 50, 3).astype(np.int32), "scale": rng.standard_normal((2, 3)).astype(np.float32)}
+
+
+def dynamic_batch() -> tuple[ov.Model, dict[str, np.ndarray]]:
+    """A batch dimension left dynamic: `x` is [?, 3], `bias` is [1..8, 1]."""
+    x = ops.parameter(ov.PartialShape([-1, 3]), ov.Type.f32, name="x")
+    bias = ops.parameter(ov.PartialShape([ov.Dimension(1, 8), 1]), ov.Type.f32, name="bias")
+    y = _named(ops.add(ops.multiply(x, ops.constant(np.array([1.0, 2.0, 3.0], np.float32))), bias), "y")
+    model = ov.Model([ops.result(y)], [x, bias], "dynamic_batch")
+    rng = np.random.default_rng(3)
+    return model, {"x": rng.standard_normal((5, 3)).astype(np.float32), "bias": rng.standard_normal((5, 1)).astype(np.float32)}
+
+
+MODELS: dict[str, tuple[Callable[[], tuple[ov.Model, dict[str, np.ndarray]]], str]] = {
+    "affine_chain": (affine_chain, "v11"),
+    "mixed_types_v10": (mixed_types_v10, "v10"),
+    "dynamic_batch": (dynamic_batch, "v11"),
+}
+
+
+def save(model: ov.Model, xml: Path, ir_version: str) -> None:
+    if ir_version == "v10":
+        manager = passes.Manager()
+        manager.register_pass(passes.Serialize(str(xml), str(xml.with_suffix(".bin")), passes.Version.IR_V10))
+        manager.run_passes(model)
+    else:
+        ov.save_model(model, str(xml), compress_to_fp16=False)
+
+
+def expected_outputs(model: ov.Model, xml: Path, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Outputs keyed by the tensor names the model was built with (v10 reading adds others)."""
+    core = ov.Core()
+    compiled = core.compile_model(core.read_model(str(xml)), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    values = list(compiled(feeds).values())
+    return {sorted(out.get_names())[0]: np.asarray(v) for out, v in zip(model.outputs, values)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="models", type=Path)
+    args = parser.parse_args()
+    for name, (build, version) in MODELS.items():
+        folder = args.out / name
+        folder.mkdir(parents=True, exist_ok=True)
+        model, feeds = build()
+        xml = folder / "model.xml"
+        save(model, xml, version)
+        np.savez(folder / "inputs.npz", **feeds)
+        np.savez(folder / "expected.npz", **expected_outputs(model, xml, feeds))
+        print(f"wrote {folder}")
+
+
+if __name__ == "__main__":
+    main()
