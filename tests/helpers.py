@@ -17,17 +17,12 @@ import irscatter
 
 
 def save_ov(model, folder: Path, name: str = "model", version: str = "v11") -> Path:
-    """Serialize an `ov.Model` the way users get IR files; returns the .xml path."""
-    import openvino as ov
-    from openvino import passes
+    """Serialize an `ov.Model` the way users get IR files (the generator's own writer)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+    from make_models import save
 
     xml = folder / f"{name}.xml"
-    if version == "v10":
-        manager = passes.Manager()
-        manager.register_pass(passes.Serialize(str(xml), str(xml.with_suffix(".bin")), passes.Version.IR_V10))
-        manager.run_passes(model)
-    else:
-        ov.save_model(model, str(xml), compress_to_fp16=False)
+    save(model, xml, version)
     return xml
 
 

@@ -156,3 +156,22 @@ def test_wrong_input_count(tmp_path):
 def test_deep_chain_does_not_recurse(tmp_path):
     model = _chain(tmp_path, 3000)
     assert model.run({"x": np.full((2, 2), 1e-300, np.float32)})["out"].shape == (2, 2)
+
+
+def test_declared_port_contradictions_are_findings_not_failures(tmp_path):
+    layers = [param(0, "x", [2, 3]), add(1, "a", [2, 3]), result(2, "r", [2, 3])]
+    layers[1] = layers[1].replace('<port id="2" precision="FP32"><dim>2</dim><dim>3</dim>',
+                                  '<port id="2" precision="I32"><dim>2</dim><dim>4</dim>')
+    model = irscatter.read_model(write(tmp_path, net(layers, [(0, 0, 1, 0), (0, 0, 1, 1), (1, 2, 2, 0)])))
+    findings = model.compile().findings
+    assert sorted(f.code for f in findings) == ["declared-precision", "declared-shape"]
+    shape = next(f for f in findings if f.code == "declared-shape")
+    assert shape.layer.name == "a" and "declared dims [2, 4] but the op produces [2, 3]" in shape.message
+    assert model.run({"x": np.ones((2, 3), np.float32)})["r"].shape == (2, 3)
+
+
+def test_openvino_written_models_have_no_findings():
+    from pathlib import Path
+
+    for xml in (Path(__file__).resolve().parent.parent / "models").glob("*/model.xml"):
+        assert irscatter.read_model(xml).compile().findings == [], xml

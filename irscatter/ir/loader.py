@@ -33,11 +33,11 @@ _BODY_TAGS = {"body": "port_map", "then_body": "then_port_map", "else_body": "el
 
 
 class _DoctypeSeen(Exception):
-    pass
+    """Raised by the sentry at a DOCTYPE."""
 
 
 class _RootReached(Exception):
-    pass
+    """Raised by the sentry at the root element: the prologue held no DOCTYPE."""
 
 
 class _Sentry:
@@ -52,10 +52,10 @@ class _Sentry:
         raise _RootReached()
 
     def end(self, tag):
-        pass
+        return None
 
     def data(self, text):
-        pass
+        return None
 
     def close(self):
         return None

@@ -7,6 +7,7 @@ from collections import Counter
 from typing import Any
 
 from irscatter.ir.graph import Graph, Model
+from irscatter.ir.loader import split_names
 from irscatter.ops import registry
 
 
@@ -43,7 +44,7 @@ def summarize(model: Model) -> dict[str, Any]:
                 names = port.names
         explicit = r.extra.get("output_names") or r.attrs.get("output_names")
         outputs.append({
-            "name": explicit.split(",")[0] if explicit else (names[0] if names else r.name),
+            "name": (split_names(explicit) or (r.name,))[0] if explicit else (names[0] if names else r.name),
             "layer": r.name,
             "precision": str(port.precision) if port and port.precision else None,
             "shape": port.shape.to_text() if port else None,

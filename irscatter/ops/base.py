@@ -80,7 +80,7 @@ class OpAttrs(BaseModel):
 
 
 class NoAttrs(OpAttrs):
-    pass
+    """The schema of ops without attributes."""
 
 
 # --- inference values -----------------------------------------------------------------------

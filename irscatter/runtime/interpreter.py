@@ -25,10 +25,10 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Layer, Model
 from irscatter.ir.loader import split_names
 from irscatter.ir.shapes import PartialShape
-from irscatter.ir.topology import Source, execution_order, wire
+from irscatter.ir.topology import Finding, Source, execution_order, wire
 from irscatter.ops import registry
 from irscatter.ops.base import Op, TensorInfo
-from irscatter.shape.infer import infer_graph
+from irscatter.shape.infer import compare_declared, infer_graph
 
 _BOUNDARY = ("Parameter", "Const", "Result")
 _SHAPE_CACHE_SIZE = 16
@@ -106,6 +106,11 @@ class CompiledModel:
         self.sources = wiring.sources
         self.ops = {lid: resolve_op(self.layers[lid], file) for lid in order}
         self.infos = infer_graph(order, self.layers, self.ops, self.sources, file=file)
+        # Declared port precisions/dims that contradict inference: reported, not fatal, because
+        # OpenVINO itself recomputes them and treats the declared values as informational.
+        self.findings: list[Finding] = wiring.findings + [
+            f for (lid, pos), info in self.infos.items() for f in compare_declared(self.layers[lid], pos, info)
+        ]
         self._shape_cache: OrderedDict[tuple, None] = OrderedDict()
         self._plan(parameters, results)
 
@@ -192,7 +197,7 @@ class CompiledModel:
             bound[i] = self._check_feed(spec, value)
         for spec, value in zip(self.inputs, bound):
             if value is None:
-                raise ExecutionError(f"no value was fed for this input", file=file, layer=spec.layer.ref)
+                raise ExecutionError("no value was fed for this input", file=file, layer=spec.layer.ref)
         return bound  # type: ignore[return-value]
 
     def _check_feed(self, spec: InputSpec, value: Any) -> np.ndarray:

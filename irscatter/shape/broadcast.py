@@ -13,7 +13,7 @@ from irscatter.ir.shapes import Dimension, PartialShape
 
 
 class BroadcastError(ValueError):
-    pass
+    """Two shapes do not broadcast under the requested mode."""
 
 
 def _merge_pair(a: Dimension, b: Dimension) -> Dimension:
