@@ -1,0 +1,286 @@
+"""ScatterUpdate-3, ScatterElementsUpdate-3/-12 and ScatterNDUpdate-3/-15.
+
+All three reduce to `scatter_core.scatter_rows`; they differ only in how an index selects
+a row of the output. Index ranges follow each version's spec, which is stricter than
+OpenVINO's reference kernels in the older versions:
+
+| op | indices allowed | OpenVINO's reference |
+|---|---|---|
+| ScatterUpdate-3 | [0, d-1] | negatives unchecked (undefined behaviour) |
+| ScatterElementsUpdate-3 | [0, d-1] | negatives wrapped |
+| ScatterElementsUpdate-12 | [-d, d-1], negatives wrapped | the same |
+| ScatterNDUpdate-3 | [0, d-1] per component | negatives wrapped |
+| ScatterNDUpdate-15 | [-d, d-1] per component | the same |
+
+Anything outside the allowed range is an ExecutionError naming the value and its position.
+Duplicate indices without a reduction: the last in row-major order wins.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, ClassVar, Literal
+
+import numpy as np
+
+from irscatter.errors import ExecutionError
+from irscatter.ir.element_types import ElementType
+from irscatter.ir.shapes import PartialShape
+from irscatter.ops.base import IRBool, Lower, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.registry import register
+from irscatter.ops.scatter_core import (
+    flat_rows_along_axis,
+    from_compute,
+    normalize_indices,
+    scatter_rows,
+    to_compute,
+)
+
+# --- shared checks ------------------------------------------------------------------------------
+
+
+def check_same_type(data: TensorInfo, updates: TensorInfo, port: str = "input 2") -> None:
+    check(
+        ElementType.dynamic in (data.etype, updates.etype) or data.etype is updates.etype,
+        "updates-type",
+        f"updates must have the element type of data, found {updates.etype} and {data.etype}",
+        port=port,
+    )
+
+
+def check_integral(info: TensorInfo, name: str, port: str) -> None:
+    check(
+        info.etype is ElementType.dynamic or info.etype.is_integral,
+        f"{name}-type",
+        f"{name} must be of an integer type, found {info.etype}",
+        port=port,
+    )
+
+
+def check_axis_input(axis: TensorInfo, port: str = "input 3") -> None:
+    check_integral(axis, "axis", port)
+    if axis.shape.rank_is_static:
+        check(
+            axis.shape.rank == 0 or (axis.shape.rank == 1 and axis.shape[0].contains(1)),
+            "axis-shape",
+            f"axis must be a scalar or have shape [1], found {axis.shape}",
+            port=port,
+        )
+
+
+def normalized_axis(axis: int, rank: int, *, port: str = "input 3", at_runtime: bool = False) -> int:
+    """OpenVINO's rule: valid when axis == 0 or -rank <= axis < rank."""
+    if not (axis == 0 or -rank <= axis < rank):
+        message = f"axis {axis} is out of the range [{-rank}, {rank - 1}] for rank {rank}"
+        if at_runtime:
+            raise ExecutionError(message, port=port)
+        check(False, "axis-range", message, port=port)
+    return axis + rank if axis < 0 else axis
+
+
+def constant_axis(axis: TensorInfo) -> int | None:
+    return None if axis.value is None else int(np.asarray(axis.value).reshape(-1)[0])
+
+
+def runtime_axis(axis: np.ndarray, rank: int) -> int:
+    return normalized_axis(int(np.asarray(axis).reshape(-1)[0]), rank, at_runtime=True)
+
+
+def require_shape(actual: tuple[int, ...], expected: tuple[int, ...], what: str, port: str) -> None:
+    if actual != expected:
+        raise ExecutionError(f"{what} has shape {list(actual)}, expected {list(expected)}", port=port)
+
+
+def shape_text(dims) -> str:
+    return "[" + ", ".join(str(d) for d in dims) + "]"
+
+
+# --- ScatterUpdate-3 ----------------------------------------------------------------------------
+
+
+@register("ScatterUpdate", 3)
+class ScatterUpdate(Op):
+    """Writes slices of `updates` into `data` at `indices` along `axis`."""
+
+    inputs = ("data", "indices", "updates", "axis")
+
+    def infer(self, data: TensorInfo, indices: TensorInfo, updates: TensorInfo, axis: TensorInfo) -> TensorInfo:
+        check_integral(indices, "indices", "input 1")
+        check_same_type(data, updates)
+        check_axis_input(axis)
+        ranks = [s.rank if s.rank_is_static else None for s in (data.shape, indices.shape, updates.shape)]
+        if None not in ranks:
+            r, q, u = ranks
+            check(u == r + q - 1, "updates-rank",
+                  f"updates rank must be rank(indices) + rank(data) - 1 = {q} + {r} - 1 = {q + r - 1}, found {u}",
+                  port="input 2")
+            a = constant_axis(axis)
+            if a is not None:
+                a = normalized_axis(a, r)
+                expected = data.shape.dims[:a] + indices.shape.dims + data.shape.dims[a + 1:]
+                check(PartialShape.of(expected).compatible(updates.shape), "updates-shape",
+                      f"updates shape {updates.shape} must be data.shape[:axis] + indices.shape + data.shape[axis+1:]"
+                      f" = {shape_text(expected)}", port="input 2")
+        return TensorInfo(data.etype, data.shape)
+
+    def compute(self, data: np.ndarray, indices: np.ndarray, updates: np.ndarray, axis: np.ndarray) -> np.ndarray:
+        a = runtime_axis(axis, data.ndim)
+        expected = data.shape[:a] + indices.shape + data.shape[a + 1:]
+        require_shape(updates.shape, expected, "updates", "input 2")
+        idx = normalize_indices(indices, data.shape[a], allow_negative=False, port="input 1")
+        etype = ElementType.from_dtype(data.dtype)
+        moved = to_compute(np.moveaxis(data, a, 0), etype)
+        out2d = moved.reshape(data.shape[a], -1)
+        count = idx.size
+        upd = updates.reshape(data.shape[:a] + (count,) + data.shape[a + 1:])
+        upd2d = np.moveaxis(upd, a, 0).reshape(count, -1).astype(moved.dtype, copy=False)
+        scatter_rows(out2d, idx.reshape(-1), upd2d, "none")
+        return from_compute(np.moveaxis(moved, 0, a), etype)
+
+
+# --- ScatterElementsUpdate-3 / -12 ---------------------------------------------------------------
+
+
+class ElementsAttrs12(OpAttrs):
+    reduction: Annotated[Literal["none", "sum", "prod", "min", "max", "mean"], Lower] = "none"
+    use_init_val: IRBool = True
+
+
+@register("ScatterElementsUpdate", 3)
+class ScatterElementsUpdate3(Op):
+    """Element-wise scatter along `axis`: out[c with c[axis] = indices[c]] = updates[c]."""
+
+    inputs = ("data", "indices", "updates", "axis")
+    allow_negative: ClassVar[bool] = False
+
+    @property
+    def reduction(self) -> str:
+        return "none"
+
+    @property
+    def use_init_val(self) -> bool:
+        return True
+
+    def infer(self, data: TensorInfo, indices: TensorInfo, updates: TensorInfo, axis: TensorInfo) -> TensorInfo:
+        check_integral(indices, "indices", "input 1")
+        check_same_type(data, updates)
+        check_axis_input(axis)
+        check(not (self.reduction == "mean" and data.etype is ElementType.boolean), "mean-boolean",
+              "the 'mean' reduction is not defined for boolean tensors")
+        if data.shape.rank_is_static and indices.shape.rank_is_static:
+            check(data.shape.rank == indices.shape.rank, "indices-rank",
+                  f"indices rank must equal data rank, found {indices.shape.rank} and {data.shape.rank}", port="input 1")
+        check(indices.shape.compatible(updates.shape), "updates-shape",
+              f"updates shape {updates.shape} must equal indices shape {indices.shape}", port="input 2")
+        a = constant_axis(axis)
+        if a is not None and data.shape.rank_is_static:
+            a = normalized_axis(a, data.shape.rank)
+            if indices.shape.rank_is_static:
+                for d, (i_dim, d_dim) in enumerate(zip(indices.shape, data.shape)):
+                    if d != a and i_dim.is_static and d_dim.is_static:
+                        check(i_dim.min <= d_dim.min, "indices-extent",
+                              f"indices dimension {d} ({i_dim}) must not exceed data dimension {d} ({d_dim}) "
+                              f"away from the axis", port="input 1")
+        return TensorInfo(data.etype, data.shape)
+
+    def compute(self, data: np.ndarray, indices: np.ndarray, updates: np.ndarray, axis: np.ndarray) -> np.ndarray:
+        a = runtime_axis(axis, data.ndim)
+        require_shape(updates.shape, indices.shape, "updates", "input 2")
+        if indices.ndim != data.ndim or any(n > m for d, (n, m) in enumerate(zip(indices.shape, data.shape)) if d != a):
+            raise ExecutionError(f"indices shape {list(indices.shape)} does not fit data shape {list(data.shape)}", port="input 1")
+        idx = normalize_indices(indices, data.shape[a], allow_negative=self.allow_negative, port="input 1")
+        etype = ElementType.from_dtype(data.dtype)
+        out = to_compute(data, etype).reshape(-1)
+        rows = flat_rows_along_axis(idx, data.shape, a)
+        upd = updates.reshape(-1).astype(out.dtype, copy=False)
+        scatter_rows(out, rows, upd, self.reduction, use_init_val=self.use_init_val)
+        return from_compute(out.reshape(data.shape), etype)
+
+
+@register("ScatterElementsUpdate", 12)
+class ScatterElementsUpdate12(ScatterElementsUpdate3):
+    Attrs = ElementsAttrs12
+    allow_negative = True
+
+    @property
+    def reduction(self) -> str:
+        return self.attrs.reduction
+
+    @property
+    def use_init_val(self) -> bool:
+        return self.attrs.use_init_val
+
+
+# --- ScatterNDUpdate-3 / -15 ---------------------------------------------------------------------
+
+
+class NDAttrs15(OpAttrs):
+    reduction: Annotated[Literal["none", "sum", "sub", "prod", "min", "max"], Lower] = "none"
+
+
+@register("ScatterNDUpdate", 3)
+class ScatterNDUpdate3(Op):
+    """Each index tuple (the last axis of `indices`) selects an element or slice of `data`."""
+
+    inputs = ("data", "indices", "updates")
+    allow_negative: ClassVar[bool] = False
+
+    @property
+    def reduction(self) -> str:
+        return "none"
+
+    def infer(self, data: TensorInfo, indices: TensorInfo, updates: TensorInfo) -> TensorInfo:
+        check(indices.etype in (ElementType.i32, ElementType.i64, ElementType.dynamic), "indices-type",
+              f"indices must be i32 or i64, found {indices.etype}", port="input 1")
+        check_same_type(data, updates)
+        if not (data.shape.rank_is_static and indices.shape.rank_is_static):
+            return TensorInfo(data.etype, data.shape)
+        r, q = data.shape.rank, indices.shape.rank
+        check(r >= 1, "data-rank", "data must have rank at least 1", port="input 0")
+        check(q >= 1, "indices-rank", "indices must have rank at least 1", port="input 1")
+        last = indices.shape[q - 1]
+        if last.is_static:
+            k = last.min
+            check(k <= r, "index-depth",
+                  f"indices.shape[-1] = {k} must be at most the rank of data ({r})", port="input 1")
+            expected = indices.shape.dims[:-1] + data.shape.dims[k:]
+            if updates.shape.rank_is_static:
+                if len(expected) == 0:
+                    check(not updates.shape.is_static or math.prod(updates.shape.to_tuple()) == 1, "updates-shape",
+                          f"updates must hold a single element, found shape {updates.shape}", port="input 2")
+                else:
+                    check(PartialShape.of(expected).compatible(updates.shape), "updates-shape",
+                          f"updates shape {updates.shape} must be indices.shape[:-1] + data.shape[k:] = "
+                          f"{shape_text(expected)} (k = {k})", port="input 2")
+        return TensorInfo(data.etype, data.shape)
+
+    def compute(self, data: np.ndarray, indices: np.ndarray, updates: np.ndarray) -> np.ndarray:
+        k = indices.shape[-1]
+        if k > data.ndim:
+            raise ExecutionError(f"indices.shape[-1] = {k} exceeds the rank of data ({data.ndim})", port="input 1")
+        expected = indices.shape[:-1] + data.shape[k:]
+        if expected == () and updates.size == 1:
+            updates = updates.reshape(())
+        require_shape(updates.shape, expected, "updates", "input 2")
+        etype = ElementType.from_dtype(data.dtype)
+        out = to_compute(data, etype)
+        n_rows = math.prod(data.shape[:k])
+        out2d = out.reshape(n_rows, -1)
+        tuples = indices.reshape(-1, k)
+        norm = normalize_indices(tuples, np.array(data.shape[:k], np.int64), allow_negative=self.allow_negative,
+                                 port="input 1", what="index component")
+        rows = np.ravel_multi_index(tuple(norm.T), data.shape[:k]) if k else np.zeros(len(tuples), np.int64)
+        upd2d = updates.reshape(len(tuples), -1).astype(out.dtype, copy=False)
+        scatter_rows(out2d, np.asarray(rows, np.int64), upd2d, self.reduction)
+        return from_compute(out, etype)
+
+
+@register("ScatterNDUpdate", 15)
+class ScatterNDUpdate15(ScatterNDUpdate3):
+    Attrs = NDAttrs15
+    allow_negative = True
+
+    @property
+    def reduction(self) -> str:
+        return self.attrs.reduction
+

@@ -1,0 +1,159 @@
+"""The one place where scatter arithmetic lives: index normalisation, bounds checks, and
+applying updates to rows of an output buffer with a reduction.
+
+Every scatter op reduces its work to the same shape: an output viewed as a 2-D array of
+rows, a 1-D array of row numbers (one per update, in the row-major order of the indices),
+and a 2-D array of update rows. Then:
+
+* `none`: the last update of each row wins (row-major order), a deterministic choice for
+  what the specs leave undefined.
+* `sum`, `sub`, `prod`, `min`, `max`: every update is folded in sequentially, in index
+  order, with the unbuffered `ufunc.at`, so duplicates accumulate exactly as the sequential
+  definition says. On booleans sum/max are OR, prod/min are AND and sub is XOR.
+* `mean`: the sum of the updates (plus the original value when `use_init_val`) divided by
+  their count (plus one); integer means are floored toward negative infinity.
+* `use_init_val=False`: each row that receives an update starts from the reduction's
+  identity instead of its original value; rows without updates keep the original.
+
+f16 and bf16 are computed in f32 and converted back once at the end, as OpenVINO's
+reference evaluation does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from irscatter.errors import ExecutionError
+from irscatter.ir.element_types import ElementType
+
+REDUCTIONS = ("none", "sum", "sub", "prod", "min", "max", "mean")
+
+_FLOAT_UFUNCS = {"sum": np.add, "sub": np.subtract, "prod": np.multiply, "min": np.minimum, "max": np.maximum}
+_BOOL_UFUNCS = {"sum": np.logical_or, "max": np.logical_or, "prod": np.logical_and, "min": np.logical_and,
+                "sub": np.logical_xor}
+
+
+def normalize_indices(
+    indices: np.ndarray,
+    sizes: np.ndarray | int,
+    *,
+    allow_negative: bool,
+    port: str,
+    what: str = "index",
+) -> np.ndarray:
+    """Indices as int64 with negatives wrapped once (when allowed), or an ExecutionError that
+    names the first offending value, its position in `indices` and the allowed range.
+
+    `sizes` is the size of the indexed dimension, or an array broadcastable to `indices`
+    with one size per index component (ScatterND's last axis).
+    """
+    idx = indices.astype(np.int64, copy=False)
+    sizes_arr = np.asarray(sizes, dtype=np.int64)
+    low = -sizes_arr if allow_negative else np.zeros_like(sizes_arr)
+    bad = (idx < low) | (idx >= sizes_arr)
+    if bad.any():
+        pos = tuple(int(i) for i in np.argwhere(bad)[0])
+        size = int(np.broadcast_to(sizes_arr, idx.shape)[pos])
+        lo = -size if allow_negative else 0
+        raise ExecutionError(
+            f"{what} {int(idx[pos])} at position {list(pos)} is out of range [{lo}, {size - 1}]"
+            + ("" if allow_negative else " (negative indices are not allowed by this op's spec)"),
+            port=port,
+        )
+    if allow_negative and (idx < 0).any():
+        idx = np.where(idx < 0, idx + sizes_arr, idx)
+    return idx
+
+
+def _identity(reduction: str, dtype: np.dtype) -> object:
+    if reduction in ("sum", "sub", "mean"):
+        return 0
+    if reduction == "prod":
+        return 1
+    if dtype == np.bool_:
+        return reduction == "min"  # AND starts from True, OR from False
+    info = np.finfo(dtype) if dtype.kind == "f" else np.iinfo(dtype)
+    return info.max if reduction == "min" else info.min  # OpenVINO uses lowest(), not -inf
+
+
+def last_occurrence(rows: np.ndarray) -> np.ndarray:
+    """Positions of the last occurrence of each distinct row number (row-major order wins)."""
+    if len(rows) < 2:
+        return np.arange(len(rows))
+    reversed_first = np.unique(rows[::-1], return_index=True)[1]
+    return len(rows) - 1 - reversed_first
+
+
+def scatter_rows(
+    out: np.ndarray,
+    rows: np.ndarray,
+    updates: np.ndarray,
+    reduction: str,
+    *,
+    use_init_val: bool = True,
+) -> None:
+    """Apply `updates[i]` to `out[rows[i]]` in place; `out` is (R, W) or (R,), `updates` (N, W) or (N,)."""
+    if len(rows) == 0:
+        return
+    if reduction == "none":
+        keep = last_occurrence(rows)
+        out[rows[keep]] = updates[keep]
+        return
+    if not use_init_val:
+        out[rows] = _identity(reduction, out.dtype)
+    if reduction == "mean":
+        _mean(out, rows, updates, use_init_val)
+        return
+    table = _BOOL_UFUNCS if out.dtype == np.bool_ else _FLOAT_UFUNCS
+    table[reduction].at(out, rows, updates)
+
+
+def _mean(out: np.ndarray, rows: np.ndarray, updates: np.ndarray, use_init_val: bool) -> None:
+    touched = np.unique(rows)
+    counts = np.bincount(rows, minlength=out.shape[0])[touched]
+    if use_init_val:
+        counts = counts + 1
+    np.add.at(out, rows, updates)
+    shape = (-1,) + (1,) * (out.ndim - 1)
+    if out.dtype.kind in "iu":
+        out[touched] = np.floor_divide(out[touched], counts.reshape(shape).astype(out.dtype))
+    else:
+        out[touched] = out[touched] / counts.reshape(shape).astype(out.dtype)
+
+
+def compute_dtype(etype: ElementType) -> np.dtype:
+    """The dtype scatter arithmetic runs in: f32 for the 16-bit and 8-bit float types."""
+    if etype.is_float and etype not in (ElementType.f32, ElementType.f64):
+        return np.dtype(np.float32)
+    return etype.dtype
+
+
+def to_compute(data: np.ndarray, etype: ElementType) -> np.ndarray:
+    """A fresh, writable, contiguous copy of `data` in the compute dtype (never a view)."""
+    return np.array(data, dtype=compute_dtype(etype), order="C", copy=True)
+
+
+def from_compute(result: np.ndarray, etype: ElementType) -> np.ndarray:
+    if result.dtype == etype.dtype:
+        return result
+    from irscatter.ops.conversion import convert_array
+
+    return convert_array(result, ElementType.f32, etype)
+
+
+def flat_rows_along_axis(indices: np.ndarray, shape: Sequence[int], axis: int) -> np.ndarray:
+    """Flat positions in a C-ordered array of `shape` for element-wise scatter along `axis`:
+    every coordinate of `indices` keeps its own position except along `axis`, where the
+    (already normalised) index value replaces it."""
+    strides = np.ones(len(shape), dtype=np.int64)
+    for d in range(len(shape) - 2, -1, -1):
+        strides[d] = strides[d + 1] * shape[d + 1]
+    flat = indices.astype(np.int64) * strides[axis]
+    for d, n in enumerate(indices.shape):
+        if d != axis:
+            view = [1] * indices.ndim
+            view[d] = n
+            flat = flat + (np.arange(n, dtype=np.int64) * strides[d]).reshape(view)
+    return flat.reshape(-1)
