@@ -154,12 +154,12 @@ class ScatterElementsUpdate3(Op):
     allow_negative: ClassVar[bool] = False
 
     @property
-    def reduction(self) -> str:
-        return "none"
+    def reduction(self) -> str:  # version 3 has no attributes: it always replaces
+        return getattr(self.attrs, "reduction", "none")
 
     @property
     def use_init_val(self) -> bool:
-        return True
+        return getattr(self.attrs, "use_init_val", True)
 
     def infer(self, data: TensorInfo, indices: TensorInfo, updates: TensorInfo, axis: TensorInfo) -> TensorInfo:
         check_integral(indices, "indices", "input 1")
@@ -202,14 +202,6 @@ class ScatterElementsUpdate12(ScatterElementsUpdate3):
     Attrs = ElementsAttrs12
     allow_negative = True
 
-    @property
-    def reduction(self) -> str:
-        return self.attrs.reduction
-
-    @property
-    def use_init_val(self) -> bool:
-        return self.attrs.use_init_val
-
 
 # --- ScatterNDUpdate-3 / -15 ---------------------------------------------------------------------
 
@@ -226,8 +218,8 @@ class ScatterNDUpdate3(Op):
     allow_negative: ClassVar[bool] = False
 
     @property
-    def reduction(self) -> str:
-        return "none"
+    def reduction(self) -> str:  # version 3 has no attributes: it always replaces
+        return getattr(self.attrs, "reduction", "none")
 
     def infer(self, data: TensorInfo, indices: TensorInfo, updates: TensorInfo) -> TensorInfo:
         check(indices.etype in (ElementType.i32, ElementType.i64, ElementType.dynamic), "indices-type",
@@ -279,8 +271,4 @@ class ScatterNDUpdate3(Op):
 class ScatterNDUpdate15(ScatterNDUpdate3):
     Attrs = NDAttrs15
     allow_negative = True
-
-    @property
-    def reduction(self) -> str:
-        return self.attrs.reduction
 
