@@ -1,0 +1,156 @@
+"""Slice-8 and SliceScatter-15: one slice planner, a view for reading and a copy for writing.
+
+Both take 1-D `start`, `stop`, `step` and optional `axes` (default 0..len(start)-1) and
+slice exactly like Python: negative start/stop count from the end, values past either end
+are clamped, a negative step walks backwards, and INT64_MAX / INT64_MIN mean "to the end".
+Slice returns a view of its input; SliceScatter writes `updates` into a copy of `data`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from irscatter.errors import ExecutionError
+from irscatter.ir.element_types import ElementType
+from irscatter.ir.shapes import Dimension, PartialShape
+from irscatter.ops.base import Op, TensorInfo, check
+from irscatter.ops.registry import register
+
+_NAMES = ("start", "stop", "step", "axes")
+
+
+@dataclass(frozen=True)
+class SlicePlan:
+    index: tuple[slice, ...]  # one slice per data axis
+    shape: tuple[int, ...]  # the shape of the sliced region
+
+
+def plan_slices(shape: tuple[int, ...], start, stop, step, axes=None) -> SlicePlan:
+    """Python slicing per listed axis; raises ValueError with a labelled reason."""
+    rank = len(shape)
+    start, stop, step = (np.asarray(v).reshape(-1).astype(np.int64) for v in (start, stop, step))
+    if not (len(start) == len(stop) == len(step)):
+        raise ValueError("sizes: start, stop and step must have the same number of elements")
+    if axes is None:
+        axes_list = list(range(len(start)))
+    else:
+        axes_list = [int(a) for a in np.asarray(axes).reshape(-1)]
+        if len(axes_list) != len(start):
+            raise ValueError("sizes: axes must have as many elements as start, stop and step")
+    if len(start) > rank:
+        raise ValueError(f"sizes: {len(start)} slice parameters for a rank-{rank} tensor")
+    index = [slice(None)] * rank
+    seen = set()
+    for a, b, e, s in zip(axes_list, start, stop, step):
+        if not -rank <= a < rank:
+            raise ValueError(f"axis-range: axis {a} is out of the range [{-rank}, {rank - 1}]")
+        a %= rank
+        if a in seen:
+            raise ValueError(f"axes-unique: axis {a} is listed twice")
+        seen.add(a)
+        if s == 0:
+            raise ValueError("step-nonzero: step values must be non-zero")
+        index[a] = slice(int(b), int(e), int(s))
+    out_shape = tuple(len(range(*sl.indices(n))) for sl, n in zip(index, shape))
+    return SlicePlan(tuple(index), out_shape)
+
+
+def _check_params(infos: list[TensorInfo | None], first_port: int) -> None:
+    lengths = []
+    for offset, (name, info) in enumerate(zip(_NAMES, infos)):
+        if info is None:
+            continue
+        port = f"input {first_port + offset}"
+        check(info.etype is ElementType.dynamic or info.etype.is_integral, f"{name}-type",
+              f"{name} must be of an integer type, found {info.etype}", port=port)
+        if info.shape.rank_is_static:
+            check(info.shape.rank == 1, f"{name}-rank", f"{name} must be a 1-D tensor, found shape {info.shape}", port=port)
+            lengths.append(info.shape[0])
+    for d in lengths[1:]:
+        check(d.compatible(lengths[0]), "sizes",
+              f"start, stop, step{' and axes' if len(lengths) == 4 else ''} must have the same number of elements")
+
+
+def _known(infos: list[TensorInfo | None]) -> bool:
+    return all(i is None or i.value is not None for i in infos)
+
+
+def _planned_shape(data: TensorInfo, params: list[TensorInfo | None], port: str) -> PartialShape:
+    """The sliced region's shape as far as it is known."""
+    if not data.shape.rank_is_static:
+        return PartialShape.dynamic_rank()
+    if data.shape.is_static and _known(params):
+        try:
+            plan = plan_slices(data.shape.to_tuple(), *(p.value if p is not None else None for p in params))
+        except ValueError as e:
+            label, _, message = str(e).partition(": ")
+            check(False, label, message, port=port)
+        return PartialShape.of(plan.shape)
+    dims = list(data.shape.dims)
+    axes = params[3]
+    if axes is not None and axes.value is not None:
+        for a in np.asarray(axes.value).reshape(-1):
+            dims[int(a) % len(dims)] = Dimension.dynamic()
+        return PartialShape.of(dims)
+    n = params[0].shape[0] if params[0].shape.rank_is_static and params[0].shape.rank == 1 else None
+    if n is not None and n.is_static and axes is None:
+        return PartialShape.of([Dimension.dynamic()] * n.min + dims[n.min:])
+    return PartialShape.of([Dimension.dynamic()] * len(dims))
+
+
+def runtime_plan(shape: tuple[int, ...], start, stop, step, axes=None) -> SlicePlan:
+    try:
+        return plan_slices(shape, start, stop, step, axes)
+    except ValueError as e:
+        label, _, message = str(e).partition(": ")
+        raise ExecutionError(message, label=label) from None
+
+
+@register("Slice", 8)
+class Slice(Op):
+    inputs = ("data", "start", "stop", "step", "axes")
+    optional_inputs = 1
+
+    def infer(self, data: TensorInfo, start: TensorInfo, stop: TensorInfo, step: TensorInfo,
+              axes: TensorInfo | None = None) -> TensorInfo:
+        if data.shape.rank_is_static:
+            check(data.shape.rank >= 1, "data-rank", "data cannot be a scalar", port="input 0")
+        params = [start, stop, step, axes]
+        _check_params(params, 1)
+        return TensorInfo(data.etype, _planned_shape(data, params, "input 1"))
+
+    def compute(self, data, start, stop, step, axes=None) -> np.ndarray:
+        return data[runtime_plan(data.shape, start, stop, step, axes).index]
+
+
+@register("SliceScatter", 15)
+class SliceScatter(Op):
+    inputs = ("data", "updates", "start", "stop", "step", "axes")
+    optional_inputs = 1
+
+    def infer(self, data: TensorInfo, updates: TensorInfo, start: TensorInfo, stop: TensorInfo, step: TensorInfo,
+              axes: TensorInfo | None = None) -> TensorInfo:
+        check(ElementType.dynamic in (data.etype, updates.etype) or data.etype is updates.etype, "updates-type",
+              f"updates must have the element type of data, found {updates.etype} and {data.etype}", port="input 1")
+        if data.shape.rank_is_static:
+            check(data.shape.rank >= 1, "data-rank", "data cannot be a scalar", port="input 0")
+            if updates.shape.rank_is_static:
+                check(updates.shape.rank == data.shape.rank, "updates-rank",
+                      f"updates must have the rank of data ({data.shape.rank}), found {updates.shape}", port="input 1")
+        params = [start, stop, step, axes]
+        _check_params(params, 2)
+        expected = _planned_shape(data, params, "input 2")
+        check(expected.compatible(updates.shape), "updates-shape",
+              f"updates shape {updates.shape} must equal the slice's shape {expected}", port="input 1")
+        return TensorInfo(data.etype, data.shape)
+
+    def compute(self, data, updates, start, stop, step, axes=None) -> np.ndarray:
+        plan = runtime_plan(data.shape, start, stop, step, axes)
+        if updates.shape != plan.shape:
+            raise ExecutionError(f"updates shape {list(updates.shape)} must equal the slice's shape {list(plan.shape)}",
+                                 port="input 1", label="updates-shape")
+        out = np.array(data, copy=True)
+        out[plan.index] = updates
+        return out

@@ -1,0 +1,118 @@
+"""Slice-8 and SliceScatter-15: the seed's examples, errors, and OpenVINO on generated models.
+
+One departure of OpenVINO from the spec ("the rules follow python language slicing"): with a
+negative step and a start below -dim, Python (and irscatter) give an empty slice, while
+OpenVINO clamps the start to 0 and takes element 0. Those cases are checked against numpy.
+"""
+
+import numpy as np
+import pytest
+
+import irscatter
+from irscatter.ir.graph import Layer
+from irscatter.ops.slicing import Slice, SliceScatter
+from helpers import run_ov, save_ov
+
+INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)
+
+
+def _slice_scatter():
+    return SliceScatter(Layer(id=1, name="ss", type="SliceScatter", version="opset15"))
+
+
+@pytest.mark.parametrize(
+    "data, updates, params, expected",
+    [  # the three examples of the SliceScatter-15 specification (seed 000)
+        (np.arange(10).reshape(2, 5), [[10, 20, 30, 40, 50]], ([0], [1], [1], [0]),
+         [[10, 20, 30, 40, 50], [5, 6, 7, 8, 9]]),
+        (np.arange(10).reshape(2, 5), [[10, 20, 30], [40, 50, 60]], ([-25], [25], [2], [1]),
+         [[10, 1, 20, 3, 30], [40, 6, 50, 8, 60]]),
+        (np.arange(15).reshape(3, 5), [[50, 60], [70, 80]], ([0, 1], [3, 5], [2, 2]),
+         [[0, 50, 2, 60, 4], [5, 6, 7, 8, 9], [10, 70, 12, 80, 14]]),
+    ],
+)
+def test_seed_examples(data, updates, params, expected):
+    data = data.astype(np.float32)
+    out = _slice_scatter().compute(data, np.array(updates, np.float32), *[np.array(p) for p in params])
+    assert out.tolist() == expected
+    assert data.tolist() == np.arange(data.size).reshape(data.shape).tolist()  # not mutated
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        (([0], [1], [0]), "step values must be non-zero"),
+        (([0, 0], [1, 1], [1, 1], [1, -1]), "axis 1 is listed twice"),
+        (([0], [1], [1], [2]), "axis 2 is out of the range [-2, 1]"),
+        (([0, 0], [1], [1]), "same number of elements"),
+    ],
+)
+def test_slice_parameter_errors(params, message):
+    op = Slice(Layer(id=1, name="s", type="Slice", version="opset8"))
+    with pytest.raises(irscatter.ExecutionError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        op.compute(np.zeros((2, 3)), *[np.array(p) for p in params])
+
+
+def test_updates_must_match_the_slice():
+    with pytest.raises(irscatter.ExecutionError, match=r"updates shape \[1, 2\] must equal the slice's shape \[1, 3\]"):
+        _slice_scatter().compute(np.zeros((2, 3)), np.zeros((1, 2)), np.array([0]), np.array([1]), np.array([1]))
+
+
+def test_empty_slice_copies_data():
+    out = _slice_scatter().compute(np.ones((2, 3)), np.zeros((0, 3)), np.array([1]), np.array([1]), np.array([1]))
+    assert out.tolist() == np.ones((2, 3)).tolist()
+
+
+ov = pytest.importorskip("openvino")
+import openvino.opset15 as ops  # noqa: E402
+
+
+def _random_params(rng, shape):
+    rank = len(shape)
+    n = int(rng.integers(1, rank + 1))
+    axes = rng.permutation(rank)[:n]
+    axes = np.where(rng.random(n) < 0.3, axes - rank, axes)
+    start, stop, step = [], [], []
+    for a in axes:
+        dim = shape[a % rank]
+        s = int(rng.choice([-3, -2, -1, 1, 2, 3]))
+        pool = [0, 1, dim - 1, dim, dim + 5, -1, -dim, -dim - 5, INT64_MAX, INT64_MIN]
+        start.append(int(rng.choice(pool[:8])))
+        stop.append(int(rng.choice(pool)))
+        step.append(s)
+    omit_axes = bool(rng.random() < 0.3) and list(axes) == list(range(n))
+    return np.array(start), np.array(stop), np.array(step), None if omit_axes else axes.astype(np.int64)
+
+
+@pytest.mark.parametrize("i", range(120))
+def test_slice_and_slice_scatter_match_openvino(tmp_path, i):
+    rng = np.random.default_rng(7000 + i)
+    shape = tuple(int(d) for d in rng.integers(1, 6, int(rng.integers(1, 6))))
+    start, stop, step, axes = _random_params(rng, shape)
+    itype = [np.int32, np.int64][i % 2]
+    if itype is np.int32:
+        start, stop = (np.clip(v, -(2**31), 2**31 - 1) for v in (start, stop))
+    consts = [ops.constant(v.astype(itype)) for v in (start, stop, step)] + ([] if axes is None else [ops.constant(axes)])
+    data = rng.standard_normal(shape).astype(np.float32)
+    index = tuple(slice(None) for _ in shape)
+    index = list(index)
+    for a, b, e, s in zip(range(len(start)) if axes is None else axes, start, stop, step):
+        index[a] = slice(int(b), int(e), int(s))
+    region = data[tuple(index)].shape
+    departs = any(sl.step < 0 and sl.start < -shape[a] for a, sl in enumerate(index) if sl != slice(None))
+    if departs:  # see the module docstring: compare with Python slicing, the spec's definition
+        got = Slice(Layer(id=1, name="s", type="Slice", version="opset8")).compute(data, start, stop, step, axes)
+        assert np.array_equal(got, data[tuple(index)])
+        return
+    updates = rng.standard_normal(region).astype(np.float32)
+    p_data = ops.parameter(list(shape), ov.Type.f32, name="data")
+    p_upd = ops.parameter(list(region), ov.Type.f32, name="updates")
+    sliced = ops.slice(p_data, *consts)
+    scattered = ops.slice_scatter(p_data, p_upd, *consts)
+    xml = save_ov(ov.Model([ops.result(sliced), ops.result(scattered)], [p_data, p_upd], "s"), tmp_path)
+    model = irscatter.read_model(xml)
+    assert model.compile().findings == []
+    got = list(model.run({"data": data, "updates": updates}).values())
+    want = run_ov(xml, {"data": data, "updates": updates})
+    assert got[0].shape == region and np.array_equal(got[0], want[0])
+    assert np.array_equal(got[1], want[1])
