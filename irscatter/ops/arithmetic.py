@@ -1,9 +1,11 @@
-"""Binary element-wise arithmetic: Add-1, Subtract-1, Multiply-1, Divide-1.
+"""Binary element-wise arithmetic: Add-1, Subtract-1, Multiply-1, Divide-1, Maximum-1,
+Minimum-1, SquaredDifference-1, Power-1, FloorMod-1, Mod-1.
 
 Both inputs have one element type T (any numeric type; boolean is refused as OpenVINO does)
 and are broadcast by `auto_broadcast`. Integer arithmetic wraps modulo 2^bits. Divide on
 integers floors the quotient (`m_pythondiv`, the default) or truncates it toward zero, and
-an integer division by zero is an error naming the position of the zero divisor.
+an integer division by zero is an error naming the position of the zero divisor; the same
+holds for FloorMod (remainder with the divisor's sign) and Mod (with the dividend's sign).
 """
 
 from __future__ import annotations
@@ -25,12 +27,15 @@ class BroadcastAttrs(OpAttrs):
     auto_broadcast: AutoBroadcast = "numpy"
 
 
-class BinaryArithmetic(Op):
-    """Shared inference for the arithmetic ops; subclasses give `kernel`."""
+class BinaryElementwise(Op):
+    """Shared inference for binary element-wise ops: one element type T for both inputs,
+    broadcast by `auto_broadcast`. Subclasses say which T they accept and give `kernel`."""
 
     Attrs: ClassVar[type[OpAttrs]] = BroadcastAttrs
     inputs = ("a", "b")
     kernel: ClassVar[np.ufunc]
+    accepts: ClassVar[str] = "numeric"  # "numeric", "any" (but string) or "boolean"
+    boolean_output: ClassVar[bool] = False
 
     def infer(self, a: TensorInfo, b: TensorInfo) -> TensorInfo:
         check(
@@ -40,20 +45,31 @@ class BinaryArithmetic(Op):
             port="input 1",
         )
         etype = a.etype if a.etype is not ElementType.dynamic else b.etype
-        check(
-            etype not in (ElementType.boolean, ElementType.string),
-            "numeric-type",
-            f"arithmetic is not defined for {etype} tensors",
-            port="input 0",
-        )
+        if self.accepts == "boolean":
+            check(etype in (ElementType.boolean, ElementType.dynamic), "boolean-type",
+                  f"inputs must be boolean, found {etype}", port="input 0")
+        else:
+            refused = (ElementType.string,) if self.accepts == "any" else (ElementType.boolean, ElementType.string)
+            check(etype not in refused, "numeric-type", f"{self.type_name} is not defined for {etype} tensors",
+                  port="input 0")
         try:
             shape = broadcast(self.attrs.auto_broadcast, a.shape, b.shape)
         except BroadcastError as e:
             check(False, "broadcast", f"{a.shape} and {b.shape} do not broadcast: {e}", port="input 1")
-        return TensorInfo(etype, shape)
+        return TensorInfo(ElementType.boolean if self.boolean_output else etype, shape)
 
     def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return self.kernel(a, b)
+
+
+BinaryArithmetic = BinaryElementwise
+
+
+def _check_nonzero_divisor(b: np.ndarray) -> None:
+    zero = b == 0
+    if zero.any():
+        where = tuple(int(i) for i in np.argwhere(zero)[0])
+        raise ExecutionError(f"integer division by zero: the divisor is 0 at {list(where)}", port="input 1")
 
 
 @register("Add", 1)
@@ -79,12 +95,54 @@ class Divide(BinaryArithmetic):
     def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         if a.dtype.kind not in "iu":
             return np.divide(a, b)
-        zero = b == 0
-        if zero.any():
-            where = tuple(int(i) for i in np.argwhere(zero)[0])
-            raise ExecutionError(f"integer division by zero: the divisor is 0 at {list(where)}", port="input 1")
+        _check_nonzero_divisor(b)
         if self.attrs.m_pythondiv or a.dtype.kind == "u":
             return np.floor_divide(a, b)
         quotient = np.floor_divide(a, b)
         inexact = (np.remainder(a, b) != 0) & ((a < 0) != (b < 0))
         return np.where(inexact, quotient + 1, quotient).astype(quotient.dtype)
+
+
+@register("Maximum", 1)
+class Maximum(BinaryArithmetic):
+    kernel = np.maximum
+
+
+@register("Minimum", 1)
+class Minimum(BinaryArithmetic):
+    kernel = np.minimum
+
+
+@register("SquaredDifference", 1)
+class SquaredDifference(BinaryArithmetic):
+    def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        d = np.subtract(a, b)
+        return np.multiply(d, d)
+
+
+@register("Power", 1)
+class Power(BinaryArithmetic):
+    def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        if a.dtype.kind in "iu" and (np.asarray(b) < 0).any():
+            raise ExecutionError("an integer power with a negative exponent has no integer result", port="input 1")
+        return np.power(a, b)
+
+
+@register("FloorMod", 1)
+class FloorMod(BinaryArithmetic):
+    """The remainder with the sign of the divisor (Python's %)."""
+
+    def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        if a.dtype.kind in "iu":
+            _check_nonzero_divisor(b)
+        return np.mod(a, b)
+
+
+@register("Mod", 1)
+class Mod(BinaryArithmetic):
+    """The remainder with the sign of the dividend (C's fmod)."""
+
+    def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        if a.dtype.kind in "iu":
+            _check_nonzero_divisor(b)
+        return np.fmod(a, b)

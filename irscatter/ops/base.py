@@ -116,6 +116,7 @@ class Op:
     Attrs: ClassVar[type[OpAttrs]] = NoAttrs
     inputs: ClassVar[tuple[str, ...]] = ()  # input port names, in order
     optional_inputs: ClassVar[int] = 0  # how many trailing inputs may be omitted
+    variadic: ClassVar[bool] = False  # takes one or more inputs, all named inputs[0]
     outputs: ClassVar[int] = 1
     foldable: ClassVar[bool] = True  # may inference compute small constant values with it
 
@@ -131,9 +132,13 @@ class Op:
         return f"{cls.type_name}-{cls.version}"
 
     def check_arity(self, n_inputs: int, n_outputs: int) -> None:
-        lo, hi = len(self.inputs) - self.optional_inputs, len(self.inputs)
-        want = str(hi) if lo == hi else f"{lo} to {hi}"
-        check(lo <= n_inputs <= hi, "input-count", f"takes {want} inputs ({', '.join(self.inputs)}), the layer has {n_inputs}")
+        if self.variadic:
+            check(n_inputs >= 1, "input-count", "takes one or more inputs, the layer has none")
+        else:
+            lo, hi = len(self.inputs) - self.optional_inputs, len(self.inputs)
+            want = str(hi) if lo == hi else f"{lo} to {hi}"
+            check(lo <= n_inputs <= hi, "input-count",
+                  f"takes {want} inputs ({', '.join(self.inputs)}), the layer has {n_inputs}")
         check(
             n_outputs == self.outputs,
             "output-count",

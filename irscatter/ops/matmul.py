@@ -1,0 +1,59 @@
+"""MatMul-1: numpy's matmul semantics (1-D operands are promoted and the added axis dropped,
+leading axes broadcast), with `transpose_a`/`transpose_b` swapping the last two axes of an
+operand of rank 2 or more. f16/bf16 multiply and accumulate in f32; integers wrap."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from irscatter.ir.element_types import ElementType
+from irscatter.ir.shapes import Dimension, PartialShape
+from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.registry import register
+from irscatter.ops.scatter_core import compute_dtype, from_compute
+from irscatter.shape.broadcast import BroadcastError, broadcast_numpy
+
+
+class MatMulAttrs(OpAttrs):
+    transpose_a: IRBool = False
+    transpose_b: IRBool = False
+
+
+def _swap_last(dims: tuple, transpose: bool) -> tuple:
+    return dims[:-2] + (dims[-1], dims[-2]) if transpose and len(dims) >= 2 else dims
+
+
+@register("MatMul", 1)
+class MatMul(Op):
+    Attrs = MatMulAttrs
+    inputs = ("a", "b")
+
+    def infer(self, a: TensorInfo, b: TensorInfo) -> TensorInfo:
+        check(ElementType.dynamic in (a.etype, b.etype) or a.etype is b.etype, "same-element-type",
+              f"inputs must have the same element type, found {a.etype} and {b.etype}", port="input 1")
+        etype = a.etype if a.etype is not ElementType.dynamic else b.etype
+        check(etype not in (ElementType.boolean, ElementType.string), "numeric-type", f"MatMul is not defined for {etype}")
+        if not (a.shape.rank_is_static and b.shape.rank_is_static):
+            return TensorInfo(etype, PartialShape.dynamic_rank())
+        da, db = _swap_last(a.shape.dims, self.attrs.transpose_a), _swap_last(b.shape.dims, self.attrs.transpose_b)
+        check(len(da) >= 1 and len(db) >= 1, "matmul-rank", "MatMul inputs must have rank at least 1")
+        one = Dimension.static(1)
+        ma = (one,) + da if len(da) == 1 else da
+        mb = db + (one,) if len(db) == 1 else db
+        check(ma[-1].compatible(mb[-2]), "matmul-inner",
+              f"the inner dimensions must match: {ma[-1]} (a) and {mb[-2]} (b)", port="input 1")
+        try:
+            batch = broadcast_numpy(PartialShape.of(ma[:-2]), PartialShape.of(mb[:-2])).dims
+        except BroadcastError as e:
+            check(False, "matmul-batch", f"batch dimensions do not broadcast: {e}", port="input 1")
+        dims = tuple(batch) + ((ma[-2],) if len(da) > 1 else ()) + ((mb[-1],) if len(db) > 1 else ())
+        return TensorInfo(etype, PartialShape.of(dims))
+
+    def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        if self.attrs.transpose_a and a.ndim >= 2:
+            a = np.swapaxes(a, -1, -2)
+        if self.attrs.transpose_b and b.ndim >= 2:
+            b = np.swapaxes(b, -1, -2)
+        etype = ElementType.from_dtype(a.dtype)
+        work = compute_dtype(etype) if etype.is_float else a.dtype
+        return from_compute(np.matmul(a.astype(work, copy=False), b.astype(work, copy=False)), etype)

@@ -1,0 +1,76 @@
+"""ReduceSum-1, ReduceProd-1, ReduceMax-1, ReduceMin-1 over the axes given by an input.
+
+Integer reductions run in the element type (sums and products wrap modulo 2^bits); f16 and
+bf16 accumulate in f32 and round once at the end. An empty `axes` leaves the data unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from irscatter.errors import ExecutionError
+from irscatter.ir.element_types import ElementType
+from irscatter.ir.shapes import Dimension, PartialShape
+from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.registry import register
+from irscatter.ops.scatter import check_integral, normalized_axis
+from irscatter.ops.scatter_core import compute_dtype, from_compute
+
+
+class ReduceAttrs(OpAttrs):
+    keep_dims: IRBool = False
+
+
+def _axes(values, rank: int, at_runtime: bool = False) -> tuple[int, ...]:
+    return tuple(sorted({normalized_axis(int(a), rank, port="input 1", at_runtime=at_runtime)
+                         for a in np.asarray(values).reshape(-1)}))
+
+
+class Reduce(Op):
+    Attrs = ReduceAttrs
+    inputs = ("data", "axes")
+    kernel: ClassVar[np.ufunc]
+
+    def infer(self, data: TensorInfo, axes: TensorInfo) -> TensorInfo:
+        check_integral(axes, "axes", "input 1")
+        if axes.shape.rank_is_static:
+            check(axes.shape.rank <= 1, "axes-rank", f"axes must be a scalar or 1-D, found {axes.shape}", port="input 1")
+        check(data.etype is not ElementType.string, "numeric-type", "reductions are not defined for strings")
+        if not data.shape.rank_is_static or axes.value is None:
+            return TensorInfo(data.etype, PartialShape.dynamic_rank())
+        reduced = _axes(axes.value, data.shape.rank)
+        one = Dimension.static(1)
+        dims = [one if i in reduced else d for i, d in enumerate(data.shape.dims)] if self.attrs.keep_dims else \
+            [d for i, d in enumerate(data.shape.dims) if i not in reduced]
+        return TensorInfo(data.etype, PartialShape.of(dims))
+
+    def compute(self, data: np.ndarray, axes: np.ndarray) -> np.ndarray:
+        reduced = _axes(axes, data.ndim, at_runtime=True)
+        etype = ElementType.from_dtype(data.dtype)
+        work = data.astype(compute_dtype(etype), copy=False) if etype.is_float else data
+        if self.kernel in (np.maximum, np.minimum) and any(data.shape[a] == 0 for a in reduced):
+            raise ExecutionError(f"{self.type_name} over an empty axis has no value", port="input 0")
+        out = self.kernel.reduce(work, axis=reduced, keepdims=self.attrs.keep_dims, dtype=work.dtype)
+        return from_compute(np.asarray(out), etype)
+
+
+@register("ReduceSum", 1)
+class ReduceSum(Reduce):
+    kernel = np.add
+
+
+@register("ReduceProd", 1)
+class ReduceProd(Reduce):
+    kernel = np.multiply
+
+
+@register("ReduceMax", 1)
+class ReduceMax(Reduce):
+    kernel = np.maximum
+
+
+@register("ReduceMin", 1)
+class ReduceMin(Reduce):
+    kernel = np.minimum
