@@ -128,21 +128,24 @@ class Power(BinaryArithmetic):
         return np.power(a, b)
 
 
-@register("FloorMod", 1)
-class FloorMod(BinaryArithmetic):
-    """The remainder with the sign of the divisor (Python's %)."""
+class Remainder(BinaryArithmetic):
+    """An integer remainder by zero is an error, as for Divide."""
 
     def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         if a.dtype.kind in "iu":
             _check_nonzero_divisor(b)
-        return np.mod(a, b)
+        return self.kernel(a, b)
+
+
+@register("FloorMod", 1)
+class FloorMod(Remainder):
+    """The remainder with the sign of the divisor (Python's %)."""
+
+    kernel = np.mod
 
 
 @register("Mod", 1)
-class Mod(BinaryArithmetic):
+class Mod(Remainder):
     """The remainder with the sign of the dividend (C's fmod)."""
 
-    def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        if a.dtype.kind in "iu":
-            _check_nonzero_divisor(b)
-        return np.fmod(a, b)
+    kernel = np.fmod
