@@ -113,3 +113,20 @@ def test_usage_errors_exit_2():
 def test_debug_shows_traceback(tmp_path):
     proc = cli("--debug", "run", str(tmp_path / "missing.xml"))
     assert proc.returncode == 2 and "Traceback" in proc.stderr
+
+
+def test_readme_quickstart_run_command_works():
+    """The irscatter part of the README's first Quickstart command, run as written."""
+    import re
+    import shlex
+
+    readme = (MODELS.parent / "README.md").read_text()
+    block = re.search(r"## Quickstart\s+```sh\n(.*?)```", readme, re.S).group(1).strip().splitlines()
+    assert len(block) == 2 and block[1].strip() == 'pip install -e ".[test]" && pytest'
+    install, _, run = block[0].partition(" && ")
+    assert install == "pip install ."
+    words = shlex.split(run)
+    assert words[0] == "irscatter"
+    proc = cli(*words[1:], cwd=MODELS.parent)
+    assert proc.returncode == 0, proc.stderr
+    assert "ok   cache_out" in proc.stdout and "ok   written" in proc.stdout

@@ -57,10 +57,39 @@ def dynamic_batch() -> tuple[ov.Model, dict[str, np.ndarray]]:
     return model, {"x": rng.standard_normal((5, 3)).astype(np.float32), "bias": rng.standard_normal((5, 1)).astype(np.float32)}
 
 
+def paged_kv_cache() -> tuple[ov.Model, dict[str, np.ndarray]]:
+    """A paged KV-cache write: new key/value rows land at flat slots of a block-paged cache.
+
+    cache [blocks, block_size, heads, head_dim], new_kv [tokens, heads, head_dim],
+    slot_mapping [tokens] (slot = block * block_size + offset). The block size is read from
+    the cache's shape, the slot is split with Divide/FloorMod, and ScatterNDUpdate-15 writes.
+    A second output reads the written rows back with GatherND-8.
+    """
+    cache = ops.parameter([8, 4, 2, 8], ov.Type.f32, name="cache")
+    new_kv = ops.parameter([5, 2, 8], ov.Type.f32, name="new_kv")
+    slots = ops.parameter([5], ov.Type.i64, name="slot_mapping")
+    block_size = ops.gather(ops.shape_of(cache), ops.constant(np.int64(1)), ops.constant(np.int64(0)))
+    block = ops.divide(slots, block_size)
+    offset = ops.floor_mod(slots, block_size)
+    minus_one = ops.constant(np.array([-1], np.int64))
+    indices = ops.concat([ops.unsqueeze(block, minus_one), ops.unsqueeze(offset, minus_one)], -1)
+    updated = _named(ops.scatter_nd_update(cache, indices, new_kv, "none"), "cache_out")
+    read_back = _named(ops.gather_nd(updated, indices), "written")
+    model = ov.Model([ops.result(updated), ops.result(read_back)], [cache, new_kv, slots], "paged_kv_cache")
+    rng = np.random.default_rng(4)
+    feeds = {
+        "cache": rng.standard_normal((8, 4, 2, 8)).astype(np.float32),
+        "new_kv": rng.standard_normal((5, 2, 8)).astype(np.float32),
+        "slot_mapping": rng.permutation(32)[:5].astype(np.int64),
+    }
+    return model, feeds
+
+
 MODELS: dict[str, tuple[Callable[[], tuple[ov.Model, dict[str, np.ndarray]]], str]] = {
     "affine_chain": (affine_chain, "v11"),
     "mixed_types_v10": (mixed_types_v10, "v10"),
     "dynamic_batch": (dynamic_batch, "v11"),
+    "paged_kv_cache": (paged_kv_cache, "v11"),
 }
 
 
