@@ -281,39 +281,29 @@ def _port_map(ctx: _Ctx, node: etree._Element | None, tag: str) -> list[PortMapE
     return out
 
 
+def _edge_list(ctx: _Ctx, parent: etree._Element | None, cls: type[Edge] | type[BackEdge], what: str) -> list:
+    """`<edge>` children as `cls`; each field `from_layer` is read from the attribute `from-layer`."""
+    if parent is None:
+        return []
+    return [
+        cls.model_construct(**{field: _uint(ctx, e, field.replace("_", "-"), what) for field in cls.model_fields})
+        for e in _elements(parent, "edge")
+    ]
+
+
 def _body(ctx: _Ctx, body: etree._Element, port_map: etree._Element | None, back: etree._Element | None) -> Body:
-    back_edges = []
-    if back is not None:
-        for e in _elements(back, "edge"):
-            back_edges.append(
-                BackEdge.model_construct(
-                    from_layer=_uint(ctx, e, "from-layer", "of <back_edges> "),
-                    to_layer=_uint(ctx, e, "to-layer", "of <back_edges> "),
-                )
-            )
     return Body.model_construct(
         graph=_graph(ctx, body, Graph),
         inputs=_port_map(ctx, port_map, "input"),
         outputs=_port_map(ctx, port_map, "output"),
-        back_edges=back_edges,
+        back_edges=_edge_list(ctx, back, BackEdge, "of <back_edges> "),
     )
 
 
 def _graph(ctx: _Ctx, node: etree._Element, cls: type[Graph], **fields: Any) -> Graph:
     layers_node = _child(node, "layers")
     layers = [parse_layer_element(ctx, n) for n in _elements(layers_node, "layer")] if layers_node is not None else []
-    edges = []
-    edges_node = _child(node, "edges")
-    if edges_node is not None:
-        for e in _elements(edges_node, "edge"):
-            edges.append(
-                Edge.model_construct(
-                    from_layer=_uint(ctx, e, "from-layer", ""),
-                    from_port=_uint(ctx, e, "from-port", ""),
-                    to_layer=_uint(ctx, e, "to-layer", ""),
-                    to_port=_uint(ctx, e, "to-port", ""),
-                )
-            )
+    edges = _edge_list(ctx, _child(node, "edges"), Edge, "")
     return cls.model_construct(layers=layers, edges=edges, **fields)
 
 
