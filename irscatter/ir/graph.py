@@ -25,6 +25,34 @@ if TYPE_CHECKING:
 RtInfo = dict[str, Any]
 
 
+def split_names(text: str) -> tuple[str, ...]:
+    """Port `names`: comma-separated, a literal comma in a name is escaped as `\\,`."""
+    out: list[str] = []
+    pending = ""
+    for piece in text.split(","):
+        if piece.endswith("\\"):
+            pending += piece[:-1] + ","
+            continue
+        name = (pending + piece).strip()
+        pending = ""
+        if name:
+            out.append(name)
+    if pending.strip():
+        out.append(pending.strip())
+    return tuple(out)
+
+
+def output_name(result: Layer, feeding_port: Port | None) -> str:
+    """The key of a model output: the Result's `output_names`, else the first tensor name of
+    the port feeding it, else the Result's layer name."""
+    explicit = split_names(result.extra.get("output_names") or result.attrs.get("output_names") or "")
+    if explicit:
+        return explicit[0]
+    if feeding_port is not None and feeding_port.names:
+        return feeding_port.names[0]
+    return result.name
+
+
 class Port(BaseModel):
     """An input or output port: its id, declared precision, tensor names and dims."""
 

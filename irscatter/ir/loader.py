@@ -21,7 +21,7 @@ from lxml import etree
 
 from irscatter.errors import FileAccessError, LoadError, SecurityError
 from irscatter.ir.element_types import ElementType, decode
-from irscatter.ir.graph import BackEdge, Body, Edge, Graph, Layer, Model, Port, PortMapEntry
+from irscatter.ir.graph import BackEdge, Body, Edge, Graph, Layer, Model, Port, PortMapEntry, split_names
 from irscatter.ir.shapes import PartialShape, parse_static_shape
 
 SUPPORTED_IR_VERSIONS = (10, 11)
@@ -147,23 +147,6 @@ def _int(ctx: _Ctx, node: etree._Element, key: str) -> int | None:
         return int(text.strip())
     except ValueError:
         raise ctx.error(f'<{node.tag}> has {key}="{text}", which is not an integer', node) from None
-
-
-def split_names(text: str) -> tuple[str, ...]:
-    """Port `names`: comma-separated, a literal comma in a name is escaped as `\\,`."""
-    out: list[str] = []
-    pending = ""
-    for piece in text.split(","):
-        if piece.endswith("\\"):
-            pending += piece[:-1] + ","
-            continue
-        name = (pending + piece).strip()
-        pending = ""
-        if name:
-            out.append(name)
-    if pending.strip():
-        out.append(pending.strip())
-    return tuple(out)
 
 
 def _rt_info(node: etree._Element | None) -> dict[str, Any]:

@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from irscatter.ir.graph import Graph, Model
-from irscatter.ir.loader import split_names
+from irscatter.ir.graph import Graph, Model, output_name
 from irscatter.ops import registry
 
 
@@ -34,17 +33,13 @@ def summarize(model: Model) -> dict[str, Any]:
     by_id = {layer.id: layer for layer in model.layers}
     outputs = []
     for r in model.results:
-        names: tuple[str, ...] = ()
         port = None
         src = producers.get((r.id, r.inputs[0].id)) if r.inputs else None
         if src and src[0] in by_id:
             pos = by_id[src[0]].output_position(src[1])
-            if pos is not None:
-                port = by_id[src[0]].outputs[pos]
-                names = port.names
-        explicit = r.extra.get("output_names") or r.attrs.get("output_names")
+            port = by_id[src[0]].outputs[pos] if pos is not None else None
         outputs.append({
-            "name": (split_names(explicit) or (r.name,))[0] if explicit else (names[0] if names else r.name),
+            "name": output_name(r, port),
             "layer": r.name,
             "precision": str(port.precision) if port and port.precision else None,
             "shape": port.shape.to_text() if port else None,

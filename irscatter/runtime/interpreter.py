@@ -22,8 +22,7 @@ import numpy as np
 
 from irscatter.errors import ExecutionError, IRError, ValidationError
 from irscatter.ir.element_types import ElementType
-from irscatter.ir.graph import Layer, Model
-from irscatter.ir.loader import split_names
+from irscatter.ir.graph import Layer, Model, output_name
 from irscatter.ir.shapes import PartialShape
 from irscatter.ir.topology import Finding, Source, execution_order, wire
 from irscatter.ops import registry
@@ -138,7 +137,8 @@ class CompiledModel:
             src = self.sources[r.id][0]
             assert src is not None
             info = self.infos[src]
-            self.outputs.append(OutputSpec(self._output_name(r, src), info.etype, info.shape, r))
+            name = output_name(r, self.layers[src[0]].outputs[src[1]])
+            self.outputs.append(OutputSpec(name, info.etype, info.shape, r))
             self.output_slots.append(slot_of[src])
 
         keep = set(self.output_slots) | {s for s, _ in self.const_slots}
@@ -164,15 +164,6 @@ class CompiledModel:
         self._feed_index = self._feed_names()
         self.is_static = all(spec.shape.is_static and spec.etype is not ElementType.dynamic for spec in self.inputs)
 
-    def _output_name(self, result: Layer, src: Source) -> str:
-        explicit = result.extra.get("output_names") or result.attrs.get("output_names")
-        if explicit:
-            names = split_names(explicit)
-            if names:
-                return names[0]
-        producer = self.layers[src[0]]
-        port_names = producer.outputs[src[1]].names
-        return port_names[0] if port_names else result.name
 
     def _feed_names(self) -> dict[str, int]:
         index: dict[str, int] = {}
