@@ -16,7 +16,7 @@ import numpy as np
 
 from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
-from irscatter.ops.base import IRBool, Lower, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.base import IRBool, Lower, Op, OpAttrs, TensorInfo, check, same_element_type
 from irscatter.ops.registry import register
 from irscatter.shape.broadcast import BroadcastError, broadcast
 
@@ -38,13 +38,7 @@ class BinaryElementwise(Op):
     boolean_output: ClassVar[bool] = False
 
     def infer(self, a: TensorInfo, b: TensorInfo) -> TensorInfo:
-        check(
-            a.etype == b.etype or ElementType.dynamic in (a.etype, b.etype),
-            "same-element-type",
-            f"inputs must have the same element type, found {a.etype} and {b.etype}",
-            port="input 1",
-        )
-        etype = a.etype if a.etype is not ElementType.dynamic else b.etype
+        etype = same_element_type(a, b, "inputs must have the same element type", "same-element-type", "input 1")
         if self.accepts == "boolean":
             check(etype in (ElementType.boolean, ElementType.dynamic), "boolean-type",
                   f"inputs must be boolean, found {etype}", port="input 0")

@@ -83,6 +83,20 @@ def _wrap_int(x: np.ndarray, dst: ElementType) -> np.ndarray:
     return masked.astype(dst.dtype)
 
 
+def compute_dtype(etype: ElementType) -> np.dtype:
+    """The dtype arithmetic on `etype` runs in: f32 for the 16-bit and 8-bit float types."""
+    if etype.is_float and etype not in (ElementType.f32, ElementType.f64):
+        return np.dtype(np.float32)
+    return etype.dtype
+
+
+def from_compute(result: np.ndarray, etype: ElementType) -> np.ndarray:
+    """Round a result computed in `compute_dtype` back to `etype` (bf16 by OpenVINO's rule)."""
+    if result.dtype == etype.dtype:
+        return result
+    return convert_array(result, ElementType.f32, etype)
+
+
 @register("Convert", 1)
 class Convert(Op):
     class Attrs(OpAttrs):

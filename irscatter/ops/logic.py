@@ -11,7 +11,7 @@ import numpy as np
 
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.arithmetic import BinaryElementwise, BroadcastAttrs
-from irscatter.ops.base import Op, TensorInfo, check
+from irscatter.ops.base import Op, TensorInfo, check, same_element_type
 from irscatter.ops.registry import register
 from irscatter.shape.broadcast import BroadcastError, broadcast
 
@@ -93,14 +93,13 @@ class Select(Op):
     def infer(self, cond: TensorInfo, then: TensorInfo, other: TensorInfo) -> TensorInfo:
         check(cond.etype in (ElementType.boolean, ElementType.dynamic), "cond-type",
               f"cond must be boolean, found {cond.etype}", port="input 0")
-        check(ElementType.dynamic in (then.etype, other.etype) or then.etype is other.etype, "same-element-type",
-              f"then and else must have the same element type, found {then.etype} and {other.etype}", port="input 2")
+        etype = same_element_type(then, other, "then and else must have the same element type",
+                                  "same-element-type", "input 2")
         try:
             shape = broadcast(self.attrs.auto_broadcast, then.shape, other.shape)
             shape = broadcast(self.attrs.auto_broadcast, cond.shape, shape) if self.attrs.auto_broadcast != "pdpd" else shape
         except BroadcastError as e:
             check(False, "broadcast", f"cond {cond.shape}, then {then.shape} and else {other.shape} do not broadcast: {e}")
-        etype = then.etype if then.etype is not ElementType.dynamic else other.etype
         return TensorInfo(etype, shape)
 
     def compute(self, cond: np.ndarray, then: np.ndarray, other: np.ndarray) -> np.ndarray:

@@ -8,9 +8,9 @@ import numpy as np
 
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
-from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check, same_element_type
+from irscatter.ops.conversion import compute_dtype, from_compute
 from irscatter.ops.registry import register
-from irscatter.ops.scatter_core import compute_dtype, from_compute
 from irscatter.shape.broadcast import BroadcastError, broadcast_numpy
 
 
@@ -29,9 +29,7 @@ class MatMul(Op):
     inputs = ("a", "b")
 
     def infer(self, a: TensorInfo, b: TensorInfo) -> TensorInfo:
-        check(ElementType.dynamic in (a.etype, b.etype) or a.etype is b.etype, "same-element-type",
-              f"inputs must have the same element type, found {a.etype} and {b.etype}", port="input 1")
-        etype = a.etype if a.etype is not ElementType.dynamic else b.etype
+        etype = same_element_type(a, b, "inputs must have the same element type", "same-element-type", "input 1")
         check(etype not in (ElementType.boolean, ElementType.string), "numeric-type", f"MatMul is not defined for {etype}")
         if not (a.shape.rank_is_static and b.shape.rank_is_static):
             return TensorInfo(etype, PartialShape.dynamic_rank())

@@ -13,10 +13,9 @@ import numpy as np
 from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
-from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check, check_integral, normalized_axis
+from irscatter.ops.conversion import compute_dtype, from_compute
 from irscatter.ops.registry import register
-from irscatter.ops.scatter import check_integral, normalized_axis
-from irscatter.ops.scatter_core import compute_dtype, from_compute
 
 
 class ReduceAttrs(OpAttrs):

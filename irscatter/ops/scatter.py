@@ -26,69 +26,31 @@ import numpy as np
 from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import PartialShape
-from irscatter.ops.base import IRBool, Lower, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.base import (
+    IRBool,
+    Lower,
+    Op,
+    OpAttrs,
+    TensorInfo,
+    check,
+    check_axis_input,
+    check_integral,
+    constant_axis,
+    normalized_axis,
+    require_shape,
+    runtime_axis,
+    same_element_type,
+)
+from irscatter.ops.conversion import from_compute
 from irscatter.ops.registry import register
 from irscatter.ops.scatter_core import (
     flat_rows_along_axis,
-    from_compute,
     normalize_indices,
     scatter_rows,
     to_compute,
 )
 
 # --- shared checks ------------------------------------------------------------------------------
-
-
-def check_same_type(data: TensorInfo, updates: TensorInfo, port: str = "input 2") -> None:
-    check(
-        ElementType.dynamic in (data.etype, updates.etype) or data.etype is updates.etype,
-        "updates-type",
-        f"updates must have the element type of data, found {updates.etype} and {data.etype}",
-        port=port,
-    )
-
-
-def check_integral(info: TensorInfo, name: str, port: str) -> None:
-    check(
-        info.etype is ElementType.dynamic or info.etype.is_integral,
-        f"{name}-type",
-        f"{name} must be of an integer type, found {info.etype}",
-        port=port,
-    )
-
-
-def check_axis_input(axis: TensorInfo, port: str = "input 3") -> None:
-    check_integral(axis, "axis", port)
-    if axis.shape.rank_is_static:
-        check(
-            axis.shape.rank == 0 or (axis.shape.rank == 1 and axis.shape[0].contains(1)),
-            "axis-shape",
-            f"axis must be a scalar or have shape [1], found {axis.shape}",
-            port=port,
-        )
-
-
-def normalized_axis(axis: int, rank: int, *, port: str = "input 3", at_runtime: bool = False) -> int:
-    """OpenVINO's rule: valid when axis == 0 or -rank <= axis < rank."""
-    if not (axis == 0 or -rank <= axis < rank):
-        message = f"axis {axis} is out of the range [{-rank}, {rank - 1}] for rank {rank}"
-        if at_runtime:
-            raise ExecutionError(message, port=port)
-        check(False, "axis-range", message, port=port)
-    return axis + rank if axis < 0 else axis
-
-
-def constant_axis(axis: TensorInfo) -> int | None:
-    return None if axis.value is None else int(np.asarray(axis.value).reshape(-1)[0])
-
-
-def runtime_axis(axis: np.ndarray, rank: int) -> int:
-    return normalized_axis(int(np.asarray(axis).reshape(-1)[0]), rank, at_runtime=True)
-
-
-def require_shape(actual: tuple[int, ...], expected: tuple[int, ...], what: str, port: str) -> None:
-    if actual != expected:
-        raise ExecutionError(f"{what} has shape {list(actual)}, expected {list(expected)}", port=port)
 
 
 def shape_text(dims) -> str:
@@ -106,7 +68,7 @@ class ScatterUpdate(Op):
 
     def infer(self, data: TensorInfo, indices: TensorInfo, updates: TensorInfo, axis: TensorInfo) -> TensorInfo:
         check_integral(indices, "indices", "input 1")
-        check_same_type(data, updates)
+        same_element_type(updates, data, "updates must have the element type of data", "updates-type", "input 2")
         check_axis_input(axis)
         ranks = [s.rank if s.rank_is_static else None for s in (data.shape, indices.shape, updates.shape)]
         if None not in ranks:
@@ -163,7 +125,7 @@ class ScatterElementsUpdate3(Op):
 
     def infer(self, data: TensorInfo, indices: TensorInfo, updates: TensorInfo, axis: TensorInfo) -> TensorInfo:
         check_integral(indices, "indices", "input 1")
-        check_same_type(data, updates)
+        same_element_type(updates, data, "updates must have the element type of data", "updates-type", "input 2")
         check_axis_input(axis)
         check(not (self.reduction == "mean" and data.etype is ElementType.boolean), "mean-boolean",
               "the 'mean' reduction is not defined for boolean tensors")
@@ -224,7 +186,7 @@ class ScatterNDUpdate3(Op):
     def infer(self, data: TensorInfo, indices: TensorInfo, updates: TensorInfo) -> TensorInfo:
         check(indices.etype in (ElementType.i32, ElementType.i64, ElementType.dynamic), "indices-type",
               f"indices must be i32 or i64, found {indices.etype}", port="input 1")
-        check_same_type(data, updates)
+        same_element_type(updates, data, "updates must have the element type of data", "updates-type", "input 2")
         if not (data.shape.rank_is_static and indices.shape.rank_is_static):
             return TensorInfo(data.etype, data.shape)
         r, q = data.shape.rank, indices.shape.rank

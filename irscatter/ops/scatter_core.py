@@ -27,6 +27,7 @@ import numpy as np
 
 from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
+from irscatter.ops.conversion import compute_dtype
 
 REDUCTIONS = ("none", "sum", "sub", "prod", "min", "max", "mean")
 
@@ -123,24 +124,9 @@ def _mean(out: np.ndarray, rows: np.ndarray, updates: np.ndarray, use_init_val: 
         out[touched] = out[touched] / counts.reshape(shape).astype(out.dtype)
 
 
-def compute_dtype(etype: ElementType) -> np.dtype:
-    """The dtype scatter arithmetic runs in: f32 for the 16-bit and 8-bit float types."""
-    if etype.is_float and etype not in (ElementType.f32, ElementType.f64):
-        return np.dtype(np.float32)
-    return etype.dtype
-
-
 def to_compute(data: np.ndarray, etype: ElementType) -> np.ndarray:
     """A fresh, writable, contiguous copy of `data` in the compute dtype (never a view)."""
     return np.array(data, dtype=compute_dtype(etype), order="C", copy=True)
-
-
-def from_compute(result: np.ndarray, etype: ElementType) -> np.ndarray:
-    if result.dtype == etype.dtype:
-        return result
-    from irscatter.ops.conversion import convert_array
-
-    return convert_array(result, ElementType.f32, etype)
 
 
 def flat_rows_along_axis(indices: np.ndarray, shape: Sequence[int], axis: int) -> np.ndarray:

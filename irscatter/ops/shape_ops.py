@@ -16,9 +16,8 @@ import numpy as np
 from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
-from irscatter.ops.base import ElementTypeAttr, IRBool, Lower, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.base import ElementTypeAttr, IRBool, Lower, Op, OpAttrs, TensorInfo, check, check_integral, normalized_axis
 from irscatter.ops.registry import register
-from irscatter.ops.scatter import check_integral, normalized_axis
 
 
 def _ints(value: np.ndarray | None) -> list[int] | None:

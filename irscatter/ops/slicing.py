@@ -16,7 +16,7 @@ import numpy as np
 from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
-from irscatter.ops.base import IntList, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.base import IntList, Op, OpAttrs, TensorInfo, check, same_element_type
 from irscatter.ops.registry import register
 
 _NAMES = ("start", "stop", "step", "axes")
@@ -133,8 +133,7 @@ class SliceScatter(Op):
 
     def infer(self, data: TensorInfo, updates: TensorInfo, start: TensorInfo, stop: TensorInfo, step: TensorInfo,
               axes: TensorInfo | None = None) -> TensorInfo:
-        check(ElementType.dynamic in (data.etype, updates.etype) or data.etype is updates.etype, "updates-type",
-              f"updates must have the element type of data, found {updates.etype} and {data.etype}", port="input 1")
+        same_element_type(updates, data, "updates must have the element type of data", "updates-type", "input 1")
         if data.shape.rank_is_static:
             check(data.shape.rank >= 1, "data-rank", "data cannot be a scalar", port="input 0")
             if updates.shape.rank_is_static:
