@@ -22,6 +22,25 @@ from irscatter.ops.registry import register
 _NAMES = ("start", "stop", "step", "axes")
 
 
+class PlanError(ValueError):
+    """A slice specification that cannot be applied; `label` names the rule it breaks."""
+
+    def __init__(self, label: str, message: str) -> None:
+        super().__init__(message)
+        self.label = label
+
+
+def planned(plan, *args, port: str, at_runtime: bool):
+    """Call a planner; its PlanError becomes a ValidationError during inference and an
+    ExecutionError during a run, labelled and naming `port`."""
+    try:
+        return plan(*args)
+    except PlanError as e:
+        if at_runtime:
+            raise ExecutionError(str(e), label=e.label, port=port) from None
+        check(False, e.label, str(e), port=port)
+
+
 @dataclass(frozen=True)
 class SlicePlan:
     index: tuple[slice, ...]  # one slice per data axis
@@ -29,30 +48,30 @@ class SlicePlan:
 
 
 def plan_slices(shape: tuple[int, ...], start, stop, step, axes=None) -> SlicePlan:
-    """Python slicing per listed axis; raises ValueError with a labelled reason."""
+    """Python slicing per listed axis; raises PlanError."""
     rank = len(shape)
     start, stop, step = (np.asarray(v).reshape(-1).astype(np.int64) for v in (start, stop, step))
     if not (len(start) == len(stop) == len(step)):
-        raise ValueError("sizes: start, stop and step must have the same number of elements")
+        raise PlanError("sizes", "start, stop and step must have the same number of elements")
     if axes is None:
         axes_list = list(range(len(start)))
     else:
         axes_list = [int(a) for a in np.asarray(axes).reshape(-1)]
         if len(axes_list) != len(start):
-            raise ValueError("sizes: axes must have as many elements as start, stop and step")
+            raise PlanError("sizes", "axes must have as many elements as start, stop and step")
     if len(start) > rank:
-        raise ValueError(f"sizes: {len(start)} slice parameters for a rank-{rank} tensor")
+        raise PlanError("sizes", f"{len(start)} slice parameters for a rank-{rank} tensor")
     index = [slice(None)] * rank
     seen = set()
     for a, b, e, s in zip(axes_list, start, stop, step):
         if not -rank <= a < rank:
-            raise ValueError(f"axis-range: axis {a} is out of the range [{-rank}, {rank - 1}]")
+            raise PlanError("axis-range", f"axis {a} is out of the range [{-rank}, {rank - 1}]")
         a %= rank
         if a in seen:
-            raise ValueError(f"axes-unique: axis {a} is listed twice")
+            raise PlanError("axes-unique", f"axis {a} is listed twice")
         seen.add(a)
         if s == 0:
-            raise ValueError("step-nonzero: step values must be non-zero")
+            raise PlanError("step-nonzero", "step values must be non-zero")
         index[a] = slice(int(b), int(e), int(s))
     out_shape = tuple(len(range(*sl.indices(n))) for sl, n in zip(index, shape))
     return SlicePlan(tuple(index), out_shape)
@@ -83,12 +102,8 @@ def _planned_shape(data: TensorInfo, params: list[TensorInfo | None], port: str)
     if not data.shape.rank_is_static:
         return PartialShape.dynamic_rank()
     if data.shape.is_static and _known(params):
-        try:
-            plan = plan_slices(data.shape.to_tuple(), *(p.value if p is not None else None for p in params))
-        except ValueError as e:
-            label, _, message = str(e).partition(": ")
-            check(False, label, message, port=port)
-        return PartialShape.of(plan.shape)
+        values = (p.value if p is not None else None for p in params)
+        return PartialShape.of(planned(plan_slices, data.shape.to_tuple(), *values, port=port, at_runtime=False).shape)
     dims = list(data.shape.dims)
     axes = params[3]
     if axes is not None and axes.value is not None:
@@ -99,14 +114,6 @@ def _planned_shape(data: TensorInfo, params: list[TensorInfo | None], port: str)
     if n is not None and n.is_static and axes is None:
         return PartialShape.of([Dimension.dynamic()] * n.min + dims[n.min:])
     return PartialShape.of([Dimension.dynamic()] * len(dims))
-
-
-def runtime_plan(shape: tuple[int, ...], start, stop, step, axes=None) -> SlicePlan:
-    try:
-        return plan_slices(shape, start, stop, step, axes)
-    except ValueError as e:
-        label, _, message = str(e).partition(": ")
-        raise ExecutionError(message, label=label) from None
 
 
 @register("Slice", 8)
@@ -123,7 +130,7 @@ class Slice(Op):
         return TensorInfo(data.etype, _planned_shape(data, params, "input 1"))
 
     def compute(self, data, start, stop, step, axes=None) -> np.ndarray:
-        return data[runtime_plan(data.shape, start, stop, step, axes).index]
+        return data[planned(plan_slices, data.shape, start, stop, step, axes, port="input 1", at_runtime=True).index]
 
 
 @register("SliceScatter", 15)
@@ -147,7 +154,7 @@ class SliceScatter(Op):
         return TensorInfo(data.etype, data.shape)
 
     def compute(self, data, updates, start, stop, step, axes=None) -> np.ndarray:
-        plan = runtime_plan(data.shape, start, stop, step, axes)
+        plan = planned(plan_slices, data.shape, start, stop, step, axes, port="input 2", at_runtime=True)
         if updates.shape != plan.shape:
             raise ExecutionError(f"updates shape {list(updates.shape)} must equal the slice's shape {list(plan.shape)}",
                                  port="input 1", label="updates-shape")
@@ -169,27 +176,27 @@ class StridedSliceAttrs(OpAttrs):
 
 def strided_index(shape: tuple[int, ...], begin, end, stride, attrs: StridedSliceAttrs) -> tuple:
     """The numpy index tuple a StridedSlice describes (TensorFlow-style masks; bit i of each
-    mask refers to position i of begin/end/stride). Raises ValueError "label: message"."""
+    mask refers to position i of begin/end/stride). Raises PlanError."""
     begin, end = (np.asarray(v).reshape(-1).astype(np.int64) for v in (begin, end))
     stride = np.ones(len(begin), np.int64) if stride is None else np.asarray(stride).reshape(-1).astype(np.int64)
     if not len(begin) == len(end) == len(stride):
-        raise ValueError("sizes: begin, end and stride must have the same number of values")
+        raise PlanError("sizes", "begin, end and stride must have the same number of values")
     masks = {name: getattr(attrs, name) for name in StridedSliceAttrs.model_fields}
     for name, mask in masks.items():
         if any(bit not in (0, 1) for bit in mask):
-            raise ValueError(f"mask-values: {name} must hold only 0 and 1, found {list(mask)}")
+            raise PlanError("mask-values", f"{name} must hold only 0 and 1, found {list(mask)}")
     bit = {name: (lambda m: (lambda i: i < len(m) and m[i] == 1))(mask) for name, mask in masks.items()}
     if sum(bit["ellipsis_mask"](i) for i in range(len(begin))) > 1:
-        raise ValueError("ellipsis: at most one ellipsis is allowed")
+        raise PlanError("ellipsis", "at most one ellipsis is allowed")
     index: list = []
     consumed = sum(1 for i in range(len(begin)) if not (bit["new_axis_mask"](i) or bit["ellipsis_mask"](i)))
     if consumed > len(shape):
-        raise ValueError(f"sizes: {consumed} sliced axes for a rank-{len(shape)} tensor")
+        raise PlanError("sizes", f"{consumed} sliced axes for a rank-{len(shape)} tensor")
     axis = 0  # the data axis position i refers to, for shrink range checks
     for i in range(len(begin)):
         flags = [n for n in ("new_axis_mask", "shrink_axis_mask", "ellipsis_mask") if bit[n](i)]
         if len(flags) > 1:
-            raise ValueError(f"mask-conflict: position {i} sets {' and '.join(flags)} at once")
+            raise PlanError("mask-conflict", f"position {i} sets {' and '.join(flags)} at once")
         if bit["new_axis_mask"](i):
             index.append(np.newaxis)
         elif bit["ellipsis_mask"](i):
@@ -198,12 +205,12 @@ def strided_index(shape: tuple[int, ...], begin, end, stride, attrs: StridedSlic
         elif bit["shrink_axis_mask"](i):
             dim, b = shape[axis], int(begin[i])
             if not -dim <= b < dim:
-                raise ValueError(f"shrink-range: begin {b} at position {i} is outside [{-dim}, {dim - 1}] for a shrunk axis")
+                raise PlanError("shrink-range", f"begin {b} at position {i} is outside [{-dim}, {dim - 1}] for a shrunk axis")
             index.append(b)
             axis += 1
         else:
             if stride[i] == 0:
-                raise ValueError("stride-nonzero: stride values must be non-zero")
+                raise PlanError("stride-nonzero", "stride values must be non-zero")
             b = None if bit["begin_mask"](i) else int(begin[i])
             if b is not None and stride[i] < 0 and axis < len(shape) and b + shape[axis] < 0:
                 b = 0  # the spec's reverse clamping: a begin before the start becomes 0, not "empty"
@@ -234,18 +241,10 @@ class StridedSlice(Op):
         known = [begin, end] + ([stride] if stride is not None else [])
         if not data.shape.is_static or any(i.value is None for i in known):
             return TensorInfo(data.etype, PartialShape.dynamic_rank())
-        try:
-            index = strided_index(data.shape.to_tuple(), begin.value, end.value,
-                                  None if stride is None else stride.value, self.attrs)
-        except ValueError as e:
-            label, _, message = str(e).partition(": ")
-            check(False, label, message, port="input 1")
+        index = planned(strided_index, data.shape.to_tuple(), begin.value, end.value,
+                        None if stride is None else stride.value, self.attrs, port="input 1", at_runtime=False)
         shape = np.broadcast_to(np.empty((), np.uint8), data.shape.to_tuple())[index].shape
         return TensorInfo(data.etype, PartialShape.of(shape))
 
     def compute(self, data: np.ndarray, begin, end, stride=None) -> np.ndarray:
-        try:
-            return data[strided_index(data.shape, begin, end, stride, self.attrs)]
-        except ValueError as e:
-            label, _, message = str(e).partition(": ")
-            raise ExecutionError(message, label=label, port="input 1") from None
+        return data[planned(strided_index, data.shape, begin, end, stride, self.attrs, port="input 1", at_runtime=True)]
