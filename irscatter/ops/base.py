@@ -9,9 +9,11 @@ An op is a class registered with `@register(type, version)`:
         inputs = ("data",)
 
         def infer(self, data: TensorInfo) -> TensorInfo:    # shape/type rules, labelled checks
-            ...
+            check(data.etype is not ElementType.string, "no-string-conversion", "...")
+            return TensorInfo(self.attrs.destination_type, data.shape)
+
         def compute(self, data: np.ndarray) -> np.ndarray:  # the numpy kernel
-            ...
+            return convert_array(data, self.src, self.attrs.destination_type)
 
 `infer` and `compute` take one argument per input port and return one value (or a tuple
 for several outputs). Attributes are parsed and checked when the model is compiled, so a
