@@ -36,6 +36,7 @@ class BinaryElementwise(Op):
     kernel: ClassVar[np.ufunc]
     accepts: ClassVar[str] = "numeric"  # "numeric", "any" (but string) or "boolean"
     boolean_output: ClassVar[bool] = False
+    elementwise = True
 
     def infer(self, a: TensorInfo, b: TensorInfo) -> TensorInfo:
         etype = same_element_type(a, b, "inputs must have the same element type", "same-element-type", "input 1")

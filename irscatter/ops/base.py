@@ -175,6 +175,9 @@ class Op:
     variadic: ClassVar[bool] = False  # takes one or more inputs, all named inputs[0]
     outputs: ClassVar[int] = 1
     foldable: ClassVar[bool] = True  # may inference compute small constant values with it
+    # Computes each output element from the same-position elements of its (broadcast) inputs,
+    # so running it on vectors equals running it on each scalar (what sub-graph regions need).
+    elementwise: ClassVar[bool] = False
 
     def __init__(self, layer: Layer) -> None:
         self.layer = layer

@@ -103,6 +103,7 @@ class Convert(Op):
         destination_type: ElementTypeAttr
 
     inputs = ("data",)
+    elementwise = True
 
     def infer(self, data: TensorInfo) -> TensorInfo:
         dst = self.attrs.destination_type

@@ -47,7 +47,7 @@ def gather_with_zero_fill(data: np.ndarray, indices: np.ndarray, axis: int, batc
                              f"{list(indices.shape)} must be equal (batch_dims = {b})", port="input 1")
     batch, outer, size, inner = data.shape[:b], data.shape[b:axis], data.shape[axis], data.shape[axis + 1:]
     nb, no, ni = math.prod(batch), math.prod(outer), math.prod(inner)
-    idx = indices.astype(np.int64).reshape(nb, -1)
+    idx = indices.astype(np.int64).reshape(nb, math.prod(indices.shape[b:]))
     idx = np.where(idx < 0, idx + size, idx)
     valid = (idx >= 0) & (idx < size)
     safe = np.where(valid, idx, 0)
@@ -196,11 +196,11 @@ class GatherND5(Op):
                                  f"(batch_dims = {b})", port="input 1")
         nb = math.prod(data.shape[:b])
         picked = data.shape[b:b + k]
-        tuples = indices.reshape(nb, -1, k)
+        tuples = indices.reshape(nb, math.prod(indices.shape[b:-1]), k)
         norm = normalize_indices(tuples, np.array(picked, np.int64), allow_negative=True, port="input 1",
                                  what="index component")
         rows = np.ravel_multi_index(tuple(np.moveaxis(norm, -1, 0)), picked) if k else np.zeros(tuples.shape[:2], np.int64)
-        table = data.reshape(nb, math.prod(picked), -1)
+        table = data.reshape(nb, math.prod(picked), math.prod(data.shape[b + k:]))
         out = table[np.arange(nb)[:, None], rows]
         dims = self._output_dims(tuple(Dimension.static(n) for n in indices.shape[:b]),
                                  tuple(Dimension.static(n) for n in indices.shape[b:-1]),

@@ -24,6 +24,7 @@ class Parameter(Op):
         element_type: ElementTypeAttr
 
     inputs = ()
+    elementwise = True
 
     def infer(self) -> TensorInfo:
         return TensorInfo(self.attrs.element_type, self.attrs.shape)
@@ -38,6 +39,7 @@ class Const(Op):
         size: int
 
     inputs = ()
+    elementwise = True  # as a region's constant operand, broadcast like any other input
 
     def infer(self) -> TensorInfo:
         data = self.layer._const
@@ -51,6 +53,7 @@ class Const(Op):
 class Result(Op):
     inputs = ("value",)
     outputs = 0
+    elementwise = True
 
     def infer(self, value: TensorInfo) -> tuple[()]:
         return ()

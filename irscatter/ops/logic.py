@@ -73,6 +73,7 @@ class LogicalXor(Logical):
 @register("LogicalNot", 1)
 class LogicalNot(Op):
     inputs = ("data",)
+    elementwise = True
 
     def infer(self, data: TensorInfo) -> TensorInfo:
         check(data.etype in (ElementType.boolean, ElementType.dynamic), "boolean-type",
@@ -89,6 +90,7 @@ class Select(Op):
 
     Attrs = BroadcastAttrs
     inputs = ("cond", "then", "else")
+    elementwise = True
 
     def infer(self, cond: TensorInfo, then: TensorInfo, other: TensorInfo) -> TensorInfo:
         check(cond.etype in (ElementType.boolean, ElementType.dynamic), "cond-type",

@@ -44,6 +44,7 @@ from irscatter.ops.base import (
 from irscatter.ops.conversion import from_compute
 from irscatter.ops.registry import register
 from irscatter.ops.scatter_core import (
+    as_rows,
     flat_rows_along_axis,
     normalize_indices,
     scatter_rows,
@@ -92,10 +93,10 @@ class ScatterUpdate(Op):
         idx = normalize_indices(indices, data.shape[a], allow_negative=False, port="input 1")
         etype = ElementType.from_dtype(data.dtype)
         moved = to_compute(np.moveaxis(data, a, 0), etype)
-        out2d = moved.reshape(data.shape[a], -1)
+        out2d = as_rows(moved)
         count = idx.size
         upd = updates.reshape(data.shape[:a] + (count,) + data.shape[a + 1:])
-        upd2d = np.moveaxis(upd, a, 0).reshape(count, -1).astype(moved.dtype, copy=False)
+        upd2d = as_rows(np.moveaxis(upd, a, 0)).astype(moved.dtype, copy=False)
         scatter_rows(out2d, idx.reshape(-1), upd2d, "none")
         return from_compute(np.moveaxis(moved, 0, a), etype)
 
@@ -218,13 +219,12 @@ class ScatterNDUpdate3(Op):
         require_shape(updates.shape, expected, "updates", "input 2")
         etype = ElementType.from_dtype(data.dtype)
         out = to_compute(data, etype)
-        n_rows = math.prod(data.shape[:k])
-        out2d = out.reshape(n_rows, -1)
-        tuples = indices.reshape(-1, k)
+        out2d = as_rows(out, k)
+        tuples = indices.reshape(math.prod(indices.shape[:-1]), k)
         norm = normalize_indices(tuples, np.array(data.shape[:k], np.int64), allow_negative=self.allow_negative,
                                  port="input 1", what="index component")
         rows = np.ravel_multi_index(tuple(norm.T), data.shape[:k]) if k else np.zeros(len(tuples), np.int64)
-        upd2d = updates.reshape(len(tuples), -1).astype(out.dtype, copy=False)
+        upd2d = as_rows(updates, indices.ndim - 1).astype(out.dtype, copy=False)
         scatter_rows(out2d, np.asarray(rows, np.int64), upd2d, self.reduction)
         return from_compute(out, etype)
 

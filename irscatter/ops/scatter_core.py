@@ -7,9 +7,10 @@ and a 2-D array of update rows. Then:
 
 * `none`: the last update of each row wins (row-major order), a deterministic choice for
   what the specs leave undefined.
-* `sum`, `sub`, `prod`, `min`, `max`: every update is folded in sequentially, in index
-  order, with the unbuffered `ufunc.at`, so duplicates accumulate exactly as the sequential
-  definition says. On booleans sum/max are OR, prod/min are AND and sub is XOR.
+* `sum`, `sub`, `prod`, `min`, `max` (and the bitwise `and`, `or`, `xor` on integers and
+  booleans): every update is folded in sequentially, in index order, with the unbuffered
+  `ufunc.at`, so duplicates accumulate exactly as the sequential definition says. On
+  booleans sum/max are OR, prod/min are AND and sub is XOR.
 * `mean`: the sum of the updates (plus the original value when `use_init_val`) divided by
   their count (plus one); integer means are floored toward negative infinity.
 * `use_init_val=False`: each row that receives an update starts from the reduction's
@@ -21,6 +22,7 @@ reference evaluation does.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -29,11 +31,13 @@ from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.conversion import compute_dtype
 
-REDUCTIONS = ("none", "sum", "sub", "prod", "min", "max", "mean")
+REDUCTIONS = ("none", "sum", "sub", "prod", "min", "max", "mean", "and", "or", "xor")
+BITWISE = ("and", "or", "xor")  # defined on integers and booleans only
 
-_FLOAT_UFUNCS = {"sum": np.add, "sub": np.subtract, "prod": np.multiply, "min": np.minimum, "max": np.maximum}
+_NUMERIC_UFUNCS = {"sum": np.add, "sub": np.subtract, "prod": np.multiply, "min": np.minimum, "max": np.maximum,
+                   "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}
 _BOOL_UFUNCS = {"sum": np.logical_or, "max": np.logical_or, "prod": np.logical_and, "min": np.logical_and,
-                "sub": np.logical_xor}
+                "sub": np.logical_xor, "and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}
 
 
 def normalize_indices(
@@ -69,12 +73,14 @@ def normalize_indices(
 
 
 def _identity(reduction: str, dtype: np.dtype) -> object:
-    if reduction in ("sum", "sub", "mean"):
+    if reduction in ("sum", "sub", "mean", "or", "xor"):
         return 0
     if reduction == "prod":
         return 1
     if dtype == np.bool_:
-        return reduction == "min"  # AND starts from True, OR from False
+        return reduction in ("min", "and")  # AND starts from True, OR from False
+    if reduction == "and":
+        return ~dtype.type(0)  # every bit set
     info = np.finfo(dtype) if dtype.kind == "f" else np.iinfo(dtype)
     return info.max if reduction == "min" else info.min  # OpenVINO uses lowest(), not -inf
 
@@ -107,7 +113,7 @@ def scatter_rows(
     if reduction == "mean":
         _mean(out, rows, updates, use_init_val)
         return
-    table = _BOOL_UFUNCS if out.dtype == np.bool_ else _FLOAT_UFUNCS
+    table = _BOOL_UFUNCS if out.dtype == np.bool_ else _NUMERIC_UFUNCS
     table[reduction].at(out, rows, updates)
 
 
@@ -122,6 +128,28 @@ def _mean(out: np.ndarray, rows: np.ndarray, updates: np.ndarray, use_init_val: 
         out[touched] = np.floor_divide(out[touched], counts.reshape(shape).astype(out.dtype))
     else:
         out[touched] = out[touched] / counts.reshape(shape).astype(out.dtype)
+
+
+def occurrence_rank(rows: np.ndarray) -> np.ndarray:
+    """For each position, how many earlier positions hold the same row number.
+
+    Updates with rank 0, then rank 1, ... form rounds in which every row appears at most
+    once, so a combiner that has no `ufunc.at` (a user function, a sub-graph) can still be
+    applied sequentially in index order with one vectorized call per round.
+    """
+    order = np.argsort(rows, kind="stable")
+    ordered = rows[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]) if len(rows) else np.zeros(0, np.int64)
+    group_start = np.repeat(starts, np.diff(np.r_[starts, len(rows)]))
+    rank = np.empty(len(rows), np.int64)
+    rank[order] = np.arange(len(rows)) - group_start
+    return rank
+
+
+def as_rows(array: np.ndarray, lead: int = 1) -> np.ndarray:
+    """`array` seen as a 2-D table: its first `lead` axes are the rows, the rest one row's
+    values. Spelled out because `reshape(n, -1)` cannot tell the width of an empty array."""
+    return array.reshape(math.prod(array.shape[:lead]), math.prod(array.shape[lead:]))
 
 
 def to_compute(data: np.ndarray, etype: ElementType) -> np.ndarray:

@@ -238,7 +238,26 @@ class CompiledModel:
         intermediate: bool = False,
         hook: LayerHook | None = None,
     ) -> dict[str, np.ndarray]:
-        bound = self._bind(feeds)
+        values = self._execute(self._bind(feeds), intermediate, hook)
+        if intermediate:
+            return {
+                f"{self.layers[lid].name}:{self.layers[lid].outputs[pos].id}": values[slot]
+                for (lid, pos), slot in self.slot_of.items()
+                if values[slot] is not None
+            }
+        return {spec.name: values[slot] for spec, slot in zip(self.outputs, self.output_slots)}
+
+    def run_positional(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
+        """Run with one array per input in Parameter order; outputs in Result order.
+
+        For callers that hold arrays already checked (a region called by its owning op)."""
+        if len(arrays) != len(self.inputs):
+            raise ExecutionError(f"{len(self.inputs)} inputs expected, {len(arrays)} given", file=self.model.source)
+        bound = [self._check_feed(spec, a) for spec, a in zip(self.inputs, arrays)]
+        values = self._execute(bound, False, None)
+        return [values[slot] for slot in self.output_slots]
+
+    def _execute(self, bound: list[np.ndarray], intermediate: bool, hook: LayerHook | None) -> list[Any]:
         if not self.is_static:
             self._check_dynamic_shapes(bound)
         values: list[Any] = [None] * self.n_slots
@@ -264,10 +283,4 @@ class CompiledModel:
             if not intermediate:
                 for slot in step.release:
                     values[slot] = None
-        if intermediate:
-            return {
-                f"{self.layers[lid].name}:{self.layers[lid].outputs[pos].id}": values[slot]
-                for (lid, pos), slot in self.slot_of.items()
-                if values[slot] is not None
-            }
-        return {spec.name: values[slot] for spec, slot in zip(self.outputs, self.output_slots)}
+        return values
