@@ -119,6 +119,31 @@ def write(folder: Path, xml: str, weights: bytes | None = None, name: str = "mod
     return path
 
 
+def one_layer_ir(folder: Path, type_: str, version: str, attrs: dict, inputs: list[tuple[str, np.ndarray]],
+                 outputs: list[tuple[tuple[int, ...], np.dtype]], body: str = "", name: str = "model") -> Path:
+    """An IR file with one layer under test: a Parameter per input, a Result per output."""
+    def info(dtype):
+        et = irscatter.ElementType.from_dtype(np.dtype(dtype))
+        return str(et), et.precision
+
+    n = len(inputs)
+    layers, edges = [], []
+    for i, (pname, array) in enumerate(inputs):
+        et, prec = info(array.dtype)
+        layers.append(param(i, pname, array.shape, et, prec))
+        edges.append((i, 0, n, i))
+    ins = [port(i, info(a.dtype)[1], a.shape) for i, (_, a) in enumerate(inputs)]
+    outs = [port(n + k, info(dt)[1], shape) for k, (shape, dt) in enumerate(outputs)]
+    op = layer(n, "under_test", type_, version, data=attrs, inputs=ins, outputs=outs)
+    if body:
+        op = op[: -len("</layer>")] + body + "</layer>"
+    layers.append(op)
+    for k, (shape, dt) in enumerate(outputs):
+        layers.append(result(n + 1 + k, f"out{k}", shape, info(dt)[1]))
+        edges.append((n, n + k, n + 1 + k, 0))
+    return write(folder, net(layers, edges), name=name)
+
+
 # --- the console script --------------------------------------------------------------------------
 
 

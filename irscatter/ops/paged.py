@@ -1,0 +1,110 @@
+"""PagedScatterUpdate-1 (irscatter1): PyPTO's `scatter_update`, a paged KV-cache write.
+
+Inputs: 0 `cache`, 1 `index` (i16/i32/i64, shape [b, s]), 2 `src`. Attribute `dim`, which
+must keep its default -2 (the only value the operation defines).
+
+* 2-D form: cache [slots, d], src [b*s, d]: `out[index[i, j]] = src[i*s + j]`.
+* 4-D form: cache [blocks, block_size, 1, d], src [b, s, 1, d]:
+  `out[index[i,j] // block_size, index[i,j] % block_size, 0] = src[i, j, 0]`.
+
+Both forms write whole rows of `d` values into the cache seen as `slots` rows, where slot
+`k` of the 4-D form is block `k // block_size`, offset `k % block_size`. A negative index
+marks a padding token and is skipped, as paged KV caches do; an index at or past the
+number of slots is an error. Two tokens aimed at one slot: the last in row-major order wins.
+Element types f32, f16, bf16, i32 and i16 (cache and src alike); empty tensors and tensors
+of more than INT32_MAX elements are refused, as the operation's documentation says. The
+document's parameter table swaps the shapes of `input` and `src`; its formulas and
+examples, followed here, are right.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from irscatter.errors import ExecutionError
+from irscatter.ir.element_types import ElementType
+from irscatter.ir.shapes import Dimension, PartialShape
+from irscatter.ops.base import Op, OpAttrs, TensorInfo, check, same_element_type
+from irscatter.ops.functional import call
+from irscatter.ops.registry import register
+from irscatter.ops.scatter_core import scatter_rows
+
+DOMAIN = "irscatter"
+INT32_MAX = 2**31 - 1
+VALUE_TYPES = (ElementType.f32, ElementType.f16, ElementType.bf16, ElementType.i32, ElementType.i16)
+INDEX_TYPES = (ElementType.i16, ElementType.i32, ElementType.i64)
+
+
+class PagedAttrs(OpAttrs):
+    dim: int = -2
+
+
+def _expected_src(cache: PartialShape, index: PartialShape) -> PartialShape:
+    if cache.rank == 2:
+        b, s = index[0], index[1]
+        tokens = Dimension.static(b.min * s.min) if b.is_static and s.is_static else Dimension.dynamic()
+        return PartialShape.of((tokens, cache[1]))
+    return PartialShape.of((index[0], index[1], 1, cache[3]))
+
+
+@register("PagedScatterUpdate", 1, domain=DOMAIN)
+class PagedScatterUpdate(Op):
+    """Writes token rows of `src` into the cache slots named by `index` (negative: skipped)."""
+
+    Attrs = PagedAttrs
+    inputs = ("cache", "index", "src")
+
+    def infer(self, cache: TensorInfo, index: TensorInfo, src: TensorInfo) -> TensorInfo:
+        check(self.attrs.dim == -2, "dim", f"dim must keep its default -2, found {self.attrs.dim}")
+        etype = same_element_type(src, cache, "src must have the element type of cache", "src-type", "input 2")
+        check(etype in (*VALUE_TYPES, ElementType.dynamic), "cache-type",
+              f"cache must be one of {', '.join(map(str, VALUE_TYPES))}, found {etype}", port="input 0")
+        check(index.etype in (*INDEX_TYPES, ElementType.dynamic), "index-type",
+              f"index must be one of {', '.join(map(str, INDEX_TYPES))}, found {index.etype}", port="input 1")
+        if index.shape.rank_is_static:
+            check(index.shape.rank == 2, "index-rank", f"index must be 2-D [b, s], found {index.shape}",
+                  port="input 1")
+        for info, name, port in ((cache, "cache", "input 0"), (src, "src", "input 2")):
+            if info.shape.is_static:
+                n = math.prod(info.shape.to_tuple())
+                check(n > 0, "empty", f"{name} must not be empty, found shape {info.shape}", port=port)
+                check(n <= INT32_MAX, "size-limit",
+                      f"{name} has {n} elements, more than INT32_MAX ({INT32_MAX})", port=port)
+        if not (cache.shape.rank_is_static and src.shape.rank_is_static and index.shape.rank_is_static):
+            return TensorInfo(etype, cache.shape)
+        check(cache.shape.rank in (2, 4), "cache-rank",
+              f"cache must be 2-D [slots, d] or 4-D [blocks, block_size, 1, d], found {cache.shape}", port="input 0")
+        if cache.shape.rank == 4:
+            check(cache.shape[2].contains(1), "cache-shape",
+                  f"a 4-D cache must be [blocks, block_size, 1, d], found {cache.shape}", port="input 0")
+        expected = _expected_src(cache.shape, index.shape)
+        check(expected.compatible(src.shape), "src-shape",
+              f"src shape {src.shape} must be {expected} for cache {cache.shape} and index {index.shape}",
+              port="input 2")
+        return TensorInfo(etype, cache.shape)
+
+    def compute(self, cache: np.ndarray, index: np.ndarray, src: np.ndarray) -> np.ndarray:
+        slots = math.prod(cache.shape[:-1])  # [blocks * block_size * 1] or [slots]
+        d = cache.shape[-1]
+        tokens = index.reshape(-1).astype(np.int64)
+        if src.size != tokens.size * d:
+            raise ExecutionError(f"src has shape {list(src.shape)}, expected {index.size} rows of {d}",
+                                 port="input 2")
+        beyond = tokens >= slots
+        if beyond.any():
+            pos = tuple(int(i) for i in np.argwhere(beyond.reshape(index.shape))[0])
+            raise ExecutionError(f"index {int(index[pos])} at position {list(pos)} is past the cache's "
+                                 f"{slots} slots (valid: [0, {slots - 1}], negative = padding, skipped)",
+                                 port="input 1")
+        out = np.array(cache, copy=True)  # a pure copy: no arithmetic, so no compute dtype
+        live = tokens >= 0
+        scatter_rows(out.reshape(slots, d), tokens[live], src.reshape(-1, d)[live], "none")
+        return out
+
+
+def paged_scatter_update(cache, index, src, dim: int = -2) -> np.ndarray:
+    """PyPTO `scatter_update(input, dim, index, src)` on numpy arrays; returns the updated
+    cache and leaves `cache` itself untouched."""
+    return call(PagedScatterUpdate, (cache, index, src), {"dim": dim})
