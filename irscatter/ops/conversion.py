@@ -90,10 +90,14 @@ def compute_dtype(etype: ElementType) -> np.dtype:
     return etype.dtype
 
 
-def from_compute(result: np.ndarray, etype: ElementType) -> np.ndarray:
-    """Round a result computed in `compute_dtype` back to `etype` (bf16 by OpenVINO's rule)."""
+def from_compute(result: np.ndarray, etype: ElementType, *, nearest_even: bool = False) -> np.ndarray:
+    """Round a result computed in `compute_dtype` back to `etype`: bf16 by OpenVINO's rule,
+    or by IEEE round-to-nearest-even for ops of other frameworks (`nearest_even=True`)."""
     if result.dtype == etype.dtype:
         return result
+    if nearest_even and etype.is_float:
+        with np.errstate(over="ignore"):
+            return result.astype(etype.dtype)
     return convert_array(result, ElementType.f32, etype)
 
 

@@ -10,7 +10,7 @@
 Indices must lie in [0, x.shape[0] - 1], as Paddle's kernels enforce; anything else is an
 error naming the value and its position. Paddle accepts an `updates` with more rows than
 `index` has entries; irscatter requires exactly one row per index, as the seed document
-describes. f16/bf16 sums are accumulated in f32 and rounded once.
+describes. f16/bf16 sums are accumulated in f32 and rounded once, to nearest-even.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ class PaddleScatter(Op):
             scatter_rows(out2d, rows, upd2d, "none")
         else:
             scatter_rows(out2d, rows, upd2d, "sum", use_init_val=False)
-        return from_compute(out, etype)
+        return from_compute(out, etype, nearest_even=True)
 
 
 def paddle_scatter(x, index, updates, overwrite: bool = True) -> np.ndarray:
