@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
+import oracles
 import pytest
+from helpers import one_layer_ir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import irscatter
-import oracles
-from helpers import one_layer_ir
 from irscatter.ops import bnns_scatter
 
 REDUCTIONS = ["none", "sum", "product", "max", "min", "mean"]

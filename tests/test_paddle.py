@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
+import oracles
 import pytest
+from helpers import one_layer_ir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import irscatter
-import oracles
-from helpers import one_layer_ir
 from irscatter.ops import paddle_scatter
 
 DTYPES = [np.float32, np.float64, np.float16, ml_dtypes.bfloat16, np.int32, np.int64, np.int8, np.uint8]

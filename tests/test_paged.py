@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
+import oracles
 import pytest
+from helpers import one_layer_ir, run_ov, save_ov
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import irscatter
-import oracles
-from helpers import one_layer_ir, run_ov, save_ov
 from irscatter.ops import paged_scatter_update
 
 VALUE_DTYPES = [np.float32, np.float16, ml_dtypes.bfloat16, np.int32, np.int16]
@@ -110,7 +110,7 @@ def test_4d_form_agrees_with_openvino_scatter_nd(tmp_path):
     import openvino.opset15 as o15
 
     rng = np.random.default_rng(11)
-    blocks, block_size, d, b, s = 16, 8, 1, 4, 16
+    blocks, block_size, b, s = 16, 8, 4, 16
     cache = rng.normal(size=(blocks, block_size, 1, 32)).astype(np.float32)
     index = rng.permutation(blocks * block_size)[: b * s].reshape(b, s).astype(np.int64)
     src = rng.normal(size=(b, s, 1, 32)).astype(np.float32)
