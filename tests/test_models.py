@@ -1,4 +1,5 @@
-"""Every bundled model reproduces the outputs OpenVINO computed when it was generated."""
+"""Every bundled model reproduces the outputs its generator took from an independent
+runtime (OpenVINO's CPU plugin, or XLA for the StableHLO model) when it was written."""
 
 from pathlib import Path
 
