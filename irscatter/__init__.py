@@ -13,6 +13,7 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Edge, Graph, Layer, Model, Port
 from irscatter.ir.loader import parse_layer, parse_model, read_model
 from irscatter.ir.shapes import Dimension, PartialShape
+from irscatter.shape.validate import Report, validate
 
 __version__ = "0.1.0"
 
@@ -29,10 +30,12 @@ __all__ = [
     "Model",
     "PartialShape",
     "Port",
+    "Report",
     "SecurityError",
     "UsageError",
     "ValidationError",
     "parse_layer",
     "parse_model",
     "read_model",
+    "validate",
 ]

@@ -22,6 +22,7 @@ from irscatter.ir.loader import read_model
 from irscatter.ir.summary import summarize
 from irscatter.ops import registry
 from irscatter.runtime import inputs as model_inputs
+from irscatter.shape.validate import finding_line, validate
 
 PROG = "irscatter"
 
@@ -103,6 +104,21 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_validate(args: argparse.Namespace) -> int:
+    report = validate(args.model, args.bin)
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2, default=str))
+    else:
+        for f in report.findings:
+            print(finding_line(f, report.file))
+        n_err, n_warn = len(report.errors), len(report.warnings)
+        if report.findings:
+            print(f"{report.file}: {n_err} error{'s' if n_err != 1 else ''}, {n_warn} warning{'s' if n_warn != 1 else ''}")
+        else:
+            print(f"{report.file}: no findings")
+    return 0 if report.ok else 1
+
+
 def cmd_ops(args: argparse.Namespace) -> int:
     ops = registry.supported()
     if args.json:
@@ -138,6 +154,12 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("--bin")
     info.add_argument("--json", action="store_true")
     info.set_defaults(func=cmd_info)
+
+    check = sub.add_parser("validate", help="report every conformance finding about a model")
+    check.add_argument("model")
+    check.add_argument("--bin")
+    check.add_argument("--json", action="store_true", help="print the findings as JSON records")
+    check.set_defaults(func=cmd_validate)
 
     ops = sub.add_parser("ops", help="list the ops irscatter implements")
     ops.add_argument("--json", action="store_true")

@@ -179,7 +179,7 @@ def _const_net(data: dict) -> str:
 def test_const_past_the_end_of_the_bin(tmp_path):
     err = _load_error(tmp_path, _const_net({"element_type": "f32", "shape": "2,3", "offset": "8", "size": "24"}), bytes(24))
     assert str(err).count("24") >= 2 and "offset 8" in str(err) and "has 24 bytes" in str(err)
-    assert 'layer 0 "w" (Const)' in str(err)
+    assert 'layer 0 "w" (Const-1)' in str(err)
 
 
 def test_const_size_mismatch(tmp_path):

@@ -20,10 +20,11 @@ from typing import Any
 import numpy as np
 from lxml import etree
 
-from irscatter.errors import FileAccessError, LoadError, SecurityError
+from irscatter.errors import FileAccessError, LayerRef, LoadError, SecurityError
 from irscatter.ir.element_types import ElementType, decode
 from irscatter.ir.graph import BackEdge, Body, Edge, Graph, Layer, Model, Port, PortMapEntry, split_names
 from irscatter.ir.shapes import PartialShape, parse_static_shape
+from irscatter.ops import registry
 
 SUPPORTED_IR_VERSIONS = (10, 11)
 _LAYER_KEYS = ("id", "name", "type", "version")
@@ -87,15 +88,17 @@ def parse_xml(data: bytes, source: str) -> etree._Element:
             etree.fromstring(data, _parser(target=_Sentry()))
     except _DoctypeSeen:
         raise SecurityError(
-            "DOCTYPE declarations are refused (entities and external DTDs are never loaded)", file=source
+            "DOCTYPE declarations are refused (entities and external DTDs are never loaded)", file=source,
+            label="doctype",
         ) from None
     try:
         root = etree.fromstring(data, _parser())
     except etree.XMLSyntaxError as e:
         line, column = e.position if e.position else (None, None)
-        raise LoadError(f"malformed XML: {e.msg}", file=source, line=line, column=column) from None
+        raise LoadError(f"malformed XML: {e.msg}", file=source, line=line, column=column,
+                        label="xml-malformed") from None
     if root is None:
-        raise LoadError("the file holds no XML element", file=source)
+        raise LoadError("the file holds no XML element", file=source, label="xml-malformed")
     return root
 
 
@@ -114,25 +117,39 @@ def _child(node: etree._Element, tag: str) -> etree._Element | None:
 
 
 class _Ctx:
-    """Where we are, for messages."""
+    """Where we are, for messages, and what to do with a defect in one element.
 
-    def __init__(self, source: str, ir_version: int = 11) -> None:
+    Normally the first defect stops loading. When `problems` is a list (validation), a
+    defect confined to one element (a port, a layer, an edge, a constant) is recorded there
+    and loading goes on without that element, so that every defect can be reported at once.
+    """
+
+    def __init__(self, source: str, ir_version: int = 11, problems: list[LoadError] | None = None) -> None:
         self.source = source
         self.ir_version = ir_version
+        self.problems = problems
 
     def error(self, message: str, node: etree._Element | None = None, **kw: Any) -> LoadError:
         line = node.sourceline if node is not None else None
         return LoadError(message, file=self.source, line=line, **kw)
 
+    def recover(self, error: LoadError) -> None:
+        """Raise `error`, or record it and let the caller skip or repair the element."""
+        if self.problems is None:
+            raise error
+        self.problems.append(error)
+
 
 def _uint(ctx: _Ctx, node: etree._Element, key: str, what: str) -> int:
     text = node.get(key)
     if text is None:
-        raise ctx.error(f"<{node.tag}> {what}is missing mandatory attribute \"{key}\"", node)
+        raise ctx.error(f"<{node.tag}> {what}is missing mandatory attribute \"{key}\"", node,
+                        label=f"{node.tag}-attribute")
     t = text.strip()
     if not t.isdigit():
         raise ctx.error(
-            f'<{node.tag}> {what}has {key}="{text}", which is not a non-negative integer', node
+            f'<{node.tag}> {what}has {key}="{text}", which is not a non-negative integer', node,
+            label=f"{node.tag}-attribute",
         )
     return int(t)
 
@@ -172,14 +189,14 @@ def _rt_info(node: etree._Element | None) -> dict[str, Any]:
 # --- ports, layers, graphs ------------------------------------------------------------------
 
 
-def _port(ctx: _Ctx, node: etree._Element, where: str) -> Port:
-    port_id = _uint(ctx, node, "id", f"of {where} ")
+def _port(ctx: _Ctx, node: etree._Element, where: str, ref: LayerRef) -> Port:
+    port_id = _uint(ctx, node, "id", f"of {ref} {where} ")
     precision = None
     if (text := node.get("precision")) is not None:
         try:
             precision = ElementType.from_precision(text)
         except ValueError as e:
-            raise ctx.error(f"{where} port {port_id}: {e}", node) from None
+            ctx.recover(ctx.error(str(e), node, layer=ref, port=f"{where} port {port_id}", label="port-precision"))
     dims: list[int] = []
     for dim in _elements(node, "dim"):
         text = (dim.text or "").strip()
@@ -188,9 +205,9 @@ def _port(ctx: _Ctx, node: etree._Element, where: str) -> Port:
         except ValueError:
             value = None
         if value is None or value < -1:
-            raise ctx.error(
-                f'{where} port {port_id}: <dim>{text}</dim> must be an integer >= -1 (-1 = dynamic)', dim
-            )
+            ctx.recover(ctx.error(f"<dim>{text}</dim> must be an integer >= -1 (-1 = dynamic)", dim, layer=ref,
+                                  port=f"{where} port {port_id}", label="port-dim"))
+            value = -1  # validation goes on with the dimension unknown
         dims.append(value)
     rt = _rt_info(_child(node, "rt_info")) if ctx.ir_version > 10 else {}
     return Port.model_construct(
@@ -208,15 +225,16 @@ def parse_layer_element(ctx: _Ctx, node: etree._Element) -> Layer:
         raise ctx.error(
             "<layer> is missing mandatory attribute" + ("s " if len(missing) > 1 else " ")
             + ", ".join(f'"{k}"' for k in missing),
-            node,
+            node, label="layer-attribute",
         )
     layer_id = _uint(ctx, node, "id", "")
-    where = f'layer {layer_id} "{node.get("name")}"'
+    ref = LayerRef(layer_id, node.get("name", ""), node.get("type", ""),
+                   registry.resolved_version(node.get("type", ""), node.get("version", "")))
     data = _child(node, "data")
     attrs = dict(data.attrib) if data is not None else {}
     inputs_node, outputs_node = _child(node, "input"), _child(node, "output")
-    inputs = [_port(ctx, p, f"{where} input") for p in _elements(inputs_node, "port")] if inputs_node is not None else []
-    outputs = [_port(ctx, p, f"{where} output") for p in _elements(outputs_node, "port")] if outputs_node is not None else []
+    inputs = [_port(ctx, p, "input", ref) for p in _elements(inputs_node, "port")] if inputs_node is not None else []
+    outputs = [_port(ctx, p, "output", ref) for p in _elements(outputs_node, "port")] if outputs_node is not None else []
     bodies = {}
     for body_tag, map_tag in _BODY_TAGS.items():
         body_node = _child(node, body_tag)
@@ -266,10 +284,13 @@ def _edge_list(ctx: _Ctx, parent: etree._Element | None, cls: type[Edge] | type[
     """`<edge>` children as `cls`; each field `from_layer` is read from the attribute `from-layer`."""
     if parent is None:
         return []
-    return [
-        cls.model_construct(**{field: _uint(ctx, e, field.replace("_", "-"), what) for field in cls.model_fields})
-        for e in _elements(parent, "edge")
-    ]
+    edges = []
+    for e in _elements(parent, "edge"):
+        try:
+            edges.append(cls.model_construct(**{f: _uint(ctx, e, f.replace("_", "-"), what) for f in cls.model_fields}))
+        except LoadError as err:
+            ctx.recover(err)  # validation: the edge is left out
+    return edges
 
 
 def _body(ctx: _Ctx, body: etree._Element, port_map: etree._Element | None, back: etree._Element | None) -> Body:
@@ -283,7 +304,12 @@ def _body(ctx: _Ctx, body: etree._Element, port_map: etree._Element | None, back
 
 def _graph(ctx: _Ctx, node: etree._Element, cls: type[Graph], **fields: Any) -> Graph:
     layers_node = _child(node, "layers")
-    layers = [parse_layer_element(ctx, n) for n in _elements(layers_node, "layer")] if layers_node is not None else []
+    layers = []
+    for n in _elements(layers_node, "layer") if layers_node is not None else ():
+        try:
+            layers.append(parse_layer_element(ctx, n))
+        except LoadError as err:
+            ctx.recover(err)  # validation: the layer is left out
     edges = _edge_list(ctx, _child(node, "edges"), Edge, "")
     return cls.model_construct(layers=layers, edges=edges, **fields)
 
@@ -326,45 +352,45 @@ def _attach_constants(ctx: _Ctx, graph: Graph, weights: np.ndarray | None, bin_l
     for layer in graph.layers:
         for body in layer.bodies.values():
             _attach_constants(ctx, body.graph, weights, bin_label)
-        if layer.type != "Const":
-            continue
-        ref = f'layer {layer.id} "{layer.name}" (Const)'
+        if layer.type == "Const":
+            try:
+                layer._const = _const_data(ctx, layer, weights, bin_label)
+            except LoadError as err:
+                ctx.recover(err)  # validation: the constant stays without data
 
-        def fail(message: str) -> LoadError:
-            return LoadError(f"{ref}: {message}", file=ctx.source, line=layer.line)
 
-        a = layer.attrs
-        missing = [k for k in ("element_type", "shape", "offset", "size") if k not in a]
-        if missing:
-            raise fail("<data> is missing " + ", ".join(f'"{k}"' for k in missing))
-        try:
-            etype = ElementType.from_attribute(a["element_type"])
-            shape = parse_static_shape(a["shape"])
-        except ValueError as e:
-            raise fail(str(e)) from None
-        if etype is ElementType.dynamic:
-            raise fail("a constant cannot have element type dynamic")
-        for key in ("offset", "size"):
-            if not a[key].strip().isdigit():
-                raise fail(f'{key}="{a[key]}" is not a non-negative integer')
-        offset, size = int(a["offset"]), int(a["size"])
-        count = math.prod(shape)
-        if weights is None:
-            raise fail(f"needs {size} bytes at offset {offset} but there is no weights file ({bin_label})")
-        real = len(weights)
-        if etype is not ElementType.string:
-            expected = etype.nbytes(count)
-            if size != expected:
-                raise fail(
-                    f"size={size} bytes at offset {offset} does not match {etype.value} "
-                    f"{list(shape)}, which needs {expected} bytes ({bin_label} has {real} bytes)"
-                )
-        if offset + size > real:
-            raise fail(
-                f"weights [offset {offset}, size {size}] end at byte {offset + size}, "
-                f"past the end of {bin_label}, which has {real} bytes"
-            )
-        layer._const = ConstData(weights, offset, size, etype, shape)
+def _const_data(ctx: _Ctx, layer: Layer, weights: np.ndarray | None, bin_label: str) -> ConstData:
+    def fail(message: str, label: str) -> LoadError:
+        return LoadError(message, file=ctx.source, line=layer.line, layer=layer.ref, label=label)
+
+    a = layer.attrs
+    missing = [k for k in ("element_type", "shape", "offset", "size") if k not in a]
+    if missing:
+        raise fail("<data> is missing " + ", ".join(f'"{k}"' for k in missing), "const-attribute")
+    try:
+        etype = ElementType.from_attribute(a["element_type"])
+        shape = parse_static_shape(a["shape"])
+    except ValueError as e:
+        raise fail(str(e), "const-attribute") from None
+    if etype is ElementType.dynamic:
+        raise fail("a constant cannot have element type dynamic", "const-attribute")
+    for key in ("offset", "size"):
+        if not a[key].strip().isdigit():
+            raise fail(f'{key}="{a[key]}" is not a non-negative integer', "const-attribute")
+    offset, size = int(a["offset"]), int(a["size"])
+    count = math.prod(shape)
+    if weights is None:
+        raise fail(f"needs {size} bytes at offset {offset} but there is no weights file ({bin_label})", "no-weights")
+    real = len(weights)
+    if etype is not ElementType.string:
+        expected = etype.nbytes(count)
+        if size != expected:
+            raise fail(f"size={size} bytes at offset {offset} does not match {etype.value} "
+                       f"{list(shape)}, which needs {expected} bytes ({bin_label} has {real} bytes)", "const-size")
+    if offset + size > real:
+        raise fail(f"weights [offset {offset}, size {size}] end at byte {offset + size}, "
+                   f"past the end of {bin_label}, which has {real} bytes", "const-range")
+    return ConstData(weights, offset, size, etype, shape)
 
 
 # --- entry points ---------------------------------------------------------------------------
@@ -372,13 +398,15 @@ def _attach_constants(ctx: _Ctx, graph: Graph, weights: np.ndarray | None, bin_l
 
 def _net_model(ctx: _Ctx, root: etree._Element) -> Model:
     if root.tag.lower() != "net":
-        raise ctx.error(f"the root element is <{root.tag}>, expected <net>", root)
+        raise ctx.error(f"the root element is <{root.tag}>, expected <net>", root, label="net-root")
     version_text = root.get("version")
     if version_text is None:
-        raise ctx.error("<net> has no version attribute (IR v10 or v11 expected)", root)
-    if not version_text.strip().isdigit() or int(version_text) not in SUPPORTED_IR_VERSIONS:
-        raise ctx.error(f'<net version="{version_text}"> is not supported (IR v10 and v11 are)', root)
-    ctx.ir_version = int(version_text)
+        ctx.recover(ctx.error("<net> has no version attribute (IR v10 or v11 expected)", root, label="net-version"))
+    elif not version_text.strip().isdigit() or int(version_text) not in SUPPORTED_IR_VERSIONS:
+        ctx.recover(ctx.error(f'<net version="{version_text}"> is not supported (IR v10 and v11 are)', root,
+                              label="net-version"))
+    else:
+        ctx.ir_version = int(version_text)  # validation of a bad version goes on as v11
     rt_node = _child(root, "rt_info")
     rt = _rt_info(rt_node) if rt_node is not None else _rt_info(_child(root, "meta_data"))
     return _graph(ctx, root, Model, name=root.get("name", ""), ir_version=ctx.ir_version, rt_info=rt)  # type: ignore[return-value]
@@ -401,8 +429,19 @@ def read_model(xml_path: str | os.PathLike, bin_path: str | os.PathLike | None =
     A missing default `.bin` is only an error if a Const needs it; a `bin_path` given
     explicitly must exist.
     """
+    return _read(_Ctx(str(xml_path)), xml_path, bin_path)
+
+
+def read_model_collecting(xml_path: str | os.PathLike,
+                          bin_path: str | os.PathLike | None = None) -> tuple[Model, list[LoadError]]:
+    """Load what can be loaded, with every defect confined to one element returned as a
+    list instead of raised (the document as a whole must still parse as a `<net>`)."""
+    problems: list[LoadError] = []
+    return _read(_Ctx(str(xml_path), problems=problems), xml_path, bin_path), problems
+
+
+def _read(ctx: _Ctx, xml_path: str | os.PathLike, bin_path: str | os.PathLike | None) -> Model:
     xml = Path(xml_path)
-    ctx = _Ctx(str(xml))
     model = _net_model(ctx, parse_xml(_read_bytes(xml, "model file"), ctx.source))
     model.xml_path = str(xml)
     weights_path = Path(bin_path) if bin_path is not None else xml.with_suffix(".bin")

@@ -25,6 +25,7 @@ class Finding:
     layer: LayerRef | None = None
     port: str | None = None
     line: int | None = None
+    column: int | None = None
 
     def to_error(self, file: str | None) -> ValidationError:
         return ValidationError(self.message, file=file, line=self.line, layer=self.layer, port=self.port, label=self.code)

@@ -72,6 +72,12 @@ def resolved_version(type_name: str, opset: str) -> str:
     return str(cls.version) if cls is not None else opset
 
 
+def domains() -> list[str]:
+    """The opset families that have registered ops ("opset", "irscatter")."""
+    _ensure_loaded()
+    return sorted({domain for domain, _ in _REGISTRY})
+
+
 def supported() -> list[type[Op]]:
     """Every registered op class, sorted by domain, type and version."""
     _ensure_loaded()

@@ -69,8 +69,10 @@ def resolve_op(layer: Layer, file: str | None = None) -> Op:
     try:
         if cls is None:
             opset = registry.parse_opset(layer.version)
-            if opset is None:
-                raise ValidationError(f'version="{layer.version}" is not an opset name', label="unknown-opset")
+            if opset is None or opset[0] not in registry.domains():
+                known = ", ".join(f"{d}N" for d in registry.domains())
+                raise ValidationError(f'version="{layer.version}" is not an opset irscatter knows ({known})',
+                                      label="unknown-opset")
             raise ValidationError(
                 f"no kernel for {layer.type} in {layer.version}: {registry.describe_support(layer.type)}",
                 label="unknown-op",
