@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from irscatter import examples
 from irscatter.errors import IRError, UsageError
 from irscatter.ir.loader import read_model
 from irscatter.ir.summary import summarize
@@ -119,6 +120,20 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+def cmd_examples(args: argparse.Namespace) -> int:
+    found = [ex for path in args.files for ex in examples.run_document(path)]
+    if args.json:
+        print(json.dumps({"examples": [ex.to_json() for ex in found], "summary": examples.summary_line(found)},
+                         indent=2, default=str))
+    else:
+        for ex in found:
+            print(examples.example_line(ex))
+            if ex.repairs:
+                print("    repaired: " + "; ".join(ex.repairs))
+        print(examples.summary_line(found))
+    return 0 if all(ex.ok for ex in found) else 1
+
+
 def cmd_ops(args: argparse.Namespace) -> int:
     ops = registry.supported()
     if args.json:
@@ -160,6 +175,11 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--bin")
     check.add_argument("--json", action="store_true", help="print the findings as JSON records")
     check.set_defaults(func=cmd_validate)
+
+    docs = sub.add_parser("examples", help="run the example layers of spec documents and check their values")
+    docs.add_argument("files", nargs="+", metavar="FILE", help=".rst, .md, .xml or .txt documents")
+    docs.add_argument("--json", action="store_true")
+    docs.set_defaults(func=cmd_examples)
 
     ops = sub.add_parser("ops", help="list the ops irscatter implements")
     ops.add_argument("--json", action="store_true")

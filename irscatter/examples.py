@@ -1,0 +1,374 @@
+"""Spec examples as unit tests: find every example `<layer>` in a document, run it and
+compare what it computes with the values the document writes beside it.
+
+A document is any text (`.rst`, `.md`, `.xml`, `.txt`); examples are `<layer>` elements
+in code blocks of any language, or bare. Real spec pages are not valid XML, so each
+snippet is repaired first, and every repair is reported: literal `...` inside tags,
+attributes written on `<layer>` instead of `<data>`, unquoted attribute values, a doubled
+`>`, and a missing id, name or version (the version comes from the document's "Versioned
+name", else the newest opset).
+
+Values are read from the comments of each port (inside the `<port>` element or right after
+it): `<!-- values: [...] -->`, `data:`/`output:`-style labels, C-style `{...}` lists with
+`f` suffixes, lists spread over several comments (stacked as rows), numpy-style lists
+without commas, `axis = 1`, and trailing words ("silently clamped to 0"). The example is
+wrapped into a graph with a Const per input that has values, a Parameter (declared dims)
+per input that has none, and a Result per output. If every input has values, the graph
+runs and each output is compared with its documented values (flattened when the document
+writes them flat); otherwise the example is shape-checked only: the inferred output dims
+must match the declared ones. Where listed values contradict the declared dims, the values
+win and the repair says so.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from lxml import etree
+
+from irscatter.errors import FileAccessError, IRError
+from irscatter.ir.element_types import ElementType
+from irscatter.ir.loader import parse_model, parse_xml
+from irscatter.ops import registry
+
+_LAYER_START = re.compile(r"^[ \t]*(<(?:layer|\.\.\.)(?=[\s>]))", re.M)  # at the start of a line: not prose
+_VERSIONED = re.compile(r"Versioned name\W*\*?\s*\*?([A-Za-z]+)-(\d+)")
+_LAYER_KEYS = ("id", "name", "type", "version")
+
+
+@dataclass
+class Example:
+    """One example and its outcome: passed, failed, not runnable, or shape-checked."""
+
+    file: str
+    index: int
+    line: int
+    type: str = "?"
+    status: str = "not runnable"
+    reason: str = ""
+    repairs: list[str] = field(default_factory=list)
+    computed: dict[str, Any] = field(default_factory=dict)
+    documented: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("passed", "shape-checked")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "index": self.index, "line": self.line, "type": self.type, "status": self.status,
+                "reason": self.reason, "repairs": self.repairs,
+                "computed": {k: np.asarray(v).tolist() for k, v in self.computed.items()},
+                "documented": {k: np.asarray(v).tolist() for k, v in self.documented.items()}}
+
+
+# --- finding and repairing snippets -------------------------------------------------------------
+
+
+def find_snippets(text: str) -> list[tuple[int, str]]:
+    """(line, text) of every `<layer ...>...</layer>` in a document."""
+    found = []
+    pos = 0
+    while (m := _LAYER_START.search(text, pos)) is not None:
+        end = text.find("</layer>", m.end())
+        if end < 0:
+            break
+        found.append((text.count("\n", 0, m.start(1)) + 1, text[m.start(1): end + len("</layer>")]))
+        pos = end
+    return found
+
+
+def _repair_tag(tag: str, repairs: list[str]) -> str:
+    fixed = re.sub(r"(?<=\s)\.\.\.(?=[\s/>])", "", tag)
+    if fixed != tag:
+        repairs.append("removed literal '...' from a tag")
+    quoted = re.sub(r"(\s[\w:-]+)=([^\s\"'>/]+)", r'\1="\2"', fixed)
+    if quoted != fixed:
+        repairs.append("quoted unquoted attribute values")
+    return quoted
+
+
+def repair(snippet: str, default_version: str) -> tuple[str, list[str]]:
+    """Make a spec snippet parse as one `<layer>`; returns the text and what was changed."""
+    repairs: list[str] = []
+    text = snippet
+    if text.startswith("<..."):
+        text = "<layer" + text[len("<..."):]
+        repairs.append("renamed the '<...' opening tag to <layer")
+    text = re.sub(r"<(?!!--)[^<>]*>", lambda m: _repair_tag(m.group(0), repairs), text)
+    doubled = re.sub(r"(<(?!!--)[^<>]*>)>", r"\1", text)
+    if doubled != text:
+        repairs.append("dropped a stray '>' after a tag")
+        text = doubled
+    head_end = text.index(">") + 1
+    head = text[:head_end]
+    attrs = dict(re.findall(r'([\w:-]+)="([^"]*)"', head))
+    moved = {k: v for k, v in attrs.items() if k not in _LAYER_KEYS}
+    kept = {k: v for k, v in attrs.items() if k in _LAYER_KEYS}
+    added = [f'{key}="{value}"' for key, value in (("id", "0"), ("name", "example"), ("version", default_version))
+             if key not in kept]
+    for item in added:
+        key, _, value = item.partition("=")
+        kept[key] = value.strip('"')
+    if added:
+        repairs.append("added " + " ".join(added) + " to <layer>")
+    body = text[head_end:]
+    if moved:
+        repairs.append("moved " + ", ".join(moved) + " from <layer> into <data>")
+        data_attrs = " ".join(f'{k}="{v}"' for k, v in moved.items())
+        if re.search(r"<data[\s/>]", body):
+            body = re.sub(r"<data(?=[\s/>])", f"<data {data_attrs}", body, count=1)
+        else:
+            body = f"<data {data_attrs}/>" + body
+    head = "<layer " + " ".join(f'{k}="{v}"' for k, v in kept.items()) + ">"
+    return head + body, sorted(set(repairs), key=repairs.index)
+
+
+# --- values in comments ----------------------------------------------------------------------------
+
+
+def _balanced_groups(text: str) -> list[str]:
+    groups, depth, start = [], 0, -1
+    for i, ch in enumerate(text):
+        if ch == "[":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == "]" and depth > 0:
+            depth -= 1
+            if depth == 0:
+                groups.append(text[start: i + 1])
+    return groups
+
+
+def _literal(group: str) -> Any:
+    text = re.sub(r"(?<=\d)[fF]\b", "", group)  # 1.0f
+    text = re.sub(r"(?<=[\d.\]])\s+(?=[-\d\[])", ", ", text.strip())  # numpy style: [ 1  2  3]
+    text = re.sub(r"\[\s*,", "[", text)
+    return ast.literal_eval(text)
+
+
+def comment_values(comments: list[str]) -> Any:
+    """The values written in a port's comments, or None when they hold none."""
+    texts = [c for c in comments if "element ids" not in c]  # StridedSlice's per-dimension notes
+    joined = " ".join(texts).replace("{", "[").replace("}", "]")
+    groups = [g for g in _balanced_groups(joined) if "..." not in g]
+    if not groups:
+        m = re.search(r"=\s*(-?\d+(?:\.\d+)?)", joined)
+        return _literal(m.group(1)) if m else None
+    try:
+        values = [_literal(g) for g in groups]
+    except (ValueError, SyntaxError):
+        return None
+    return values[0] if len(values) == 1 else values  # rows written one comment each
+
+
+def _port_comments(port: etree._Element) -> list[str]:
+    """Comments inside a port and those that follow it before the next element."""
+    texts = [c.text or "" for c in port.iter(etree.Comment)]
+    sib = port.getnext()
+    while sib is not None and sib.tag is etree.Comment:
+        texts.append(sib.text or "")
+        sib = sib.getnext()
+    return texts
+
+
+_INTEGER_ROLES = re.compile(r"\b(ind(ex|ices)|axis|axes|start|stop|step|begin|end|stride|shape|batch)", re.I)
+
+
+@dataclass
+class _Port:
+    id: int
+    etype: ElementType | None
+    dims: list[int]
+    values: Any
+    role: str = ""  # the comment that names the port ("indices", "axis"), if any
+
+    def guessed_type(self) -> ElementType:
+        """A port without a precision: integer for index-like roles or integer values, else f32."""
+        if self.etype is not None:
+            return self.etype
+        if self.values is not None:
+            return ElementType.i64 if np.asarray(self.values).dtype.kind in "iub" else ElementType.f32
+        return ElementType.i64 if _INTEGER_ROLES.search(self.role) else ElementType.f32
+
+
+def _ports(group: etree._Element | None) -> list[_Port]:
+    if group is None:
+        return []
+    ports = []
+    for p in group.iterchildren("port"):
+        precision = p.get("precision")
+        etype = ElementType.from_precision(precision) if precision else None
+        dims = [int((d.text or "").strip()) for d in p.iterchildren("dim")]
+        comments = _port_comments(p)
+        role = " ".join(c for c in comments if not re.search(r"[\d\[{]", c))
+        ports.append(_Port(int(p.get("id", "0")), etype, dims, comment_values(comments), role))
+    return ports
+
+
+# --- running -------------------------------------------------------------------------------------------
+
+
+def _array(port: _Port, repairs: list[str], what: str) -> np.ndarray:
+    array = np.asarray(port.values).astype(port.guessed_type().dtype)
+    if list(array.shape) != port.dims:
+        if array.size == int(np.prod(port.dims)):
+            array = array.reshape(port.dims)
+        else:
+            repairs.append(f"{what}: declared dims {port.dims} contradict the {array.size} listed values; "
+                           f"used shape {list(array.shape)}")
+    return array
+
+
+def _graph_xml(layer_xml: str, inputs: list[_Port], arrays: list[np.ndarray | None],
+               outputs: list[_Port]) -> tuple[str, bytes]:
+    """One Const (values) or Parameter (no values) per input, the example layer, a Result per output."""
+    layers, edges, weights = [], [], bytearray()
+    for i, (port, array) in enumerate(zip(inputs, arrays)):
+        if array is not None:
+            et = ElementType.from_dtype(array.dtype)
+            dims = "".join(f"<dim>{d}</dim>" for d in array.shape)
+            layers.append(f'<layer id="{1000 + i}" name="in{i}" type="Const" version="opset1">'
+                          f'<data element_type="{et}" shape="{",".join(map(str, array.shape))}" offset="{len(weights)}" '
+                          f'size="{array.nbytes}"/><output><port id="0" precision="{et.precision}">{dims}</port></output>'
+                          f"</layer>")
+            weights += np.ascontiguousarray(array).tobytes()
+        else:
+            et = port.guessed_type()
+            dims = "".join(f"<dim>{d}</dim>" for d in port.dims)
+            layers.append(f'<layer id="{1000 + i}" name="in{i}" type="Parameter" version="opset1">'
+                          f'<data shape="{",".join(map(str, port.dims))}" element_type="{et}"/>'
+                          f'<output><port id="0" precision="{et.precision}">{dims}</port></output></layer>')
+        edges.append(f'<edge from-layer="{1000 + i}" from-port="0" to-layer="0" to-port="{port.id}"/>')
+    layers.append(layer_xml)
+    for k, port in enumerate(outputs):
+        layers.append(f'<layer id="{2000 + k}" name="out{port.id}" type="Result" version="opset1">'
+                      f'<input><port id="0"/></input></layer>')
+        edges.append(f'<edge from-layer="0" from-port="{port.id}" to-layer="{2000 + k}" to-port="0"/>')
+    xml = f'<net name="example" version="11"><layers>{"".join(layers)}</layers><edges>{"".join(edges)}</edges></net>'
+    return xml, bytes(weights)
+
+
+def _compile(file: str, layer_xml: str, inputs: list[_Port], arrays: list[np.ndarray | None],
+             outputs: list[_Port]) -> Any:
+    xml, weights = _graph_xml(layer_xml, inputs, arrays, outputs)
+    return parse_model(xml, weights, source=file).compile()
+
+
+def _retry_as_columns(file: str, layer_xml: str, inputs: list[_Port], arrays: list[np.ndarray | None],
+                      outputs: list[_Port]) -> tuple[dict[str, np.ndarray], str] | None:
+    """Examples that list index tuples as a flat list ([0, 2, -3] for [[0], [2], [-3]]) run
+    once one 1-D input is read as a column; the repair is reported."""
+    for i, array in enumerate(arrays):
+        if array is None or array.ndim != 1 or not re.search(r"ind(ex|ices)", inputs[i].role, re.I):
+            continue
+        trial = list(arrays)
+        trial[i] = array.reshape(-1, 1)
+        try:
+            results = _compile(file, layer_xml, inputs, trial, outputs).run({})
+        except IRError:
+            continue
+        return results, (f"input port {inputs[i].id}: as declared ({list(array.shape)}) the layer cannot run; "
+                         f"read as {list(trial[i].shape)}")
+    return None
+
+
+def _matches(computed: np.ndarray, documented: Any) -> bool:
+    doc = np.asarray(documented, dtype=np.float64)
+    got = np.asarray(computed, dtype=np.float64)
+    if doc.size != got.size:
+        return False
+    return bool(np.allclose(got.reshape(-1), doc.reshape(-1), rtol=1e-5, atol=1e-6, equal_nan=True))
+
+
+def run_example(file: str, index: int, line: int, snippet: str, default_version: str) -> Example:
+    ex = Example(file, index, line)
+    text, ex.repairs = repair(snippet, default_version)
+    try:
+        root = parse_xml(text.encode(), file)
+    except IRError as e:
+        ex.reason = f"the snippet does not parse even after repairs: {e.message}"
+        return ex
+    ex.type = root.get("type", "?")
+    try:
+        inputs, outputs = _ports(root.find("input")), _ports(root.find("output"))
+    except ValueError as e:
+        ex.reason = f"a port cannot be read: {e}"
+        return ex
+    op = registry.find(ex.type, root.get("version", ""))
+    for i, port in enumerate(inputs):  # unnamed ports take the op's own input names as roles
+        if not port.role and op is not None and i < len(op.inputs):
+            port.role = op.inputs[min(i, len(op.inputs) - 1)]
+    for group in ("input", "output"):  # the example layer keeps its ports but loses its comments
+        node = root.find(group)
+        if node is not None:
+            for c in list(node.iter(etree.Comment)):
+                c.getparent().remove(c)
+    root.set("id", "0")
+    layer_xml = etree.tostring(root, encoding="unicode")
+    all_values = all(p.values is not None for p in inputs)
+    arrays = [_array(p, ex.repairs, f"input port {p.id}") if p.values is not None else None for p in inputs]
+    try:
+        compiled = _compile(file, layer_xml, inputs, arrays, outputs)
+        if not all_values:
+            mismatched = [f for f in compiled.findings if f.code == "declared-shape"]
+            ex.status = "failed" if mismatched else "shape-checked"
+            ex.reason = mismatched[0].message if mismatched else "inputs without values: output dims checked"
+            return ex
+        results = compiled.run({})
+    except IRError as e:
+        retried = _retry_as_columns(file, layer_xml, inputs, arrays, outputs) if all_values else None
+        if retried is None:
+            ex.reason = f"{e.message}" + (f" [{e.label}]" if e.label else "")
+            return ex
+        results, note = retried
+        ex.repairs.append(note)
+    failures = []
+    for port, (name, value) in zip(outputs, results.items()):
+        ex.computed[f"output port {port.id}"] = value
+        if port.values is None:
+            if port.dims and list(value.shape) != port.dims:
+                failures.append(f"output port {port.id}: shape {list(value.shape)}, declared {port.dims}")
+            continue
+        ex.documented[f"output port {port.id}"] = port.values
+        if not _matches(value, port.values):
+            failures.append(f"output port {port.id}: computed {np.asarray(value).tolist()}, "
+                            f"documented {port.values}")
+    ex.status = "failed" if failures else "passed"
+    ex.reason = "; ".join(failures)
+    return ex
+
+
+def summary_line(examples: list[Example]) -> str:
+    passed = sum(e.ok for e in examples)
+    failed = sum(e.status == "failed" for e in examples)
+    shape_only = sum(e.status == "shape-checked" for e in examples)
+    not_runnable = sum(e.status == "not runnable" for e in examples)
+    return (f"{passed} passed, {failed} failed ({shape_only} of the passed checked for shape only, "
+            f"{not_runnable} not runnable)")
+
+
+def example_line(e: Example) -> str:
+    head = f"{e.file}:{e.line}: example {e.index} ({e.type}): {e.status}"
+    return head + (f": {e.reason}" if e.reason and e.status != "shape-checked" else "")
+
+
+def run_document(path: str | Path) -> list[Example]:
+    """Every example of one document, in order."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        raise FileAccessError("document not found", file=str(path)) from None
+    except OSError as e:
+        raise FileAccessError(f"cannot read document: {e.strerror}", file=str(path)) from None
+    m = _VERSIONED.search(text)
+    newest = max(c.version for c in registry.supported() if c.domain == "opset")
+    default_version = f"opset{m.group(2)}" if m else f"opset{newest}"
+    return [run_example(str(path), i + 1, line, snippet, default_version)
+            for i, (line, snippet) in enumerate(find_snippets(text))]
