@@ -189,14 +189,22 @@ def _rt_info(node: etree._Element | None) -> dict[str, Any]:
 # --- ports, layers, graphs ------------------------------------------------------------------
 
 
-def _port(ctx: _Ctx, node: etree._Element, where: str, ref: LayerRef) -> Port:
-    port_id = _uint(ctx, node, "id", f"of {ref} {where} ")
+def _ref(layer: etree._Element) -> LayerRef:
+    """The layer a port belongs to, for messages (built only when there is one to write)."""
+    type_name, raw_id = layer.get("type", ""), layer.get("id", "?").strip()
+    return LayerRef(int(raw_id) if raw_id.isdigit() else raw_id, layer.get("name", ""), type_name,
+                    registry.resolved_version(type_name, layer.get("version", "")))
+
+
+def _port(ctx: _Ctx, node: etree._Element, where: str, layer: etree._Element) -> Port:
+    port_id = _uint(ctx, node, "id", f"of {_ref(layer)} {where} ")
     precision = None
     if (text := node.get("precision")) is not None:
         try:
             precision = ElementType.from_precision(text)
         except ValueError as e:
-            ctx.recover(ctx.error(str(e), node, layer=ref, port=f"{where} port {port_id}", label="port-precision"))
+            ctx.recover(ctx.error(str(e), node, layer=_ref(layer), port=f"{where} port {port_id}",
+                                  label="port-precision"))
     dims: list[int] = []
     for dim in _elements(node, "dim"):
         text = (dim.text or "").strip()
@@ -205,8 +213,8 @@ def _port(ctx: _Ctx, node: etree._Element, where: str, ref: LayerRef) -> Port:
         except ValueError:
             value = None
         if value is None or value < -1:
-            ctx.recover(ctx.error(f"<dim>{text}</dim> must be an integer >= -1 (-1 = dynamic)", dim, layer=ref,
-                                  port=f"{where} port {port_id}", label="port-dim"))
+            ctx.recover(ctx.error(f"<dim>{text}</dim> must be an integer >= -1 (-1 = dynamic)", dim,
+                                  layer=_ref(layer), port=f"{where} port {port_id}", label="port-dim"))
             value = -1  # validation goes on with the dimension unknown
         dims.append(value)
     rt = _rt_info(_child(node, "rt_info")) if ctx.ir_version > 10 else {}
@@ -228,13 +236,11 @@ def parse_layer_element(ctx: _Ctx, node: etree._Element) -> Layer:
             node, label="layer-attribute",
         )
     layer_id = _uint(ctx, node, "id", "")
-    ref = LayerRef(layer_id, node.get("name", ""), node.get("type", ""),
-                   registry.resolved_version(node.get("type", ""), node.get("version", "")))
     data = _child(node, "data")
     attrs = dict(data.attrib) if data is not None else {}
     inputs_node, outputs_node = _child(node, "input"), _child(node, "output")
-    inputs = [_port(ctx, p, "input", ref) for p in _elements(inputs_node, "port")] if inputs_node is not None else []
-    outputs = [_port(ctx, p, "output", ref) for p in _elements(outputs_node, "port")] if outputs_node is not None else []
+    inputs = [_port(ctx, p, "input", node) for p in _elements(inputs_node, "port")] if inputs_node is not None else []
+    outputs = [_port(ctx, p, "output", node) for p in _elements(outputs_node, "port")] if outputs_node is not None else []
     bodies = {}
     for body_tag, map_tag in _BODY_TAGS.items():
         body_node = _child(node, body_tag)
