@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from irscatter.errors import FileAccessError, IRError, LoadError
+from irscatter.errors import FileAccessError, IRError
 from irscatter.ir.graph import Layer, Model
 from irscatter.ir.loader import read_model_collecting
 from irscatter.ir.topology import Finding, Source, Wiring, wire
@@ -106,11 +106,22 @@ def check_model(model: Model, loaded_badly: set[int] | None = None) -> list[Find
     wiring = wire(model)
     findings += wiring.findings
     ops = _resolve_all(wiring, findings, loaded_badly or set())
-    findings += _unconnected_inputs(wiring, ops)
-    cyclic = _cycles(wiring, findings)
+    findings += _unconnected_inputs(wiring)
+    consumers = _consumers(wiring)
+    cyclic = _cycles(wiring, consumers, findings)
     findings += _unused_layers(wiring, model)
-    findings += _inference(wiring, ops, cyclic)
+    findings += _inference(wiring, ops, _topological(wiring, consumers, cyclic))
     return findings
+
+
+def _consumers(wiring: Wiring) -> dict[int, list[int]]:
+    """For each layer, the layers that read one of its outputs."""
+    consumers: dict[int, list[int]] = {lid: [] for lid in wiring.by_id}
+    for lid, srcs in wiring.sources.items():
+        for src in srcs:
+            if src is not None:
+                consumers[src[0]].append(lid)
+    return consumers
 
 
 def _resolve_all(wiring: Wiring, findings: list[Finding], loaded_badly: set[int]) -> dict[int, Op]:
@@ -135,7 +146,7 @@ def _type_is_known(layer: Layer) -> bool:
     return "implements" in registry.describe_support(layer.type)
 
 
-def _unconnected_inputs(wiring: Wiring, ops: dict[int, Op]) -> list[Finding]:
+def _unconnected_inputs(wiring: Wiring) -> list[Finding]:
     found = []
     for lid, srcs in wiring.sources.items():
         layer = wiring.by_id[lid]
@@ -146,13 +157,8 @@ def _unconnected_inputs(wiring: Wiring, ops: dict[int, Op]) -> list[Finding]:
     return found
 
 
-def _cycles(wiring: Wiring, findings: list[Finding]) -> set[int]:
+def _cycles(wiring: Wiring, consumers: dict[int, list[int]], findings: list[Finding]) -> set[int]:
     """Layers on a cycle (one finding per cycle); self-edges were already reported by `wire`."""
-    consumers: dict[int, list[int]] = {lid: [] for lid in wiring.by_id}
-    for lid, srcs in wiring.sources.items():
-        for src in srcs:
-            if src is not None:
-                consumers[src[0]].append(lid)
     on_cycle: set[int] = set()
     for component in _strongly_connected(wiring.by_id, consumers):
         if len(component) > 1:
@@ -225,11 +231,11 @@ def _unused_layers(wiring: Wiring, model: Model) -> list[Finding]:
     return found
 
 
-def _inference(wiring: Wiring, ops: dict[int, Op], cyclic: set[int]) -> list[Finding]:
+def _inference(wiring: Wiring, ops: dict[int, Op], order: list[int]) -> list[Finding]:
     """Infer every layer whose inputs are known, in dependency order."""
     found: list[Finding] = []
     infos: dict[Source, TensorInfo] = {}
-    for lid in _topological(wiring, cyclic):
+    for lid in order:
         layer, op = wiring.by_id[lid], ops.get(lid)
         srcs = wiring.sources[lid]
         if op is None or any(s is None or s not in infos for s in srcs):
@@ -241,23 +247,15 @@ def _inference(wiring: Wiring, ops: dict[int, Op], cyclic: set[int]) -> list[Fin
         except IRError as e:
             found.append(Finding("error", e.label or "inference", e.message, layer.ref, e.port, layer.line))
             continue
-        except LoadError as e:  # pragma: no cover - a constant that decodes badly
-            found.append(from_error(e))
-            continue
         for pos, info in enumerate(outs):
             infos[(lid, pos)] = info
             found += compare_declared(layer, pos, info)
     return found
 
 
-def _topological(wiring: Wiring, skip: set[int]) -> list[int]:
+def _topological(wiring: Wiring, consumers: dict[int, list[int]], skip: set[int]) -> list[int]:
     """Kahn's order over the layers not on a cycle (XML order among equals)."""
     pending = {lid: sum(1 for s in srcs if s is not None) for lid, srcs in wiring.sources.items() if lid not in skip}
-    consumers: dict[int, list[int]] = {lid: [] for lid in wiring.by_id}
-    for lid, srcs in wiring.sources.items():
-        for s in srcs:
-            if s is not None:
-                consumers[s[0]].append(lid)
     ready = deque(lid for lid, n in pending.items() if n == 0)
     order: list[int] = []
     while ready:
