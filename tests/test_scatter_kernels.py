@@ -1,6 +1,8 @@
 """The vectorized scatter kernels against the per-element oracles (hypothesis), the spec's
 reference cases, index errors, and inputs never mutated."""
 
+from unittest import mock
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -9,6 +11,7 @@ from hypothesis import strategies as st
 
 import irscatter
 from irscatter.ir.graph import Layer
+from irscatter.ops import scatter_core
 from irscatter.ops.scatter import (
     ScatterElementsUpdate3,
     ScatterElementsUpdate12,
@@ -51,12 +54,17 @@ def _to_data_type(want, dtype):
     return want.astype(dtype) if want.dtype != np.dtype(dtype) else want
 
 
+def _shape_and_axis(draw, largest):
+    """A shape of rank 1 to 5, an axis in [-rank, rank) and the axis normalised."""
+    rank = draw(st.integers(1, 5))
+    shape = tuple(draw(st.lists(st.integers(1, largest), min_size=rank, max_size=rank)))
+    axis = draw(st.integers(-rank, rank - 1))
+    return shape, axis, axis % rank
+
+
 @st.composite
 def elements_case(draw):
-    rank = draw(st.integers(1, 5))
-    shape = tuple(draw(st.lists(st.integers(1, 4), min_size=rank, max_size=rank)))
-    axis = draw(st.integers(-rank, rank - 1))
-    a = axis % rank
+    shape, axis, a = _shape_and_axis(draw, 4)
     ishape = tuple(draw(st.integers(1, 6)) if d == a else draw(st.integers(1, n)) for d, n in enumerate(shape))
     dtype = draw(st.sampled_from(DTYPES))
     reductions = ["none", "sum", "prod", "min", "max"] + ([] if dtype == np.bool_ else ["mean"])
@@ -127,6 +135,64 @@ def test_scatter_update_matches_oracle(case):
     updates = _values(rng, shape[:a] + indices.shape + shape[a + 1:], dtype)
     got = _op(ScatterUpdate, "ScatterUpdate").compute(data, indices, updates, np.array(axis))
     _same(got, _to_data_type(oracles.scatter_update(data, indices, updates, axis), dtype))
+
+
+@st.composite
+def spanning_case(draw):
+    """Indices that cover data everywhere but along the axis: the tiled path's domain."""
+    shape, axis, a = _shape_and_axis(draw, 5)
+    ishape = tuple(draw(st.integers(1, 7)) if d == a else n for d, n in enumerate(shape))
+    dtype = draw(st.sampled_from(DTYPES))
+    reduction = draw(st.sampled_from(["none", "sum", "prod", "min", "max"] + ([] if dtype == np.bool_ else ["mean"])))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    indices = rng.integers(-shape[a], shape[a], ishape)
+    tile = draw(st.sampled_from([1, 3, 8, 40]))
+    return shape, axis, indices, dtype, reduction, draw(st.booleans()), draw(st.booleans()), tile, rng
+
+
+@SETTINGS
+@given(spanning_case())
+def test_tiled_scatter_elements_matches_oracle(case):
+    """Tiles as small as one element, so that every way of cutting a shape is exercised;
+    with `inplace=True` the result may overwrite data, and must still be the same."""
+    shape, axis, indices, dtype, reduction, use_init_val, inplace, tile, rng = case
+    data, updates = _values(rng, shape, dtype), _values(rng, indices.shape, dtype)
+    want = _to_data_type(oracles.scatter_elements(data, indices, updates, axis, reduction, use_init_val), dtype)
+    op = _op(ScatterElementsUpdate12, "ScatterElementsUpdate", reduction=reduction, use_init_val=str(use_init_val).lower())
+    with mock.patch.object(scatter_core, "TILE_ELEMENTS", tile), mock.patch.object(scatter_core, "MIN_TILE_WIDTH", 1):
+        got = op.compute(data, indices, updates, np.array(axis), inplace=inplace)
+    _same(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.float16])
+@pytest.mark.parametrize("kernel", ["elements", "nd", "update", "elements-tiled"])
+def test_inplace_kernels_write_into_data_only_when_its_dtype_is_the_compute_dtype(kernel, dtype):
+    rng = np.random.default_rng(3)
+    data = _values(rng, (6, 5), dtype)
+    if kernel.startswith("elements"):
+        indices = rng.integers(-6, 6, (4, 5))
+        args = (data, indices, _values(rng, indices.shape, dtype), np.array(0))
+        op = _op(ScatterElementsUpdate12, "ScatterElementsUpdate", reduction="sum")
+        want = oracles.scatter_elements(data, indices, args[2], 0, "sum")
+    elif kernel == "nd":
+        indices = np.array([[1], [4], [1]])
+        args = (data, indices, _values(rng, (3, 5), dtype))
+        op = _op(ScatterNDUpdate15, "ScatterNDUpdate", reduction="max")
+        want = oracles.scatter_nd(data, indices, args[2], "max")
+    else:
+        indices = np.array([5, 0, 5])
+        args = (data, indices, _values(rng, (3, 5), dtype), np.array(0))
+        op = _op(ScatterUpdate, "ScatterUpdate")
+        want = oracles.scatter_update(data, indices, args[2], 0)
+    before = data.copy()
+    tile = 4 if kernel.endswith("tiled") else scatter_core.TILE_ELEMENTS
+    with mock.patch.object(scatter_core, "TILE_ELEMENTS", tile), mock.patch.object(scatter_core, "MIN_TILE_WIDTH", 1):
+        got = op.compute(*args, inplace=True)
+    _same(got, _to_data_type(want, dtype))
+    if np.dtype(dtype) == np.float16:  # computed in f32: data cannot hold the result, so it is kept
+        assert np.array_equal(data, before) and not np.shares_memory(got, data)
+    else:
+        assert np.shares_memory(got, data)
 
 
 # --- deterministic cases --------------------------------------------------------------------------

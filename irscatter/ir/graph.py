@@ -9,7 +9,7 @@ memory-mapped view, so `model_dump_json()` describes the graph without its tenso
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -199,14 +199,21 @@ class Model(Graph):
         *,
         intermediate: bool = False,
         hook: Any = None,
+        donate: Iterable[str] = (),
     ) -> dict[str, np.ndarray]:
         """Run the model on `feeds` (keyed by Parameter name or tensor name).
 
         Returns the outputs keyed by output tensor name in the XML order of Results, or with
         `intermediate=True` every computed tensor keyed by `"<layer name>:<port id>"`.
         `hook(layer, inputs, outputs)` is called after each layer's kernel has run.
+
+        Fed arrays are never written, except those named in `donate`: their buffers are
+        handed over, and a scatter that is their only reader may write its output into
+        them (an output may then share memory with the donated array, whose contents are
+        unspecified after the run). Intermediate buffers are reused the same way whenever
+        nothing else can see them; `intermediate=True` and a `hook` turn all reuse off.
         """
-        return self.compile().run(feeds or {}, intermediate=intermediate, hook=hook)
+        return self.compile().run(feeds or {}, intermediate=intermediate, hook=hook, donate=donate)
 
     @property
     def inputs(self) -> list[Layer]:

@@ -178,6 +178,11 @@ class Op:
     # Computes each output element from the same-position elements of its (broadcast) inputs,
     # so running it on vectors equals running it on each scalar (what sub-graph regions need).
     elementwise: ClassVar[bool] = False
+    # The input whose buffer `compute(..., inplace=True)` may overwrite with the output. The
+    # interpreter passes `inplace=True` only when nothing else can see that buffer any more.
+    inplace_input: ClassVar[int | None] = None
+    # Reads nothing but its inputs' shapes: it can neither see nor hold on to their buffers.
+    shape_only: ClassVar[bool] = False
 
     def __init__(self, layer: Layer) -> None:
         self.layer = layer

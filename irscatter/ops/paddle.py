@@ -23,7 +23,7 @@ from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check, require_s
 from irscatter.ops.conversion import from_compute
 from irscatter.ops.functional import call
 from irscatter.ops.registry import register
-from irscatter.ops.scatter_core import as_rows, normalize_indices, scatter_rows, to_compute
+from irscatter.ops.scatter_core import as_rows, normalize_indices, output_buffer, scatter_rows
 
 DOMAIN = "irscatter"
 
@@ -38,6 +38,7 @@ class PaddleScatter(Op):
 
     Attrs = PaddleAttrs
     inputs = ("x", "index", "updates")
+    inplace_input = 0
 
     def infer(self, x: TensorInfo, index: TensorInfo, updates: TensorInfo) -> TensorInfo:
         etype = same_element_type(updates, x, "updates must have the element type of x", "updates-type", "input 2")
@@ -57,11 +58,11 @@ class PaddleScatter(Op):
                       port="input 2")
         return TensorInfo(etype, x.shape)
 
-    def compute(self, x: np.ndarray, index: np.ndarray, updates: np.ndarray) -> np.ndarray:
+    def compute(self, x: np.ndarray, index: np.ndarray, updates: np.ndarray, *, inplace: bool = False) -> np.ndarray:
         require_shape(updates.shape, index.shape + x.shape[1:], "updates", "input 2")
         rows = normalize_indices(index, x.shape[0], allow_negative=False, port="input 1")
         etype = ElementType.from_dtype(x.dtype)
-        out = to_compute(x, etype)
+        out = output_buffer(x, etype, inplace)
         out2d = as_rows(out)
         upd2d = as_rows(updates).astype(out.dtype, copy=False)
         if self.attrs.overwrite:

@@ -55,6 +55,7 @@ class PagedScatterUpdate(Op):
 
     Attrs = PagedAttrs
     inputs = ("cache", "index", "src")
+    inplace_input = 0
 
     def infer(self, cache: TensorInfo, index: TensorInfo, src: TensorInfo) -> TensorInfo:
         check(self.attrs.dim == -2, "dim", f"dim must keep its default -2, found {self.attrs.dim}")
@@ -85,22 +86,27 @@ class PagedScatterUpdate(Op):
               port="input 2")
         return TensorInfo(etype, cache.shape)
 
-    def compute(self, cache: np.ndarray, index: np.ndarray, src: np.ndarray) -> np.ndarray:
+    def compute(self, cache: np.ndarray, index: np.ndarray, src: np.ndarray, *, inplace: bool = False) -> np.ndarray:
         slots = math.prod(cache.shape[:-1])  # [blocks * block_size * 1] or [slots]
         d = cache.shape[-1]
         tokens = index.reshape(-1).astype(np.int64)
         if src.size != tokens.size * d:
             raise ExecutionError(f"src has shape {list(src.shape)}, expected {index.size} rows of {d}",
                                  port="input 2")
-        beyond = tokens >= slots
-        if beyond.any():
+        if tokens.size and tokens.max() >= slots:
+            beyond = tokens >= slots
             pos = tuple(int(i) for i in np.argwhere(beyond.reshape(index.shape))[0])
             raise ExecutionError(f"index {int(index[pos])} at position {list(pos)} is past the cache's "
                                  f"{slots} slots (valid: [0, {slots - 1}], negative = padding, skipped)",
                                  port="input 1")
-        out = np.array(cache, copy=True)  # a pure copy: no arithmetic, so no compute dtype
-        live = tokens >= 0
-        scatter_rows(out.reshape(slots, d), tokens[live], src.reshape(-1, d)[live], "none")
+        # A pure copy (no arithmetic, so no compute dtype), unless the cache is handed over.
+        reuse = inplace and cache.flags.c_contiguous and cache.flags.writeable
+        out = cache if reuse else np.array(cache, copy=True)
+        rows = src.reshape(-1, d)
+        if tokens.size and tokens.min() < 0:  # padding tokens write nothing
+            live = tokens >= 0
+            tokens, rows = tokens[live], rows[live]
+        scatter_rows(out.reshape(slots, d), tokens, rows, "none")
         return out
 
 

@@ -45,10 +45,11 @@ from irscatter.ops.conversion import from_compute
 from irscatter.ops.registry import register
 from irscatter.ops.scatter_core import (
     as_rows,
-    flat_rows_along_axis,
+    last_occurrence,
     normalize_indices,
+    output_buffer,
+    scatter_along_axis,
     scatter_rows,
-    to_compute,
 )
 
 # --- shared checks ------------------------------------------------------------------------------
@@ -66,6 +67,7 @@ class ScatterUpdate(Op):
     """Writes slices of `updates` into `data` at `indices` along `axis`."""
 
     inputs = ("data", "indices", "updates", "axis")
+    inplace_input = 0
 
     def infer(self, data: TensorInfo, indices: TensorInfo, updates: TensorInfo, axis: TensorInfo) -> TensorInfo:
         check_integral(indices, "indices", "input 1")
@@ -86,19 +88,24 @@ class ScatterUpdate(Op):
                       f" = {shape_text(expected)}", port="input 2")
         return TensorInfo(data.etype, data.shape)
 
-    def compute(self, data: np.ndarray, indices: np.ndarray, updates: np.ndarray, axis: np.ndarray) -> np.ndarray:
+    def compute(self, data: np.ndarray, indices: np.ndarray, updates: np.ndarray, axis: np.ndarray, *,
+                inplace: bool = False) -> np.ndarray:
         a = runtime_axis(axis, data.ndim)
         expected = data.shape[:a] + indices.shape + data.shape[a + 1:]
         require_shape(updates.shape, expected, "updates", "input 2")
-        idx = normalize_indices(indices, data.shape[a], allow_negative=False, port="input 1")
+        idx = normalize_indices(indices, data.shape[a], allow_negative=False, port="input 1").reshape(-1)
         etype = ElementType.from_dtype(data.dtype)
-        moved = to_compute(np.moveaxis(data, a, 0), etype)
-        out2d = as_rows(moved)
-        count = idx.size
-        upd = updates.reshape(data.shape[:a] + (count,) + data.shape[a + 1:])
-        upd2d = as_rows(np.moveaxis(upd, a, 0)).astype(moved.dtype, copy=False)
-        scatter_rows(out2d, idx.reshape(-1), upd2d, "none")
-        return from_compute(np.moveaxis(moved, 0, a), etype)
+        out = output_buffer(data, etype, inplace)
+        # Slices along the axis: out[:, idx[j], :] = updates[:, j, :], seen as (outer, size, inner).
+        outer, inner = math.prod(data.shape[:a]), math.prod(data.shape[a + 1:])
+        out3 = out.reshape(outer, data.shape[a], inner)
+        upd3 = updates.reshape(outer, idx.size, inner)
+        keep = last_occurrence(idx, data.shape[a])  # duplicates: the last in index order wins
+        if keep is None:
+            out3[:, idx, :] = upd3
+        else:
+            out3[:, idx[keep], :] = upd3[:, keep, :]
+        return from_compute(out, etype)
 
 
 # --- ScatterElementsUpdate-3 / -12 ---------------------------------------------------------------
@@ -114,6 +121,7 @@ class ScatterElementsUpdate3(Op):
     """Element-wise scatter along `axis`: out[c with c[axis] = indices[c]] = updates[c]."""
 
     inputs = ("data", "indices", "updates", "axis")
+    inplace_input = 0
     allow_negative: ClassVar[bool] = False
 
     @property
@@ -146,18 +154,18 @@ class ScatterElementsUpdate3(Op):
                               f"away from the axis", port="input 1")
         return TensorInfo(data.etype, data.shape)
 
-    def compute(self, data: np.ndarray, indices: np.ndarray, updates: np.ndarray, axis: np.ndarray) -> np.ndarray:
+    def compute(self, data: np.ndarray, indices: np.ndarray, updates: np.ndarray, axis: np.ndarray, *,
+                inplace: bool = False) -> np.ndarray:
         a = runtime_axis(axis, data.ndim)
         require_shape(updates.shape, indices.shape, "updates", "input 2")
         if indices.ndim != data.ndim or any(n > m for d, (n, m) in enumerate(zip(indices.shape, data.shape)) if d != a):
             raise ExecutionError(f"indices shape {list(indices.shape)} does not fit data shape {list(data.shape)}", port="input 1")
-        idx = normalize_indices(indices, data.shape[a], allow_negative=self.allow_negative, port="input 1")
+        idx = normalize_indices(indices, data.shape[a], allow_negative=self.allow_negative, port="input 1", wrap=False)
         etype = ElementType.from_dtype(data.dtype)
-        out = to_compute(data, etype).reshape(-1)
-        rows = flat_rows_along_axis(idx, data.shape, a)
-        upd = updates.reshape(-1).astype(out.dtype, copy=False)
-        scatter_rows(out, rows, upd, self.reduction, use_init_val=self.use_init_val)
-        return from_compute(out.reshape(data.shape), etype)
+        wrap = self.allow_negative and idx.size > 0 and bool(idx.min() < 0)
+        out = scatter_along_axis(data, idx, updates, a, self.reduction, etype, inplace=inplace,
+                                 use_init_val=self.use_init_val, wrap_negative=wrap)
+        return from_compute(out, etype)
 
 
 @register("ScatterElementsUpdate", 12)
@@ -178,6 +186,7 @@ class ScatterNDUpdate3(Op):
     """Each index tuple (the last axis of `indices`) selects an element or slice of `data`."""
 
     inputs = ("data", "indices", "updates")
+    inplace_input = 0
     allow_negative: ClassVar[bool] = False
 
     @property
@@ -209,7 +218,8 @@ class ScatterNDUpdate3(Op):
                           f"{shape_text(expected)} (k = {k})", port="input 2")
         return TensorInfo(data.etype, data.shape)
 
-    def compute(self, data: np.ndarray, indices: np.ndarray, updates: np.ndarray) -> np.ndarray:
+    def compute(self, data: np.ndarray, indices: np.ndarray, updates: np.ndarray, *,
+                inplace: bool = False) -> np.ndarray:
         k = indices.shape[-1]
         if k > data.ndim:
             raise ExecutionError(f"indices.shape[-1] = {k} exceeds the rank of data ({data.ndim})", port="input 1")
@@ -218,7 +228,7 @@ class ScatterNDUpdate3(Op):
             updates = updates.reshape(())
         require_shape(updates.shape, expected, "updates", "input 2")
         etype = ElementType.from_dtype(data.dtype)
-        out = to_compute(data, etype)
+        out = output_buffer(data, etype, inplace)
         out2d = as_rows(out, k)
         tuples = indices.reshape(math.prod(indices.shape[:-1]), k)
         norm = normalize_indices(tuples, np.array(data.shape[:k], np.int64), allow_negative=self.allow_negative,

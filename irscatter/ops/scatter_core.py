@@ -47,29 +47,43 @@ def normalize_indices(
     allow_negative: bool,
     port: str,
     what: str = "index",
+    wrap: bool = True,
 ) -> np.ndarray:
     """Indices as int64 with negatives wrapped once (when allowed), or an ExecutionError that
     names the first offending value, its position in `indices` and the allowed range.
 
     `sizes` is the size of the indexed dimension, or an array broadcastable to `indices`
-    with one size per index component (ScatterND's last axis).
+    with one size per index component (ScatterND's last axis). The range is checked with
+    two reductions; the element-wise search for the culprit runs only when one is out.
+    The result is `indices` itself when it is int64 and needs no wrapping (never written);
+    `wrap=False` only checks, leaving negatives for the caller to wrap piece by piece.
     """
     idx = indices.astype(np.int64, copy=False)
     sizes_arr = np.asarray(sizes, dtype=np.int64)
-    low = -sizes_arr if allow_negative else np.zeros_like(sizes_arr)
-    bad = (idx < low) | (idx >= sizes_arr)
-    if bad.any():
-        pos = tuple(int(i) for i in np.argwhere(bad)[0])
-        size = int(np.broadcast_to(sizes_arr, idx.shape)[pos])
-        lo = -size if allow_negative else 0
-        raise ExecutionError(
-            f"{what} {int(idx[pos])} at position {list(pos)} is out of range [{lo}, {size - 1}]"
-            + ("" if allow_negative else " (negative indices are not allowed by this op's spec)"),
-            port=port,
-        )
-    if allow_negative and (idx < 0).any():
+    if idx.size == 0:
+        return idx
+    per_component = sizes_arr.ndim > 0 and idx.ndim > 0
+    lead = tuple(range(idx.ndim - 1)) if per_component else None
+    lowest, highest = idx.min(axis=lead), idx.max(axis=lead)
+    floor = -sizes_arr if allow_negative else 0
+    if np.any(lowest < floor) or np.any(highest >= sizes_arr):
+        _raise_out_of_range(idx, sizes_arr, allow_negative, port, what)
+    if wrap and allow_negative and np.any(lowest < 0):
         idx = np.where(idx < 0, idx + sizes_arr, idx)
     return idx
+
+
+def _raise_out_of_range(idx: np.ndarray, sizes: np.ndarray, allow_negative: bool, port: str, what: str) -> None:
+    low = -sizes if allow_negative else np.zeros_like(sizes)
+    bad = (idx < low) | (idx >= sizes)
+    pos = tuple(int(i) for i in np.argwhere(bad)[0])
+    size = int(np.broadcast_to(sizes, idx.shape)[pos])
+    lo = -size if allow_negative else 0
+    raise ExecutionError(
+        f"{what} {int(idx[pos])} at position {list(pos)} is out of range [{lo}, {size - 1}]"
+        + ("" if allow_negative else " (negative indices are not allowed by this op's spec)"),
+        port=port,
+    )
 
 
 def _identity(reduction: str, dtype: np.dtype) -> object:
@@ -85,12 +99,18 @@ def _identity(reduction: str, dtype: np.dtype) -> object:
     return info.max if reduction == "min" else info.min  # OpenVINO uses lowest(), not -inf
 
 
-def last_occurrence(rows: np.ndarray) -> np.ndarray:
-    """Positions of the last occurrence of each distinct row number (row-major order wins)."""
-    if len(rows) < 2:
-        return np.arange(len(rows))
-    reversed_first = np.unique(rows[::-1], return_index=True)[1]
-    return len(rows) - 1 - reversed_first
+def last_occurrence(rows: np.ndarray, n_rows: int) -> np.ndarray | None:
+    """Positions of the last occurrence of each distinct row number (row-major order wins),
+    in no particular order; None when no row number repeats (every position is kept).
+
+    A scatter-max of positions into a table of `n_rows`: linear time, where sorting four
+    million indices takes most of a second.
+    """
+    if len(rows) < 2 or np.bincount(rows, minlength=n_rows).max() < 2:
+        return None
+    winner = np.full(n_rows, -1, dtype=np.int64)
+    np.maximum.at(winner, rows, np.arange(len(rows), dtype=np.int64))
+    return winner[winner >= 0]
 
 
 def scatter_rows(
@@ -105,8 +125,11 @@ def scatter_rows(
     if len(rows) == 0:
         return
     if reduction == "none":
-        keep = last_occurrence(rows)
-        out[rows[keep]] = updates[keep]
+        keep = last_occurrence(rows, out.shape[0])
+        if keep is None:
+            out[rows] = updates
+        else:
+            out[rows[keep]] = updates[keep]
         return
     if not use_init_val:
         out[rows] = _identity(reduction, out.dtype)
@@ -118,8 +141,9 @@ def scatter_rows(
 
 
 def _mean(out: np.ndarray, rows: np.ndarray, updates: np.ndarray, use_init_val: bool) -> None:
-    touched = np.unique(rows)
-    counts = np.bincount(rows, minlength=out.shape[0])[touched]
+    counts = np.bincount(rows, minlength=out.shape[0])
+    touched = np.flatnonzero(counts)
+    counts = counts[touched]
     if use_init_val:
         counts = counts + 1
     np.add.at(out, rows, updates)
@@ -155,6 +179,90 @@ def as_rows(array: np.ndarray, lead: int = 1) -> np.ndarray:
 def to_compute(data: np.ndarray, etype: ElementType) -> np.ndarray:
     """A fresh, writable, contiguous copy of `data` in the compute dtype (never a view)."""
     return np.array(data, dtype=compute_dtype(etype), order="C", copy=True)
+
+
+def output_buffer(data: np.ndarray, etype: ElementType, inplace: bool) -> np.ndarray:
+    """The buffer a scatter writes its result into: `data` itself when the caller hands it
+    over (`inplace`) and it is already a writable C-contiguous array of the compute dtype,
+    otherwise a fresh copy in the compute dtype."""
+    if (inplace and data.dtype == compute_dtype(etype) and data.flags.c_contiguous and data.flags.writeable):
+        return data
+    return to_compute(data, etype)
+
+
+TILE_ELEMENTS = 1 << 18  # output elements one tile may touch: 1 MB of f32, about a core's L2 cache
+MIN_TILE_WIDTH = 16  # narrower tiles (a huge axis) read too little per row to pay for themselves
+
+
+def scatter_along_axis(
+    data: np.ndarray,
+    indices: np.ndarray,
+    updates: np.ndarray,
+    axis: int,
+    reduction: str,
+    etype: ElementType,
+    *,
+    inplace: bool = False,
+    use_init_val: bool = True,
+    wrap_negative: bool = False,
+) -> np.ndarray:
+    """Element-wise scatter along `axis`, returning the result in the compute dtype: for
+    every coordinate c of `indices`, the element at c with c[axis] replaced by indices[c]
+    receives updates[c]. Indices must be range-checked already; `wrap_negative` wraps the
+    negative ones. `inplace` lets the result overwrite `data` (see `output_buffer`).
+
+    Random targets spread over a large output miss the cache on every update. When the
+    indices span the data everywhere but along the axis, the work is cut into tiles of
+    whole fibers along the axis (a few rows and columns around it) that fit in L2: each
+    tile's updates stay in row-major order, and a target only ever receives updates from
+    its own tile, so every reduction sees its updates in exactly the sequential order.
+    """
+    shape = data.shape
+    outer, size, inner = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
+    spans = indices.shape[:axis] == shape[:axis] and indices.shape[axis + 1:] == shape[axis + 1:]
+    if size * inner <= TILE_ELEMENTS:
+        p_step, q_step = max(1, TILE_ELEMENTS // max(1, size * inner)), inner
+    else:
+        p_step, q_step = 1, max(1, TILE_ELEMENTS // size)
+    if not spans or indices.size < TILE_ELEMENTS or (inner > 1 and q_step < MIN_TILE_WIDTH):
+        out = output_buffer(data, etype, inplace)
+        idx = np.where(indices < 0, indices + size, indices) if wrap_negative else indices
+        rows = flat_rows_along_axis(idx, shape, axis)
+        scatter_rows(out.reshape(-1), rows, updates.reshape(-1).astype(out.dtype, copy=False), reduction,
+                     use_init_val=use_init_val)
+        return out
+    # The tiles cover the whole output, and each one is read from `data`: no separate copy.
+    out = output_buffer(data, etype, inplace) if inplace else np.empty(shape, compute_dtype(etype))
+    n = indices.shape[axis]
+    src3, out3 = data.reshape(outer, size, inner), out.reshape(outer, size, inner)
+    idx3, upd3 = indices.reshape(outer, n, inner), updates.reshape(outer, n, inner)
+    # Each tile is copied out, numbered from zero, updated and copied back: a contiguous
+    # tile spans few pages (writing through a strided view misses the TLB on every row).
+    # One set of buffers serves every tile: fresh large arrays would fault on every page.
+    tile_buf = np.empty(p_step * size * q_step, out.dtype)
+    rows_buf = np.empty(p_step * n * q_step, np.int64)
+    upd_buf = np.empty(p_step * n * q_step, out.dtype)
+    fiber_start = np.arange(p_step, dtype=np.int64).reshape(-1, 1, 1) * size
+    column = np.arange(q_step, dtype=np.int64)
+    for p in range(0, outer, p_step):
+        for q in range(0, inner, q_step):
+            window = (slice(p, p + p_step), slice(None), slice(q, q + q_step))
+            source = src3[window]
+            tp, tq = source.shape[0], source.shape[2]
+            tile = tile_buf[: tp * size * tq].reshape(tp, size, tq)
+            np.copyto(tile, source)
+            idx = idx3[window]
+            rows = rows_buf[: tp * n * tq].reshape(tp, n, tq)  # ((p' * size) + index) * tq + q'
+            np.add(idx, fiber_start[:tp], out=rows)
+            if wrap_negative:
+                np.add(rows, size, out=rows, where=idx < 0)
+            rows *= tq
+            rows += column[:tq]
+            upd = upd_buf[: tp * n * tq].reshape(tp, n, tq)
+            np.copyto(upd, upd3[window])
+            scatter_rows(tile.reshape(-1), rows.reshape(-1), upd.reshape(-1), reduction, use_init_val=use_init_val)
+            out3[window] = tile
+    return out
 
 
 def flat_rows_along_axis(indices: np.ndarray, shape: Sequence[int], axis: int) -> np.ndarray:

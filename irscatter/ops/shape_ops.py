@@ -41,6 +41,7 @@ class ShapeOf3Attrs(OpAttrs):
 @register("ShapeOf", 1)
 class ShapeOf1(Op):
     inputs = ("data",)
+    shape_only = True
 
     @property
     def out_type(self) -> ElementType:

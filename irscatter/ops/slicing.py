@@ -137,6 +137,7 @@ class Slice(Op):
 class SliceScatter(Op):
     inputs = ("data", "updates", "start", "stop", "step", "axes")
     optional_inputs = 1
+    inplace_input = 0
 
     def infer(self, data: TensorInfo, updates: TensorInfo, start: TensorInfo, stop: TensorInfo, step: TensorInfo,
               axes: TensorInfo | None = None) -> TensorInfo:
@@ -153,12 +154,12 @@ class SliceScatter(Op):
               f"updates shape {updates.shape} must equal the slice's shape {expected}", port="input 1")
         return TensorInfo(data.etype, data.shape)
 
-    def compute(self, data, updates, start, stop, step, axes=None) -> np.ndarray:
+    def compute(self, data, updates, start, stop, step, axes=None, *, inplace: bool = False) -> np.ndarray:
         plan = planned(plan_slices, data.shape, start, stop, step, axes, port="input 2", at_runtime=True)
         if updates.shape != plan.shape:
             raise ExecutionError(f"updates shape {list(updates.shape)} must equal the slice's shape {list(plan.shape)}",
                                  port="input 1", label="updates-shape")
-        out = np.array(data, copy=True)
+        out = data if inplace and data.flags.writeable else np.array(data, copy=True)
         out[plan.index] = updates
         return out
 

@@ -13,8 +13,10 @@ runs, naming the layer.
 
 from __future__ import annotations
 
+import sys
+import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +37,15 @@ _SHAPE_CACHE_SIZE = 16
 LayerHook = Callable[[Layer, tuple[np.ndarray, ...], tuple[np.ndarray, ...]], None]
 
 
+def _held_only_by_a_list() -> int:
+    """What `sys.getrefcount(values[i])` reads for an array that nothing but `values` holds."""
+    values = [np.empty(1)]
+    return sys.getrefcount(values[0])
+
+
+_SOLE_REFERENCE = _held_only_by_a_list()
+
+
 @dataclass(frozen=True)
 class Step:
     layer: Layer
@@ -42,6 +53,11 @@ class Step:
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
     release: tuple[int, ...]  # slots whose last reader is this step
+    # The slot whose buffer the kernel may write its output into (the op's `inplace_input`),
+    # when this step is its last reader; and, when that slot is a Parameter's, the input's
+    # position, since a fed buffer may only be reused if the caller donates it.
+    reuse_slot: int | None = None
+    reuse_input: int | None = None
 
 
 @dataclass(frozen=True)
@@ -145,27 +161,55 @@ class CompiledModel:
 
         keep = set(self.output_slots) | {s for s, _ in self.const_slots}
         last_reader: dict[int, int] = {}
+        readers: dict[int, int] = {}
         steps_layers = [lid for lid in self.order if self.layers[lid].type not in _BOUNDARY]
         for i, lid in enumerate(steps_layers):
             for src in self.sources[lid]:
                 last_reader[slot_of[src]] = i  # type: ignore[index]
+                if not self.ops[lid].shape_only:
+                    readers[slot_of[src]] = readers.get(slot_of[src], 0) + 1  # type: ignore[index]
         releases: dict[int, list[int]] = {}
         for slot, i in last_reader.items():
             if slot not in keep:
                 releases.setdefault(i, []).append(slot)
-        self.steps = [
-            Step(
+        param_input = {slot: i for i, slot in enumerate(self.param_slots)}
+        self.steps = []
+        for i, lid in enumerate(steps_layers):
+            inputs = tuple(slot_of[s] for s in self.sources[lid])  # type: ignore[misc]
+            reuse = self._reusable(self.ops[lid], inputs, i, keep, last_reader, readers, param_input)
+            self.steps.append(Step(
                 layer=self.layers[lid],
                 compute=self.ops[lid].compute,
-                inputs=tuple(slot_of[s] for s in self.sources[lid]),  # type: ignore[misc]
+                inputs=inputs,
                 outputs=tuple(slot_of[(lid, p)] for p in range(len(self.layers[lid].outputs))),
                 release=tuple(releases.get(i, ())),
-            )
-            for i, lid in enumerate(steps_layers)
-        ]
+                reuse_slot=reuse,
+                reuse_input=param_input.get(reuse) if reuse is not None else None,
+            ))
         self._feed_index = self._feed_names()
         self.is_static = all(spec.shape.is_static and spec.etype is not ElementType.dynamic for spec in self.inputs)
 
+
+    @staticmethod
+    def _reusable(op: Op, inputs: tuple[int, ...], step: int, keep: set[int], last_reader: dict[int, int],
+                  readers: dict[int, int], param_input: dict[int, int]) -> int | None:
+        """The input slot the step may overwrite: the op allows it, no Result or Const holds
+        the slot, and no later step reads it. A Parameter's slot must have no other reader at
+        all (ShapeOf aside), because views of a fed buffer cannot be told from the caller's
+        own references."""
+        if op.inplace_input is None or op.inplace_input >= len(inputs):
+            return None
+        slot = inputs[op.inplace_input]
+        if slot in keep or last_reader.get(slot) != step or inputs.count(slot) != 1:
+            return None
+        if slot in param_input and readers.get(slot) != 1:
+            return None
+        return slot
+
+    @property
+    def input_names(self) -> set[str]:
+        """Every name a feed may be given under (Parameter names and tensor names)."""
+        return set(self._feed_index)
 
     def _feed_names(self) -> dict[str, int]:
         index: dict[str, int] = {}
@@ -233,14 +277,30 @@ class CompiledModel:
         if len(self._shape_cache) > _SHAPE_CACHE_SIZE:
             self._shape_cache.popitem(last=False)
 
+    def _donated(self, names: Iterable[str]) -> frozenset[int]:
+        if isinstance(names, str):
+            names = (names,)
+        out = set()
+        for name in names:
+            i = self._feed_index.get(name)
+            if i is None:
+                raise ExecutionError(f'cannot donate "{name}": there is no input of that name', file=self.model.source)
+            out.add(i)
+        return frozenset(out)
+
     def run(
         self,
         feeds: Mapping[str, Any],
         *,
         intermediate: bool = False,
         hook: LayerHook | None = None,
+        donate: Iterable[str] = (),
+        timings: list[tuple[Layer, float, bool]] | None = None,
     ) -> dict[str, np.ndarray]:
-        values = self._execute(self._bind(feeds), intermediate, hook)
+        """Run on `feeds`; see `Model.run`. `timings`, when given, receives (layer, seconds,
+        whether the kernel wrote in place) for every kernel call, in execution order."""
+        donated = self._donated(donate)
+        values = self._execute(self._bind(feeds), intermediate, hook, donated, timings)
         if intermediate:
             return {
                 f"{self.layers[lid].name}:{self.layers[lid].outputs[pos].id}": values[slot]
@@ -259,7 +319,8 @@ class CompiledModel:
         values = self._execute(bound, False, None)
         return [values[slot] for slot in self.output_slots]
 
-    def _execute(self, bound: list[np.ndarray], intermediate: bool, hook: LayerHook | None) -> list[Any]:
+    def _execute(self, bound: list[np.ndarray], intermediate: bool, hook: LayerHook | None,
+                 donated: frozenset[int] = frozenset(), timings: list | None = None) -> list[Any]:
         if not self.is_static:
             self._check_dynamic_shapes(bound)
         values: list[Any] = [None] * self.n_slots
@@ -270,19 +331,43 @@ class CompiledModel:
                 values[slot] = layer.const_value
             except IRError as e:
                 raise e.add_context(file=self.model.source, layer=layer.ref, line=layer.line) from None
+        # Buffers are reused only when nothing can observe the overwritten input afterwards.
+        reuse_allowed = not intermediate and hook is None
         for step in self.steps:
+            reuse = False
+            if step.reuse_slot is not None and reuse_allowed:
+                if step.reuse_input is not None:
+                    reuse = step.reuse_input in donated
+                else:
+                    reuse = _owned(values, step.reuse_slot)
+            args = [values[s] for s in step.inputs]
+            start = time.perf_counter() if timings is not None else 0.0
             try:
-                out = step.compute(*[values[s] for s in step.inputs])
+                out = step.compute(*args, inplace=True) if reuse else step.compute(*args)
             except IRError as e:
                 raise e.add_context(file=self.model.source, layer=step.layer.ref, line=step.layer.line) from None
+            if timings is not None:
+                timings.append((step.layer, time.perf_counter() - start, reuse))
             if isinstance(out, tuple):
                 for slot, array in zip(step.outputs, out):
                     values[slot] = array
             else:
                 values[step.outputs[0]] = out
             if hook is not None:
-                hook(step.layer, tuple(values[s] for s in step.inputs), tuple(values[s] for s in step.outputs))
+                hook(step.layer, tuple(args), tuple(values[s] for s in step.outputs))
+            args = out = array = None  # drop local references: the next step may reuse a buffer
             if not intermediate:
                 for slot in step.release:
                     values[slot] = None
         return values
+
+
+def _owned(values: list[Any], slot: int) -> bool:
+    """Whether the array in `slot` is referenced by `values` alone and views no other array,
+    so that overwriting it can change nothing anyone else sees. The reference count is
+    exact: a view holds a reference to its base, as does every other slot, the caller's
+    feeds and a Const's cache."""
+    if sys.getrefcount(values[slot]) > _SOLE_REFERENCE:  # read before any local name holds it
+        return False
+    array = values[slot]
+    return isinstance(array, np.ndarray) and array.base is None

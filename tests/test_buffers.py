@@ -1,0 +1,161 @@
+"""Buffer reuse: a scatter writes into its data buffer only when nothing else can see it
+(an intermediate no later layer reads, or a feed the caller donates), and never otherwise."""
+
+from unittest import mock
+
+import numpy as np
+import pytest
+
+import irscatter
+from irscatter.ops.scatter import ScatterNDUpdate15
+from helpers import layer, net, param, port, result
+
+D = [6, 4]
+
+
+def _nd(lid, name="scatter"):
+    return layer(lid, name, "ScatterNDUpdate", "opset15", {"reduction": "sum"},
+                 inputs=[port(0, "FP32", D), port(1, "I64", [3, 1]), port(2, "FP32", [3, 4])],
+                 outputs=[port(3, "FP32", D, names=name)])
+
+
+def _add(lid, name):
+    return layer(lid, name, "Add", data={"auto_broadcast": "numpy"},
+                 inputs=[port(0, "FP32", D), port(1, "FP32", D)], outputs=[port(2, "FP32", D, names=name)])
+
+
+def _const_shape(lid, values):
+    return layer(lid, "target_shape", "Const", data={"element_type": "i64", "shape": str(len(values)), "offset": 0,
+                                                     "size": 8 * len(values)}, outputs=[port(0, "I64", [len(values)])])
+
+
+PARAMS = [param(0, "data", D), param(1, "idx", [3, 1], "i64", "I64"), param(2, "upd", [3, 4])]
+
+MODELS = {
+    # data -> scatter -> Result
+    "direct": (PARAMS + [_nd(3), result(4, "out", D)], [(0, 0, 3, 0), (1, 0, 3, 1), (2, 0, 3, 2), (3, 3, 4, 0)]),
+    # data -> Add(data, data) = t -> scatter(t) -> Result: t is an intermediate read once
+    "intermediate": (PARAMS + [_add(3, "t"), _nd(4), result(5, "out", D)],
+                     [(0, 0, 3, 0), (0, 0, 3, 1), (3, 2, 4, 0), (1, 0, 4, 1), (2, 0, 4, 2), (4, 3, 5, 0)]),
+    # as above, and t is read again after the scatter: Add(t, scattered)
+    "read-later": (PARAMS + [_add(3, "t"), _nd(4), _add(5, "sum"), result(6, "out", D)],
+                   [(0, 0, 3, 0), (0, 0, 3, 1), (3, 2, 4, 0), (1, 0, 4, 1), (2, 0, 4, 2),
+                    (3, 2, 5, 0), (4, 3, 5, 1), (5, 2, 6, 0)]),
+    # data is read by the scatter and by a Result: the feed is an output too
+    "fed-twice": (PARAMS + [_nd(3), result(4, "out", D), result(5, "data_again", D)],
+                  [(0, 0, 3, 0), (1, 0, 3, 1), (2, 0, 3, 2), (3, 3, 4, 0), (0, 0, 5, 0)]),
+    # data -> Reshape to the same shape (a view of the feed) -> scatter
+    "view": (PARAMS + [_const_shape(3, D),
+                       layer(4, "same", "Reshape", data={"special_zero": "false"},
+                             inputs=[port(0, "FP32", D), port(1, "I64", [2])], outputs=[port(2, "FP32", D)]),
+                       _nd(5), result(6, "out", D)],
+             [(0, 0, 4, 0), (3, 0, 4, 1), (4, 2, 5, 0), (1, 0, 5, 1), (2, 0, 5, 2), (5, 3, 6, 0)]),
+}
+
+
+def _model(kind):
+    layers, edges = MODELS[kind]
+    return irscatter.parse_model(net(layers, edges), np.array(D, np.int64).tobytes())
+
+
+def _feeds():
+    rng = np.random.default_rng(0)
+    return {"data": rng.standard_normal(D).astype(np.float32), "idx": np.array([[5], [0], [5]]),
+            "upd": rng.standard_normal((3, 4)).astype(np.float32)}
+
+
+def _scatter_sum(data, idx, upd):
+    out = data.copy()
+    np.add.at(out, idx[:, 0], upd)
+    return out
+
+
+def _run_spied(kind, **kw):
+    """Run `kind`, recording whether the scatter kernel was told it may write in place."""
+    calls = []
+    original = ScatterNDUpdate15.compute
+
+    def spy(self, *args, **kwargs):
+        calls.append(kwargs.get("inplace", False))
+        return original(self, *args, **kwargs)
+
+    with mock.patch.object(ScatterNDUpdate15, "compute", spy):
+        model = _model(kind)
+        feeds = _feeds()
+        before = {k: v.copy() for k, v in feeds.items()}
+        outputs = model.run(feeds, **kw)
+    return calls, feeds, before, outputs
+
+
+def test_a_donated_feed_becomes_the_output():
+    calls, feeds, before, out = _run_spied("direct", donate=["data"])
+    assert calls == [True]
+    assert np.shares_memory(out["scatter"], feeds["data"])
+    np.testing.assert_array_equal(out["scatter"], _scatter_sum(before["data"], before["idx"], before["upd"]))
+
+
+def test_without_donation_no_feed_is_written():
+    calls, feeds, before, out = _run_spied("direct")
+    assert calls == [False]
+    for name in feeds:
+        np.testing.assert_array_equal(feeds[name], before[name])
+    assert not np.shares_memory(out["scatter"], feeds["data"])
+
+
+def test_a_donated_feed_that_another_layer_reads_is_not_reused():
+    calls, feeds, before, out = _run_spied("fed-twice", donate=["data"])
+    assert calls == [False]
+    np.testing.assert_array_equal(out["data"], before["data"])
+    np.testing.assert_array_equal(feeds["data"], before["data"])
+
+
+def test_an_intermediate_read_once_is_overwritten_in_place():
+    calls, feeds, before, out = _run_spied("intermediate")
+    assert calls == [True]
+    np.testing.assert_array_equal(out["scatter"], _scatter_sum(2 * before["data"], before["idx"], before["upd"]))
+    np.testing.assert_array_equal(feeds["data"], before["data"])
+
+
+def test_an_intermediate_read_later_is_kept():
+    calls, _, before, out = _run_spied("read-later")
+    assert calls == [False]
+    t = 2 * before["data"]
+    np.testing.assert_array_equal(out["sum"], t + _scatter_sum(t, before["idx"], before["upd"]))
+
+
+def test_a_view_of_a_feed_is_not_reused_even_when_the_view_is_read_once():
+    calls, feeds, before, out = _run_spied("view")
+    assert calls == [False]  # the Reshape's output views the caller's array
+    np.testing.assert_array_equal(feeds["data"], before["data"])
+    np.testing.assert_array_equal(out["scatter"], _scatter_sum(before["data"], before["idx"], before["upd"]))
+
+
+@pytest.mark.parametrize("option", [{"intermediate": True}, {"hook": lambda layer, i, o: None}])
+def test_observers_turn_reuse_off(option):
+    calls, _, before, out = _run_spied("intermediate", **option)
+    assert calls == [False]
+    if "intermediate" in option:
+        np.testing.assert_array_equal(out["t:2"], 2 * before["data"])  # the producer's value is intact
+
+
+def test_repeated_runs_with_donation_give_the_same_answer():
+    model = _model("direct")
+    feeds = _feeds()
+    want = _scatter_sum(feeds["data"], feeds["idx"], feeds["upd"])
+    for _ in range(3):
+        out = model.run({**feeds, "data": feeds["data"].copy()}, donate="data")
+        np.testing.assert_array_equal(out["scatter"], want)
+
+
+def test_donating_an_unknown_input_is_an_error():
+    with pytest.raises(irscatter.ExecutionError, match='cannot donate "cache"'):
+        _model("direct").run(_feeds(), donate=["cache"])
+
+
+def test_a_donated_feed_of_another_layout_is_copied_not_written():
+    feeds = _feeds()
+    data = np.asfortranarray(feeds["data"])
+    before = data.copy()
+    out = _model("direct").run({**feeds, "data": data}, donate=["data"])
+    np.testing.assert_array_equal(out["scatter"], _scatter_sum(before, feeds["idx"], feeds["upd"]))
+    np.testing.assert_array_equal(data, before)
