@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -23,6 +24,7 @@ from irscatter.ir.loader import read_model
 from irscatter.ir.summary import summarize
 from irscatter.ops import registry
 from irscatter.runtime import inputs as model_inputs
+from irscatter.runtime.profile import profile
 from irscatter.shape.validate import finding_line, validate
 
 PROG = "irscatter"
@@ -62,7 +64,15 @@ def cmd_run(args: argparse.Namespace) -> int:
                                                                      if k in {s.name for s in missing}}))
     elif args.shape:
         raise UsageError("--shape only applies with --random")
-    outputs = compiled.run(feeds)
+    # The feeds were read for this run alone, so their buffers are donated: a scatter that
+    # is an input's only reader updates it in place, as a serving runtime would.
+    donate = [name for name in feeds if name in compiled.input_names]
+    if args.profile:
+        report = profile(compiled, feeds, args.runs, donate)
+        outputs = report.outputs
+        print(report.table(None if args.all_layers else 30))
+    else:
+        outputs = compiled.run(feeds, donate=donate)
     if args.output:
         np.savez(args.output, **outputs)
         print(f"wrote {len(outputs)} output{'s' if len(outputs) != 1 else ''} to {args.output}")
@@ -162,6 +172,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--shape", action="append", metavar="NAME=d0,d1,...", help="shape to draw for a dynamic input")
     run.add_argument("--output", metavar="OUT.npz", help="save the outputs instead of printing them")
     run.add_argument("--expected", metavar="FILE.npz", help="compare the outputs with these values")
+    run.add_argument("--profile", action="store_true", help="print each layer's time, slowest first")
+    run.add_argument("--runs", type=int, default=1, metavar="N", help="with --profile: median of N runs (default 1)")
+    run.add_argument("--all-layers", action="store_true", help="with --profile: list every layer, not the top 30")
     run.set_defaults(func=cmd_run)
 
     info = sub.add_parser("info", help="describe a model without running it")
@@ -200,6 +213,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (`irscatter run ... | head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except Exception as e:  # a bug in irscatter, not in the model
         if args.debug:
             traceback.print_exc()
