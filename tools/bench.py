@@ -1,0 +1,464 @@
+"""Speed and memory of irscatter beside OpenVINO's CPU plugin, onnxruntime and the ONNX
+reference evaluator, on the same workloads, in one run.
+
+    python tools/bench.py [--only W1,W7] [--runs 5] [--json bench.json] [--small] [--no-memory]
+
+Every workload is written to a work folder first: an IR (`model.xml` + `model.bin`) that
+irscatter reads, the IR OpenVINO reads (the same file, except where the op is irscatter's
+own and OpenVINO gets the equivalent ScatterNDUpdate), an equivalent ONNX model where one
+exists, and the feeds. Engines that are not installed are left out of the table.
+
+Times: after one warm-up call per engine, the engines take turns (round-robin), so that
+machine noise falls on all of them alike; each cell is the median of `--runs` calls.
+`ratio` is the peer's time over irscatter's (above 1: irscatter is faster).
+
+Memory: each (workload, engine) pair runs once more in a fresh process that prepares the
+model and the feeds, resets the kernel's resident high-water mark, and runs once; the peak
+growth of resident memory over the prepared state is reported, in MB. For W8 the growth is
+that of loading, the `.bin` being memory-mapped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_irscatter1_models import IRWriter
+
+F32, I64 = np.dtype(np.float32), np.dtype(np.int64)
+IRSCATTER, IRSCATTER_DONATED = "irscatter", "irscatter (donated)"
+OPENVINO, ORT, ONNX_REF = "openvino", "onnxruntime", "onnx-reference"
+
+
+# --- workloads: each writes its models and feeds into a folder ----------------------------------
+
+
+@dataclass
+class Workload:
+    key: str
+    title: str
+    write: Callable[[Path, bool], None]
+    kind: str = "run"  # run | load | first-output
+    donate: tuple[str, ...] = ()  # inputs irscatter may also be benchmarked donating
+    per_layer: int = 0  # report microseconds per layer for this many layers
+
+
+def _wire(w: IRWriter, layer_id: int, sources: list[int | tuple[int, int]]) -> None:
+    """Edges into `layer_id`'s inputs from each source layer (its port 0 unless given)."""
+    for port, src in enumerate(sources):
+        src_id, src_port = src if isinstance(src, tuple) else (src, 0)
+        w.edge(src_id, src_port, layer_id, port)
+
+
+def _single_op(folder: Path, name: str, op: tuple[str, str, dict | None], inputs: list[tuple[str, np.ndarray, bool]],
+               onnx=None, feeds: dict | None = None) -> None:
+    """A one-layer IR: `inputs` are (name, value, is_parameter); Consts go into the `.bin`."""
+    w = IRWriter(name)
+    ids = [w.parameter(n, v.shape, v.dtype) if is_param else w.const(n, v) for n, v, is_param in inputs]
+    data = inputs[0][1]
+    w.layer(op[0], "op", op[1], op[2], inputs=[(v.shape, v.dtype) for _, v, _ in inputs],
+            outputs=[(data.shape, data.dtype, "out")])
+    _wire(w, w.next_id - 1, ids)
+    w.edge(w.next_id - 1, len(inputs), w.result("out/sink", data.shape, data.dtype), 0)
+    w.save(folder)
+    np.savez(folder / "feeds.npz", **(feeds or {n: v for n, v, is_param in inputs if is_param}))
+    if onnx is not None:
+        (folder / "model.onnx").write_bytes(onnx.SerializeToString())
+
+
+def _onnx(node_type: str, inputs: list[tuple[str, np.ndarray]], output_like: np.ndarray, **attrs):
+    """A one-node ONNX model with the given graph inputs (None where onnx is not installed)."""
+    try:
+        from onnx import TensorProto, helper
+    except ImportError:
+        return None
+    types = {F32: TensorProto.FLOAT, I64: TensorProto.INT64}
+    node = helper.make_node(node_type, [n for n, _ in inputs], ["out"], **attrs)
+    graph = helper.make_graph([node], "bench", [helper.make_tensor_value_info(n, types[v.dtype], v.shape)
+                                                for n, v in inputs],
+                              [helper.make_tensor_value_info("out", types[output_like.dtype], output_like.shape)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
+
+
+def scatter_elements(reduction: str, index_high: int | None = None):
+    def write(folder: Path, small: bool) -> None:
+        rng = np.random.default_rng(1)
+        shape = (256, 64) if small else (4096, 1024)
+        data = rng.standard_normal(shape, dtype=np.float32)
+        indices = rng.integers(0, index_high or shape[0], shape, dtype=np.int64)
+        updates = rng.standard_normal(shape, dtype=np.float32)
+        onnx_reduction = {"sum": "add", "max": "max", "none": "none"}.get(reduction)
+        onnx = None if onnx_reduction is None else _onnx(
+            "ScatterElements", [("data", data), ("indices", indices), ("updates", updates)], data,
+            axis=0, reduction=onnx_reduction)
+        _single_op(folder, "scatter_elements", ("ScatterElementsUpdate", "opset12",
+                                                {"reduction": reduction, "use_init_val": "true"}),
+                   [("data", data, True), ("indices", indices, True), ("updates", updates, True),
+                    ("axis", np.array(0, np.int64), False)], onnx)
+    return write
+
+
+def paged_cache_write(folder: Path, small: bool) -> None:
+    rng = np.random.default_rng(2)
+    rows, width, tokens = (1024, 16, 128) if small else (65536, 128, 8192)
+    cache = rng.standard_normal((rows, width), dtype=np.float32)
+    indices = rng.permutation(rows)[:tokens].astype(np.int64).reshape(tokens, 1)
+    updates = rng.standard_normal((tokens, width), dtype=np.float32)
+    onnx = _onnx("ScatterND", [("cache", cache), ("indices", indices), ("updates", updates)], cache)
+    _single_op(folder, "kv_cache_write", ("ScatterNDUpdate", "opset15", {"reduction": "none"}),
+               [("cache", cache, True), ("indices", indices, True), ("updates", updates, True)], onnx)
+
+
+def slice_scatter(folder: Path, small: bool) -> None:
+    rng = np.random.default_rng(3)
+    n = 128 if small else 2048
+    data = rng.standard_normal((n, n), dtype=np.float32)
+    updates = rng.standard_normal((n, n // 2), dtype=np.float32)
+    consts = [("start", [0]), ("stop", [n]), ("step", [2]), ("axes", [1])]
+    _single_op(folder, "slice_scatter", ("SliceScatter", "opset15", None),
+               [("data", data, True), ("updates", updates, True)]
+               + [(name, np.array(v, np.int64), False) for name, v in consts])
+
+
+def scatter_update(folder: Path, small: bool) -> None:
+    rng = np.random.default_rng(4)
+    shape, count = ((4, 512, 16), 64) if small else ((32, 8192, 64), 1024)
+    data = rng.standard_normal(shape, dtype=np.float32)
+    indices = rng.permutation(shape[1])[:count].astype(np.int64)
+    updates = rng.standard_normal((shape[0], count, shape[2]), dtype=np.float32)
+    _single_op(folder, "scatter_update", ("ScatterUpdate", "opset3", None),
+               [("data", data, True), ("indices", indices, True), ("updates", updates, True),
+                ("axis", np.array(1, np.int64), False)])
+
+
+def paged_scatter_update(folder: Path, small: bool) -> None:
+    """irscatter runs PagedScatterUpdate-1; the peers run the same write as a ScatterND of
+    (block, offset) pairs, which is what OpenVINO users write for it."""
+    rng = np.random.default_rng(5)
+    blocks, block_size, d, b, s = (256, 16, 32, 8, 8) if small else (4096, 16, 128, 64, 64)
+    cache = rng.standard_normal((blocks, block_size, 1, d), dtype=np.float32)
+    slots = rng.permutation(blocks * block_size)[: b * s].astype(np.int64).reshape(b, s)
+    src = rng.standard_normal((b, s, 1, d), dtype=np.float32)
+    w = IRWriter("paged_scatter_update")
+    ids = [w.parameter("cache", cache.shape, F32), w.parameter("slots", slots.shape, I64),
+           w.parameter("src", src.shape, F32)]
+    w.layer("PagedScatterUpdate", "op", "irscatter1", {"dim": -2},
+            inputs=[(cache.shape, F32), (slots.shape, I64), (src.shape, F32)], outputs=[(cache.shape, F32, "out")])
+    _wire(w, w.next_id - 1, ids)
+    w.edge(w.next_id - 1, 3, w.result("out/sink", cache.shape, F32), 0)
+    w.save(folder)
+    np.savez(folder / "feeds.npz", cache=cache, slots=slots, src=src)
+
+    flat = slots.reshape(-1)
+    pairs = np.stack([flat // block_size, flat % block_size], axis=-1)
+    rows = src.reshape(b * s, 1, d)
+    peer = folder / "peer"
+    onnx = _onnx("ScatterND", [("cache", cache), ("indices", pairs), ("updates", rows)], cache)
+    _single_op(peer, "paged_as_scatter_nd", ("ScatterNDUpdate", "opset15", {"reduction": "none"}),
+               [("cache", cache, True), ("indices", pairs, True), ("updates", rows, True)], onnx)
+
+
+def _chain_of_adds(w: IRWriter, shape: tuple[int, ...], n: int, addend: Callable[[int], int]) -> None:
+    """Parameter x, then n Adds of the running value and Const `addend(i)`, then a Result."""
+    prev = (w.parameter("x", shape, F32), 0)
+    for i in range(n):
+        c = addend(i)
+        w.layer("Add", f"add{i}", "opset1", {"auto_broadcast": "numpy"}, inputs=[(shape, F32)] * 2,
+                outputs=[(shape, F32, f"t{i}")])
+        _wire(w, w.next_id - 1, [prev, c])
+        prev = (w.next_id - 1, 2)
+    w.edge(*prev, w.result("out/sink", shape, F32), 0)
+
+
+def add_chain(layers: int):
+    def write(folder: Path, small: bool) -> None:
+        n = 200 if small else layers
+        w = IRWriter("add_chain")
+        shape = (4,)
+        one = w.const("one", np.ones(shape, F32))  # shared by every Add
+        _chain_of_adds(w, shape, n, lambda i: one)
+        w.save(folder)
+        np.savez(folder / "feeds.npz", x=np.arange(4, dtype=np.float32))
+        (folder / "layers.txt").write_text(str(n))
+        try:
+            from onnx import TensorProto, helper, numpy_helper
+        except ImportError:
+            return
+        nodes = [helper.make_node("Add", ["x" if i == 0 else f"t{i - 1}", "one"], [f"t{i}" if i < n - 1 else "out"])
+                 for i in range(n)]
+        graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                                  [helper.make_tensor_value_info("out", TensorProto.FLOAT, shape)],
+                                  [numpy_helper.from_array(np.ones(shape, F32), "one")])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
+        (folder / "model.onnx").write_bytes(model.SerializeToString())
+    return write
+
+
+def big_model(folder: Path, small: bool) -> None:
+    """20000 layers: a Parameter, 9999 (Const, Add) pairs and a Result; 8 KB per Const."""
+    pairs, width = (499, 2048) if small else (9999, 2048)
+    rng = np.random.default_rng(6)
+    w = IRWriter("big_model")
+    shape = (width,)
+    _chain_of_adds(w, shape, pairs,
+                   lambda i: w.const(f"w{i}", rng.standard_normal(shape, dtype=np.float32) * np.float32(1e-3)))
+    w.save(folder)
+    np.savez(folder / "feeds.npz", x=np.zeros(shape, F32))
+    (folder / "layers.txt").write_text(str(w.next_id))
+
+
+WORKLOADS = [
+    Workload("W1", "ScatterElementsUpdate-12 sum, 4096x1024", scatter_elements("sum")),
+    Workload("W2", "ScatterNDUpdate-15 KV-cache write, 65536x128, 8192 rows", paged_cache_write, donate=("cache",)),
+    Workload("W3", "SliceScatter-15, 2048x2048, every second column", slice_scatter),
+    Workload("W4", "ScatterUpdate-3, 32x8192x64, 1024 indices on axis 1", scatter_update),
+    Workload("W5max", "ScatterElementsUpdate-12 max, 4096x1024, many duplicates", scatter_elements("max", 256)),
+    Workload("W5mean", "ScatterElementsUpdate-12 mean, 4096x1024, many duplicates", scatter_elements("mean", 256)),
+    Workload("W6", "PagedScatterUpdate 4-D, cache 4096x16x1x128, index 64x64", paged_scatter_update,
+             donate=("cache",)),
+    Workload("W7", "2000 Add layers on 4 elements", add_chain(2000), per_layer=2000),
+    Workload("W8", "loading 20000 layers, 80 MB .bin (read + infer)", big_model, kind="load"),
+    Workload("W9a", "first output of W7 (load + prepare + run)", add_chain(2000), kind="first-output"),
+    Workload("W9b", "first output of W8 (load + prepare + run)", big_model, kind="first-output"),
+]
+
+
+# --- engines: each prepares a workload and returns the timed call -------------------------------
+
+
+@dataclass
+class Prepared:
+    call: Callable[[], object]
+    before: Callable[[], None] = lambda: None  # untimed, runs before every call
+
+
+def _feeds(folder: Path) -> dict[str, np.ndarray]:
+    with np.load(folder / "feeds.npz") as f:
+        return {k: f[k] for k in f.files}
+
+
+def _peer_folder(folder: Path) -> Path:
+    return folder / "peer" if (folder / "peer").exists() else folder
+
+
+def prepare(engine: str, workload: Workload, folder: Path) -> Prepared | None:
+    """The timed call of `engine` on `workload`, or None where it has no equivalent."""
+    xml = folder / "model.xml"
+    if engine in (IRSCATTER, IRSCATTER_DONATED):
+        import irscatter
+
+        if workload.kind == "load":
+            return Prepared(lambda: irscatter.read_model(xml).compile())
+        feeds = _feeds(folder)
+        if workload.kind == "first-output":
+            return Prepared(lambda: irscatter.read_model(xml).run(feeds))
+        model = irscatter.read_model(xml)
+        model.compile()
+        if engine == IRSCATTER:
+            return Prepared(lambda: model.run(feeds))
+        fresh = dict(feeds)
+
+        def refill() -> None:  # a donated buffer is consumed: each call gets its own copy
+            for name in workload.donate:
+                fresh[name] = feeds[name].copy()
+        return Prepared(lambda: model.run(fresh, donate=workload.donate), refill)
+
+    peer = _peer_folder(folder)
+    if engine == OPENVINO:
+        import openvino as ov
+
+        config = {"INFERENCE_PRECISION_HINT": "f32"}
+        pxml = str(peer / "model.xml")
+        if workload.kind == "load":
+            return Prepared(lambda: ov.Core().read_model(pxml))
+        feeds = _feeds(peer)
+        if workload.kind == "first-output":
+            def first() -> object:
+                core = ov.Core()
+                return core.compile_model(core.read_model(pxml), "CPU", config)(feeds)
+            return Prepared(first)
+        compiled = ov.Core().compile_model(pxml, "CPU", config)
+        return Prepared(lambda: compiled(feeds))
+
+    onnx_file = peer / "model.onnx"
+    if workload.kind != "run" or not onnx_file.exists():
+        return None
+    feeds = _feeds(peer)
+    if engine == ORT:
+        import onnxruntime
+
+        session = onnxruntime.InferenceSession(str(onnx_file), providers=["CPUExecutionProvider"])
+        return Prepared(lambda: session.run(None, feeds))
+    if engine == ONNX_REF:
+        from onnx.reference import ReferenceEvaluator
+
+        evaluator = ReferenceEvaluator(str(onnx_file))
+        return Prepared(lambda: evaluator.run(None, feeds))
+    raise ValueError(engine)
+
+
+def installed_engines() -> list[str]:
+    engines = [IRSCATTER]
+    for module, name in (("openvino", OPENVINO), ("onnxruntime", ORT), ("onnx.reference", ONNX_REF)):
+        try:
+            __import__(module)
+        except ImportError:
+            continue
+        engines.append(name)
+    return engines
+
+
+# --- measuring ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    key: str
+    title: str
+    times_ms: dict[str, float] = field(default_factory=dict)
+    peak_mb: dict[str, float] = field(default_factory=dict)
+    note: str = ""
+
+
+def time_interleaved(prepared: dict[str, Prepared], runs: int) -> dict[str, float]:
+    samples: dict[str, list[float]] = {name: [] for name in prepared}
+    for p in prepared.values():  # warm-up
+        p.before()
+        p.call()
+    for _ in range(runs):
+        for name, p in prepared.items():
+            p.before()
+            start = time.perf_counter()
+            p.call()
+            samples[name].append(time.perf_counter() - start)
+    return {name: 1e3 * statistics.median(s) for name, s in samples.items()}
+
+
+def _status_kb(field_name: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field_name + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"{field_name} not in /proc/self/status")
+
+
+def probe(engine: str, workload: Workload, folder: Path) -> float | None:
+    """Peak growth of resident memory (MB) of one call, measured in this (fresh) process."""
+    if workload.kind == "load":
+        before = _status_kb("VmRSS")
+        p = prepare(engine, workload, folder)
+        if p is None:
+            return None
+        kept = p.call()  # keep the loaded model alive while measuring  # noqa: F841
+        return (_status_kb("VmRSS") - before) / 1024
+    p = prepare(engine, workload, folder)
+    if p is None:
+        return None
+    p.before()
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # reset VmHWM to the current resident size
+    except OSError:
+        return None
+    before = _status_kb("VmRSS")
+    p.call()
+    return (_status_kb("VmHWM") - before) / 1024
+
+
+def probe_in_subprocess(engine: str, key: str, folder: Path) -> float | None:
+    cmd = [sys.executable, __file__, "--probe", key, engine, str(folder)]
+    done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        print(f"  memory probe of {engine} on {key} failed: {done.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
+        return None
+    value = json.loads(done.stdout)
+    return None if value is None else float(value)
+
+
+def bench(workloads: list[Workload], root: Path, runs: int, small: bool, memory: bool) -> list[Row]:
+    engines = installed_engines()
+    rows = []
+    for wl in workloads:
+        folder = root / wl.key
+        wl.write(folder, small)
+        row = Row(wl.key, wl.title)
+        names = [IRSCATTER] + ([IRSCATTER_DONATED] if wl.donate else []) + engines[1:]
+        prepared = {}
+        for name in names:
+            p = prepare(name, wl, folder)
+            if p is not None:
+                prepared[name] = p
+        row.times_ms = time_interleaved(prepared, runs)
+        if memory:
+            for name in prepared:
+                mb = probe_in_subprocess(name, wl.key, folder)
+                if mb is not None:
+                    row.peak_mb[name] = mb
+        if wl.per_layer:
+            n = int((folder / "layers.txt").read_text())
+            row.note = "us/layer: " + ", ".join(f"{k} {1e3 * v / n:.2f}" for k, v in row.times_ms.items())
+        if wl.kind == "load":
+            row.note = f".bin {(folder / 'model.bin').stat().st_size / 2**20:.1f} MB, {(folder / 'layers.txt').read_text()} layers"
+        if wl.donate:
+            size = sum(a.nbytes for a in _feeds(folder).values()) / 2**20
+            row.note = (row.note + "; " if row.note else "") + f"inputs {size:.1f} MB"
+        rows.append(row)
+        print(format_row(row), flush=True)
+    return rows
+
+
+def format_row(row: Row) -> str:
+    base = row.times_ms.get(IRSCATTER)
+    lines = [f"{row.key}  {row.title}" + (f"  [{row.note}]" if row.note else "")]
+    for name, ms in row.times_ms.items():
+        ratio = f"{ms / base:7.2f}x" if base and name != IRSCATTER else "        "
+        mem = f"{row.peak_mb[name]:9.1f} MB" if name in row.peak_mb else "          -"
+        lines.append(f"    {name:<22}{ms:11.3f} ms {ratio} {mem}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", help="comma-separated workload keys (W1,W2,...; W5 means W5max,W5mean)")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--json", type=Path, default=Path("bench.json"), help="where to write the table as JSON")
+    parser.add_argument("--small", action="store_true", help="tiny sizes: checks the script, measures nothing")
+    parser.add_argument("--no-memory", action="store_true", help="skip the per-engine memory probes")
+    parser.add_argument("--workdir", type=Path, help="keep the generated models here")
+    parser.add_argument("--probe", nargs=3, metavar=("WORKLOAD", "ENGINE", "FOLDER"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    if args.probe:
+        key, engine, folder = args.probe
+        wl = next(w for w in WORKLOADS if w.key == key)
+        print(json.dumps(probe(engine, wl, Path(folder))))
+        return 0
+    selected = WORKLOADS
+    if args.only:
+        keys = args.only.split(",")
+        selected = [w for w in WORKLOADS if w.key in keys or re.match(r"W\d+", w.key).group() in keys]
+        if not selected:
+            parser.error(f"no workload matches {args.only}")
+    with tempfile.TemporaryDirectory(prefix="irscatter-bench-") as tmp:
+        root = args.workdir or Path(tmp)
+        rows = bench(selected, root, args.runs, args.small, not args.no_memory)
+    args.json.write_text(json.dumps({"engines": installed_engines(), "runs": args.runs, "small": args.small,
+                                     "rows": [row.__dict__ for row in rows]}, indent=2))
+    print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
