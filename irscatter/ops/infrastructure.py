@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import math
 
+from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import PartialShape
 from irscatter.ops.base import ElementTypeAttr, Op, OpAttrs, TensorInfo, check
 from irscatter.ops.registry import register
 
-# Constants up to this many elements are handed to inference as values, so that ops whose
-# output shape depends on an input's value (axis, target shape, ...) can be resolved.
+# Inference folds a layer whose inputs are all known values when its output has at most
+# FOLD_LIMIT elements, so that ops whose output shape depends on an input's value (an axis,
+# a target shape) can be resolved. A Const is such a known value when it fits in one page
+# (CARRY_BYTES): shapes, axes and indices do, and weights stay unread until a run.
 FOLD_LIMIT = 4096
+CARRY_BYTES = 4096
 
 
 @register("Parameter", 1)
@@ -44,7 +48,9 @@ class Const(Op):
     def infer(self) -> TensorInfo:
         data = self.layer._const
         check(data is not None, "const-data", "Const has no data (is the weights file missing?)")
-        if math.prod(data.shape) <= FOLD_LIMIT:
+        count = math.prod(data.shape)
+        small = count <= FOLD_LIMIT if data.etype is ElementType.string else data.etype.nbytes(count) <= CARRY_BYTES
+        if small:
             return TensorInfo(data.etype, PartialShape.of(data.shape), data.value())
         return TensorInfo(data.etype, PartialShape.of(data.shape))
 
