@@ -58,6 +58,39 @@ def test_constants_are_memory_mapped_views(tmp_path):
     assert not value.flags.owndata and not value.flags.writeable
 
 
+def test_preparing_a_model_leaves_its_weights_unread(tmp_path):
+    """Only constants of up to a page travel with inference; a weight tensor is decoded (and
+    its pages of the `.bin` read) when a run first needs it."""
+    x = ops.parameter([3, 2048], ov.Type.f32, name="x")
+    weights = np.arange(2048, dtype=np.float32)
+    y = ops.add(ops.reshape(x, ops.constant(np.array([2048, 3], np.int64)), False),
+                ops.constant(weights.reshape(2048, 1)))
+    model = irscatter.read_model(save_ov(ov.Model([ops.result(y)], [x]), tmp_path))
+    model.compile()
+    consts = {layer.attrs["shape"].replace(" ", ""): layer._const for layer in model.layers_of_type("Const")}
+    assert consts["2048,1"]._value is None  # 8 KB: not read
+    assert consts["2"]._value is not None  # the target shape: carried by inference
+    out = model.run({"x": np.zeros((3, 2048), np.float32)})
+    assert consts["2048,1"]._value is not None
+    np.testing.assert_array_equal(next(iter(out.values())), np.repeat(weights[:, None], 3, axis=1))
+
+
+@pytest.mark.parametrize("cls", [irscatter.Port, irscatter.Edge, irscatter.Layer, irscatter.Model])
+def test_trusted_construction_matches_model_construct(cls):
+    """The loader's fast constructor must build what pydantic's own would, defaults included."""
+    from irscatter.ir.graph import trusted
+
+    fields = {irscatter.Port: {"id": 3, "names": ("a",)}, irscatter.Edge: dict(from_layer=1, from_port=2, to_layer=3, to_port=4),
+              irscatter.Layer: {"id": 1, "name": "n", "type": "Add", "version": "opset1"},
+              irscatter.Model: {"name": "m"}}[cls]
+    fast, slow = trusted(cls, **fields), cls.model_construct(**fields)
+    assert fast == slow and fast.model_dump() == slow.model_dump()
+    assert fast.model_fields_set == slow.model_fields_set
+    assert fast.__pydantic_private__ == slow.__pydantic_private__
+    if cls is irscatter.Layer:
+        assert fast.attrs is not trusted(cls, **fields).attrs  # default factories run per instance
+
+
 def test_dynamic_shapes(tmp_path):
     x = ops.parameter(ov.PartialShape([ov.Dimension(1, 10), -1, ov.Dimension(2, -1)]), ov.Type.f32, name="x")
     r = ops.parameter(ov.PartialShape.dynamic(), ov.Type.f32, name="r")

@@ -22,7 +22,7 @@ from lxml import etree
 
 from irscatter.errors import FileAccessError, LayerRef, LoadError, SecurityError
 from irscatter.ir.element_types import ElementType, decode
-from irscatter.ir.graph import BackEdge, Body, Edge, Graph, Layer, Model, Port, PortMapEntry, split_names
+from irscatter.ir.graph import BackEdge, Body, Edge, Graph, Layer, Model, Port, PortMapEntry, gc_paused, split_names, trusted
 from irscatter.ir.shapes import PartialShape, parse_static_shape
 from irscatter.ops import registry
 
@@ -103,14 +103,21 @@ def parse_xml(data: bytes, source: str) -> etree._Element:
 
 
 def _elements(node: etree._Element, tag: str | None = None):
-    """Child elements, skipping comments; optionally only those with `tag`."""
-    for child in node:
-        if isinstance(child.tag, str) and (tag is None or child.tag == tag):
-            yield child
+    """Child elements, skipping comments; optionally only those with `tag` (filtered in C)."""
+    return node.iterchildren(tag if tag is not None else etree.Element)
 
 
 def _child(node: etree._Element, tag: str) -> etree._Element | None:
-    return next(_elements(node, tag), None)
+    return node.find(tag)
+
+
+def _first_children(node: etree._Element) -> dict[str, etree._Element]:
+    """The first child element of each tag, in one pass (`find` parses a path on every call)."""
+    first: dict[str, etree._Element] = {}
+    for child in node.iterchildren(etree.Element):
+        if child.tag not in first:
+            first[child.tag] = child
+    return first
 
 
 # --- small field parsers --------------------------------------------------------------------
@@ -197,7 +204,8 @@ def _ref(layer: etree._Element) -> LayerRef:
 
 
 def _port(ctx: _Ctx, node: etree._Element, where: str, layer: etree._Element) -> Port:
-    port_id = _uint(ctx, node, "id", f"of {_ref(layer)} {where} ")
+    raw_id = node.get("id")
+    port_id = int(raw_id) if raw_id is not None and raw_id.isdigit() else _uint(ctx, node, "id", f"of {_ref(layer)} {where} ")
     precision = None
     if (text := node.get("precision")) is not None:
         try:
@@ -206,7 +214,12 @@ def _port(ctx: _Ctx, node: etree._Element, where: str, layer: etree._Element) ->
             ctx.recover(ctx.error(str(e), node, layer=_ref(layer), port=f"{where} port {port_id}",
                                   label="port-precision"))
     dims: list[int] = []
-    for dim in _elements(node, "dim"):
+    rt_node = None
+    for dim in node.iterchildren(etree.Element):
+        if dim.tag != "dim":
+            if dim.tag == "rt_info" and rt_node is None and ctx.ir_version > 10:
+                rt_node = dim
+            continue
         text = (dim.text or "").strip()
         try:
             value = int(text)
@@ -217,14 +230,9 @@ def _port(ctx: _Ctx, node: etree._Element, where: str, layer: etree._Element) ->
                                   layer=_ref(layer), port=f"{where} port {port_id}", label="port-dim"))
             value = -1  # validation goes on with the dimension unknown
         dims.append(value)
-    rt = _rt_info(_child(node, "rt_info")) if ctx.ir_version > 10 else {}
-    return Port.model_construct(
-        id=port_id,
-        precision=precision,
-        names=split_names(node.get("names", "")),
-        shape=PartialShape.of(dims),
-        rt_info=rt,
-    )
+    names = node.get("names")
+    return trusted(Port, id=port_id, precision=precision, names=split_names(names) if names else (),
+                   shape=PartialShape.of(dims), rt_info=_rt_info(rt_node) if rt_node is not None else {})
 
 
 def parse_layer_element(ctx: _Ctx, node: etree._Element) -> Layer:
@@ -236,30 +244,33 @@ def parse_layer_element(ctx: _Ctx, node: etree._Element) -> Layer:
             node, label="layer-attribute",
         )
     layer_id = _uint(ctx, node, "id", "")
-    data = _child(node, "data")
+    children = _first_children(node)
+    data = children.get("data")
     attrs = dict(data.attrib) if data is not None else {}
-    inputs_node, outputs_node = _child(node, "input"), _child(node, "output")
-    inputs = [_port(ctx, p, "input", node) for p in _elements(inputs_node, "port")] if inputs_node is not None else []
-    outputs = [_port(ctx, p, "output", node) for p in _elements(outputs_node, "port")] if outputs_node is not None else []
+    inputs_node, outputs_node = children.get("input"), children.get("output")
+    inputs = [_port(ctx, p, "input", node) for p in inputs_node.iterchildren("port")] if inputs_node is not None else []
+    outputs = [_port(ctx, p, "output", node) for p in outputs_node.iterchildren("port")] if outputs_node is not None else []
     bodies = {}
     for body_tag, map_tag in _BODY_TAGS.items():
-        body_node = _child(node, body_tag)
+        body_node = children.get(body_tag)
         if body_node is not None:
-            bodies[body_tag] = _body(ctx, body_node, _child(node, map_tag), _child(node, "back_edges"))
-    layer = Layer.model_construct(
+            bodies[body_tag] = _body(ctx, body_node, children.get(map_tag), children.get("back_edges"))
+    attrib = node.attrib
+    rt_node = children.get("rt_info") if ctx.ir_version > 10 else None
+    return trusted(
+        Layer,
         id=layer_id,
-        name=node.get("name"),
-        type=node.get("type"),
-        version=node.get("version"),
+        name=attrib["name"],
+        type=attrib["type"],
+        version=attrib["version"],
         attrs=attrs,
-        extra={k: v for k, v in node.attrib.items() if k not in _LAYER_KEYS},
+        extra={k: v for k, v in attrib.items() if k not in _LAYER_KEYS} if len(attrib) > 4 else {},
         inputs=inputs,
         outputs=outputs,
-        rt_info=_rt_info(_child(node, "rt_info")) if ctx.ir_version > 10 else {},
+        rt_info=_rt_info(rt_node) if rt_node is not None else {},
         bodies=bodies,
         line=node.sourceline,
     )
-    return layer
 
 
 def _port_map(ctx: _Ctx, node: etree._Element | None, tag: str) -> list[PortMapEntry]:
@@ -291,9 +302,14 @@ def _edge_list(ctx: _Ctx, parent: etree._Element | None, cls: type[Edge] | type[
     if parent is None:
         return []
     edges = []
-    for e in _elements(parent, "edge"):
-        try:
-            edges.append(cls.model_construct(**{f: _uint(ctx, e, f.replace("_", "-"), what) for f in cls.model_fields}))
+    keys = [(f, f.replace("_", "-")) for f in cls.model_fields]
+    for e in parent.iterchildren("edge"):
+        values = {f: e.get(key) for f, key in keys}
+        if all(v is not None and v.isdigit() for v in values.values()):
+            edges.append(trusted(cls, **{f: int(v) for f, v in values.items()}))
+            continue
+        try:  # the slow path, for its message
+            edges.append(trusted(cls, **{f: _uint(ctx, e, key, what) for f, key in keys}))
         except LoadError as err:
             ctx.recover(err)  # validation: the edge is left out
     return edges
@@ -435,7 +451,8 @@ def read_model(xml_path: str | os.PathLike, bin_path: str | os.PathLike | None =
     A missing default `.bin` is only an error if a Const needs it; a `bin_path` given
     explicitly must exist.
     """
-    return _read(_Ctx(str(xml_path)), xml_path, bin_path)
+    with gc_paused():
+        return _read(_Ctx(str(xml_path)), xml_path, bin_path)
 
 
 def read_model_collecting(xml_path: str | os.PathLike,

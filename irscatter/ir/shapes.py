@@ -78,6 +78,7 @@ class Dimension(BaseModel):
 
 
 _DYNAMIC = Dimension.model_construct(min=0, max=None)
+_SHAPE_CACHE: dict[tuple[int, ...], PartialShape] = {}  # shapes of integer dims, shared (they are frozen)
 _STATIC_CACHE: dict[int, Dimension] = {}
 
 
@@ -138,6 +139,20 @@ class PartialShape(BaseModel):
         """From ints (-1 = dynamic) and Dimensions; None gives a dynamic rank."""
         if dims is None:
             return _DYNAMIC_RANK
+        if isinstance(dims, (list, tuple)) and len(dims) <= 8:
+            key = tuple(dims)
+            cached = _SHAPE_CACHE.get(key)
+            if cached is not None:
+                return cached
+            if all(type(d) is int for d in key):  # frozen, so one instance can serve every port
+                shape = cls._of(key)
+                if len(_SHAPE_CACHE) < 65536:
+                    _SHAPE_CACHE[key] = shape
+                return shape
+        return cls._of(dims)
+
+    @classmethod
+    def _of(cls, dims: Iterable[int | Dimension]) -> PartialShape:
         out = []
         for d in dims:
             if isinstance(d, Dimension):

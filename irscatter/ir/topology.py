@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from irscatter.errors import LayerRef, ValidationError
-from irscatter.ir.graph import Graph, Layer
+from irscatter.ir.graph import Edge, Graph, Layer
 
 Source = tuple[int, int]  # (producer layer id, producer output position)
 
@@ -41,6 +41,10 @@ class Wiring:
         return [f for f in self.findings if f.severity == "error"]
 
 
+def _edge_text(e: Edge) -> str:
+    return f"edge {e.from_layer}:{e.from_port} -> {e.to_layer}:{e.to_port}"
+
+
 def wire(graph: Graph) -> Wiring:
     by_id: dict[int, Layer] = {}
     findings: list[Finding] = []
@@ -57,27 +61,26 @@ def wire(graph: Graph) -> Wiring:
     sources: dict[int, list[Source | None]] = {lid: [None] * len(l.inputs) for lid, l in by_id.items()}
     seen_edges: set[tuple[int, int, int, int]] = set()
     for e in graph.edges:
-        desc = f"edge {e.from_layer}:{e.from_port} -> {e.to_layer}:{e.to_port}"
         key = (e.from_layer, e.from_port, e.to_layer, e.to_port)
         if key in seen_edges:
-            findings.append(Finding("error", "duplicate-edge", f"{desc} is listed twice"))
+            findings.append(Finding("error", "duplicate-edge", f"{_edge_text(e)} is listed twice"))
             continue
         seen_edges.add(key)
         src, dst = by_id.get(e.from_layer), by_id.get(e.to_layer)
         if src is None or dst is None:
             missing = e.from_layer if src is None else e.to_layer
-            findings.append(Finding("error", "dangling-edge", f"{desc} names layer {missing}, which does not exist"))
+            findings.append(Finding("error", "dangling-edge", f"{_edge_text(e)} names layer {missing}, which does not exist"))
             continue
         out_pos = src.output_position(e.from_port)
         if out_pos is None:
-            findings.append(Finding("error", "dangling-edge", f"{desc}: the layer has no output port {e.from_port}", src.ref, line=src.line))
+            findings.append(Finding("error", "dangling-edge", f"{_edge_text(e)}: the layer has no output port {e.from_port}", src.ref, line=src.line))
             continue
         in_pos = dst.input_position(e.to_port)
         if in_pos is None:
-            findings.append(Finding("error", "dangling-edge", f"{desc}: the layer has no input port {e.to_port}", dst.ref, line=dst.line))
+            findings.append(Finding("error", "dangling-edge", f"{_edge_text(e)}: the layer has no input port {e.to_port}", dst.ref, line=dst.line))
             continue
         if e.from_layer == e.to_layer:
-            findings.append(Finding("error", "cycle", f"{desc} connects the layer to itself", dst.ref, line=dst.line))
+            findings.append(Finding("error", "cycle", f"{_edge_text(e)} connects the layer to itself", dst.ref, line=dst.line))
             continue
         if sources[dst.id][in_pos] is not None:
             findings.append(

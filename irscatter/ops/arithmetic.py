@@ -45,8 +45,8 @@ class BinaryElementwise(Op):
                   f"inputs must be boolean, found {etype}", port="input 0")
         else:
             refused = (ElementType.string,) if self.accepts == "any" else (ElementType.boolean, ElementType.string)
-            check(etype not in refused, "numeric-type", f"{self.type_name} is not defined for {etype} tensors",
-                  port="input 0")
+            if etype in refused:
+                check(False, "numeric-type", f"{self.type_name} is not defined for {etype} tensors", port="input 0")
         try:
             shape = broadcast(self.attrs.auto_broadcast, a.shape, b.shape)
         except BroadcastError as e:

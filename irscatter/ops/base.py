@@ -112,6 +112,8 @@ def check(condition: Any, label: str, message: str, *, port: str | None = None) 
 
 def same_element_type(a: TensorInfo, b: TensorInfo, what: str, label: str, port: str) -> ElementType:
     """Two inputs that must share an element type; returns it (a dynamic type yields to the other)."""
+    if a.etype is b.etype:
+        return a.etype
     check(ElementType.dynamic in (a.etype, b.etype) or a.etype is b.etype, label,
           f"{what}, found {a.etype} and {b.etype}", port=port)
     return a.etype if a.etype is not ElementType.dynamic else b.etype
@@ -163,6 +165,8 @@ def require_shape(actual: tuple[int, ...], expected: tuple[int, ...], what: str,
 
 # --- the op base class ----------------------------------------------------------------------
 
+_PARSED_ATTRS: dict[tuple, OpAttrs] = {}
+
 
 class Op:
     type_name: ClassVar[str]
@@ -186,10 +190,18 @@ class Op:
 
     def __init__(self, layer: Layer) -> None:
         self.layer = layer
-        try:
-            self.attrs = self.Attrs.model_validate(layer.attrs)
-        except PydanticValidationError as e:
-            raise ValidationError(_describe_attr_errors(e, layer.attrs), label="attributes") from None
+        # Layers of one type mostly share their attributes: each distinct set is parsed once
+        # (the schemas are frozen, so one parsed instance can serve every layer).
+        key = (self.Attrs, tuple(layer.attrs.items()))
+        attrs = _PARSED_ATTRS.get(key)
+        if attrs is None:
+            try:
+                attrs = self.Attrs.model_validate(layer.attrs)
+            except PydanticValidationError as e:
+                raise ValidationError(_describe_attr_errors(e, layer.attrs), label="attributes") from None
+            if len(_PARSED_ATTRS) < 4096:
+                _PARSED_ATTRS[key] = attrs
+        self.attrs = attrs
 
     @classmethod
     def label(cls) -> str:
@@ -200,14 +212,12 @@ class Op:
             check(n_inputs >= 1, "input-count", "takes one or more inputs, the layer has none")
         else:
             lo, hi = len(self.inputs) - self.optional_inputs, len(self.inputs)
-            want = str(hi) if lo == hi else f"{lo} to {hi}"
-            check(lo <= n_inputs <= hi, "input-count",
-                  f"takes {want} inputs ({', '.join(self.inputs)}), the layer has {n_inputs}")
-        check(
-            n_outputs == self.outputs,
-            "output-count",
-            f"has {self.outputs} output{'s' if self.outputs != 1 else ''}, the layer declares {n_outputs}",
-        )
+            if not lo <= n_inputs <= hi:
+                want = str(hi) if lo == hi else f"{lo} to {hi}"
+                check(False, "input-count", f"takes {want} inputs ({', '.join(self.inputs)}), the layer has {n_inputs}")
+        if n_outputs != self.outputs:
+            check(False, "output-count",
+                  f"has {self.outputs} output{'s' if self.outputs != 1 else ''}, the layer declares {n_outputs}")
 
     def infer(self, *inputs: TensorInfo) -> TensorInfo | tuple[TensorInfo, ...]:
         raise NotImplementedError(f"{self.label()} has no shape inference")

@@ -47,6 +47,7 @@ def register(type_name: str, version: int, *, domain: str = "opset"):
         cls.version = version
         cls.domain = domain
         versions[version] = cls
+        _FOUND.clear()
         return cls
 
     return wrap
@@ -54,6 +55,19 @@ def register(type_name: str, version: int, *, domain: str = "opset"):
 
 def find(type_name: str, opset: str) -> type[Op] | None:
     """The op class a layer of `type_name` tagged `opset` resolves to, or None."""
+    key = (type_name, opset)
+    if key in _FOUND:
+        return _FOUND[key]
+    cls = _find(type_name, opset)
+    if len(_FOUND) < 4096:
+        _FOUND[key] = cls
+    return cls
+
+
+_FOUND: dict[tuple[str, str], type[Op] | None] = {}  # emptied whenever an op registers
+
+
+def _find(type_name: str, opset: str) -> type[Op] | None:
     parsed = parse_opset(opset)
     if parsed is None:
         return None

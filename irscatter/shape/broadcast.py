@@ -38,6 +38,8 @@ def _merge_pair(a: Dimension, b: Dimension) -> Dimension:
 def broadcast_numpy(a: PartialShape, b: PartialShape) -> PartialShape:
     if a.dims is None or b.dims is None:
         return PartialShape.dynamic_rank()
+    if a == b and a.is_static:  # the common case: nothing to broadcast
+        return a
     n = max(len(a.dims), len(b.dims))
     one = Dimension.static(1)
     da = (one,) * (n - len(a.dims)) + a.dims
