@@ -45,6 +45,7 @@ from irscatter.ops.conversion import from_compute
 from irscatter.ops.registry import register
 from irscatter.ops.scatter_core import (
     as_rows,
+    check_indices,
     last_occurrence,
     normalize_indices,
     output_buffer,
@@ -160,9 +161,9 @@ class ScatterElementsUpdate3(Op):
         require_shape(updates.shape, indices.shape, "updates", "input 2")
         if indices.ndim != data.ndim or any(n > m for d, (n, m) in enumerate(zip(indices.shape, data.shape)) if d != a):
             raise ExecutionError(f"indices shape {list(indices.shape)} does not fit data shape {list(data.shape)}", port="input 1")
-        idx = normalize_indices(indices, data.shape[a], allow_negative=self.allow_negative, port="input 1", wrap=False)
+        idx, lowest = check_indices(indices, data.shape[a], allow_negative=self.allow_negative, port="input 1")
         etype = ElementType.from_dtype(data.dtype)
-        wrap = self.allow_negative and idx.size > 0 and bool(idx.min() < 0)
+        wrap = lowest < 0
         out = scatter_along_axis(data, idx, updates, a, self.reduction, etype, inplace=inplace,
                                  use_init_val=self.use_init_val, wrap_negative=wrap)
         return from_compute(out, etype)

@@ -47,30 +47,44 @@ def normalize_indices(
     allow_negative: bool,
     port: str,
     what: str = "index",
-    wrap: bool = True,
 ) -> np.ndarray:
     """Indices as int64 with negatives wrapped once (when allowed), or an ExecutionError that
     names the first offending value, its position in `indices` and the allowed range.
 
     `sizes` is the size of the indexed dimension, or an array broadcastable to `indices`
-    with one size per index component (ScatterND's last axis). The range is checked with
-    two reductions; the element-wise search for the culprit runs only when one is out.
-    The result is `indices` itself when it is int64 and needs no wrapping (never written);
-    `wrap=False` only checks, leaving negatives for the caller to wrap piece by piece.
+    with one size per index component (ScatterND's last axis). The result is `indices`
+    itself when it is int64 and needs no wrapping (never written).
     """
     idx = indices.astype(np.int64, copy=False)
     sizes_arr = np.asarray(sizes, dtype=np.int64)
     if idx.size == 0:
         return idx
     per_component = sizes_arr.ndim > 0 and idx.ndim > 0
-    lead = tuple(range(idx.ndim - 1)) if per_component else None
-    lowest, highest = idx.min(axis=lead), idx.max(axis=lead)
-    floor = -sizes_arr if allow_negative else 0
-    if np.any(lowest < floor) or np.any(highest >= sizes_arr):
-        _raise_out_of_range(idx, sizes_arr, allow_negative, port, what)
-    if wrap and allow_negative and np.any(lowest < 0):
+    lowest = _check_range(idx, sizes_arr, tuple(range(idx.ndim - 1)) if per_component else None,
+                          allow_negative, port, what)
+    if allow_negative and np.any(lowest < 0):
         idx = np.where(idx < 0, idx + sizes_arr, idx)
     return idx
+
+
+def check_indices(indices: np.ndarray, size: int, *, allow_negative: bool, port: str) -> tuple[np.ndarray, int]:
+    """Indices into one dimension as int64, range-checked but not wrapped, and their
+    smallest value (negative when some need wrapping): for kernels that wrap piece by piece."""
+    idx = indices.astype(np.int64, copy=False)
+    if idx.size == 0:
+        return idx, 0
+    return idx, int(_check_range(idx, np.int64(size), None, allow_negative, port, "index"))
+
+
+def _check_range(idx: np.ndarray, sizes: np.ndarray, axes: tuple[int, ...] | None, allow_negative: bool,
+                 port: str, what: str) -> np.ndarray:
+    """Two reductions decide; the element-wise search for the culprit runs only on failure.
+    Returns the smallest index (per component when `axes` is given)."""
+    lowest, highest = idx.min(axis=axes), idx.max(axis=axes)
+    floor = -sizes if allow_negative else 0
+    if np.any(lowest < floor) or np.any(highest >= sizes):
+        _raise_out_of_range(idx, sizes, allow_negative, port, what)
+    return lowest
 
 
 def _raise_out_of_range(idx: np.ndarray, sizes: np.ndarray, allow_negative: bool, port: str, what: str) -> None:
@@ -242,8 +256,9 @@ def scatter_along_axis(
     tile_buf = np.empty(p_step * size * q_step, out.dtype)
     rows_buf = np.empty(p_step * n * q_step, np.int64)
     upd_buf = np.empty(p_step * n * q_step, out.dtype)
+    # A tile element's position is index * tq + offset, offset = p' * size * tq + q'.
     fiber_start = np.arange(p_step, dtype=np.int64).reshape(-1, 1, 1) * size
-    column = np.arange(q_step, dtype=np.int64)
+    offsets = {}  # by tile width: the last tile of a row of tiles may be narrower
     for p in range(0, outer, p_step):
         for q in range(0, inner, q_step):
             window = (slice(p, p + p_step), slice(None), slice(q, q + q_step))
@@ -252,12 +267,13 @@ def scatter_along_axis(
             tile = tile_buf[: tp * size * tq].reshape(tp, size, tq)
             np.copyto(tile, source)
             idx = idx3[window]
-            rows = rows_buf[: tp * n * tq].reshape(tp, n, tq)  # ((p' * size) + index) * tq + q'
-            np.add(idx, fiber_start[:tp], out=rows)
+            if tq not in offsets:
+                offsets[tq] = fiber_start * tq + np.arange(tq, dtype=np.int64)
+            rows = rows_buf[: tp * n * tq].reshape(tp, n, tq)
+            np.multiply(idx, tq, out=rows)
             if wrap_negative:
-                np.add(rows, size, out=rows, where=idx < 0)
-            rows *= tq
-            rows += column[:tq]
+                np.add(rows, size * tq, out=rows, where=idx < 0)
+            rows += offsets[tq][:tp]
             upd = upd_buf[: tp * n * tq].reshape(tp, n, tq)
             np.copyto(upd, upd3[window])
             scatter_rows(tile.reshape(-1), rows.reshape(-1), upd.reshape(-1), reduction, use_init_val=use_init_val)
