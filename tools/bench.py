@@ -14,8 +14,9 @@ machine noise falls on all of them alike; each cell is the median of `--runs` ca
 
 Memory: each (workload, engine) pair runs once more in a fresh process that prepares the
 model and the feeds, resets the kernel's resident high-water mark, and runs once; the peak
-growth of resident memory over the prepared state is reported, in MB. For W8 the growth is
-that of loading, the `.bin` being memory-mapped.
+growth of resident memory over the prepared state is reported, in MB. For W8 it is the
+growth from loading, with the part that is pages of the memory-mapped `.bin` given apart.
+`--small` shrinks every workload so that the script itself can be tested in seconds.
 """
 
 from __future__ import annotations
@@ -329,6 +330,7 @@ class Row:
     title: str
     times_ms: dict[str, float] = field(default_factory=dict)
     peak_mb: dict[str, float] = field(default_factory=dict)
+    file_mb: dict[str, float] = field(default_factory=dict)  # loading: .bin pages made resident
     note: str = ""
 
 
@@ -354,15 +356,17 @@ def _status_kb(field_name: str) -> int:
     raise RuntimeError(f"{field_name} not in /proc/self/status")
 
 
-def probe(engine: str, workload: Workload, folder: Path) -> float | None:
-    """Peak growth of resident memory (MB) of one call, measured in this (fresh) process."""
+def probe(engine: str, workload: Workload, folder: Path) -> float | list[float] | None:
+    """Peak growth of resident memory (MB) of one call, measured in this (fresh) process.
+    For loading: the growth of resident memory, and of its file-backed part alone (the
+    pages of the memory-mapped `.bin` that were read)."""
     if workload.kind == "load":
-        before = _status_kb("VmRSS")
-        p = prepare(engine, workload, folder)
+        p = prepare(engine, workload, folder)  # imports the engine: its libraries are not counted
         if p is None:
             return None
+        before, before_file = _status_kb("VmRSS"), _status_kb("RssFile")
         kept = p.call()  # keep the loaded model alive while measuring  # noqa: F841
-        return (_status_kb("VmRSS") - before) / 1024
+        return [(_status_kb("VmRSS") - before) / 1024, (_status_kb("RssFile") - before_file) / 1024]
     p = prepare(engine, workload, folder)
     if p is None:
         return None
@@ -377,14 +381,13 @@ def probe(engine: str, workload: Workload, folder: Path) -> float | None:
     return (_status_kb("VmHWM") - before) / 1024
 
 
-def probe_in_subprocess(engine: str, key: str, folder: Path) -> float | None:
+def probe_in_subprocess(engine: str, key: str, folder: Path) -> float | list[float] | None:
     cmd = [sys.executable, __file__, "--probe", key, engine, str(folder)]
     done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=600)
     if done.returncode != 0:
         print(f"  memory probe of {engine} on {key} failed: {done.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
         return None
-    value = json.loads(done.stdout)
-    return None if value is None else float(value)
+    return json.loads(done.stdout)
 
 
 def bench(workloads: list[Workload], root: Path, runs: int, small: bool, memory: bool) -> list[Row]:
@@ -404,7 +407,9 @@ def bench(workloads: list[Workload], root: Path, runs: int, small: bool, memory:
         if memory:
             for name in prepared:
                 mb = probe_in_subprocess(name, wl.key, folder)
-                if mb is not None:
+                if isinstance(mb, list):
+                    row.peak_mb[name], row.file_mb[name] = mb
+                elif mb is not None:
                     row.peak_mb[name] = mb
         if wl.per_layer:
             n = int((folder / "layers.txt").read_text())
@@ -425,6 +430,8 @@ def format_row(row: Row) -> str:
     for name, ms in row.times_ms.items():
         ratio = f"{ms / base:7.2f}x" if base and name != IRSCATTER else "        "
         mem = f"{row.peak_mb[name]:9.1f} MB" if name in row.peak_mb else "          -"
+        if name in row.file_mb:
+            mem += f" (.bin resident {row.file_mb[name]:.1f} MB)"
         lines.append(f"    {name:<22}{ms:11.3f} ms {ratio} {mem}")
     return "\n".join(lines)
 
