@@ -20,7 +20,7 @@ class LayerRef:
     version: str  # "15" for a resolved op version, else the raw opset string
 
     def __str__(self) -> str:
-        if self.version.isdigit():
+        if self.version.isascii() and self.version.isdigit():
             label = f"{self.type}-{self.version}"
         else:
             label = f"{self.type}, {self.version}" if self.version else self.type

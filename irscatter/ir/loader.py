@@ -23,7 +23,7 @@ from lxml import etree
 from irscatter.errors import FileAccessError, LayerRef, LoadError, SecurityError
 from irscatter.ir.element_types import ElementType, decode
 from irscatter.ir.graph import BackEdge, Body, Edge, Graph, Layer, Model, Port, PortMapEntry, gc_paused, split_names, trusted
-from irscatter.ir.shapes import PartialShape, parse_static_shape
+from irscatter.ir.shapes import PartialShape, is_decimal, parse_static_shape
 from irscatter.ops import registry
 
 SUPPORTED_IR_VERSIONS = (10, 11)
@@ -153,7 +153,7 @@ def _uint(ctx: _Ctx, node: etree._Element, key: str, what: str) -> int:
         raise ctx.error(f"<{node.tag}> {what}is missing mandatory attribute \"{key}\"", node,
                         label=f"{node.tag}-attribute")
     t = text.strip()
-    if not t.isdigit():
+    if not is_decimal(t):
         raise ctx.error(
             f'<{node.tag}> {what}has {key}="{text}", which is not a non-negative integer', node,
             label=f"{node.tag}-attribute",
@@ -199,13 +199,13 @@ def _rt_info(node: etree._Element | None) -> dict[str, Any]:
 def _ref(layer: etree._Element) -> LayerRef:
     """The layer a port belongs to, for messages (built only when there is one to write)."""
     type_name, raw_id = layer.get("type", ""), layer.get("id", "?").strip()
-    return LayerRef(int(raw_id) if raw_id.isdigit() else raw_id, layer.get("name", ""), type_name,
+    return LayerRef(int(raw_id) if is_decimal(raw_id) else raw_id, layer.get("name", ""), type_name,
                     registry.resolved_version(type_name, layer.get("version", "")))
 
 
 def _port(ctx: _Ctx, node: etree._Element, where: str, layer: etree._Element) -> Port:
     raw_id = node.get("id")
-    port_id = int(raw_id) if raw_id is not None and raw_id.isdigit() else _uint(ctx, node, "id", f"of {_ref(layer)} {where} ")
+    port_id = int(raw_id) if raw_id is not None and is_decimal(raw_id) else _uint(ctx, node, "id", f"of {_ref(layer)} {where} ")
     precision = None
     if (text := node.get("precision")) is not None:
         try:
@@ -305,7 +305,7 @@ def _edge_list(ctx: _Ctx, parent: etree._Element | None, cls: type[Edge] | type[
     keys = [(f, f.replace("_", "-")) for f in cls.model_fields]
     for e in parent.iterchildren("edge"):
         values = {f: e.get(key) for f, key in keys}
-        if all(v is not None and v.isdigit() for v in values.values()):
+        if all(v is not None and is_decimal(v) for v in values.values()):
             edges.append(trusted(cls, **{f: int(v) for f, v in values.items()}))
             continue
         try:  # the slow path, for its message
@@ -397,7 +397,7 @@ def _const_data(ctx: _Ctx, layer: Layer, weights: np.ndarray | None, bin_label: 
     if etype is ElementType.dynamic:
         raise fail("a constant cannot have element type dynamic", "const-attribute")
     for key in ("offset", "size"):
-        if not a[key].strip().isdigit():
+        if not is_decimal(a[key].strip()):
             raise fail(f'{key}="{a[key]}" is not a non-negative integer', "const-attribute")
     offset, size = int(a["offset"]), int(a["size"])
     count = math.prod(shape)
@@ -424,7 +424,7 @@ def _net_model(ctx: _Ctx, root: etree._Element) -> Model:
     version_text = root.get("version")
     if version_text is None:
         ctx.recover(ctx.error("<net> has no version attribute (IR v10 or v11 expected)", root, label="net-version"))
-    elif not version_text.strip().isdigit() or int(version_text) not in SUPPORTED_IR_VERSIONS:
+    elif not is_decimal(version_text.strip()) or int(version_text) not in SUPPORTED_IR_VERSIONS:
         ctx.recover(ctx.error(f'<net version="{version_text}"> is not supported (IR v10 and v11 are)', root,
                               label="net-version"))
     else:

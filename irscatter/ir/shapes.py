@@ -77,6 +77,12 @@ class Dimension(BaseModel):
         return f"Dimension({self})"
 
 
+def is_decimal(text: str) -> bool:
+    """A non-empty run of ASCII digits: what `int()` is sure to read (`str.isdigit` also
+    accepts characters such as superscript two, which `int()` refuses)."""
+    return text.isascii() and text.isdigit()
+
+
 _DYNAMIC = Dimension.model_construct(min=0, max=None)
 _SHAPE_CACHE: dict[tuple[int, ...], PartialShape] = {}  # shapes of integer dims, shared (they are frozen)
 _STATIC_CACHE: dict[int, Dimension] = {}
@@ -107,7 +113,7 @@ def parse_dimension(text: str) -> Dimension:
 
 def _parse_bound(text: str, whole: str, what: str) -> int:
     t = text.strip()
-    if not t.isdigit():
+    if not is_decimal(t):
         raise ValueError(f'cannot parse dimension "{whole}": {what} "{t}" is not a non-negative integer')
     return int(t)
 
@@ -257,7 +263,7 @@ def parse_static_shape(text: str) -> tuple[int, ...]:
     out = []
     for f in t.split(","):
         f = f.strip()
-        if not f.isdigit():
+        if not is_decimal(f):
             raise ValueError(f'shape "{text}" has "{f}", which is not a non-negative integer')
         out.append(int(f))
     return tuple(out)

@@ -50,6 +50,8 @@ def gather_with_zero_fill(data: np.ndarray, indices: np.ndarray, axis: int, batc
     idx = indices.astype(np.int64).reshape(nb, math.prod(indices.shape[b:]))
     idx = np.where(idx < 0, idx + size, idx)
     valid = (idx >= 0) & (idx < size)
+    if size == 0:  # every index is out of range: all zeros, and no element to point at
+        return np.zeros(batch + outer + indices.shape[b:] + inner, dtype=data.dtype)
     safe = np.where(valid, idx, 0)
     cube = data.reshape(nb, no, size, ni)
     out = cube[np.arange(nb)[:, None, None], np.arange(no)[None, :, None], safe[:, None, :]]  # (nb, no, n, ni)
