@@ -1,5 +1,6 @@
 """irscatter: a numpy reference interpreter and conformance tool for OpenVINO IR models."""
 
+from irscatter import limits
 from irscatter.errors import (
     ExecutionError,
     FileAccessError,
@@ -34,6 +35,7 @@ __all__ = [
     "SecurityError",
     "UsageError",
     "ValidationError",
+    "limits",
     "parse_layer",
     "parse_model",
     "read_model",

@@ -9,6 +9,7 @@ files. Anything else is a bug in irscatter and is reported as an internal error.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -18,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from irscatter import examples
+from irscatter import examples, limits
 from irscatter.errors import IRError, UsageError
 from irscatter.ir.loader import read_model
 from irscatter.ir.summary import summarize
@@ -160,6 +161,8 @@ def cmd_ops(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description="Run, inspect and check OpenVINO IR models with numpy.")
     parser.add_argument("--debug", action="store_true", help="show a Python traceback on errors")
+    parser.add_argument("--limit", action="append", metavar="NAME=N",
+                        help="change a resource limit, e.g. tensor_bytes=1e9 (see irscatter.limits.Limits)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run a model and print or save its outputs")
@@ -200,10 +203,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _apply_limits(items: list[str]) -> None:
+    names = {f.name for f in dataclasses.fields(limits.Limits)}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or name not in names:
+            raise UsageError(f'--limit expects NAME=N with NAME one of {", ".join(sorted(names))}, got "{item}"')
+        try:
+            number = int(float(value)) if any(c in value for c in ".eE") else int(value)
+        except ValueError:
+            raise UsageError(f"--limit {item}: {value!r} is not a number") from None
+        if number <= 0:
+            raise UsageError(f"--limit {item}: a limit must be positive")
+        limits.configure(**{name: number})
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        _apply_limits(args.limit or [])
         return args.func(args)
     except IRError as e:
         if args.debug:

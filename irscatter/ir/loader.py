@@ -24,6 +24,7 @@ from irscatter.errors import FileAccessError, LayerRef, LoadError, SecurityError
 from irscatter.ir.element_types import ElementType, decode
 from irscatter.ir.graph import BackEdge, Body, Edge, Graph, Layer, Model, Port, PortMapEntry, gc_paused, split_names, trusted
 from irscatter.ir.shapes import PartialShape, is_decimal, parse_static_shape
+from irscatter.limits import current as current_limits
 from irscatter.ops import registry
 
 SUPPORTED_IR_VERSIONS = (10, 11)
@@ -80,8 +81,13 @@ def parse_xml(data: bytes, source: str) -> etree._Element:
     """Parse XML bytes safely; returns the root element or raises LoadError/SecurityError.
 
     The sentry pass refuses any DOCTYPE before its subset is parsed; after it, the document
-    has no DTD, so an entity reference can only be a parse error of the full parse.
+    has no DTD, so an entity reference can only be a parse error of the full parse. The
+    document's size, element count and nesting depth are held to `irscatter.limits`.
     """
+    limits = current_limits()
+    if len(data) > limits.xml_bytes:
+        raise SecurityError(f"the document has {len(data)} bytes, over the limit of {limits.xml_bytes} "
+                            "(irscatter.limits: xml_bytes)", file=source, label="xml-size")
     try:
         # Reaching the root means there was no DOCTYPE; a syntax error is reported below.
         with contextlib.suppress(_RootReached, etree.XMLSyntaxError):
@@ -99,6 +105,13 @@ def parse_xml(data: bytes, source: str) -> etree._Element:
                         label="xml-malformed") from None
     if root is None:
         raise LoadError("the file holds no XML element", file=source, label="xml-malformed")
+    # Both counted by libxml2's XPath engine, in C.
+    if root.xpath("count(//*)") > limits.xml_elements:
+        raise SecurityError(f"the document has more than {limits.xml_elements} elements "
+                            "(irscatter.limits: xml_elements)", file=source, label="xml-elements")
+    if root.xpath("boolean(/*" + "/*" * limits.xml_depth + ")"):
+        raise SecurityError(f"elements are nested more than {limits.xml_depth} deep "
+                            "(irscatter.limits: xml_depth)", file=source, label="xml-depth")
     return root
 
 
@@ -135,6 +148,7 @@ class _Ctx:
         self.source = source
         self.ir_version = ir_version
         self.problems = problems
+        self.body_depth = 0  # how many <body> elements enclose the layer being read
 
     def error(self, message: str, node: etree._Element | None = None, **kw: Any) -> LoadError:
         line = node.sourceline if node is not None else None
@@ -316,8 +330,17 @@ def _edge_list(ctx: _Ctx, parent: etree._Element | None, cls: type[Edge] | type[
 
 
 def _body(ctx: _Ctx, body: etree._Element, port_map: etree._Element | None, back: etree._Element | None) -> Body:
+    limit = current_limits().body_depth
+    if ctx.body_depth >= limit:
+        raise ctx.error(f"sub-graph bodies are nested more than {limit} deep (irscatter.limits: body_depth)", body,
+                        label="body-depth")
+    ctx.body_depth += 1
+    try:
+        graph = _graph(ctx, body, Graph)
+    finally:
+        ctx.body_depth -= 1
     return Body.model_construct(
-        graph=_graph(ctx, body, Graph),
+        graph=graph,
         inputs=_port_map(ctx, port_map, "input"),
         outputs=_port_map(ctx, port_map, "output"),
         back_edges=_edge_list(ctx, back, BackEdge, "of <back_edges> "),
@@ -436,6 +459,11 @@ def _net_model(ctx: _Ctx, root: etree._Element) -> Model:
 
 def _read_bytes(path: Path, what: str) -> bytes:
     try:
+        size = path.stat().st_size
+        limit = current_limits().xml_bytes
+        if size > limit:  # refused before a byte is read
+            raise SecurityError(f"the {what} has {size} bytes, over the limit of {limit} (irscatter.limits: xml_bytes)",
+                                file=str(path), label="xml-size")
         return path.read_bytes()
     except FileNotFoundError:
         raise FileAccessError(f"{what} not found", file=str(path)) from None

@@ -16,6 +16,7 @@ import numpy as np
 from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
+from irscatter.limits import check_allocation
 from irscatter.ops.base import ElementTypeAttr, IRBool, Lower, Op, OpAttrs, TensorInfo, check, check_integral, normalized_axis
 from irscatter.ops.registry import register
 
@@ -304,6 +305,7 @@ class Broadcast1(Op):
             out_shape = broadcast_target(data.shape, _ints(target), self.attrs.mode, mapping)
         except ValueError as e:
             raise ExecutionError(str(e), port="input 1", label="broadcast-shape") from None
+        check_allocation(out_shape, data.dtype.itemsize)  # later layers will materialize it
         if self.attrs.mode == "explicit":
             view = [1] * len(out_shape)
             for d, a in zip(data.shape, mapping):
@@ -326,14 +328,24 @@ class RangeAttrs(OpAttrs):
 
 def range_values(start: float, stop: float, step: float, etype: ElementType) -> np.ndarray:
     """Range-4: for integer outputs the bounds are first truncated to integers."""
+    count = range_length(start, stop, step, etype)
+    if etype.is_integral:
+        start, step = int(start), int(step)
+    check_allocation([count], etype.dtype.itemsize)
+    return (start + step * np.arange(count, dtype=np.float64 if etype.is_float else np.int64)).astype(etype.dtype)
+
+
+def range_length(start: float, stop: float, step: float, etype: ElementType) -> int:
+    """How many values Range-4 yields: for integer outputs the bounds are first truncated."""
+    if not all(math.isfinite(v) for v in (start, stop, step)):
+        raise ValueError(f"start, stop and step must be finite, found {start}, {stop}, {step}")
     if step == 0:
         raise ValueError("step must be non-zero")
     if etype.is_integral:
         start, stop, step = int(start), int(stop), int(step)
         if step == 0:
             raise ValueError("step truncates to zero for an integer output type")
-    count = max(math.ceil((stop - start) / step), 0)
-    return (start + step * np.arange(count, dtype=np.float64 if etype.is_float else np.int64)).astype(etype.dtype)
+    return max(math.ceil((stop - start) / step), 0)
 
 
 @register("Range", 4)
@@ -349,11 +361,12 @@ class Range(Op):
         etype = self.attrs.output_type
         check(etype.is_float or etype.is_integral, "output-type", f"output_type must be numeric, found {etype}")
         if all(i.value is not None for i in (start, stop, step)):
+            bounds = [float(np.asarray(i.value).reshape(-1)[0]) for i in (start, stop, step)]
             try:
-                values = range_values(*(float(np.asarray(i.value).reshape(-1)[0]) for i in (start, stop, step)), etype)
+                count = range_length(*bounds, etype)
             except ValueError as e:
                 check(False, "range-step", str(e), port="input 2")
-            return TensorInfo(etype, PartialShape.of(values.shape))
+            return TensorInfo(etype, PartialShape.of([count]))
         return TensorInfo(etype, PartialShape.of([-1]))
 
     def compute(self, start: np.ndarray, stop: np.ndarray, step: np.ndarray) -> np.ndarray:

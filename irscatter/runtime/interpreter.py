@@ -346,6 +346,9 @@ class CompiledModel:
                 out = step.compute(*args, inplace=True) if reuse else step.compute(*args)
             except IRError as e:
                 raise e.add_context(file=self.model.source, layer=step.layer.ref, line=step.layer.line) from None
+            except MemoryError:  # the limits are checked before allocating; this is the last net
+                raise ExecutionError("the machine ran out of memory computing this layer", file=self.model.source,
+                                     layer=step.layer.ref, line=step.layer.line, label="out-of-memory") from None
             if timings is not None:
                 timings.append((step.layer, time.perf_counter() - start, reuse))
             if isinstance(out, tuple):

@@ -20,6 +20,7 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Layer
 from irscatter.ir.shapes import PartialShape
 from irscatter.ir.topology import Finding, Source
+from irscatter.limits import check_inferred
 from irscatter.ops.base import Op, TensorInfo
 from irscatter.ops.infrastructure import FOLD_LIMIT
 
@@ -65,8 +66,19 @@ def infer_graph(
         except IRError as e:
             raise e.add_context(file=file, layer=layer.ref, line=layer.line) from None
         for pos, info in enumerate(outs):
+            if info.shape.is_static:
+                try:
+                    check_inferred(info.shape.to_tuple(), _itemsize(info.etype), f"output {pos}")
+                except IRError as e:
+                    raise e.add_context(file=file, layer=layer.ref, line=layer.line) from None
             infos[(lid, pos)] = info
     return infos
+
+
+def _itemsize(etype: ElementType) -> int:
+    """Bytes per element in memory (strings and dynamic types: a pointer's worth at least)."""
+    dtype = None if etype in (ElementType.dynamic, ElementType.string) else etype.dtype
+    return dtype.itemsize if dtype is not None else 8
 
 
 def compare_declared(layer: Layer, position: int, info: TensorInfo) -> list[Finding]:

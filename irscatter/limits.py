@@ -1,0 +1,83 @@
+"""Resource limits: how large a file, a document and a tensor irscatter agrees to handle.
+
+IR files come from converters, from other people and from the network. Every size a file
+can ask for is checked against these limits before anything of that size is read, parsed
+or allocated, so a hostile or broken file ends in one clear error instead of a MemoryError,
+a hang or a machine out of memory.
+
+The defaults suit the models irscatter is meant for and stay well inside a workstation;
+change them for one block of code with `with irscatter.limits.using(tensor_bytes=...):`,
+or for the process with `irscatter.limits.configure(...)`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from irscatter.errors import ExecutionError, ValidationError
+
+
+@dataclass(frozen=True)
+class Limits:
+    xml_bytes: int = 512 * 2**20  # size of the .xml file (or document in memory)
+    xml_elements: int = 10_000_000  # elements in the document
+    xml_depth: int = 128  # element nesting (libxml2 itself stops at 256)
+    body_depth: int = 8  # sub-graph bodies nested in sub-graph layers
+    tensor_elements: int = 2**33  # elements of any one tensor, inferred or computed
+    tensor_bytes: int = 16 * 2**30  # bytes of any one tensor
+
+
+_current = Limits()
+
+
+def current() -> Limits:
+    return _current
+
+
+def configure(**changes: int) -> Limits:
+    """Change the process-wide limits (only the named ones); returns the previous limits."""
+    global _current
+    previous = _current
+    _current = dataclasses.replace(_current, **changes)
+    return previous
+
+
+@contextlib.contextmanager
+def using(**changes: int) -> Iterator[Limits]:
+    """Other limits for the duration of a `with` block."""
+    previous = configure(**changes)
+    try:
+        yield _current
+    finally:
+        configure(**dataclasses.asdict(previous))
+
+
+def tensor_size_problem(shape: Sequence[int], itemsize: float) -> str | None:
+    """Why a tensor of `shape` must not be made, or None when it is within the limits.
+    Python integers do not overflow, so a product of huge dims is compared exactly."""
+    count = math.prod(shape)
+    limits = _current
+    if count > limits.tensor_elements:
+        return (f"a tensor of shape {list(shape)} has {count} elements, over the limit of "
+                f"{limits.tensor_elements} (irscatter.limits: tensor_elements)")
+    nbytes = math.ceil(count * itemsize)
+    if nbytes > limits.tensor_bytes:
+        return (f"a tensor of shape {list(shape)} takes {nbytes} bytes, over the limit of "
+                f"{limits.tensor_bytes} (irscatter.limits: tensor_bytes)")
+    return None
+
+
+def check_inferred(shape: Sequence[int], itemsize: float, port: str) -> None:
+    """At inference: a static output shape that would be too large to compute."""
+    if (problem := tensor_size_problem(shape, itemsize)) is not None:
+        raise ValidationError(problem, port=port, label="tensor-limit")
+
+
+def check_allocation(shape: Sequence[int], itemsize: float, port: str = "output 0") -> None:
+    """In a kernel, before it makes a tensor whose shape comes from input values."""
+    if (problem := tensor_size_problem(shape, itemsize)) is not None:
+        raise ExecutionError(problem, port=port, label="tensor-limit")
