@@ -219,7 +219,13 @@ def _ref(layer: etree._Element) -> LayerRef:
 
 def _port(ctx: _Ctx, node: etree._Element, where: str, layer: etree._Element) -> Port:
     raw_id = node.get("id")
-    port_id = int(raw_id) if raw_id is not None and is_decimal(raw_id) else _uint(ctx, node, "id", f"of {_ref(layer)} {where} ")
+    if raw_id is not None and is_decimal(raw_id):
+        port_id = int(raw_id)
+    else:
+        try:
+            port_id = _uint(ctx, node, "id", f"({where}) ")
+        except LoadError as e:
+            raise e.add_context(layer=_ref(layer)) from None
     precision = None
     if (text := node.get("precision")) is not None:
         try:

@@ -96,7 +96,7 @@ def _raise_out_of_range(idx: np.ndarray, sizes: np.ndarray, allow_negative: bool
     raise ExecutionError(
         f"{what} {int(idx[pos])} at position {list(pos)} is out of range [{lo}, {size - 1}]"
         + ("" if allow_negative else " (negative indices are not allowed by this op's spec)"),
-        port=port,
+        port=port, label="index-range",
     )
 
 

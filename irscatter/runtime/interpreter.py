@@ -109,7 +109,8 @@ class CompiledModel:
             raise errors[0].to_error(file)
         results = model.results
         if not results:
-            raise ValidationError("the model has no Result layer, so there is nothing to compute", file=file)
+            raise ValidationError("the model has no Result layer, so there is nothing to compute", file=file,
+                                  label="no-result")
         try:
             order = execution_order(wiring, [r.id for r in results])
         except IRError as e:
@@ -227,14 +228,17 @@ class CompiledModel:
             i = self._feed_index.get(key)
             if i is None:
                 known = ", ".join(f'"{s.name}"' for s in self.inputs) or "none"
-                raise ExecutionError(f'there is no input named "{key}" (the inputs are {known})', file=file)
+                raise ExecutionError(f'there is no input named "{key}" (the inputs are {known})', file=file,
+                                     label="unknown-input")
             spec = self.inputs[i]
             if bound[i] is not None:
-                raise ExecutionError(f'input "{spec.name}" is fed twice (under two of its names)', file=file)
+                raise ExecutionError(f'input "{spec.name}" is fed twice (under two of its names)', file=file,
+                                     label="fed-twice")
             bound[i] = self._check_feed(spec, value)
         for spec, value in zip(self.inputs, bound):
             if value is None:
-                raise ExecutionError("no value was fed for this input", file=file, layer=spec.layer.ref)
+                raise ExecutionError("no value was fed for this input", file=file, layer=spec.layer.ref,
+                                     label="missing-input")
         return bound  # type: ignore[return-value]
 
     def _check_feed(self, spec: InputSpec, value: Any) -> np.ndarray:
@@ -247,7 +251,7 @@ class CompiledModel:
             if array.dtype != spec.etype.dtype and not (spec.etype is ElementType.string and array.dtype.kind in "UTO"):
                 raise ExecutionError(
                     f"the fed array has dtype {array.dtype}, the Parameter expects {spec.etype} ({spec.etype.dtype})",
-                    file=file, layer=ref,
+                    file=file, layer=ref, label="feed-dtype",
                 )
             if spec.etype is ElementType.string and array.dtype != spec.etype.dtype:
                 array = array.astype(spec.etype.dtype)
@@ -255,10 +259,12 @@ class CompiledModel:
             try:
                 array = np.asarray(value, dtype=spec.etype.dtype)
             except (TypeError, ValueError) as e:
-                raise ExecutionError(f"the fed value cannot be read as {spec.etype}: {e}", file=file, layer=ref) from None
+                raise ExecutionError(f"the fed value cannot be read as {spec.etype}: {e}", file=file, layer=ref,
+                                     label="feed-dtype") from None
         if not spec.shape.accepts(array.shape):
             raise ExecutionError(
-                f"the fed array has shape {list(array.shape)}, the Parameter expects {spec.shape}", file=file, layer=ref
+                f"the fed array has shape {list(array.shape)}, the Parameter expects {spec.shape}", file=file, layer=ref,
+                label="feed-shape",
             )
         return array
 
