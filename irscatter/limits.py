@@ -27,8 +27,8 @@ class Limits:
     xml_elements: int = 10_000_000  # elements in the document
     xml_depth: int = 128  # element nesting (libxml2 itself stops at 256)
     body_depth: int = 8  # sub-graph bodies nested in sub-graph layers
-    tensor_elements: int = 2**33  # elements of any one tensor, inferred or computed
-    tensor_bytes: int = 16 * 2**30  # bytes of any one tensor
+    tensor_elements: int = 2**32  # elements of any one tensor, inferred or computed
+    tensor_bytes: int = 4 * 2**30  # bytes of any one tensor
 
 
 _current = Limits()

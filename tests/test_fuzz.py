@@ -14,12 +14,13 @@ from hypothesis import strategies as st
 from lxml import etree
 
 import irscatter
+from irscatter import limits
 from irscatter.runtime.inputs import random_array
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 BASES = sorted(p.name for p in MODELS.iterdir() if (p / "model.xml").exists())
 TIME_BOUND = 5.0  # seconds for one load + prepare + run of a mutated model
-EXAMPLES = int(os.environ.get("IRSCATTER_FUZZ_EXAMPLES", "2000"))  # raise it for a longer hunt
+EXAMPLES = int(os.environ.get("IRSCATTER_FUZZ_EXAMPLES", "3000"))  # raise it for a longer hunt
 
 _TEXT = st.one_of(
     st.sampled_from(["", "-1", "0", "1", "2", "-2", "7", "99999999999999999999", "1e3", "nan", "true", "false",
@@ -119,9 +120,12 @@ def test_a_mutated_model_runs_or_raises_an_irerror(case):
     name, kinds, xml, weights, saved = case
     start = time.perf_counter()
     try:
-        model = irscatter.parse_model(xml, weights, source=f"{name}/model.xml")
-        compiled = model.compile()
-        compiled.run(_feeds_for(compiled, saved))
+        # A mutated size may ask for a legitimately large tensor: small limits keep each
+        # example fast (the limits themselves are what is being exercised).
+        with limits.using(tensor_bytes=16 * 2**20):
+            model = irscatter.parse_model(xml, weights, source=f"{name}/model.xml")
+            compiled = model.compile()
+            compiled.run(_feeds_for(compiled, saved))
     except irscatter.IRError as e:
         assert str(e), "an IRError must say what is wrong"
     except MemoryError:
