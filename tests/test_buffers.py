@@ -159,3 +159,12 @@ def test_a_donated_feed_of_another_layout_is_copied_not_written():
     out = _model("direct").run({**feeds, "data": data}, donate=["data"])
     np.testing.assert_array_equal(out["scatter"], _scatter_sum(before, feeds["idx"], feeds["upd"]))
     np.testing.assert_array_equal(data, before)
+
+
+def test_a_donated_buffer_that_another_feed_shares_is_not_written():
+    feeds = _feeds()
+    upd = feeds["data"][:3]  # a view of the donated array, fed as another input
+    before = feeds["data"].copy()
+    out = _model("direct").run({**feeds, "upd": upd}, donate=["data"])
+    np.testing.assert_array_equal(feeds["data"], before)
+    np.testing.assert_array_equal(out["scatter"], _scatter_sum(before, feeds["idx"], before[:3]))

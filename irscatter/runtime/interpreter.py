@@ -305,8 +305,13 @@ class CompiledModel:
     ) -> dict[str, np.ndarray]:
         """Run on `feeds`; see `Model.run`. `timings`, when given, receives (layer, seconds,
         whether the kernel wrote in place) for every kernel call, in execution order."""
+        bound = self._bind(feeds)
         donated = self._donated(donate)
-        values = self._execute(self._bind(feeds), intermediate, hook, donated, timings)
+        # A donated buffer that another feed also reaches (the same array fed twice, or a
+        # view of it) stays untouched: the other input must still see what was fed.
+        donated = frozenset(i for i in donated
+                            if not any(j != i and np.may_share_memory(bound[i], b) for j, b in enumerate(bound)))
+        values = self._execute(bound, intermediate, hook, donated, timings)
         if intermediate:
             return {
                 f"{self.layers[lid].name}:{self.layers[lid].outputs[pos].id}": values[slot]
