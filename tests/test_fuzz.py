@@ -15,6 +15,7 @@ from lxml import etree
 
 import irscatter
 from irscatter import limits
+from irscatter.ops import registry
 from irscatter.runtime.inputs import random_array
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
@@ -39,6 +40,7 @@ def _load_base(name):
 
 
 BASE_FILES = {name: _load_base(name) for name in BASES}
+OPS = [cls for cls in registry.supported() if cls.type_name not in ("Parameter", "Result")]
 
 
 def _elements(root, xpath):
@@ -46,7 +48,7 @@ def _elements(root, xpath):
 
 
 def _mutate(draw, root, weights: bytearray) -> str:
-    kind = draw(st.sampled_from(["attr", "dim", "edge", "etype", "delete", "repeat", "bin", "layer-attr"]))
+    kind = draw(st.sampled_from(["attr", "dim", "edge", "etype", "delete", "repeat", "bin", "layer-attr", "retype"]))
     if kind == "bin":
         if not weights:
             return "bin (empty)"
@@ -63,6 +65,7 @@ def _mutate(draw, root, weights: bytearray) -> str:
         "delete": "//layer | //port | //edge | //dim | //data | //body",
         "repeat": "//layer | //port | //edge | //dim",
         "layer-attr": "//layer",
+        "retype": "//layer",
     }[kind]
     nodes = _elements(root, targets)
     if not nodes:
@@ -81,6 +84,10 @@ def _mutate(draw, root, weights: bytearray) -> str:
         node.set(key, draw(st.sampled_from(["f32", "f16", "bf16", "i8", "u8", "i32", "i64", "u1", "u4", "i4",
                                             "boolean", "string", "f64", "FP32", "I64", "dynamic", "f8e4m3",
                                             "nf4", "bogus", ""])))
+    elif kind == "retype":  # another op on the same ports: every kernel meets unexpected inputs
+        cls = draw(st.sampled_from(OPS))
+        node.set("type", cls.type_name)
+        node.set("version", f"{'opset' if cls.domain == 'opset' else cls.domain}{cls.version}")
     elif kind == "layer-attr":
         key = draw(st.sampled_from(["id", "type", "version", "name"]))
         node.set(key, draw(_TEXT))

@@ -140,9 +140,11 @@ def check_axis_input(axis: TensorInfo, port: str = "input 3") -> None:
 
 
 def normalized_axis(axis: int, rank: int, *, port: str = "input 3", at_runtime: bool = False) -> int:
-    """OpenVINO's rule: valid when axis == 0 or -rank <= axis < rank."""
-    if not (axis == 0 or -rank <= axis < rank):
-        message = f"axis {axis} is out of the range [{-rank}, {rank - 1}] for rank {rank}"
+    """Valid when -rank <= axis < rank; a scalar has no axis at all (ops that accept a
+    scalar with axis 0, as the reductions do, handle rank 0 themselves)."""
+    if not -rank <= axis < rank:
+        message = (f"axis {axis} is out of the range [{-rank}, {rank - 1}] for rank {rank}" if rank
+                   else f"axis {axis} does not exist: the input is a scalar")
         if at_runtime:
             raise ExecutionError(message, port=port)
         check(False, "axis-range", message, port=port)

@@ -49,7 +49,8 @@ def convert_array(x: np.ndarray, src: ElementType, dst: ElementType) -> np.ndarr
 
 def _to_bf16(x: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore"):
-        bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+        # np.require keeps a 0-d array 0-d (ascontiguousarray would make it 1-d)
+        bits = np.require(np.asarray(x, dtype=np.float32), requirements="C").view(np.uint32)
     upper = bits >> 16
     rounded = upper + ((bits >> 15) & upper & 1)
     return rounded.astype(np.uint16).view(ElementType.bf16.dtype)

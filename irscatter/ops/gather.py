@@ -77,6 +77,7 @@ class Gather1(Op):
         if a is None or not (data.shape.rank_is_static and indices.shape.rank_is_static):
             return TensorInfo(data.etype, PartialShape.dynamic_rank())
         r, q = data.shape.rank, indices.shape.rank
+        check(r >= 1, "data-rank", "data must have rank at least 1, found a scalar", port="input 0")
         a = normalized_axis(a, r, port="input 2")
         b = self.batch_dims(q)
         check(0 <= b <= q, "batch-dims-range", f"batch_dims {b} must lie in [0, rank(indices) = {q}]")
@@ -89,6 +90,8 @@ class Gather1(Op):
         return TensorInfo(data.etype, PartialShape.of(dims))
 
     def compute(self, data: np.ndarray, indices: np.ndarray, axis: np.ndarray) -> np.ndarray:
+        if data.ndim == 0:
+            raise ExecutionError("data must have rank at least 1, found a scalar", port="input 0")
         a = runtime_axis(axis, data.ndim)
         b = self.batch_dims(indices.ndim)
         if not (0 <= b <= min(indices.ndim, a)):

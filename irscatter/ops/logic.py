@@ -99,7 +99,10 @@ class Select(Op):
                                   "same-element-type", "input 2")
         try:
             shape = broadcast(self.attrs.auto_broadcast, then.shape, other.shape)
-            shape = broadcast(self.attrs.auto_broadcast, cond.shape, shape) if self.attrs.auto_broadcast != "pdpd" else shape
+            if self.attrs.auto_broadcast == "pdpd":  # else and cond both broadcast to then's shape
+                shape = broadcast("pdpd", shape, cond.shape)
+            else:
+                shape = broadcast(self.attrs.auto_broadcast, cond.shape, shape)
         except BroadcastError as e:
             check(False, "broadcast", f"cond {cond.shape}, then {then.shape} and else {other.shape} do not broadcast: {e}")
         return TensorInfo(etype, shape)

@@ -23,8 +23,10 @@ class ReduceAttrs(OpAttrs):
 
 
 def _axes(values, rank: int, at_runtime: bool = False) -> tuple[int, ...]:
-    return tuple(sorted({normalized_axis(int(a), rank, port="input 1", at_runtime=at_runtime)
-                         for a in np.asarray(values).reshape(-1)}))
+    # A scalar accepts axis 0 (or -1), as OpenVINO's reductions do, and reduces nothing.
+    axes = {normalized_axis(int(a), max(rank, 1), port="input 1", at_runtime=at_runtime)
+            for a in np.asarray(values).reshape(-1)}
+    return tuple(sorted(axes)) if rank else ()
 
 
 class Reduce(Op):

@@ -139,6 +139,10 @@ class Squeeze(Op):
     def _squeezed(self, shape: tuple, axes: list[int] | None):
         if axes is None:
             return tuple(d for d in shape if d != 1)
+        if not shape:  # a scalar has nothing to squeeze; OpenVINO accepts axis 0 (or -1) and keeps it
+            check(all(a in (0, -1) for a in axes), "axis-range", f"axes {axes} do not exist in a scalar",
+                  port="input 1")
+            return ()
         axes = _normalize_axes(axes, len(shape), "input 1")
         for a in axes:
             check(shape[a] == 1, "squeeze-one", f"axis {a} has size {shape[a]}; only axes of size 1 can be squeezed",
@@ -259,6 +263,10 @@ class Broadcast3Attrs(OpAttrs):
 
 
 def broadcast_target(data_shape: tuple[int, ...], target: list[int], mode: str, axes: list[int] | None) -> tuple[int, ...]:
+    if any(t < 0 for t in target):
+        raise ValueError(f"target_shape {target} has a negative dimension")
+    if axes is not None and any(a < 0 for a in axes):
+        raise ValueError(f"axes_mapping {axes} has a negative axis")
     if mode == "bidirectional":
         return tuple(np.broadcast_shapes(data_shape, tuple(target)))
     if mode == "explicit":
@@ -297,6 +305,8 @@ class Broadcast1(Op):
             return TensorInfo(data.etype, PartialShape.of(out))
         if self.attrs.mode == "bidirectional":
             return TensorInfo(data.etype, PartialShape.dynamic_rank())
+        check(all(d >= 0 for d in shape), "broadcast-shape", f"target_shape {shape} has a negative dimension",
+              port="input 1")
         return TensorInfo(data.etype, PartialShape.of(shape))
 
     def compute(self, data: np.ndarray, target: np.ndarray, axes: np.ndarray | None = None) -> np.ndarray:
