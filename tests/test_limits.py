@@ -117,3 +117,19 @@ def test_sub_graph_nesting_is_bounded():
     with pytest.raises(irscatter.LoadError, match="nested more than") as err:
         irscatter.parse_model(_nested_bodies(limits.current().body_depth + 1))
     assert err.value.label == "body-depth"
+
+
+def test_a_flood_of_tiny_elements_is_refused_before_the_tree_is_built(monkeypatch):
+    """Half a gigabyte of `<a/>` would build a tree of many gigabytes: the markup is
+    counted first (the parser must not even be called)."""
+    from irscatter.ir import loader
+
+    doc = b'<net name="n" version="11"><layers/>' + b"<a/>" * 100_000 + b"</net>"
+
+    def no_parse(*args, **kwargs):
+        raise AssertionError("the parser ran")
+
+    monkeypatch.setattr(loader.etree, "fromstring", no_parse)
+    with limits.using(xml_elements=10_000), pytest.raises(irscatter.SecurityError) as err:
+        irscatter.parse_model(doc)
+    assert err.value.label == "xml-elements"

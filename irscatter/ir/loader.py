@@ -88,6 +88,11 @@ def parse_xml(data: bytes, source: str) -> etree._Element:
     if len(data) > limits.xml_bytes:
         raise SecurityError(f"the document has {len(data)} bytes, over the limit of {limits.xml_bytes} "
                             "(irscatter.limits: xml_bytes)", file=source, label="xml-size")
+    # Every element opens with "<" (and most close with one): far more markup than the
+    # element limit allows is refused before a tree that large is built.
+    if data.count(b"<") > 2 * limits.xml_elements + 16:
+        raise SecurityError(f"the document has more than {limits.xml_elements} elements "
+                            "(irscatter.limits: xml_elements)", file=source, label="xml-elements")
     try:
         # Reaching the root means there was no DOCTYPE; a syntax error is reported below.
         with contextlib.suppress(_RootReached, etree.XMLSyntaxError):
