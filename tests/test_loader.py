@@ -9,7 +9,7 @@ import pytest
 import irscatter
 from irscatter.errors import FileAccessError, LoadError
 from irscatter.ir.loader import split_names
-from helpers import add, layer, net, param, port, result, save_ov, write
+from helpers import layer, net, param, port, result, save_ov, write
 
 ov = pytest.importorskip("openvino")
 import openvino.opset15 as ops  # noqa: E402
