@@ -29,7 +29,7 @@ from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.ops.base import Op, OpAttrs, TensorInfo, check, same_element_type
 from irscatter.ops.functional import call
 from irscatter.ops.registry import register
-from irscatter.ops.scatter_core import scatter_rows
+from irscatter.ops.scatter_core import reusable, scatter_rows
 
 DOMAIN = "irscatter"
 INT32_MAX = 2**31 - 1
@@ -100,8 +100,7 @@ class PagedScatterUpdate(Op):
                                  f"{slots} slots (valid: [0, {slots - 1}], negative = padding, skipped)",
                                  port="input 1")
         # A pure copy (no arithmetic, so no compute dtype), unless the cache is handed over.
-        reuse = inplace and cache.flags.c_contiguous and cache.flags.writeable
-        out = cache if reuse else np.array(cache, copy=True)
+        out = cache if reusable(cache, inplace) else np.array(cache, copy=True)
         rows = src.reshape(-1, d)
         if tokens.size and tokens.min() < 0:  # padding tokens write nothing
             live = tokens >= 0

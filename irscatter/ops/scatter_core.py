@@ -195,13 +195,17 @@ def to_compute(data: np.ndarray, etype: ElementType) -> np.ndarray:
     return np.array(data, dtype=compute_dtype(etype), order="C", copy=True)
 
 
+def reusable(data: np.ndarray, inplace: bool, dtype: np.dtype | None = None) -> bool:
+    """Whether a kernel may write its result into `data`: the caller handed it over
+    (`inplace`), and it is a writable C-contiguous array of the dtype the result needs."""
+    return (inplace and data.flags.c_contiguous and data.flags.writeable
+            and (dtype is None or data.dtype == dtype))
+
+
 def output_buffer(data: np.ndarray, etype: ElementType, inplace: bool) -> np.ndarray:
-    """The buffer a scatter writes its result into: `data` itself when the caller hands it
-    over (`inplace`) and it is already a writable C-contiguous array of the compute dtype,
+    """The buffer a scatter writes its result into: `data` itself when it is `reusable`,
     otherwise a fresh copy in the compute dtype."""
-    if (inplace and data.dtype == compute_dtype(etype) and data.flags.c_contiguous and data.flags.writeable):
-        return data
-    return to_compute(data, etype)
+    return data if reusable(data, inplace, compute_dtype(etype)) else to_compute(data, etype)
 
 
 TILE_ELEMENTS = 1 << 18  # output elements one tile may touch: 1 MB of f32, about a core's L2 cache
@@ -246,7 +250,7 @@ def scatter_along_axis(
                      use_init_val=use_init_val)
         return out
     # The tiles cover the whole output, and each one is read from `data`: no separate copy.
-    out = output_buffer(data, etype, inplace) if inplace else np.empty(shape, compute_dtype(etype))
+    out = data if reusable(data, inplace, compute_dtype(etype)) else np.empty(shape, compute_dtype(etype))
     n = indices.shape[axis]
     src3, out3 = data.reshape(outer, size, inner), out.reshape(outer, size, inner)
     idx3, upd3 = indices.reshape(outer, n, inner), updates.reshape(outer, n, inner)

@@ -126,7 +126,7 @@ class Reshape(Op):
 
 
 def _normalize_axes(axes: list[int], rank: int, port: str) -> list[int]:
-    out = [normalized_axis(a, rank, port=port) if rank else a for a in axes]
+    out = [normalized_axis(a, rank, port=port) for a in axes]
     check(len(set(out)) == len(out), "axes-unique", f"axes {axes} repeat an axis", port=port)
     return out
 
