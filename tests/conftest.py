@@ -1,4 +1,28 @@
+import importlib.util
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+
+import helpers  # noqa: E402
+
+
+def pytest_report_header(config):
+    if importlib.util.find_spec("openvino") is None:
+        return ["oracle: openvino is not installed, so the differential tests against it are skipped "
+                "(`pip install -e '.[test]'` installs the pinned version)"]
+    from importlib.metadata import version
+
+    return [f"oracle: OpenVINO {version('openvino')}, run in a worker process (a crash costs one case)"]
+
+
+def pytest_terminal_summary(terminalreporter):
+    if helpers.ORACLE_NOTES:
+        terminalreporter.section("cases not checked against OpenVINO's CPU plugin")
+        for line in helpers.ORACLE_NOTES:
+            terminalreporter.write_line(line)
+
+
+def pytest_unconfigure(config):
+    if helpers._ORACLE is not None:
+        helpers._ORACLE.close()

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
-import ml_dtypes
 import numpy as np
+import pytest
 
 import irscatter
 
@@ -26,45 +28,75 @@ def save_ov(model, folder: Path, name: str = "model", version: str = "v11") -> P
     return xml
 
 
-def to_ov_tensor(array: np.ndarray):
-    """OpenVINO's Python API does not know ml_dtypes: bf16 travels as raw 16-bit patterns."""
-    import openvino as ov
-
-    if array.dtype == ml_dtypes.bfloat16:
-        tensor = ov.Tensor(ov.Type.bf16, list(array.shape))
-        tensor.data.view(np.uint16)[...] = array.view(np.uint16)
-        return tensor
-    return ov.Tensor(np.require(array, requirements='C'))  # ascontiguousarray would turn 0-d into 1-d
+_ORACLE = None
+ORACLE_NOTES: list[str] = []  # one line per case that was not checked against the CPU plugin
 
 
-def from_ov_tensor(tensor) -> np.ndarray:
-    import openvino as ov
+def oracle():
+    """The session's OpenVINO worker process (started on first use, restarted after a crash)."""
+    global _ORACLE
+    if _ORACLE is None:
+        from irscatter.targets.openvino import OpenVINOProcess
 
-    if tensor.element_type == ov.Type.bf16:
-        return np.array(tensor.data).view(np.uint16).view(ml_dtypes.bfloat16)
-    return np.array(tensor.data)
+        _ORACLE = OpenVINOProcess(timeout=float(os.environ.get("IRSCATTER_ORACLE_TIMEOUT", "120")))
+    return _ORACLE
 
 
-def run_ov(xml: Path, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-    """OpenVINO's CPU plugin at f32 inference precision, outputs in Result order."""
-    import openvino as ov
+def _note(text: str) -> None:
+    case = os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" ", 1)[0]
+    ORACLE_NOTES.append(f"{case}: {text}")
 
-    core = ov.Core()
-    compiled = core.compile_model(core.read_model(str(xml)), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-    request = compiled.create_infer_request()
-    request.infer({k: to_ov_tensor(np.asarray(v)) for k, v in feeds.items()})
-    return [from_ov_tensor(request.get_output_tensor(i)) for i in range(len(compiled.outputs))]
+
+def run_ov(xml: Path, feeds, *, fallback=None) -> list[np.ndarray]:
+    """OpenVINO's CPU plugin at f32 inference precision, outputs in Result order.
+
+    It runs in a worker process, twice, into differently pre-filled outputs. When the plugin
+    crashes, hangs or answers unstably, the case is checked against OpenVINO's core reference
+    (also out of process) instead, else against `fallback()` (the spec oracle), else skipped;
+    each such case is listed at the end of the run.
+    """
+    from irscatter.targets import TargetFailure
+
+    try:
+        return oracle().infer(xml, feeds, config={"INFERENCE_PRECISION_HINT": "f32"})
+    except TargetFailure as e:
+        if e.kind == "refused":
+            raise  # OpenVINO rejected the model or the inputs: the test itself is wrong
+        failure = e
+    try:
+        outputs = oracle().evaluate(xml, feeds)
+        _note(f"OpenVINO {failure.kind} ({failure.message}); checked against its core reference instead")
+        return outputs
+    except TargetFailure as e:
+        reference_failure = e
+    if fallback is not None:
+        _note(f"OpenVINO {failure.kind} ({failure.message}) and its core reference could not answer "
+              f"({reference_failure.message}); checked against the spec oracle instead")
+        return list(fallback())
+    _note(f"OpenVINO {failure.kind} ({failure.message}); no other oracle: skipped")
+    pytest.skip(f"OpenVINO {failure.kind} on this case and no other oracle answered: {failure.message}")
 
 
 def evaluate_reference(node, inputs: list[np.ndarray]) -> np.ndarray | None:
     """OpenVINO's core reference kernel for `node` (the spec's behaviour), or None where the
-    reference does not implement the element type."""
+    reference does not implement the element type. `node`'s inputs must be Constants: it is
+    saved as a model of its own and evaluated in the worker process."""
     import openvino as ov
+    import openvino.opset15 as ops
 
-    out = ov.Tensor(node.get_output_element_type(0), list(node.get_output_shape(0)))
-    if not node.evaluate([out], [to_ov_tensor(np.asarray(a)) for a in inputs]):
-        return None
-    return from_ov_tensor(out)
+    from irscatter.targets import TargetFailure
+
+    del inputs  # the Constants carry them
+    with tempfile.TemporaryDirectory() as folder:
+        xml = Path(folder) / "node.xml"
+        ov.save_model(ov.Model([ops.result(node)], [], "node"), str(xml), compress_to_fp16=False)
+        try:
+            (out,) = oracle().evaluate(xml, {})
+        except TargetFailure as e:
+            if e.kind == "refused":
+                return None
+            raise
+    return out
 
 
 def run_irscatter(xml: Path, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:

@@ -1,0 +1,195 @@
+"""OpenVINO in a worker process: read, compile and infer an IR file, or evaluate its core reference.
+
+`OpenVINOProcess` is the parent's handle; `python -m irscatter.targets.openvino` is the worker.
+Two kinds of request:
+
+* `infer`: the plugin path users deploy (`read_model`, `compile_model` on a device, one infer
+  request). With `check_stable` (the default) the model is run twice, each time into output
+  tensors pre-filled with a different byte pattern, and the two answers must agree bit for bit:
+  a plugin that leaves part of an output unwritten, or reads uninitialised memory, is caught as
+  `unstable` rather than trusted.
+* `evaluate`: OpenVINO's core reference implementation (`Model.evaluate`), the code its spec
+  is written against, with no plugin involved. Not every op has one.
+
+The worker imports openvino; the parent never does.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from irscatter.targets.worker import TargetFailure, WorkerProcess, serve
+
+Feeds = Mapping[str, np.ndarray] | Sequence[np.ndarray]
+
+
+class OpenVINOProcess:
+    """OpenVINO, one worker process, restarted after any crash or hang."""
+
+    def __init__(self, timeout: float = 300.0) -> None:
+        self._worker = WorkerProcess([sys.executable, "-m", "irscatter.targets.openvino"], name="OpenVINO",
+                                     timeout=timeout)
+        self._version: str | None = None
+
+    def version(self) -> str:
+        """OpenVINO's build string, e.g. `2026.4.1-...`; raises `TargetFailure("unavailable")`."""
+        if self._version is None:
+            self._version = self._worker.request({"kind": "version"})
+        return self._version
+
+    def infer(self, xml: str | os.PathLike, feeds: Feeds, *, device: str = "CPU",
+              config: Mapping[str, str] | None = None, check_stable: bool = True) -> list[np.ndarray]:
+        """The compiled model's outputs in Result order."""
+        return self._worker.request({"kind": "infer", "xml": os.fspath(xml), "feeds": _plain(feeds),
+                                     "device": device, "config": dict(config or {}), "check_stable": check_stable})
+
+    def evaluate(self, xml: str | os.PathLike, feeds: Feeds) -> list[np.ndarray]:
+        """The core reference's outputs in Result order; `refused` where an op has no reference."""
+        return self._worker.request({"kind": "evaluate", "xml": os.fspath(xml), "feeds": _plain(feeds)})
+
+    def close(self) -> None:
+        self._worker.close()
+
+    def __enter__(self) -> OpenVINOProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _plain(feeds: Feeds) -> dict[str, np.ndarray] | list[np.ndarray]:
+    if isinstance(feeds, Mapping):
+        return {str(k): np.asarray(v) for k, v in feeds.items()}
+    return [np.asarray(v) for v in feeds]
+
+
+# --- the worker ----------------------------------------------------------------------------------
+
+
+def _to_tensor(ov: Any, array: np.ndarray) -> Any:
+    import ml_dtypes
+
+    if array.dtype == ml_dtypes.bfloat16:  # OpenVINO's Python API does not know ml_dtypes
+        tensor = ov.Tensor(ov.Type.bf16, list(array.shape))
+        tensor.data.view(np.uint16)[...] = array.view(np.uint16)
+        return tensor
+    if array.dtype == object:
+        array = array.astype(str)
+    return ov.Tensor(np.require(array, requirements="C"))  # np.ascontiguousarray turns 0-d into 1-d
+
+
+def _from_tensor(ov: Any, tensor: Any) -> np.ndarray:
+    import ml_dtypes
+
+    if tensor.element_type == ov.Type.bf16:
+        return np.array(tensor.data).view(np.uint16).view(ml_dtypes.bfloat16)
+    if tensor.element_type == ov.Type.string:
+        return np.array(tensor.str_data)
+    return np.array(tensor.data)
+
+
+def _ordered(inputs: Sequence[Any], feeds: dict[str, np.ndarray] | list[np.ndarray]) -> list[np.ndarray]:
+    """Feeds in the order of `inputs` (ports that know their tensor names)."""
+    if isinstance(feeds, list):
+        return feeds
+    out = []
+    for port in inputs:
+        names = port.get_names()
+        found = [feeds[n] for n in names if n in feeds]
+        if not found:
+            raise TargetFailure("refused", f"no feed for input {sorted(names)}")
+        out.append(found[0])
+    return out
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.dtype.kind in "OUS":
+        return bool(np.array_equal(a, b))
+    return np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
+
+
+class _Handler:
+    def __init__(self) -> None:
+        import openvino as ov
+
+        self.ov = ov
+        self.core = ov.Core()
+
+    def __call__(self, request: dict[str, Any]) -> Any:
+        kind = request["kind"]
+        if kind == "version":
+            return self.ov.get_version()
+        if kind == "infer":
+            return self.infer(request)
+        if kind == "evaluate":
+            return self.evaluate(request)
+        raise TargetFailure("refused", f"unknown request {kind!r}")
+
+    def infer(self, request: dict[str, Any]) -> list[np.ndarray]:
+        ov = self.ov
+        compiled = self.core.compile_model(self.core.read_model(request["xml"]), request["device"], request["config"])
+        feeds = [_to_tensor(ov, a) for a in _ordered(compiled.inputs, request["feeds"])]
+        patterns = (0x00, 0xA5) if request["check_stable"] else (None,)
+        answers = []
+        for pattern in patterns:
+            infer = compiled.create_infer_request()
+            for i, tensor in enumerate(feeds):
+                infer.set_input_tensor(i, tensor)
+            if pattern is not None:
+                self._prefill_outputs(compiled, infer, pattern)
+            infer.infer()
+            answers.append([_from_tensor(ov, infer.get_output_tensor(i)) for i in range(len(compiled.outputs))])
+        first = answers[0]
+        for other in answers[1:]:
+            for i, (a, b) in enumerate(zip(first, other)):
+                if not _same_bits(a, b):
+                    diff = int(np.sum(a != b)) if a.shape == b.shape else a.size
+                    raise TargetFailure("unstable", f"OpenVINO's {request['device']} plugin gave two different "
+                                                    f"answers for output {i} on the same inputs ({diff} of {a.size} "
+                                                    f"elements differ): it read or returned memory it had not written")
+        return first
+
+    def _prefill_outputs(self, compiled: Any, infer: Any, pattern: int) -> None:
+        ov = self.ov
+        for i, port in enumerate(compiled.outputs):
+            shape, etype = port.get_partial_shape(), port.get_element_type()
+            if shape.is_dynamic or etype in (ov.Type.string, ov.Type.dynamic):
+                continue  # the plugin allocates these itself; the second run still tells
+            tensor = ov.Tensor(etype, shape.to_shape())
+            if tensor.byte_size:
+                raw = tensor.data
+                raw.reshape(-1).view(np.uint8)[...] = pattern
+            infer.set_output_tensor(i, tensor)
+
+    def evaluate(self, request: dict[str, Any]) -> list[np.ndarray]:
+        ov = self.ov
+        model = self.core.read_model(request["xml"])
+        feeds = [_to_tensor(ov, a) for a in _ordered(model.inputs, request["feeds"])]
+        outputs = [ov.Tensor(port.get_element_type(), [0] * port.get_partial_shape().rank.get_length()
+                             if port.get_partial_shape().rank.is_static else [0])
+                   for port in model.outputs]
+        if not model.evaluate(outputs, feeds):
+            raise TargetFailure("refused", "OpenVINO's core reference cannot evaluate this model "
+                                           "(an op or element type without a reference implementation)")
+        return [_from_tensor(ov, t) for t in outputs]
+
+
+def main() -> None:
+    try:
+        handler = _Handler()
+    except ImportError as e:
+        def handler(request: dict[str, Any]) -> Any:  # noqa: ARG001  (answer every request the same way)
+            raise TargetFailure("unavailable", f"openvino is not installed ({e}); "
+                                               f"`pip install irscatter[openvino]` adds it")
+    serve(handler)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,196 @@
+"""A request/response worker process that survives nothing but is always survived.
+
+The parent sends pickled requests over the worker's stdin and reads pickled replies from a
+private copy of its stdout (the worker points its own file descriptor 1 at stderr, so that a
+native library printing to stdout cannot corrupt the channel). Frames are an 8-byte
+little-endian length and a pickle. The worker's stderr goes to a temporary file, whose tail
+explains a crash.
+
+What can go wrong, and the `TargetFailure.kind` it becomes:
+* `crashed`: the process died (a signal such as SIGSEGV, or an exit) before answering;
+* `hung`: no answer within the request's time limit (the process is killed);
+* `refused`: the target raised an error of its own (it rejected the model or the inputs);
+* `unstable`: the target answered twice for the same inputs and the answers differ (it read
+  memory it had not written);
+* `unavailable`: the target is not installed or could not start.
+A new process is started for the next request after a crash or a hang.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import selectors
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, BinaryIO
+
+_HEADER = struct.Struct("<Q")
+_MAX_FRAME = 1 << 36  # 64 GiB: a length beyond this is a corrupted channel, not data
+
+
+class TargetFailure(Exception):
+    """A request the target could not answer; `kind` is crashed, hung, refused, unstable or unavailable."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+# --- the worker's side ---------------------------------------------------------------------------
+
+
+def serve(handle: Any) -> None:
+    """Answer requests from stdin until it closes: `handle(request) -> reply` for each."""
+    channel = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # whatever the native code prints goes to stderr, not into the channel
+    source = sys.stdin.buffer
+    while True:
+        header = source.read(_HEADER.size)
+        if len(header) < _HEADER.size:
+            return
+        (size,) = _HEADER.unpack(header)
+        request = pickle.loads(source.read(size))
+        try:
+            reply = {"ok": True, "value": handle(request)}
+        except TargetFailure as e:
+            reply = {"ok": False, "kind": e.kind, "message": e.message}
+        except Exception as e:  # the target's own error: one request's answer, not the worker's end
+            reply = {"ok": False, "kind": "refused", "message": f"{type(e).__name__}: {e}"}
+        _write_frame(channel, reply)
+
+
+def _write_frame(stream: BinaryIO, obj: Any) -> None:
+    payload = pickle.dumps(obj, protocol=5)
+    stream.write(_HEADER.pack(len(payload)))
+    stream.write(payload)
+    stream.flush()
+
+
+# --- the parent's side ----------------------------------------------------------------------------
+
+
+class WorkerProcess:
+    """A worker started as `command` (whose program calls `serve`), restarted after it dies or hangs."""
+
+    def __init__(self, command: list[str], *, name: str, timeout: float = 300.0) -> None:
+        self.command = command
+        self.name = name
+        self.timeout = timeout
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._stderr: Any = None
+
+    def request(self, message: dict[str, Any], timeout: float | None = None) -> Any:
+        """Send one request and return the worker's value, or raise `TargetFailure`."""
+        proc = self._ensure_started()
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            _write_frame(proc.stdin, message)
+        except (BrokenPipeError, OSError):
+            raise self._died("before it read the request") from None
+        limit = self.timeout if timeout is None else timeout
+        header = self._read_exactly(proc, _HEADER.size, time.monotonic() + limit)
+        (size,) = _HEADER.unpack(header)
+        if size > _MAX_FRAME:
+            self.close()
+            raise TargetFailure("crashed", f"{self.name} wrote a corrupted reply ({size} bytes announced)")
+        reply = pickle.loads(self._read_exactly(proc, size, time.monotonic() + limit))
+        if reply["ok"]:
+            return reply["value"]
+        raise TargetFailure(reply["kind"], reply["message"])
+
+    def close(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            for stream in (proc.stdin, proc.stdout):
+                try:
+                    if stream is not None:
+                        stream.close()
+                except OSError:
+                    pass
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+
+    def __enter__(self) -> WorkerProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    # --- internals ---
+
+    def _ensure_started(self) -> subprocess.Popen[bytes]:
+        if self._proc is not None and self._proc.poll() is None:
+            return self._proc
+        self.close()
+        self._stderr = tempfile.TemporaryFile()
+        try:
+            self._proc = subprocess.Popen(self.command, stdin=subprocess.PIPE,
+                                          stdout=subprocess.PIPE, stderr=self._stderr, bufsize=0)
+        except OSError as e:
+            raise TargetFailure("unavailable", f"could not start {self.name}: {e}") from None
+        return self._proc
+
+    def _read_exactly(self, proc: subprocess.Popen[bytes], size: int, deadline: float) -> bytes:
+        assert proc.stdout is not None
+        fd = proc.stdout.fileno()
+        chunks, need = [], size
+        with selectors.DefaultSelector() as sel:
+            sel.register(fd, selectors.EVENT_READ)
+            while need:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not sel.select(remaining):
+                    proc.kill()
+                    proc.wait()
+                    self.close()
+                    raise TargetFailure("hung", f"{self.name} gave no answer within {self.timeout:g} s and was stopped")
+                chunk = os.read(fd, min(need, 1 << 24))
+                if not chunk:
+                    raise self._died("before it answered")
+                chunks.append(chunk)
+                need -= len(chunk)
+        return b"".join(chunks)
+
+    def _died(self, when: str) -> TargetFailure:
+        proc = self._proc
+        code = proc.wait() if proc is not None else None
+        tail = self._stderr_tail()
+        self.close()
+        if code is not None and code < 0:
+            try:
+                how = f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                how = f"killed by signal {-code}"
+        else:
+            how = f"exited with status {code}"
+        return TargetFailure("crashed", f"{self.name} {how} {when}" + (f"; its last words: {tail}" if tail else ""))
+
+    def _stderr_tail(self, limit: int = 600) -> str:
+        if self._stderr is None:
+            return ""
+        try:
+            self._stderr.seek(0, os.SEEK_END)
+            size = self._stderr.tell()
+            self._stderr.seek(max(0, size - limit))
+            text = self._stderr.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        return " | ".join(lines[-4:])
