@@ -101,7 +101,7 @@ class BNNSScatter(Op):
             moved = to_compute(np.moveaxis(output, axis, 0), etype)  # slices become rows
             upd2d = as_rows(np.moveaxis(input, axis, 0)).astype(moved.dtype, copy=False)
             scatter_rows(as_rows(moved), idx, upd2d, reduction)
-            return from_compute(np.moveaxis(moved, 0, axis), etype, nearest_even=True)
+            return from_compute(np.moveaxis(moved, 0, axis), etype)
         if indices.shape != input.shape or any(
                 n > m for d, (n, m) in enumerate(zip(input.shape, output.shape)) if d != axis):
             raise ExecutionError(f"indices {list(indices.shape)} and input {list(input.shape)} do not fit "
@@ -109,7 +109,7 @@ class BNNSScatter(Op):
         out = to_compute(output, etype)
         rows = flat_rows_along_axis(idx, output.shape, axis)
         scatter_rows(out.reshape(-1), rows, input.reshape(-1).astype(out.dtype, copy=False), reduction)
-        return from_compute(out, etype, nearest_even=True)
+        return from_compute(out, etype)
 
 
 def bnns_scatter(output, indices, input, axis: int = 0, reduction: str = "none") -> np.ndarray:

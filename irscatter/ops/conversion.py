@@ -8,10 +8,15 @@ The spec leaves several conversions undefined; irscatter makes one documented ch
   * anything -> boolean: non-zero is true (NaN is non-zero).
   * nf4: codes convert to floats through the NF4 level table and floats to the nearest
     level's code; between nf4 and integers the raw code is used, as OpenVINO does.
-  * -> bf16: as OpenVINO does it (its reference and CPU plugin agree), which is not IEEE
-    round-to-nearest-even: the value goes through f32, keeps its upper 16 bits, and adds one
-    only when bit 15 is set and the kept part is odd; the lower 15 bits are ignored. Checked
-    bit for bit against OpenVINO 2026.4 on 120,000 values including NaN, inf and subnormals.
+  * -> bf16: IEEE round-to-nearest-even through f32, NaN kept a NaN. The spec only says values
+    "may be rounded"; nearest-even is the rounding of every other float narrowing, of
+    OpenVINO's CPU plugin when it converts at run time, and of the frameworks models come from.
+    OpenVINO's core reference rounds differently, and OpenVINO uses it when it folds a Convert
+    of constants while compiling a model: it keeps the upper 16 bits of the f32 value and adds
+    one only when bit 15 is set and the kept part is odd (so 0.49 becomes 0.48828125, not
+    0.49023438), and a NaN whose payload lies in the low bits becomes inf. That rule is
+    `bf16_rounding="openvino-fold"` of `convert_array`, checked bit for bit against OpenVINO's
+    folding of constants; see the README's departures.
   * string converts to nothing and nothing converts to string.
 """
 
@@ -24,8 +29,16 @@ from irscatter.ops.base import ElementTypeAttr, Op, OpAttrs, TensorInfo, check
 from irscatter.ops.registry import register
 
 
-def convert_array(x: np.ndarray, src: ElementType, dst: ElementType) -> np.ndarray:
-    """Convert the values of `x` (held as `src`) to element type `dst`."""
+BF16_ROUNDINGS = ("nearest-even", "openvino-fold")
+
+
+def convert_array(x: np.ndarray, src: ElementType, dst: ElementType, *,
+                  bf16_rounding: str = "nearest-even") -> np.ndarray:
+    """Convert the values of `x` (held as `src`) to element type `dst`.
+
+    `bf16_rounding` picks how floats narrow to bf16: `"nearest-even"` (IEEE, the default) or
+    `"openvino-fold"` (the rule OpenVINO applies when it folds constants; see the module doc).
+    """
     if src is dst:
         return x
     if src is ElementType.nf4 and not dst.is_integral:
@@ -42,12 +55,17 @@ def convert_array(x: np.ndarray, src: ElementType, dst: ElementType) -> np.ndarr
             return _float_to_int(x, dst)
         return _wrap_int(x, dst)
     if dst is ElementType.bf16:
-        return _to_bf16(x)
+        if bf16_rounding == "openvino-fold":
+            return _to_bf16_as_openvino_folds(x)
+        if bf16_rounding != "nearest-even":
+            raise ValueError(f"bf16_rounding must be one of {BF16_ROUNDINGS}, not {bf16_rounding!r}")
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.asarray(x, dtype=np.float32).astype(dst.dtype)
     with np.errstate(over="ignore"):  # out-of-range values become inf, as in C++
         return x.astype(dst.dtype)
 
 
-def _to_bf16(x: np.ndarray) -> np.ndarray:
+def _to_bf16_as_openvino_folds(x: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore"):
         # np.require keeps a 0-d array 0-d (ascontiguousarray would make it 1-d)
         bits = np.require(np.asarray(x, dtype=np.float32), requirements="C").view(np.uint32)
@@ -91,14 +109,10 @@ def compute_dtype(etype: ElementType) -> np.dtype:
     return etype.dtype
 
 
-def from_compute(result: np.ndarray, etype: ElementType, *, nearest_even: bool = False) -> np.ndarray:
-    """Round a result computed in `compute_dtype` back to `etype`: bf16 by OpenVINO's rule,
-    or by IEEE round-to-nearest-even for ops of other frameworks (`nearest_even=True`)."""
+def from_compute(result: np.ndarray, etype: ElementType) -> np.ndarray:
+    """Round a result computed in `compute_dtype` back to `etype` (IEEE nearest-even)."""
     if result.dtype == etype.dtype:
         return result
-    if nearest_even and etype.is_float:
-        with np.errstate(over="ignore"):
-            return result.astype(etype.dtype)
     return convert_array(result, ElementType.f32, etype)
 
 

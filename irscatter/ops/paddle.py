@@ -69,7 +69,7 @@ class PaddleScatter(Op):
             scatter_rows(out2d, rows, upd2d, "none")
         else:
             scatter_rows(out2d, rows, upd2d, "sum", use_init_val=False)
-        return from_compute(out, etype, nearest_even=True)
+        return from_compute(out, etype)
 
 
 def paddle_scatter(x, index, updates, overwrite: bool = True) -> np.ndarray:
