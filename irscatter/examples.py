@@ -373,7 +373,6 @@ def run_document(path: str | Path) -> list[Example]:
     except OSError as e:
         raise FileAccessError(f"cannot read document: {e.strerror}", file=str(path)) from None
     m = _VERSIONED.search(text)
-    newest = max(c.version for c in registry.supported() if c.domain == "opset")
-    default_version = f"opset{m.group(2)}" if m else f"opset{newest}"
+    default_version = registry.opset_holding(m.group(1), int(m.group(2))) if m else registry.newest_complete_opset()
     return [run_example(str(path), i + 1, line, snippet, default_version)
             for i, (line, snippet) in enumerate(find_snippets(text))]

@@ -86,7 +86,7 @@ def test_ops_lists_registered_kernels():
         (lambda d: write(d, net([param(0, "x", [2]), layer(1, "g", "Frobnicate", "opset3", inputs=[port(0, "FP32", [2])],
                                                             outputs=[port(1, "FP32", [2])]), result(2, "r", [2])],
                                 [(0, 0, 1, 0), (1, 1, 2, 0)])), 1,
-         'layer 1 "g" (Frobnicate, opset3): no kernel for Frobnicate in opset3'),
+         'layer 1 "g" (Frobnicate, opset3): opset3 has no operation Frobnicate [not-in-opset]'),
         (lambda d: write(d, net([param(0, "x", [2]), add(1, "a", [3]), result(2, "r", [2])], [(0, 0, 1, 0), (1, 2, 2, 0)])), 1,
          'layer 1 "a" (Add-1) input 1: input port 1 has no incoming edge'),
     ],

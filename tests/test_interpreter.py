@@ -134,11 +134,17 @@ def test_structural_errors(tmp_path, layers, edges, message):
     assert message in str(info.value) and "model.xml" in str(info.value)
 
 
-def test_unknown_op_lists_what_is_supported(tmp_path):
-    layers = [param(0, "x", [2]), layer(1, "g", "Add", "opset0", inputs=[port(0, "FP32", [2]), port(1, "FP32", [2])],
+@pytest.mark.parametrize("type_name, opset, label, message", [
+    ("Add", "opset0", "unknown-opset", 'version="opset0" is not an opset of OpenVINO'),
+    ("Relu", "opset1", "no-kernel", "irscatter has no kernel for Relu-1 yet"),
+    ("Addd", "opset1", "not-in-opset", "opset1 has no operation Addd; did you mean Add?"),
+])
+def test_an_unresolved_layer_says_why(tmp_path, type_name, opset, label, message):
+    layers = [param(0, "x", [2]), layer(1, "g", type_name, opset, inputs=[port(0, "FP32", [2]), port(1, "FP32", [2])],
                                        outputs=[port(2, "FP32", [2])]), result(2, "r", [2])]
-    with pytest.raises(ValidationError, match=r'layer 1 "g" \(Add, opset0\): no kernel for Add in opset0: irscatter implements Add-1'):
+    with pytest.raises(ValidationError, match=r'layer 1 "g" \(' + type_name) as info:
         irscatter.read_model(write(tmp_path, net(layers, [(0, 0, 1, 0), (0, 0, 1, 1), (1, 2, 2, 0)]))).compile()
+    assert info.value.label == label and message in str(info.value)
 
 
 def test_bad_attribute_values_name_the_attribute(tmp_path):

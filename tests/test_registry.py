@@ -15,22 +15,109 @@ from helpers import layer, net, param, port, result, write
     [
         ("ScatterElementsUpdate", "opset3", 3), ("ScatterElementsUpdate", "opset11", 3),
         ("ScatterElementsUpdate", "opset12", 12), ("ScatterElementsUpdate", "opset16", 12),
-        ("ScatterNDUpdate", "opset4", 3), ("ScatterNDUpdate", "opset14", 3), ("ScatterNDUpdate", "opset15", 15),
+        ("ScatterNDUpdate", "opset4", 4), ("ScatterNDUpdate", "opset14", 4), ("ScatterNDUpdate", "opset15", 15),
         ("Gather", "opset1", 1), ("Gather", "opset6", 1), ("Gather", "opset7", 7), ("Gather", "opset15", 8),
-        ("GatherND", "opset5", 5), ("GatherND", "opset8", 8), ("gathernd", "OPSET8", 8),
+        ("GatherND", "opset5", 5), ("GatherND", "opset8", 8), ("gathernd", "opset8", 8), ("CONST", "opset16", 1),
         ("ScatterNdUpdate", "opset15", 15), ("SliceScatter", "opset15", 15), ("Slice", "opset8", 8),
         ("ShapeOf", "opset1", 1), ("ShapeOf", "opset3", 3), ("Broadcast", "opset2", 1), ("Broadcast", "opset3", 3),
     ],
 )
-def test_newest_version_not_newer_than_the_opset(type_name, opset, version):
+def test_the_version_an_opset_holds(type_name, opset, version):
     assert registry.find(type_name, opset).version == version
 
 
-@pytest.mark.parametrize("type_name, opset", [("ScatterUpdate", "opset2"), ("SliceScatter", "opset14"),
-                                              ("Slice", "opset7"), ("GatherElements", "opset5"), ("Add", "opsetX"),
-                                              ("Add", "irscatter1")])
-def test_types_newer_than_the_opset_do_not_resolve(type_name, opset):
-    assert registry.find(type_name, opset) is None
+@pytest.mark.parametrize("type_name, opset, label, message", [
+    ("ScatterUpdate", "opset2", "not-in-opset", "(ScatterUpdate first appears in opset3)"),
+    ("SliceScatter", "opset14", "not-in-opset", "(SliceScatter first appears in opset15)"),
+    ("ScaledDotProductAttention", "opset12", "not-in-opset", "first appears in opset13"),
+    ("ScatterUpdat", "opset15", "not-in-opset", "did you mean ScatterUpdate or ScatterNDUpdate or ScatterElementsUpdate?"),
+    ("Frobnicate", "opset15", "not-in-opset", "opset15 has no operation Frobnicate"),
+    ("Add", "opset17", "not-in-opset", "opset17 is still being defined"),
+    ("ScatterNDUpdate", "opset3", "not-in-opset", "first appears in opset4"),
+    ("Add", "opset99", "unknown-opset", "OpenVINO (it defines opset1 to opset17"),
+    ("Add", "opset0", "unknown-opset", "not an opset of OpenVINO"),
+    ("Add", "Opset1", "unknown-opset", 'case-sensitive and unpadded (did you mean "opset1"?)'),
+    ("Add", "opsetX", "custom-domain", "is not one of OpenVINO's opsets"),
+    ("Add", "extension", "custom-domain", "is not one of OpenVINO's opsets"),
+    ("Add", "irscatter1", "not-in-opset", "irscatter1 has no operation Add"),
+    ("Relu", "opset1", "no-kernel", "irscatter has no kernel for Relu-1 yet (an OpenVINO op)"),
+    ("Interpolate", "opset16", "no-kernel", "Interpolate-11"),
+])
+def test_what_does_not_resolve_says_why(type_name, opset, label, message):
+    found = registry.resolve(type_name, opset)
+    assert found.cls is None and found.label == label
+    assert message is None or message in found.message, found.message
+
+
+def test_the_tables_are_openvinos():
+    from irscatter.ir.opset_tables import OPENVINO_VERSION, OPSETS
+
+    assert sorted(OPSETS) == list(range(1, 18))
+    assert len({t for types in OPSETS.values() for t in types}) == 209
+    assert OPSETS[15]["ScatterNDUpdate"] == 15 and OPSETS[14]["ScatterNDUpdate"] == 4 and OPSETS[16]["Gather"] == 8
+    assert OPENVINO_VERSION.count(".") == 2
+
+
+def test_every_registered_opset_op_is_a_version_openvino_defines():
+    from irscatter.ir.opset_tables import OPSETS
+
+    defined = {(t.lower(), v) for types in OPSETS.values() for t, v in types.items()} | {("const", 1)}
+    for cls in registry.supported():
+        if cls.domain == "opset":
+            assert (cls.type_name.lower(), cls.version) in defined, cls.label()
+
+
+def test_the_tables_match_the_installed_openvino():
+    """The committed tables are those of the pinned openvino (tools/make_opset_tables.py)."""
+    pytest.importorskip("openvino")
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+    import make_opset_tables
+    from irscatter.ir import opset_tables
+
+    folder = Path(make_opset_tables.openvino.__file__).parent / "include" / "openvino" / "opsets"
+    version = make_opset_tables.openvino.get_version().split("-")[0]
+    assert make_opset_tables.render(make_opset_tables.numbered(make_opset_tables.read_tables(folder)), version) \
+        == Path(opset_tables.__file__).read_text()
+
+
+def test_a_custom_op_registers_from_user_code(tmp_path):
+    """Register a kernel for a new type in a domain of one's own, and run a model that uses it."""
+    from typing import Annotated, Literal
+
+    from irscatter.ops.base import Lower, OpAttrs, TensorInfo, check
+
+    @registry.register("Clip01", 2, domain="mydomain")
+    class Clip01(Op):
+        """Clamp to [0, 1], or to [-1, 1] when `symmetric`."""
+
+        class Attrs(OpAttrs):
+            mode: Annotated[Literal["unit", "symmetric"], Lower] = "unit"
+
+        inputs = ("data",)
+
+        def infer(self, data: TensorInfo) -> TensorInfo:
+            check(data.etype.is_float, "float-input", f"takes floats, not {data.etype}", port="input 0")
+            return TensorInfo(data.etype, data.shape)
+
+        def compute(self, data: np.ndarray) -> np.ndarray:
+            return np.clip(data, -1.0 if self.attrs.mode == "symmetric" else 0.0, 1.0).astype(data.dtype)
+
+    try:
+        layers = [param(0, "x", [3]),
+                  layer(1, "c", "Clip01", "mydomain5", data={"mode": "symmetric"}, inputs=[port(0, "FP32", [3])],
+                        outputs=[port(1, "FP32", [3])]),
+                  result(2, "r", [3])]
+        model = irscatter.read_model(write(tmp_path, net(layers, [(0, 0, 1, 0), (1, 1, 2, 0)])))
+        out = model.run({"x": np.array([-3, 0.5, 7], np.float32)})
+        assert next(iter(out.values())).tolist() == [-1.0, 0.5, 1.0]
+        assert irscatter.validate(model).findings == []
+        assert registry.resolve("Clip01", "mydomain1").label == "not-in-opset"  # version 2 is newer than 1
+    finally:
+        registry.unregister("Clip01", 2, domain="mydomain")
+    assert registry.resolve("Clip01", "mydomain5").label == "custom-domain"
 
 
 def test_duplicate_registration_is_refused():

@@ -15,7 +15,7 @@ from irscatter.ops import scatter_core
 from irscatter.ops.scatter import (
     ScatterElementsUpdate3,
     ScatterElementsUpdate12,
-    ScatterNDUpdate3,
+    ScatterNDUpdate4,
     ScatterNDUpdate15,
     ScatterUpdate,
 )
@@ -239,7 +239,7 @@ def test_use_init_val_false_only_resets_touched_elements():
          "index -1 at position [1]"),
         (ScatterElementsUpdate12, "ScatterElementsUpdate", (np.zeros(3), np.array([0, -4]), np.zeros(2), np.array(0)),
          "index -4 at position [1] is out of range [-3, 2]"),
-        (ScatterNDUpdate3, "ScatterNDUpdate", (np.zeros((2, 3)), np.array([[1, -1]]), np.zeros(1)),
+        (ScatterNDUpdate4, "ScatterNDUpdate", (np.zeros((2, 3)), np.array([[1, -1]]), np.zeros(1)),
          "index component -1 at position [0, 1]"),
         (ScatterNDUpdate15, "ScatterNDUpdate", (np.zeros((2, 3)), np.array([[0, 0], [1, 3]]), np.zeros(2)),
          "index component 3 at position [1, 1] is out of range [-3, 2]"),

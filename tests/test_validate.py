@@ -72,7 +72,7 @@ def test_json_records(capsys):
 
 def test_all_defects_of_one_file_are_reported_together(tmp_path):
     text = (CORPUS / "base.xml").read_text()
-    text = text.replace('type="Add" version="opset1"', 'type="Add" version="opset0x"')           # unknown opset
+    text = text.replace('type="Add" version="opset1"', 'type="Add" version="opset0"')            # unknown opset
     text = text.replace('<data shape="4,2" element_type="f32"/>', '<data shape="4,5" element_type="f32"/>')  # shape
     text = text.replace('<output><port id="0" precision="I64"/></output>',
                         '<output><port id="0" precision="I65"/></output>')                      # port precision

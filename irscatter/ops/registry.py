@@ -1,36 +1,148 @@
 """The op registry: kernels keyed by (domain, type, version), found the way OpenVINO does.
 
-An op version is named after the opset that introduced it (Gather-8 came with opset8), so a
-layer tagged `version="opset15"` resolves to the newest registered version of its type that
-is not newer than 15, and to nothing if the type only appeared after opset 15. Type names
-are matched case-insensitively, as OpenVINO's opset tables do. Registering the same
-(domain, type, version) twice is a programming error and raises at import time.
+A layer names its op by `type` and `version` (an opset). For OpenVINO's own opsets
+(`opset1` ... `opset17`, spelt exactly so) the answer comes from OpenVINO's opset tables
+(`irscatter.ir.opset_tables`): the opset must exist, must hold the type (type names match
+case-insensitively, as OpenVINO's do), and then names one version of it, the one introduced by
+the opset an op version is named after (Gather in opset15 is Gather-8). irscatter either has a
+kernel for exactly that version or says it has none yet. Any other opset name is a custom
+domain: ops registered from code under that domain (irscatter's own `irscatter1` ones, or a
+user's, see `register`) resolve to the newest version not newer than the number in the name.
+
+`resolve` says why nothing was found, with a label:
+* `unknown-opset`: `opset99`, `Opset1`, `opset0`: OpenVINO refuses the model;
+* `not-in-opset`: the opset exists but holds no such type (misspelt, or newer): refused too;
+* `no-kernel`: a real OpenVINO op that irscatter cannot run yet;
+* `custom-domain`: an opset outside OpenVINO's with no ops registered for it here.
+Registering the same (domain, type, version) twice is a programming error and raises.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from irscatter.ir.opset_tables import OPENVINO_VERSION, OPSETS
 
 if TYPE_CHECKING:
     from irscatter.ops.base import Op
 
 _REGISTRY: dict[tuple[str, str], dict[int, type[Op]]] = {}
 _OPSET_RE = re.compile(r"^([A-Za-z_]+?)(\d+)$")
-
-# Opset names that are not numbered: OpenVINO maps a few legacy ops from them into opset6.
-_UNNUMBERED = {"experimental": ("opset", 6), "extension": ("opset", 6)}
+_OPENVINO_OPSET_RE = re.compile(r"^opset(\d+)$")
+# The IR writes a Constant as `Const`; the tables call it `Constant`.
+_IR_SPELLING = {"const": "Constant"}
+_TABLE_KEYS = {n: {t.lower(): t for t in types} for n, types in OPSETS.items()}
 
 
 def parse_opset(text: str) -> tuple[str, int] | None:
     """`"opset15"` -> `("opset", 15)`; `"irscatter1"` -> `("irscatter", 1)`; else None."""
-    t = text.strip().lower()
-    if t in _UNNUMBERED:
-        return _UNNUMBERED[t]
-    m = _OPSET_RE.match(t)
+    m = _OPSET_RE.match(text.strip())
     if not m:
         return None
-    return m.group(1), int(m.group(2))
+    return m.group(1).lower(), int(m.group(2))
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What a layer's (type, version) names: an op class, or a label and a sentence saying why not."""
+
+    cls: type[Op] | None
+    label: str | None = None
+    message: str = ""
+    official: str | None = None  # "Gather-8": the OpenVINO op version it names, when it names one
+
+
+def resolve(type_name: str, opset: str) -> Resolution:
+    """The op a layer of `type_name` tagged `opset` names (cached)."""
+    key = (type_name, opset)
+    found = _RESOLVED.get(key)
+    if found is None:
+        _ensure_loaded()
+        found = _resolve(type_name, opset)
+        if len(_RESOLVED) < 4096:
+            _RESOLVED[key] = found
+    return found
+
+
+_RESOLVED: dict[tuple[str, str], Resolution] = {}  # emptied whenever an op registers
+
+
+def find(type_name: str, opset: str) -> type[Op] | None:
+    """The op class a layer of `type_name` tagged `opset` resolves to, or None."""
+    return resolve(type_name, opset).cls
+
+
+def _resolve(type_name: str, opset: str) -> Resolution:
+    official = _OPENVINO_OPSET_RE.match(opset)
+    if official:
+        return _resolve_official(type_name, int(official.group(1)), opset)
+    if _OPENVINO_OPSET_RE.match(opset.strip().lower()):
+        return Resolution(None, "unknown-opset", f'version="{opset}" is not an opset of OpenVINO: opset names are '
+                                                 f'case-sensitive and unpadded (did you mean "{opset.strip().lower()}"?)')
+    parsed = parse_opset(opset)
+    if parsed is None or not any(d == parsed[0] for d, _ in _REGISTRY):
+        return Resolution(None, "custom-domain",
+                          f'version="{opset}" is not one of OpenVINO\'s opsets (opset1 to opset{max(OPSETS)}) and no '
+                          f"ops are registered for it here (irscatter.ops.registry.register adds custom ops)")
+    domain, number = parsed
+    versions = _REGISTRY.get((domain, type_name.lower()), {})
+    eligible = [v for v in versions if v <= number]
+    if not eligible:
+        names = sorted({cls.type_name for (d, _), vs in _REGISTRY.items() if d == domain for cls in vs.values()})
+        return Resolution(None, "not-in-opset", f"{opset} has no operation {type_name}{_did_you_mean(type_name, names)}")
+    return Resolution(versions[max(eligible)])
+
+
+def _resolve_official(type_name: str, number: int, opset: str) -> Resolution:
+    table = _TABLE_KEYS.get(number)
+    if table is None:
+        return Resolution(None, "unknown-opset",
+                          f'version="{opset}" is not an opset of OpenVINO (it defines opset1 to opset{max(OPSETS)}, '
+                          f"as of OpenVINO {OPENVINO_VERSION})")
+    lowered = type_name.lower()
+    canonical = table.get(_IR_SPELLING.get(lowered, lowered).lower())
+    if canonical is None:
+        later = [n for n in sorted(OPSETS) if n > number and lowered in _TABLE_KEYS[n]]
+        hint = f" ({_TABLE_KEYS[later[0]][lowered]} first appears in opset{later[0]})" if later else \
+            _did_you_mean(type_name, OPSETS[number])
+        if number == max(OPSETS) and len(table) < 20:
+            hint += f"; opset{number} is still being defined and holds only {len(table)} types"
+        return Resolution(None, "not-in-opset", f"{opset} has no operation {type_name}{hint}")
+    version = OPSETS[number][canonical]
+    spelt = "Const" if canonical == "Constant" else canonical
+    cls = _REGISTRY.get(("opset", spelt.lower()), {}).get(version)
+    if cls is None:
+        return Resolution(None, "no-kernel", f"irscatter has no kernel for {canonical}-{version} yet "
+                                             f"(an OpenVINO op{_others(spelt)})", f"{canonical}-{version}")
+    return Resolution(cls, official=f"{canonical}-{version}")
+
+
+def opset_holding(type_name: str, version: int) -> str:
+    """The opset tag for the spec's versioned name `type_name-version`: the first OpenVINO opset
+    from `version` on that holds the type (a spec page may number a version by its class
+    namespace, e.g. ScatterNDUpdate-3, first listed in opset4). Unknown types keep the number."""
+    lowered = type_name.lower()
+    held = [n for n in sorted(OPSETS) if n >= version and lowered in _TABLE_KEYS[n]]
+    return f"opset{held[0] if held else version}"
+
+
+def newest_complete_opset() -> str:
+    """The newest OpenVINO opset that is complete (one under development lists only its new ops)."""
+    return f"opset{max(n for n, types in OPSETS.items() if 'Result' in types)}"
+
+
+def _did_you_mean(type_name: str, names) -> str:
+    by_lower = {n.lower(): n for n in names}
+    close = difflib.get_close_matches(type_name.lower(), list(by_lower), n=3, cutoff=0.7)
+    return f"; did you mean {' or '.join(by_lower[c] for c in close)}?" if close else ""
+
+
+def _others(type_name: str) -> str:
+    versions = sorted(_REGISTRY.get(("opset", type_name.lower()), {}))
+    return f"; it implements {', '.join(f'{type_name}-{v}' for v in versions)}" if versions else ""
 
 
 def register(type_name: str, version: int, *, domain: str = "opset"):
@@ -47,43 +159,29 @@ def register(type_name: str, version: int, *, domain: str = "opset"):
         cls.version = version
         cls.domain = domain
         versions[version] = cls
-        _FOUND.clear()
+        _RESOLVED.clear()
         return cls
 
     return wrap
 
 
-def find(type_name: str, opset: str) -> type[Op] | None:
-    """The op class a layer of `type_name` tagged `opset` resolves to, or None."""
-    key = (type_name, opset)
-    if key in _FOUND:
-        return _FOUND[key]
-    cls = _find(type_name, opset)
-    if len(_FOUND) < 4096:
-        _FOUND[key] = cls
-    return cls
-
-
-_FOUND: dict[tuple[str, str], type[Op] | None] = {}  # emptied whenever an op registers
-
-
-def _find(type_name: str, opset: str) -> type[Op] | None:
-    parsed = parse_opset(opset)
-    if parsed is None:
-        return None
-    domain, number = parsed
-    versions = _REGISTRY.get((domain, type_name.lower()))
+def unregister(type_name: str, version: int, *, domain: str) -> None:
+    """Remove a custom op registered with `register` (OpenVINO's own ops cannot be removed)."""
+    if domain == "opset":
+        raise ValueError("OpenVINO's opset ops cannot be unregistered")
+    versions = _REGISTRY.get((domain, type_name.lower()), {})
+    versions.pop(version, None)
     if not versions:
-        return None
-    eligible = [v for v in versions if v <= number]
-    return versions[max(eligible)] if eligible else None
+        _REGISTRY.pop((domain, type_name.lower()), None)
+    _RESOLVED.clear()
 
 
 def resolved_version(type_name: str, opset: str) -> str:
     """The op version as text for messages ("15"), or the raw opset when nothing resolves."""
-    _ensure_loaded()
-    cls = find(type_name, opset)
-    return str(cls.version) if cls is not None else opset
+    found = resolve(type_name, opset)
+    if found.cls is not None:
+        return str(found.cls.version)
+    return found.official.rsplit("-", 1)[1] if found.official else opset
 
 
 def domains() -> list[str]:
@@ -97,16 +195,6 @@ def supported() -> list[type[Op]]:
     _ensure_loaded()
     out = [cls for versions in _REGISTRY.values() for cls in versions.values()]
     return sorted(out, key=lambda c: (c.domain, c.type_name.lower(), c.version))
-
-
-def describe_support(type_name: str) -> str:
-    """A hint for an unresolved layer: the versions of this type, or that it is unknown."""
-    _ensure_loaded()
-    found = [cls for (d, t), vs in _REGISTRY.items() if t == type_name.lower() for cls in vs.values()]
-    if found:
-        names = ", ".join(f"{c.type_name}-{c.version}" + ("" if c.domain == "opset" else f" ({c.domain})") for c in sorted(found, key=lambda c: c.version))
-        return f"irscatter implements {names}"
-    return f"irscatter has no kernel for {type_name}; run `irscatter ops` for the supported list"
 
 
 def _ensure_loaded() -> None:

@@ -1,4 +1,9 @@
-"""ScatterUpdate-3, ScatterElementsUpdate-3/-12 and ScatterNDUpdate-3/-15.
+"""ScatterUpdate-3, ScatterElementsUpdate-3/-12 and ScatterNDUpdate-4/-15.
+
+ScatterNDUpdate-4 is the op whose spec page calls it ScatterNDUpdate-3: its class lives in
+OpenVINO's `v3` namespace but first appears in opset4, and irscatter numbers every op version by
+the opset that introduced it, as OpenVINO's own `version_id` does (a serialized model says
+`version="opset4"`).
 
 All three reduce to `scatter_core.scatter_rows`; they differ only in how an index selects
 a row of the output. Index ranges follow each version's spec, which is stricter than
@@ -9,7 +14,7 @@ OpenVINO's reference kernels in the older versions:
 | ScatterUpdate-3 | [0, d-1] | negatives unchecked (undefined behaviour) |
 | ScatterElementsUpdate-3 | [0, d-1] | negatives wrapped |
 | ScatterElementsUpdate-12 | [-d, d-1], negatives wrapped | the same |
-| ScatterNDUpdate-3 | [0, d-1] per component | negatives wrapped |
+| ScatterNDUpdate-4 | [0, d-1] per component | negatives wrapped |
 | ScatterNDUpdate-15 | [-d, d-1] per component | the same |
 
 Anything outside the allowed range is an ExecutionError naming the value and its position.
@@ -175,15 +180,15 @@ class ScatterElementsUpdate12(ScatterElementsUpdate3):
     allow_negative = True
 
 
-# --- ScatterNDUpdate-3 / -15 ---------------------------------------------------------------------
+# --- ScatterNDUpdate-4 / -15 ---------------------------------------------------------------------
 
 
 class NDAttrs15(OpAttrs):
     reduction: Annotated[Literal["none", "sum", "sub", "prod", "min", "max"], Lower] = "none"
 
 
-@register("ScatterNDUpdate", 3)
-class ScatterNDUpdate3(Op):
+@register("ScatterNDUpdate", 4)
+class ScatterNDUpdate4(Op):
     """Each index tuple (the last axis of `indices`) selects an element or slice of `data`."""
 
     inputs = ("data", "indices", "updates")
@@ -241,7 +246,7 @@ class ScatterNDUpdate3(Op):
 
 
 @register("ScatterNDUpdate", 15)
-class ScatterNDUpdate15(ScatterNDUpdate3):
+class ScatterNDUpdate15(ScatterNDUpdate4):
     Attrs = NDAttrs15
     allow_negative = True
 

@@ -12,6 +12,7 @@ import math
 from typing import Annotated, Literal
 
 import numpy as np
+from pydantic import BeforeValidator
 
 from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
@@ -161,6 +162,25 @@ class Squeeze(Op):
         return data.reshape(self._squeezed(data.shape, None if axes is None else _ints(axes)))
 
 
+@register("Squeeze", 15)
+class Squeeze15(Squeeze):
+    """Squeeze-15: an axis whose dimension is not 1 is left in place rather than refused.
+
+    `allow_axis_skip` only changes shape inference over dynamic dimensions (an axis that might
+    be 1 then makes the rank dynamic); irscatter already answers a dynamic rank whenever the
+    data shape is not static, which both settings allow.
+    """
+
+    class Attrs(OpAttrs):
+        allow_axis_skip: IRBool = False
+
+    def _squeezed(self, shape: tuple, axes: list[int] | None):
+        if axes is None or not shape:
+            return super()._squeezed(shape, axes)
+        axes = _normalize_axes(axes, len(shape), "input 1")
+        return tuple(d for i, d in enumerate(shape) if not (i in axes and d == 1))
+
+
 @register("Unsqueeze", 1)
 class Unsqueeze(Op):
     inputs = ("data", "axes")
@@ -254,12 +274,24 @@ class Transpose(Op):
 # --- Broadcast --------------------------------------------------------------------------------------
 
 
+def _broadcast_mode(value: object) -> object:
+    """OpenVINO's enums name explicit broadcasting twice, `none` and `explicit`, and its serializer
+    writes the first name its table lists: Broadcast-1 in explicit mode is saved as `mode="none"`."""
+    if isinstance(value, str):
+        value = value.strip().lower()
+        return "explicit" if value == "none" else value
+    return value
+
+
+BroadcastMode = BeforeValidator(_broadcast_mode)
+
+
 class Broadcast1Attrs(OpAttrs):
-    mode: Annotated[Literal["numpy", "explicit", "pdpd"], Lower] = "numpy"
+    mode: Annotated[Literal["numpy", "explicit", "pdpd"], BroadcastMode] = "numpy"
 
 
 class Broadcast3Attrs(OpAttrs):
-    mode: Annotated[Literal["numpy", "explicit", "bidirectional", "pdpd"], Lower] = "numpy"
+    mode: Annotated[Literal["numpy", "explicit", "bidirectional", "pdpd"], BroadcastMode] = "numpy"
 
 
 def broadcast_target(data_shape: tuple[int, ...], target: list[int], mode: str, axes: list[int] | None) -> tuple[int, ...]:

@@ -81,18 +81,11 @@ class OutputSpec:
 
 def resolve_op(layer: Layer, file: str | None = None) -> Op:
     """The op instance for a layer, with its attributes parsed; errors name the layer."""
-    cls = registry.find(layer.type, layer.version)
+    found = registry.resolve(layer.type, layer.version)
     try:
-        if cls is None:
-            opset = registry.parse_opset(layer.version)
-            if opset is None or opset[0] not in registry.domains():
-                known = ", ".join(f"{d}N" for d in registry.domains())
-                raise ValidationError(f'version="{layer.version}" is not an opset irscatter knows ({known})',
-                                      label="unknown-opset")
-            raise ValidationError(
-                f"no kernel for {layer.type} in {layer.version}: {registry.describe_support(layer.type)}",
-                label="unknown-op",
-            )
+        if found.cls is None:
+            raise ValidationError(found.message, label=found.label)
+        cls = found.cls
         op = cls(layer)
         op.check_arity(len(layer.inputs), len(layer.outputs))
         return op

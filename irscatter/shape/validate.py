@@ -26,7 +26,6 @@ from irscatter.errors import FileAccessError, IRError
 from irscatter.ir.graph import Layer, Model
 from irscatter.ir.loader import read_model_collecting
 from irscatter.ir.topology import Finding, Source, Wiring, wire
-from irscatter.ops import registry
 from irscatter.ops.base import Op, TensorInfo
 from irscatter.runtime.interpreter import resolve_op
 from irscatter.shape.infer import compare_declared, infer_layer
@@ -95,6 +94,11 @@ def validate(model: Model | str | os.PathLike, bin_path: str | os.PathLike | Non
                   + check_model(loaded, loaded_badly))
 
 
+# An op OpenVINO knows and irscatter cannot run yet, or a custom domain with no kernels here:
+# the model may well be valid, so these are warnings (run refuses them).
+_WARNED_UNRESOLVED = ("no-kernel", "custom-domain")
+
+
 # --- the checks --------------------------------------------------------------------------------
 
 
@@ -132,18 +136,12 @@ def _resolve_all(wiring: Wiring, findings: list[Finding], loaded_badly: set[int]
         except IRError as e:
             if lid in loaded_badly:
                 continue  # the loader's finding already names what is wrong with it
-            if e.label == "unknown-op" and not _type_is_known(layer):
-                findings.append(Finding("warning", "unsupported-op",
-                                        f"irscatter has no kernel for {layer.type} in any opset, so this layer and "
-                                        f"what depends on it are not checked", layer.ref, line=layer.line))
+            if e.label in _WARNED_UNRESOLVED:
+                findings.append(Finding("warning", e.label, f"{e.message}, so this layer and what depends on it "
+                                        f"are not checked", layer.ref, line=layer.line))
             else:
                 findings.append(Finding("error", e.label or "invalid", e.message, layer.ref, e.port, layer.line))
     return ops
-
-
-def _type_is_known(layer: Layer) -> bool:
-    """Does irscatter implement this type in some opset? (If so, a miss is the opset's fault.)"""
-    return "implements" in registry.describe_support(layer.type)
 
 
 def _unconnected_inputs(wiring: Wiring) -> list[Finding]:
