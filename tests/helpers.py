@@ -28,6 +28,23 @@ def save_ov(model, folder: Path, name: str = "model", version: str = "v11") -> P
     return xml
 
 
+def ov_model_of(outputs, name: str = "model"):
+    """An ov.Model of `outputs` (nodes or node outputs) with every Parameter they depend on, by name."""
+    import openvino as ov
+    import openvino.opset15 as ops
+
+    found, stack, seen = {}, [o.get_node() if hasattr(o, "get_node") else o for o in outputs], set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if node.get_type_name() == "Parameter":
+            found[node.get_friendly_name()] = node
+        stack.extend(i.get_source_output().get_node() for i in node.inputs())
+    return ov.Model([ops.result(o) for o in outputs], [found[k] for k in sorted(found)], name)
+
+
 _ORACLE = None
 ORACLE_NOTES: list[str] = []  # one line per case that was not checked against the CPU plugin
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import irscatter
-from helpers import run_ov, save_ov
+from helpers import ov_model_of, run_ov, save_ov
 
 ov = pytest.importorskip("openvino")
 import openvino.opset1 as o1  # noqa: E402
@@ -69,18 +69,7 @@ CASES = {
 }
 
 
-def _model(outputs, name):
-    """An ov.Model of `outputs` with every Parameter they depend on, ordered by name."""
-    found, stack, seen = {}, [o.get_node() if hasattr(o, "get_node") else o for o in outputs], set()
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        if node.get_type_name() == "Parameter":
-            found[node.get_friendly_name()] = node
-        stack.extend(i.get_source_output().get_node() for i in node.inputs())
-    return ov.Model([ops.result(o) for o in outputs], [found[k] for k in sorted(found)], name)
+_model = ov_model_of
 
 
 @pytest.mark.parametrize("name", list(CASES))

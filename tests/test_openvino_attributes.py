@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import irscatter
-from helpers import save_ov
+from helpers import ov_model_of, save_ov
 
 ov = pytest.importorskip("openvino")
 import openvino.opset1 as o1  # noqa: E402
@@ -50,29 +50,13 @@ CASES = {
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_openvino_written_enum_values_load(tmp_path, name):
-    node = CASES[name]()
-    params = [p for p in _parameters(node)]
-    xml = save_ov(ov.Model([o15.result(node)], params, name), tmp_path)
+    xml = save_ov(ov_model_of([CASES[name]()], name), tmp_path)
     report = irscatter.validate(xml)
     assert report.errors == [], [f.message for f in report.errors]
 
 
-def _parameters(node):
-    seen, stack, found = set(), [node], []
-    while stack:
-        n = stack.pop()
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
-        if n.get_type_name() == "Parameter":
-            found.append(n)
-        stack.extend(i.get_source_output().get_node() for i in n.inputs())
-    return sorted(found, key=lambda p: p.get_friendly_name())
-
-
 def test_broadcast1_explicit_is_written_as_none_and_runs(tmp_path):
-    node = CASES["broadcast1-explicit"]()
-    xml = save_ov(ov.Model([o15.result(node)], _parameters(node), "b"), tmp_path)
+    xml = save_ov(ov_model_of([CASES["broadcast1-explicit"]()]), tmp_path)
     assert 'mode="none"' in xml.read_text()
     (out,) = irscatter.read_model(xml).run({"x": np.array([1, 2, 3], np.float32)}).values()
     assert out.tolist() == [[1, 1], [2, 2], [3, 3]]
