@@ -1,8 +1,9 @@
 """The gather family against OpenVINO's CPU plugin on generated models, and against numpy.
 
 Gather gets negative and out-of-range indices in every version (OpenVINO's shared reference
-wraps negatives once and fills zeros for the rest); GatherElements only in-range indices
-(anything else is an error by its spec); GatherND negative and positive components.
+wraps negatives once and fills zeros for the rest); GatherElements indices in [-d, d-1] (the
+negative ones count from the end, as in OpenVINO's CPU plugin); GatherND negative and positive
+components.
 
 OpenVINO's CPU plugin departs from its own reference for Gather-1 and Gather-7: it fills
 zeros for negative indices instead of wrapping them (the v1/v7 specs only state the valid
@@ -62,7 +63,7 @@ def _build(i):
     elif kind == "elements6":
         axis = int(rng.integers(-rank, rank))
         ishape = tuple(int(rng.integers(1, 5)) if d == axis % rank else n for d, n in enumerate(shape))
-        indices = rng.integers(0, shape[axis], ishape)
+        indices = rng.integers(-shape[axis], shape[axis], ishape)
         p_idx = o15.parameter(list(ishape), ov.Type.i32 if itype is np.int32 else ov.Type.i64, name="indices")
         node = o6.gather_elements(p_data, p_idx, axis)
     else:
@@ -105,8 +106,8 @@ def test_gather_family_matches_openvino(tmp_path, i):
 
 def test_gather_elements_refuses_out_of_range():
     op = GatherElements(Layer(id=3, name="ge", type="GatherElements", version="opset6", attrs={"axis": "0"}))
-    with pytest.raises(irscatter.ExecutionError, match=r"index -1 at position \[1, 0\] is out of range \[0, 1\]"):
-        op.compute(np.zeros((2, 2)), np.array([[0, 1], [-1, 0]]))
+    with pytest.raises(irscatter.ExecutionError, match=r"index -3 at position \[1, 0\] is out of range \[-2, 1\]"):
+        op.compute(np.zeros((2, 2)), np.array([[0, 1], [-3, 0]]))
 
 
 def test_gather_nd_refuses_out_of_range():

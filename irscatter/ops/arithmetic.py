@@ -6,6 +6,16 @@ and are broadcast by `auto_broadcast`. Integer arithmetic wraps modulo 2^bits. D
 integers floors the quotient (`m_pythondiv`, the default) or truncates it toward zero, and
 an integer division by zero is an error naming the position of the zero divisor; the same
 holds for FloorMod (remainder with the divisor's sign) and Mod (with the dividend's sign).
+
+Maximum and Minimum select by one comparison, as OpenVINO's core reference does
+(`std::max(a, b)` is `a < b ? b : a`), so a NaN is chosen only when it is the first input:
+max(NaN, 1) is NaN and max(1, NaN) is 1. The CPU plugin's vector instructions pick the other
+operand (max(NaN, 1) is 1); the spec says only max(a, b).
+
+Power on integers with a negative exponent is the real power truncated toward zero, as the
+core reference and the CPU plugin compute it: 2 ** -1 is 0, (-1) ** -3 is -1. 0 to a negative
+power is an error naming the position (OpenVINO converts the infinite result to an integer,
+which C++ leaves undefined; on x86 it gives the type's minimum).
 """
 
 from __future__ import annotations
@@ -98,14 +108,28 @@ class Divide(BinaryArithmetic):
         return np.where(inexact, quotient + 1, quotient).astype(quotient.dtype)
 
 
+def select_max(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """`a < b ? b : a` element-wise (C++'s std::max): keeps `a` when the two do not compare."""
+    if np.asarray(a).dtype.kind in "iub":
+        return np.maximum(a, b)  # no NaN to choose between: the ufunc is the same and faster
+    return np.where(np.less(a, b), b, a)
+
+
+def select_min(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """`b < a ? b : a` element-wise (C++'s std::min): keeps `a` when the two do not compare."""
+    if np.asarray(a).dtype.kind in "iub":
+        return np.minimum(a, b)
+    return np.where(np.less(b, a), b, a)
+
+
 @register("Maximum", 1)
 class Maximum(BinaryArithmetic):
-    kernel = np.maximum
+    kernel = staticmethod(select_max)
 
 
 @register("Minimum", 1)
 class Minimum(BinaryArithmetic):
-    kernel = np.minimum
+    kernel = staticmethod(select_min)
 
 
 @register("SquaredDifference", 1)
@@ -118,9 +142,21 @@ class SquaredDifference(BinaryArithmetic):
 @register("Power", 1)
 class Power(BinaryArithmetic):
     def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        if a.dtype.kind in "iu" and (np.asarray(b) < 0).any():
-            raise ExecutionError("an integer power with a negative exponent has no integer result", port="input 1")
-        return np.power(a, b)
+        if a.dtype.kind != "i" or not (negative := np.asarray(b) < 0).any():
+            with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+                return np.power(a, b)
+        base, exponent = np.broadcast_arrays(a, b)
+        negative = np.broadcast_to(negative, base.shape)
+        zero = negative & (base == 0)
+        if zero.any():
+            where = [int(i) for i in np.argwhere(zero)[0]]
+            raise ExecutionError(f"0 to the negative power {exponent[tuple(where)]} at {where} has no integer value",
+                                 port="input 1")
+        with np.errstate(over="ignore"):
+            out = np.power(base, np.where(negative, 0, exponent))
+        # |base| >= 2 truncates to 0; 1 stays 1; -1 alternates with the exponent's parity.
+        fraction = np.where(base == 1, 1, np.where(base == -1, np.where(exponent % 2 == 0, 1, -1), 0))
+        return np.where(negative, fraction, out).astype(out.dtype)
 
 
 class Remainder(BinaryArithmetic):

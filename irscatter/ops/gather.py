@@ -123,7 +123,12 @@ class GatherElementsAttrs(OpAttrs):
 
 @register("GatherElements", 6)
 class GatherElements(Op):
-    """out[c] = data[c with c[axis] = indices[c]] (numpy's take_along_axis)."""
+    """out[c] = data[c with c[axis] = indices[c]] (numpy's take_along_axis).
+
+    The spec expects indices in [0, d-1]. A negative index in [-d, -1] counts from the end, as
+    OpenVINO's CPU plugin and ONNX's GatherElements (where such models come from) do; OpenVINO's
+    core reference refuses negatives instead. Anything outside [-d, d-1] is an error, as in both.
+    """
 
     Attrs = GatherElementsAttrs
     inputs = ("data", "indices")
@@ -149,7 +154,7 @@ class GatherElements(Op):
         if indices.ndim != data.ndim or any(n != m for d, (n, m) in enumerate(zip(indices.shape, data.shape)) if d != a):
             raise ExecutionError(f"indices shape {list(indices.shape)} does not fit data shape {list(data.shape)}",
                                  port="input 1")
-        idx = normalize_indices(indices, data.shape[a], allow_negative=False, port="input 1")
+        idx = normalize_indices(indices, data.shape[a], allow_negative=True, port="input 1")
         return np.take_along_axis(data, idx, axis=a)
 
 

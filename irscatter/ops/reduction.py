@@ -2,6 +2,13 @@
 
 Integer reductions run in the element type (sums and products wrap modulo 2^bits); f16 and
 bf16 accumulate in f32 and round once at the end. An empty `axes` leaves the data unchanged.
+
+ReduceMax and ReduceMin fold as OpenVINO's core reference does: from a starting value, keeping
+the accumulator whenever an element does not compare greater (smaller), so NaN is never chosen
+(the reduction of [NaN, 1, -1, inf] is inf; of all NaN, the starting value). The spec calls an
+empty reduction undefined; it gives the starting value, as the reference does: the lowest finite
+value of the compute type for ReduceMax (so -3.4028235e38 in f32, and -inf once rounded to f16
+or bf16), and +inf (floats) or the type's maximum (integers) for ReduceMin.
 """
 
 from __future__ import annotations
@@ -10,7 +17,6 @@ from typing import ClassVar
 
 import numpy as np
 
-from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check, check_integral, normalized_axis
@@ -51,10 +57,13 @@ class Reduce(Op):
         reduced = _axes(axes, data.ndim, at_runtime=True)
         etype = ElementType.from_dtype(data.dtype)
         work = data.astype(compute_dtype(etype), copy=False) if etype.is_float else data
-        if self.kernel in (np.maximum, np.minimum) and any(data.shape[a] == 0 for a in reduced):
-            raise ExecutionError(f"{self.type_name} over an empty axis has no value", port="input 0")
-        out = self.kernel.reduce(work, axis=reduced, keepdims=self.attrs.keep_dims, dtype=work.dtype)
+        out = self.kernel.reduce(work, axis=reduced, keepdims=self.attrs.keep_dims, dtype=work.dtype,
+                                 **self.start(work.dtype))
         return from_compute(np.asarray(out), etype)
+
+    def start(self, dtype: np.dtype) -> dict:
+        """Extra arguments of the reduction: a starting value where the op has one."""
+        return {}
 
 
 @register("ReduceSum", 1)
@@ -69,9 +78,19 @@ class ReduceProd(Reduce):
 
 @register("ReduceMax", 1)
 class ReduceMax(Reduce):
-    kernel = np.maximum
+    kernel = np.fmax  # fmax never returns a NaN it can avoid, and the start is never NaN
+
+    def start(self, dtype: np.dtype) -> dict:
+        if dtype.kind == "b":
+            return {"initial": False}
+        return {"initial": np.finfo(dtype).min if dtype.kind == "f" else np.iinfo(dtype).min}
 
 
 @register("ReduceMin", 1)
 class ReduceMin(Reduce):
-    kernel = np.minimum
+    kernel = np.fmin
+
+    def start(self, dtype: np.dtype) -> dict:
+        if dtype.kind == "b":
+            return {"initial": True}
+        return {"initial": np.inf if dtype.kind == "f" else np.iinfo(dtype).max}

@@ -170,7 +170,7 @@ class ScatterElementsUpdate3(Op):
         etype = ElementType.from_dtype(data.dtype)
         wrap = lowest < 0
         out = scatter_along_axis(data, idx, updates, a, self.reduction, etype, inplace=inplace,
-                                 use_init_val=self.use_init_val, wrap_negative=wrap)
+                                 use_init_val=self.use_init_val, wrap_negative=wrap, incomparable="update")
         return from_compute(out, etype)
 
 
@@ -241,7 +241,7 @@ class ScatterNDUpdate4(Op):
                                  port="input 1", what="index component")
         rows = np.ravel_multi_index(tuple(norm.T), data.shape[:k]) if k else np.zeros(len(tuples), np.int64)
         upd2d = as_rows(updates, indices.ndim - 1).astype(out.dtype, copy=False)
-        scatter_rows(out2d, np.asarray(rows, np.int64), upd2d, self.reduction)
+        scatter_rows(out2d, np.asarray(rows, np.int64), upd2d, self.reduction, incomparable="keep")
         return from_compute(out, etype)
 
 

@@ -11,6 +11,13 @@ and a 2-D array of update rows. Then:
   booleans): every update is folded in sequentially, in index order, with the unbuffered
   `ufunc.at`, so duplicates accumulate exactly as the sequential definition says. On
   booleans sum/max are OR, prod/min are AND and sub is XOR.
+* `min` and `max` over floats choose between values that do not compare (a NaN on either side)
+  by the op's own rule, `incomparable`: `"nan"` propagates the NaN (IEEE maximum/minimum, the
+  default, for other frameworks' scatters); `"keep"` keeps the accumulated value, as
+  `std::max(acc, update)` in OpenVINO's ScatterNDUpdate-15 reference does (a NaN already there
+  stays, a NaN update is ignored); `"update"` takes the update, as the `acc > update ? acc :
+  update` of its ScatterElementsUpdate-12 reference does (a NaN update lands, and the next
+  update replaces it).
 * `mean`: the sum of the updates (plus the original value when `use_init_val`) divided by
   their count (plus one); integer means are floored toward negative infinity.
 * `use_init_val=False`: each row that receives an update starts from the reduction's
@@ -134,6 +141,7 @@ def scatter_rows(
     reduction: str,
     *,
     use_init_val: bool = True,
+    incomparable: str = "nan",
 ) -> None:
     """Apply `updates[i]` to `out[rows[i]]` in place; `out` is (R, W) or (R,), `updates` (N, W) or (N,)."""
     if len(rows) == 0:
@@ -150,8 +158,45 @@ def scatter_rows(
     if reduction == "mean":
         _mean(out, rows, updates, use_init_val)
         return
+    if (incomparable != "nan" and reduction in ("min", "max") and out.dtype.kind == "f"
+            and (np.isnan(updates).any() or np.isnan(out).any())):
+        _fold_incomparable(out, rows, updates, reduction, incomparable)
+        return
     table = _BOOL_UFUNCS if out.dtype == np.bool_ else _NUMERIC_UFUNCS
     table[reduction].at(out, rows, updates)
+
+
+def _fold_incomparable(out: np.ndarray, rows: np.ndarray, updates: np.ndarray, reduction: str,
+                       incomparable: str) -> None:
+    """min/max with NaN present, by the rule `incomparable` names (see the module doc)."""
+    pick = np.fmax if reduction == "max" else np.fmin  # on NaN-free values, plain max/min
+    if incomparable == "keep":
+        stuck = np.isnan(out)  # NaN is never replaced; a NaN update never lands (fmax skips it)
+        pick.at(out, rows, updates)
+        out[stuck] = np.nan
+        return
+    # "update": each NaN an element receives resets it, so only the updates after its last NaN
+    # count (or nothing, when the NaN came last); a NaN it started with is replaced by the first.
+    if out.ndim == 2:
+        width = out.shape[1]
+        targets = (rows[:, None] * width + np.arange(width)).reshape(-1)
+        values = updates.reshape(-1)
+    else:
+        targets, values = rows, updates
+    work = out if out.flags.c_contiguous else np.ascontiguousarray(out)
+    flat_out = work.reshape(-1)  # a view: work is C-contiguous
+    position = np.arange(len(values), dtype=np.int64)
+    last_nan = np.full(flat_out.size, -1, dtype=np.int64)
+    np.maximum.at(last_nan, targets, np.where(np.isnan(values), position, -1))
+    last_any = np.full(flat_out.size, -1, dtype=np.int64)
+    np.maximum.at(last_any, targets, position)
+    touched = last_any >= 0
+    flat_out[touched & ((last_nan >= 0) | np.isnan(flat_out))] = -np.inf if reduction == "max" else np.inf
+    kept = position > last_nan[targets]
+    pick.at(flat_out, targets[kept], values[kept])
+    flat_out[touched & (last_nan == last_any)] = np.nan
+    if work is not out:
+        out[...] = work
 
 
 def _mean(out: np.ndarray, rows: np.ndarray, updates: np.ndarray, use_init_val: bool) -> None:
@@ -223,6 +268,7 @@ def scatter_along_axis(
     inplace: bool = False,
     use_init_val: bool = True,
     wrap_negative: bool = False,
+    incomparable: str = "nan",
 ) -> np.ndarray:
     """Element-wise scatter along `axis`, returning the result in the compute dtype: for
     every coordinate c of `indices`, the element at c with c[axis] replaced by indices[c]
@@ -247,7 +293,7 @@ def scatter_along_axis(
         idx = np.where(indices < 0, indices + size, indices) if wrap_negative else indices
         rows = flat_rows_along_axis(idx, shape, axis)
         scatter_rows(out.reshape(-1), rows, updates.reshape(-1).astype(out.dtype, copy=False), reduction,
-                     use_init_val=use_init_val)
+                     use_init_val=use_init_val, incomparable=incomparable)
         return out
     # The tiles cover the whole output, and each one is read from `data`: no separate copy.
     out = data if reusable(data, inplace, compute_dtype(etype)) else np.empty(shape, compute_dtype(etype))
@@ -280,7 +326,8 @@ def scatter_along_axis(
             rows += offsets[tq][:tp]
             upd = upd_buf[: tp * n * tq].reshape(tp, n, tq)
             np.copyto(upd, upd3[window])
-            scatter_rows(tile.reshape(-1), rows.reshape(-1), upd.reshape(-1), reduction, use_init_val=use_init_val)
+            scatter_rows(tile.reshape(-1), rows.reshape(-1), upd.reshape(-1), reduction, use_init_val=use_init_val,
+                         incomparable=incomparable)
             out3[window] = tile
     return out
 
