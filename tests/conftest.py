@@ -17,6 +17,18 @@ def pytest_report_header(config):
 
 
 def pytest_terminal_summary(terminalreporter):
+    # Skips grouped by reason, one line each (pytest's own -rs lists every module apart).
+    reasons: dict[str, int] = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        if reason.startswith("could not import 'openvino'"):
+            reason = "openvino is not installed, so the differential tests against it did not run"
+        reasons[reason] = reasons.get(reason, 0) + 1
+    if reasons:
+        terminalreporter.section("skipped")
+        for reason, count in sorted(reasons.items()):
+            terminalreporter.write_line(f"{count} skipped: {reason}")
     if helpers.ORACLE_NOTES:
         terminalreporter.section("cases not checked against OpenVINO's CPU plugin")
         for line in helpers.ORACLE_NOTES:
