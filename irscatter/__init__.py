@@ -12,9 +12,10 @@ from irscatter.errors import (
 )
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Edge, Graph, Layer, Model, Port
-from irscatter.ir.loader import parse_layer, parse_model, read_model
+from irscatter.ir.loader import parse_layer
 from irscatter.ir.shapes import Dimension, PartialShape
-from irscatter.shape.validate import Report, validate
+from irscatter.checks.conformance import Report
+from irscatter.api import compile_model, parse_model, read_model, validate
 
 __version__ = "0.1.0"
 
@@ -35,6 +36,7 @@ __all__ = [
     "SecurityError",
     "UsageError",
     "ValidationError",
+    "compile_model",
     "limits",
     "parse_layer",
     "parse_model",

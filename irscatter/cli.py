@@ -21,12 +21,12 @@ import numpy as np
 
 from irscatter import examples, limits
 from irscatter.errors import IRError, UsageError
-from irscatter.ir.loader import read_model
-from irscatter.ir.summary import summarize
+from irscatter.api import read_model, validate
+from irscatter.summary import summarize
 from irscatter.ops import registry
 from irscatter.runtime import inputs as model_inputs
 from irscatter.runtime.profile import profile
-from irscatter.shape.validate import finding_line, validate
+from irscatter.checks.conformance import finding_line
 
 PROG = "irscatter"
 

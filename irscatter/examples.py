@@ -34,8 +34,10 @@ from lxml import etree
 
 from irscatter.errors import FileAccessError, IRError
 from irscatter.ir.element_types import ElementType
-from irscatter.ir.loader import parse_model, parse_xml
+from irscatter.api import compile_model, parse_model
+from irscatter.ir.loader import parse_xml
 from irscatter import limits
+from irscatter.ir import opsets
 from irscatter.ops import registry
 
 _LAYER_START = re.compile(r"^[ \t]*(<(?:layer|\.\.\.)(?=[\s>]))", re.M)  # at the start of a line: not prose
@@ -259,7 +261,7 @@ def _graph_xml(layer_xml: str, inputs: list[_Port], arrays: list[np.ndarray | No
 def _compile(file: str, layer_xml: str, inputs: list[_Port], arrays: list[np.ndarray | None],
              outputs: list[_Port]) -> Any:
     xml, weights = _graph_xml(layer_xml, inputs, arrays, outputs)
-    return parse_model(xml, weights, source=file).compile()
+    return compile_model(parse_model(xml, weights, source=file))
 
 
 def _retry_as_columns(file: str, layer_xml: str, inputs: list[_Port], arrays: list[np.ndarray | None],
@@ -373,6 +375,6 @@ def run_document(path: str | Path) -> list[Example]:
     except OSError as e:
         raise FileAccessError(f"cannot read document: {e.strerror}", file=str(path)) from None
     m = _VERSIONED.search(text)
-    default_version = registry.opset_holding(m.group(1), int(m.group(2))) if m else registry.newest_complete_opset()
+    default_version = opsets.opset_holding(m.group(1), int(m.group(2))) if m else opsets.newest_complete_opset()
     return [run_example(str(path), i + 1, line, snippet, default_version)
             for i, (line, snippet) in enumerate(find_snippets(text))]

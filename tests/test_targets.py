@@ -64,3 +64,11 @@ def test_errors_of_the_target_are_refusals_and_the_worker_goes_on(worker):
 def test_a_missing_program_is_unavailable():
     with WorkerProcess(["/nonexistent/python"], name="nothing") as w:
         assert _failure(w, {"do": "echo", "value": 1}).kind == "unavailable"
+
+
+def test_openvino_missing_is_unavailable_with_how_to_install_it():
+    hidden = ("import sys; sys.modules['openvino'] = None; "
+              "from irscatter.targets.openvino import main; main()")
+    with WorkerProcess([sys.executable, "-c", hidden], name="OpenVINO") as w:
+        failure = _failure(w, {"kind": "version"})
+    assert failure.kind == "unavailable" and "pip install irscatter[openvino]" in failure.message

@@ -11,18 +11,16 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Iterator
+from typing import Any, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from irscatter.errors import LayerRef
 from irscatter.ir.element_types import ElementType
+from irscatter.ir.opsets import version_text
 from irscatter.ir.shapes import PartialShape
-
-if TYPE_CHECKING:
-    from irscatter.runtime.interpreter import CompiledModel
 
 RtInfo = dict[str, Any]
 _M = TypeVar("_M", bound=BaseModel)
@@ -171,9 +169,7 @@ class Layer(BaseModel):
 
     @property
     def ref(self) -> LayerRef:
-        from irscatter.ops.registry import resolved_version
-
-        return LayerRef(self.id, self.name, self.type, resolved_version(self.type, self.version))
+        return LayerRef(self.id, self.name, self.type, version_text(self.type, self.version))
 
     def input_position(self, port_id: int) -> int | None:
         for i, p in enumerate(self.inputs):
@@ -218,7 +214,8 @@ class Graph(BaseModel):
 
 
 class Model(Graph):
-    """A loaded IR model. `run()` interprets it; the fields describe the graph as written."""
+    """A loaded IR model: the graph as written. Running it is the runtime's business
+    (`irscatter.compile_model`, or the `run()` of the models `irscatter.read_model` returns)."""
 
     name: str = ""
     ir_version: int = 11
@@ -227,43 +224,11 @@ class Model(Graph):
     bin_path: str | None = None
     bin_size: int | None = None
 
-    _compiled: Any = PrivateAttr(default=None)
     _weights: Any = PrivateAttr(default=None)  # keeps the memory map alive
 
     @property
     def source(self) -> str:
         return self.xml_path or "<memory>"
-
-    def compile(self) -> CompiledModel:
-        """Check the graph, resolve every op and plan the run (done once, then cached)."""
-        if self._compiled is None:
-            from irscatter.runtime.interpreter import CompiledModel
-
-            with gc_paused():
-                self._compiled = CompiledModel(self)
-        return self._compiled
-
-    def run(
-        self,
-        feeds: Mapping[str, Any] | None = None,
-        *,
-        intermediate: bool = False,
-        hook: Any = None,
-        donate: Iterable[str] = (),
-    ) -> dict[str, np.ndarray]:
-        """Run the model on `feeds` (keyed by Parameter name or tensor name).
-
-        Returns the outputs keyed by output tensor name in the XML order of Results, or with
-        `intermediate=True` every computed tensor keyed by `"<layer name>:<port id>"`.
-        `hook(layer, inputs, outputs)` is called after each layer's kernel has run.
-
-        Fed arrays are never written, except those named in `donate`: their buffers are
-        handed over, and a scatter that is their only reader may write its output into
-        them (an output may then share memory with the donated array, whose contents are
-        unspecified after the run). Intermediate buffers are reused the same way whenever
-        nothing else can see them; `intermediate=True` and a `hook` turn all reuse off.
-        """
-        return self.compile().run(feeds or {}, intermediate=intermediate, hook=hook, donate=donate)
 
     @property
     def inputs(self) -> list[Layer]:

@@ -5,7 +5,7 @@ at least -1) and refuses anything that could make the parser itself misbehave: l
 with entity resolution, DTD loading and network access off, and any document that declares
 a DOCTYPE or entities is rejected with a `SecurityError` before its content is looked at.
 Rules about how the graph fits together (dangling edges, duplicate ids, cycles) are the
-checker's job (`irscatter.ir.checks`), so that `validate` can report all of them at once.
+job of the wiring pass and the checks (`irscatter.ir.topology`, `irscatter.checks`), so that `validate` can report all of them at once.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from irscatter.ir.element_types import ElementType, decode
 from irscatter.ir.graph import BackEdge, Body, Edge, Graph, Layer, Model, Port, PortMapEntry, gc_paused, split_names, trusted
 from irscatter.ir.shapes import PartialShape, is_decimal, parse_static_shape
 from irscatter.limits import current as current_limits
-from irscatter.ops import registry
+from irscatter.ir import opsets
 
 SUPPORTED_IR_VERSIONS = (10, 11)
 _LAYER_KEYS = ("id", "name", "type", "version")
@@ -149,8 +149,10 @@ class _Ctx:
     and loading goes on without that element, so that every defect can be reported at once.
     """
 
-    def __init__(self, source: str, ir_version: int = 11, problems: list[LoadError] | None = None) -> None:
+    def __init__(self, source: str, ir_version: int = 11, problems: list[LoadError] | None = None,
+                 model_class: type[Model] = Model) -> None:
         self.source = source
+        self.model_class = model_class  # the runtime's runnable subclass, when it loads
         self.ir_version = ir_version
         self.problems = problems
         self.body_depth = 0  # how many <body> elements enclose the layer being read
@@ -219,7 +221,7 @@ def _ref(layer: etree._Element) -> LayerRef:
     """The layer a port belongs to, for messages (built only when there is one to write)."""
     type_name, raw_id = layer.get("type", ""), layer.get("id", "?").strip()
     return LayerRef(int(raw_id) if is_decimal(raw_id) else raw_id, layer.get("name", ""), type_name,
-                    registry.resolved_version(type_name, layer.get("version", "")))
+                    opsets.version_text(type_name, layer.get("version", "")))
 
 
 def _port(ctx: _Ctx, node: etree._Element, where: str, layer: etree._Element) -> Port:
@@ -465,7 +467,7 @@ def _net_model(ctx: _Ctx, root: etree._Element) -> Model:
         ctx.ir_version = int(version_text)  # validation of a bad version goes on as v11
     rt_node = _child(root, "rt_info")
     rt = _rt_info(rt_node) if rt_node is not None else _rt_info(_child(root, "meta_data"))
-    return _graph(ctx, root, Model, name=root.get("name", ""), ir_version=ctx.ir_version, rt_info=rt)  # type: ignore[return-value]
+    return _graph(ctx, root, ctx.model_class, name=root.get("name", ""), ir_version=ctx.ir_version, rt_info=rt)  # type: ignore[return-value]
 
 
 def _read_bytes(path: Path, what: str) -> bytes:
@@ -484,14 +486,15 @@ def _read_bytes(path: Path, what: str) -> bytes:
         raise FileAccessError(f"cannot read {what}: {e.strerror}", file=str(path)) from None
 
 
-def read_model(xml_path: str | os.PathLike, bin_path: str | os.PathLike | None = None) -> Model:
+def read_model(xml_path: str | os.PathLike, bin_path: str | os.PathLike | None = None, *,
+               model_class: type[Model] = Model) -> Model:
     """Load an IR model. The `.bin` defaults to the xml's sibling with the `.bin` suffix.
 
     A missing default `.bin` is only an error if a Const needs it; a `bin_path` given
-    explicitly must exist.
+    explicitly must exist. `model_class` is the (sub)class of Model to build.
     """
     with gc_paused():
-        return _read(_Ctx(str(xml_path)), xml_path, bin_path)
+        return _read(_Ctx(str(xml_path), model_class=model_class), xml_path, bin_path)
 
 
 def read_model_collecting(xml_path: str | os.PathLike,
@@ -521,10 +524,11 @@ def _read(ctx: _Ctx, xml_path: str | os.PathLike, bin_path: str | os.PathLike | 
     return model
 
 
-def parse_model(xml: bytes | str, weights: bytes | np.ndarray | None = None, *, source: str = "<memory>") -> Model:
+def parse_model(xml: bytes | str, weights: bytes | np.ndarray | None = None, *, source: str = "<memory>",
+                model_class: type[Model] = Model) -> Model:
     """Load an IR model from memory (`weights` are the `.bin` bytes)."""
     data = xml.encode() if isinstance(xml, str) else xml
-    ctx = _Ctx(source)
+    ctx = _Ctx(source, model_class=model_class)
     model = _net_model(ctx, parse_xml(data, source))
     buf = None if weights is None else np.frombuffer(weights, np.uint8) if isinstance(weights, (bytes, bytearray)) else weights
     if buf is not None:

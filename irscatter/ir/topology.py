@@ -9,26 +9,10 @@ that no Result needs are not run.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
-
-from irscatter.errors import LayerRef, ValidationError
+from irscatter.findings import Finding
 from irscatter.ir.graph import Edge, Graph, Layer
 
 Source = tuple[int, int]  # (producer layer id, producer output position)
-
-
-@dataclass(frozen=True)
-class Finding:
-    severity: Literal["error", "warning"]
-    code: str
-    message: str
-    layer: LayerRef | None = None
-    port: str | None = None
-    line: int | None = None
-    column: int | None = None
-
-    def to_error(self, file: str | None) -> ValidationError:
-        return ValidationError(self.message, file=file, line=self.line, layer=self.layer, port=self.port, label=self.code)
 
 
 @dataclass

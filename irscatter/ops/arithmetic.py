@@ -28,7 +28,7 @@ from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import IRBool, Lower, Op, OpAttrs, TensorInfo, check, same_element_type
 from irscatter.ops.registry import register
-from irscatter.shape.broadcast import BroadcastError, broadcast
+from irscatter.ir.broadcast import BroadcastError, broadcast
 
 AutoBroadcast = Annotated[Literal["none", "numpy", "pdpd"], Lower]
 
@@ -67,9 +67,6 @@ class BinaryElementwise(Op):
         return self.kernel(a, b)
 
 
-BinaryArithmetic = BinaryElementwise
-
-
 def _check_nonzero_divisor(b: np.ndarray) -> None:
     zero = b == 0
     if zero.any():
@@ -78,22 +75,22 @@ def _check_nonzero_divisor(b: np.ndarray) -> None:
 
 
 @register("Add", 1)
-class Add(BinaryArithmetic):
+class Add(BinaryElementwise):
     kernel = np.add
 
 
 @register("Subtract", 1)
-class Subtract(BinaryArithmetic):
+class Subtract(BinaryElementwise):
     kernel = np.subtract
 
 
 @register("Multiply", 1)
-class Multiply(BinaryArithmetic):
+class Multiply(BinaryElementwise):
     kernel = np.multiply
 
 
 @register("Divide", 1)
-class Divide(BinaryArithmetic):
+class Divide(BinaryElementwise):
     class Attrs(BroadcastAttrs):
         m_pythondiv: IRBool = True
 
@@ -123,24 +120,24 @@ def select_min(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 @register("Maximum", 1)
-class Maximum(BinaryArithmetic):
+class Maximum(BinaryElementwise):
     kernel = staticmethod(select_max)
 
 
 @register("Minimum", 1)
-class Minimum(BinaryArithmetic):
+class Minimum(BinaryElementwise):
     kernel = staticmethod(select_min)
 
 
 @register("SquaredDifference", 1)
-class SquaredDifference(BinaryArithmetic):
+class SquaredDifference(BinaryElementwise):
     def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         d = np.subtract(a, b)
         return np.multiply(d, d)
 
 
 @register("Power", 1)
-class Power(BinaryArithmetic):
+class Power(BinaryElementwise):
     def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         if a.dtype.kind != "i" or not (negative := np.asarray(b) < 0).any():
             with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
@@ -159,7 +156,7 @@ class Power(BinaryArithmetic):
         return np.where(negative, fraction, out).astype(out.dtype)
 
 
-class Remainder(BinaryArithmetic):
+class Remainder(BinaryElementwise):
     """An integer remainder by zero is an error, as for Divide."""
 
     def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:

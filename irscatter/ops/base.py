@@ -22,6 +22,7 @@ kernel call does no parsing at all.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar
 
@@ -31,8 +32,28 @@ from pydantic import ValidationError as PydanticValidationError
 
 from irscatter.errors import ExecutionError, ValidationError
 from irscatter.ir.element_types import ElementType
-from irscatter.ir.graph import Layer
+from irscatter.ir.graph import Body, Layer
 from irscatter.ir.shapes import PartialShape
+
+# --- sub-graph bodies -----------------------------------------------------------------------------
+# An op with a <body> (a combiner region today; If, Loop and TensorIterator later) needs the
+# interpreter to compile it, and the interpreter sits above the op library. So the runtime hands
+# its compiler down when it is imported, and ops only ever call `compile_body`.
+_BODY_COMPILER: Callable[[Body], Any] | None = None
+
+
+def set_body_compiler(compiler: Callable[[Body], Any]) -> None:
+    """Called by the runtime: how to turn a layer's `<body>` into something callable."""
+    global _BODY_COMPILER
+    _BODY_COMPILER = compiler
+
+
+def compile_body(body: Body) -> Any:
+    if _BODY_COMPILER is None:
+        raise ValidationError("a <body> can only be compiled with irscatter's runtime loaded (import irscatter)",
+                              label="no-runtime")
+    return _BODY_COMPILER(body)
+
 
 # --- attribute value types (the IR writes every attribute as a string) ----------------------
 

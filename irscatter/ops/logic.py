@@ -13,7 +13,7 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ops.arithmetic import BinaryElementwise, BroadcastAttrs
 from irscatter.ops.base import Op, TensorInfo, check, same_element_type
 from irscatter.ops.registry import register
-from irscatter.shape.broadcast import BroadcastError, broadcast
+from irscatter.ir.broadcast import BroadcastError, broadcast
 
 
 class Comparison(BinaryElementwise):

@@ -11,7 +11,7 @@ from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check, same_element_type
 from irscatter.ops.conversion import compute_dtype, from_compute
 from irscatter.ops.registry import register
-from irscatter.shape.broadcast import BroadcastError, broadcast_numpy
+from irscatter.ir.broadcast import BroadcastError, broadcast_numpy
 
 
 class MatMulAttrs(OpAttrs):

@@ -2,7 +2,7 @@
 
 A layer names its op by `type` and `version` (an opset). For OpenVINO's own opsets
 (`opset1` ... `opset17`, spelt exactly so) the answer comes from OpenVINO's opset tables
-(`irscatter.ir.opset_tables`): the opset must exist, must hold the type (type names match
+(`irscatter.ir.opsets`): the opset must exist, must hold the type (type names match
 case-insensitively, as OpenVINO's do), and then names one version of it, the one introduced by
 the opset an op version is named after (Gather in opset15 is Gather-8). irscatter either has a
 kernel for exactly that version or says it has none yet. Any other opset name is a custom
@@ -19,22 +19,19 @@ Registering the same (domain, type, version) twice is a programming error and ra
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from irscatter.ir.opset_tables import OPENVINO_VERSION, OPSETS
+from irscatter.errors import IRError, ValidationError
+from irscatter.ir import opsets
 
 if TYPE_CHECKING:
+    from irscatter.ir.graph import Layer
     from irscatter.ops.base import Op
 
 _REGISTRY: dict[tuple[str, str], dict[int, type[Op]]] = {}
 _OPSET_RE = re.compile(r"^([A-Za-z_]+?)(\d+)$")
-_OPENVINO_OPSET_RE = re.compile(r"^opset(\d+)$")
-# The IR writes a Constant as `Const`; the tables call it `Constant`.
-_IR_SPELLING = {"const": "Constant"}
-_TABLE_KEYS = {n: {t.lower(): t for t in types} for n, types in OPSETS.items()}
 
 
 def parse_opset(text: str) -> tuple[str, int] | None:
@@ -75,69 +72,44 @@ def find(type_name: str, opset: str) -> type[Op] | None:
     return resolve(type_name, opset).cls
 
 
+def instantiate(layer: Layer, file: str | None = None) -> Op:
+    """The op instance for a layer, attributes parsed and arity checked; errors name the layer."""
+    found = resolve(layer.type, layer.version)
+    try:
+        if found.cls is None:
+            raise ValidationError(found.message, label=found.label)
+        op = found.cls(layer)
+        op.check_arity(len(layer.inputs), len(layer.outputs))
+        return op
+    except IRError as e:
+        raise e.add_context(file=file, layer=layer.ref, line=layer.line) from None
+
+
 def _resolve(type_name: str, opset: str) -> Resolution:
-    official = _OPENVINO_OPSET_RE.match(opset)
-    if official:
-        return _resolve_official(type_name, int(official.group(1)), opset)
-    if _OPENVINO_OPSET_RE.match(opset.strip().lower()):
-        return Resolution(None, "unknown-opset", f'version="{opset}" is not an opset of OpenVINO: opset names are '
-                                                 f'case-sensitive and unpadded (did you mean "{opset.strip().lower()}"?)')
+    answer = opsets.lookup(type_name, opset)
+    if answer.official:
+        if answer.version is None:
+            return Resolution(None, answer.label, answer.message)
+        spelt = "Const" if answer.canonical == "Constant" else answer.canonical
+        official = f"{answer.canonical}-{answer.version}"
+        cls = _REGISTRY.get(("opset", spelt.lower()), {}).get(answer.version)
+        if cls is None:
+            return Resolution(None, "no-kernel", f"irscatter has no kernel for {official} yet "
+                                                 f"(an OpenVINO op{_others(spelt)})", official)
+        return Resolution(cls, official=official)
     parsed = parse_opset(opset)
     if parsed is None or not any(d == parsed[0] for d, _ in _REGISTRY):
         return Resolution(None, "custom-domain",
-                          f'version="{opset}" is not one of OpenVINO\'s opsets (opset1 to opset{max(OPSETS)}) and no '
-                          f"ops are registered for it here (irscatter.ops.registry.register adds custom ops)")
+                          f'version="{opset}" is not one of OpenVINO\'s opsets (opset1 to opset{opsets.NEWEST}) and '
+                          f"no ops are registered for it here (irscatter.ops.registry.register adds custom ops)")
     domain, number = parsed
     versions = _REGISTRY.get((domain, type_name.lower()), {})
     eligible = [v for v in versions if v <= number]
     if not eligible:
         names = sorted({cls.type_name for (d, _), vs in _REGISTRY.items() if d == domain for cls in vs.values()})
-        return Resolution(None, "not-in-opset", f"{opset} has no operation {type_name}{_did_you_mean(type_name, names)}")
+        return Resolution(None, "not-in-opset",
+                          f"{opset} has no operation {type_name}{opsets.did_you_mean(type_name, names)}")
     return Resolution(versions[max(eligible)])
-
-
-def _resolve_official(type_name: str, number: int, opset: str) -> Resolution:
-    table = _TABLE_KEYS.get(number)
-    if table is None:
-        return Resolution(None, "unknown-opset",
-                          f'version="{opset}" is not an opset of OpenVINO (it defines opset1 to opset{max(OPSETS)}, '
-                          f"as of OpenVINO {OPENVINO_VERSION})")
-    lowered = type_name.lower()
-    canonical = table.get(_IR_SPELLING.get(lowered, lowered).lower())
-    if canonical is None:
-        later = [n for n in sorted(OPSETS) if n > number and lowered in _TABLE_KEYS[n]]
-        hint = f" ({_TABLE_KEYS[later[0]][lowered]} first appears in opset{later[0]})" if later else \
-            _did_you_mean(type_name, OPSETS[number])
-        if number == max(OPSETS) and len(table) < 20:
-            hint += f"; opset{number} is still being defined and holds only {len(table)} types"
-        return Resolution(None, "not-in-opset", f"{opset} has no operation {type_name}{hint}")
-    version = OPSETS[number][canonical]
-    spelt = "Const" if canonical == "Constant" else canonical
-    cls = _REGISTRY.get(("opset", spelt.lower()), {}).get(version)
-    if cls is None:
-        return Resolution(None, "no-kernel", f"irscatter has no kernel for {canonical}-{version} yet "
-                                             f"(an OpenVINO op{_others(spelt)})", f"{canonical}-{version}")
-    return Resolution(cls, official=f"{canonical}-{version}")
-
-
-def opset_holding(type_name: str, version: int) -> str:
-    """The opset tag for the spec's versioned name `type_name-version`: the first OpenVINO opset
-    from `version` on that holds the type (a spec page may number a version by its class
-    namespace, e.g. ScatterNDUpdate-3, first listed in opset4). Unknown types keep the number."""
-    lowered = type_name.lower()
-    held = [n for n in sorted(OPSETS) if n >= version and lowered in _TABLE_KEYS[n]]
-    return f"opset{held[0] if held else version}"
-
-
-def newest_complete_opset() -> str:
-    """The newest OpenVINO opset that is complete (one under development lists only its new ops)."""
-    return f"opset{max(n for n, types in OPSETS.items() if 'Result' in types)}"
-
-
-def _did_you_mean(type_name: str, names) -> str:
-    by_lower = {n.lower(): n for n in names}
-    close = difflib.get_close_matches(type_name.lower(), list(by_lower), n=3, cutoff=0.7)
-    return f"; did you mean {' or '.join(by_lower[c] for c in close)}?" if close else ""
 
 
 def _others(type_name: str) -> str:
@@ -159,6 +131,8 @@ def register(type_name: str, version: int, *, domain: str = "opset"):
         cls.version = version
         cls.domain = domain
         versions[version] = cls
+        if domain != "opset":
+            opsets.declare_custom(domain, type_name, version)
         _RESOLVED.clear()
         return cls
 
@@ -171,17 +145,10 @@ def unregister(type_name: str, version: int, *, domain: str) -> None:
         raise ValueError("OpenVINO's opset ops cannot be unregistered")
     versions = _REGISTRY.get((domain, type_name.lower()), {})
     versions.pop(version, None)
+    opsets.declare_custom(domain, type_name, version, present=False)
     if not versions:
         _REGISTRY.pop((domain, type_name.lower()), None)
     _RESOLVED.clear()
-
-
-def resolved_version(type_name: str, opset: str) -> str:
-    """The op version as text for messages ("15"), or the raw opset when nothing resolves."""
-    found = resolve(type_name, opset)
-    if found.cls is not None:
-        return str(found.cls.version)
-    return found.official.rsplit("-", 1)[1] if found.official else opset
 
 
 def domains() -> list[str]:

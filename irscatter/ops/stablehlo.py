@@ -31,7 +31,7 @@ from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Layer
 from irscatter.ir.shapes import PartialShape
-from irscatter.ops.base import IntList, IRBool, Lower, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.base import IntList, IRBool, Lower, Op, OpAttrs, TensorInfo, check, compile_body
 from irscatter.ops.functional import make_op, run_op
 from irscatter.ops.registry import register
 from irscatter.ops.scatter_core import BITWISE, occurrence_rank, scatter_rows
@@ -94,11 +94,7 @@ class HloScatter(Op):
               "give either the update_computation attribute or a <body>, not both")
         self.region = None
         if body is not None:
-            from irscatter.runtime.region import (
-                Region,  # the runtime imports the op library
-            )
-
-            self.region = Region(body)
+            self.region = compile_body(body)
         self.function: Combine | None = None  # a Python combiner, set by `hlo_scatter`
 
     # --- arity and types -------------------------------------------------------------------

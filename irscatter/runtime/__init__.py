@@ -1,0 +1,10 @@
+"""The interpreter and what runs beside it: planning, buffers, profiling, regions, inputs.
+
+Importing the runtime hands the op library its way of compiling a layer's `<body>`: ops never
+import the runtime, the runtime installs itself below them.
+"""
+
+from irscatter.ops.base import set_body_compiler
+from irscatter.runtime.region import Region
+
+set_body_compiler(Region)

@@ -4,7 +4,8 @@ Compiling checks the wiring, resolves every layer to its op (parsing its attribu
 infers shapes and types, and lays the plan out as a list of steps over numbered value
 slots. Each step knows which slots to drop once it has run, so intermediate buffers live
 only until their last consumer. A run fills the Parameter and Const slots, calls the
-kernels in order and reads the Result slots; kernels never write into their inputs.
+kernels in order and reads the Result slots. A kernel writes into an input only where the plan
+allows it (an op's `inplace_input` whose buffer nothing else reads or views, or a donated feed).
 
 With dynamic Parameter shapes, inference runs again for each new combination of input
 shapes (kept in a small cache) so that shape errors are still reported before any kernel
@@ -26,10 +27,11 @@ from irscatter.errors import ExecutionError, IRError, ValidationError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Layer, Model, output_name
 from irscatter.ir.shapes import PartialShape
-from irscatter.ir.topology import Finding, Source, execution_order, wire
+from irscatter.findings import Finding
+from irscatter.ir.topology import Source, execution_order, wire
 from irscatter.ops import registry
 from irscatter.ops.base import Op, TensorInfo
-from irscatter.shape.infer import compare_declared, infer_graph
+from irscatter.checks.infer import compare_declared, infer_graph
 
 _BOUNDARY = ("Parameter", "Const", "Result")
 _SHAPE_CACHE_SIZE = 16
@@ -79,20 +81,6 @@ class OutputSpec:
     layer: Layer
 
 
-def resolve_op(layer: Layer, file: str | None = None) -> Op:
-    """The op instance for a layer, with its attributes parsed; errors name the layer."""
-    found = registry.resolve(layer.type, layer.version)
-    try:
-        if found.cls is None:
-            raise ValidationError(found.message, label=found.label)
-        cls = found.cls
-        op = cls(layer)
-        op.check_arity(len(layer.inputs), len(layer.outputs))
-        return op
-    except IRError as e:
-        raise e.add_context(file=file, layer=layer.ref, line=layer.line) from None
-
-
 class CompiledModel:
     def __init__(self, model: Model) -> None:
         self.model = model
@@ -115,7 +103,7 @@ class CompiledModel:
         self.order = order
         self.layers = wiring.by_id
         self.sources = wiring.sources
-        self.ops = {lid: resolve_op(self.layers[lid], file) for lid in order}
+        self.ops = {lid: registry.instantiate(self.layers[lid], file) for lid in order}
         self.infos = infer_graph(order, self.layers, self.ops, self.sources, file=file)
         # Declared port precisions/dims that contradict inference: reported, not fatal, because
         # OpenVINO itself recomputes them and treats the declared values as informational.

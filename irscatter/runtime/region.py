@@ -16,6 +16,7 @@ import numpy as np
 from irscatter.errors import IRError, ValidationError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Body, Layer, Model
+from irscatter.runtime.interpreter import CompiledModel
 
 
 def _as_model(layers: list[Layer], body: Body) -> Model:
@@ -34,7 +35,7 @@ class Region:
 
     def __init__(self, body: Body) -> None:
         try:
-            written = _as_model(body.graph.layers, body).compile()
+            written = CompiledModel(_as_model(body.graph.layers, body))
             foreign = [written.layers[lid] for lid in written.order if not written.ops[lid].elementwise]
             if foreign:
                 first = foreign[0]
@@ -45,7 +46,7 @@ class Region:
                 if spec.shape.rank_is_static and spec.shape.rank != 0:
                     raise ValidationError(f"a region's Results must be scalars, found {spec.shape}",
                                           layer=spec.layer.ref, label="region-scalars")
-            self._vector = _as_model([_vectorized(x) for x in body.graph.layers], body).compile()
+            self._vector = CompiledModel(_as_model([_vectorized(x) for x in body.graph.layers], body))
         except IRError as e:
             raise _inside(e) from None
         self.param_types: list[ElementType] = [spec.etype for spec in written.inputs]

@@ -185,9 +185,10 @@ def main() -> None:
     try:
         handler = _Handler()
     except ImportError as e:
+        why = f"openvino is not installed ({e}); `pip install irscatter[openvino]` adds it"
+
         def handler(request: dict[str, Any]) -> Any:  # noqa: ARG001  (answer every request the same way)
-            raise TargetFailure("unavailable", f"openvino is not installed ({e}); "
-                                               f"`pip install irscatter[openvino]` adds it")
+            raise TargetFailure("unavailable", why)
     serve(handler)
 
 

@@ -23,12 +23,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from irscatter.errors import FileAccessError, IRError
-from irscatter.ir.graph import Layer, Model
+from irscatter.ir.graph import Model
 from irscatter.ir.loader import read_model_collecting
-from irscatter.ir.topology import Finding, Source, Wiring, wire
+from irscatter.findings import Finding
+from irscatter.ir.topology import Source, Wiring, wire
+from irscatter.ops import registry
 from irscatter.ops.base import Op, TensorInfo
-from irscatter.runtime.interpreter import resolve_op
-from irscatter.shape.infer import compare_declared, infer_layer
+from irscatter.checks.infer import compare_declared, infer_layer
 
 
 @dataclass
@@ -132,7 +133,7 @@ def _resolve_all(wiring: Wiring, findings: list[Finding], loaded_badly: set[int]
     ops: dict[int, Op] = {}
     for lid, layer in wiring.by_id.items():
         try:
-            ops[lid] = resolve_op(layer)
+            ops[lid] = registry.instantiate(layer)
         except IRError as e:
             if lid in loaded_badly:
                 continue  # the loader's finding already names what is wrong with it

@@ -19,7 +19,8 @@ from irscatter.errors import IRError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Layer
 from irscatter.ir.shapes import PartialShape
-from irscatter.ir.topology import Finding, Source
+from irscatter.findings import Finding
+from irscatter.ir.topology import Source
 from irscatter.limits import check_inferred
 from irscatter.ops.base import Op, TensorInfo
 from irscatter.ops.infrastructure import FOLD_LIMIT

@@ -1,0 +1,112 @@
+"""What OpenVINO's opset tables say about a layer's `type` and `version`, with no kernels involved.
+
+`lookup` answers for OpenVINO's own opsets (`opset1` ... `opset17`, spelt exactly so): the opset
+must exist and must hold the type (type names match case-insensitively, as OpenVINO's do), and
+then it names one version of it, numbered by the opset that introduced it (Gather in opset15 is
+Gather-8). Any other `version` is a custom domain, which only registered ops can resolve; that is
+the op registry's business, above this module.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from irscatter.ir.opset_tables import OPENVINO_VERSION, OPSETS
+
+_OFFICIAL = re.compile(r"^opset(\d+)$")
+_IR_SPELLING = {"const": "Constant"}  # the IR writes a Constant as `Const`
+_BY_LOWER = {n: {t.lower(): t for t in types} for n, types in OPSETS.items()}
+NEWEST = max(OPSETS)
+
+
+@dataclass(frozen=True)
+class TableAnswer:
+    """One layer's type/version against the tables: `version` set when the opset holds the type,
+    else `label` and `message` say why not. `official` is False for opsets outside OpenVINO's."""
+
+    official: bool
+    canonical: str | None = None  # the table's spelling of the type ("Constant" for `Const`)
+    version: int | None = None
+    label: str | None = None
+    message: str = ""
+
+
+def is_official(opset: str) -> bool:
+    return _OFFICIAL.match(opset) is not None
+
+
+def lookup(type_name: str, opset: str) -> TableAnswer:
+    m = _OFFICIAL.match(opset)
+    if m is None:
+        if _OFFICIAL.match(opset.strip().lower()):
+            return TableAnswer(True, label="unknown-opset",
+                               message=f'version="{opset}" is not an opset of OpenVINO: opset names are '
+                                       f'case-sensitive and unpadded (did you mean "{opset.strip().lower()}"?)')
+        return TableAnswer(False)
+    number = int(m.group(1))
+    table = _BY_LOWER.get(number)
+    if table is None:
+        return TableAnswer(True, label="unknown-opset",
+                           message=f'version="{opset}" is not an opset of OpenVINO (it defines opset1 to '
+                                   f"opset{NEWEST}, as of OpenVINO {OPENVINO_VERSION})")
+    lowered = type_name.lower()
+    canonical = table.get(_IR_SPELLING.get(lowered, lowered).lower())
+    if canonical is None:
+        later = [n for n in sorted(OPSETS) if n > number and lowered in _BY_LOWER[n]]
+        hint = f" ({_BY_LOWER[later[0]][lowered]} first appears in opset{later[0]})" if later else \
+            did_you_mean(type_name, OPSETS[number])
+        if number == NEWEST and "Result" not in OPSETS[number]:
+            hint += f"; opset{number} is still being defined and holds only {len(table)} types"
+        return TableAnswer(True, label="not-in-opset", message=f"{opset} has no operation {type_name}{hint}")
+    return TableAnswer(True, canonical, OPSETS[number][canonical])
+
+
+# Versions of custom-domain ops, told by the op registry as ops register, so that messages can
+# name them (PaddleScatter-1) without this module knowing any kernel.
+_CUSTOM: dict[tuple[str, str], set[int]] = {}
+_CUSTOM_TAG = re.compile(r"^([A-Za-z_]+?)(\d+)$")
+
+
+def declare_custom(domain: str, type_name: str, version: int, present: bool = True) -> None:
+    versions = _CUSTOM.setdefault((domain, type_name.lower()), set())
+    if present:
+        versions.add(version)
+    else:
+        versions.discard(version)
+
+
+def version_text(type_name: str, opset: str) -> str:
+    """The op version for messages: "8" where the tables or a registered custom op name one,
+    else the opset as written."""
+    answer = lookup(type_name, opset)
+    if answer.version is not None:
+        return str(answer.version)
+    m = None if answer.official else _CUSTOM_TAG.match(opset.strip())
+    if m:
+        eligible = [v for v in _CUSTOM.get((m.group(1).lower(), type_name.lower()), ()) if v <= int(m.group(2))]
+        if eligible:
+            return str(max(eligible))
+    return opset
+
+
+def opset_holding(type_name: str, version: int) -> str:
+    """The opset tag for the spec's versioned name `type_name-version`: the first OpenVINO opset
+    from `version` on that holds the type (a spec page may number a version by its class
+    namespace, e.g. ScatterNDUpdate-3, first listed in opset4). Unknown types keep the number."""
+    lowered = type_name.lower()
+    held = [n for n in sorted(OPSETS) if n >= version and lowered in _BY_LOWER[n]]
+    return f"opset{held[0] if held else version}"
+
+
+def newest_complete_opset() -> str:
+    """The newest OpenVINO opset that is complete (one under development lists only its new ops)."""
+    return f"opset{max(n for n, types in OPSETS.items() if 'Result' in types)}"
+
+
+def did_you_mean(type_name: str, names: Iterable[str]) -> str:
+    by_lower = {n.lower(): n for n in names}
+    close = difflib.get_close_matches(type_name.lower(), list(by_lower), n=3, cutoff=0.7)
+    return f"; did you mean {' or '.join(by_lower[c] for c in close)}?" if close else ""
