@@ -132,11 +132,11 @@ class ScatterElementsUpdate3(Op):
 
     @property
     def reduction(self) -> str:  # version 3 has no attributes: it always replaces
-        return getattr(self.attrs, "reduction", "none")
+        return "none"
 
     @property
     def use_init_val(self) -> bool:
-        return getattr(self.attrs, "use_init_val", True)
+        return True
 
     def infer(self, data: TensorInfo, indices: TensorInfo, updates: TensorInfo, axis: TensorInfo) -> TensorInfo:
         check_integral(indices, "indices", "input 1")
@@ -179,6 +179,14 @@ class ScatterElementsUpdate12(ScatterElementsUpdate3):
     Attrs = ElementsAttrs12
     allow_negative = True
 
+    @property
+    def reduction(self) -> str:
+        return self.attrs.reduction
+
+    @property
+    def use_init_val(self) -> bool:
+        return self.attrs.use_init_val
+
 
 # --- ScatterNDUpdate-4 / -15 ---------------------------------------------------------------------
 
@@ -196,8 +204,8 @@ class ScatterNDUpdate4(Op):
     allow_negative: ClassVar[bool] = False
 
     @property
-    def reduction(self) -> str:  # version 3 has no attributes: it always replaces
-        return getattr(self.attrs, "reduction", "none")
+    def reduction(self) -> str:  # version 4 has no attributes: it always replaces
+        return "none"
 
     def infer(self, data: TensorInfo, indices: TensorInfo, updates: TensorInfo) -> TensorInfo:
         check(indices.etype in (ElementType.i32, ElementType.i64, ElementType.dynamic), "indices-type",
@@ -249,4 +257,8 @@ class ScatterNDUpdate4(Op):
 class ScatterNDUpdate15(ScatterNDUpdate4):
     Attrs = NDAttrs15
     allow_negative = True
+
+    @property
+    def reduction(self) -> str:
+        return self.attrs.reduction
 

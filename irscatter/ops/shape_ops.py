@@ -46,8 +46,8 @@ class ShapeOf1(Op):
     shape_only = True
 
     @property
-    def out_type(self) -> ElementType:
-        return ElementType(getattr(self.attrs, "output_type", "i64"))
+    def out_type(self) -> ElementType:  # ShapeOf-1 has no attributes: always i64
+        return ElementType.i64
 
     def infer(self, data: TensorInfo) -> TensorInfo:
         if not data.shape.rank_is_static:
@@ -62,6 +62,10 @@ class ShapeOf1(Op):
 @register("ShapeOf", 3)
 class ShapeOf3(ShapeOf1):
     Attrs = ShapeOf3Attrs
+
+    @property
+    def out_type(self) -> ElementType:
+        return ElementType(self.attrs.output_type)
 
 
 # --- Reshape, Squeeze, Unsqueeze -------------------------------------------------------------------
