@@ -49,29 +49,29 @@ class BinaryElementwise(Op):
     elementwise = True
 
     def infer(self, a: TensorInfo, b: TensorInfo) -> TensorInfo:
-        etype = same_element_type(a, b, "inputs must have the same element type", "same-element-type", "input 1")
+        etype = same_element_type(a, b, "inputs must have the same element type", "same-element-type", self.port("b"))
         if self.accepts == "boolean":
             check(etype in (ElementType.boolean, ElementType.dynamic), "boolean-type",
-                  f"inputs must be boolean, found {etype}", port="input 0")
+                  f"inputs must be boolean, found {etype}", port=self.port("a"))
         else:
             refused = (ElementType.string,) if self.accepts == "any" else (ElementType.boolean, ElementType.string)
             if etype in refused:
-                check(False, "numeric-type", f"{self.type_name} is not defined for {etype} tensors", port="input 0")
+                check(False, "numeric-type", f"{self.type_name} is not defined for {etype} tensors", port=self.port("a"))
         try:
             shape = broadcast(self.attrs.auto_broadcast, a.shape, b.shape)
         except BroadcastError as e:
-            check(False, "broadcast", f"{a.shape} and {b.shape} do not broadcast: {e}", port="input 1")
+            check(False, "broadcast", f"{a.shape} and {b.shape} do not broadcast: {e}", port=self.port("b"))
         return TensorInfo(ElementType.boolean if self.boolean_output else etype, shape)
 
     def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return self.kernel(a, b)
 
 
-def _check_nonzero_divisor(b: np.ndarray) -> None:
+def _check_nonzero_divisor(b: np.ndarray, port: str) -> None:
     zero = b == 0
     if zero.any():
         where = tuple(int(i) for i in np.argwhere(zero)[0])
-        raise ExecutionError(f"integer division by zero: the divisor is 0 at {list(where)}", port="input 1")
+        raise ExecutionError(f"integer division by zero: the divisor is 0 at {list(where)}", port=port)
 
 
 @register("Add", 1)
@@ -97,7 +97,7 @@ class Divide(BinaryElementwise):
     def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         if a.dtype.kind not in "iu":
             return np.divide(a, b)
-        _check_nonzero_divisor(b)
+        _check_nonzero_divisor(b, self.port("b"))
         if self.attrs.m_pythondiv or a.dtype.kind == "u":
             return np.floor_divide(a, b)
         quotient = np.floor_divide(a, b)
@@ -148,7 +148,7 @@ class Power(BinaryElementwise):
         if zero.any():
             where = [int(i) for i in np.argwhere(zero)[0]]
             raise ExecutionError(f"0 to the negative power {exponent[tuple(where)]} at {where} has no integer value",
-                                 port="input 1")
+                                 port=self.port("b"))
         with np.errstate(over="ignore"):
             out = np.power(base, np.where(negative, 0, exponent))
         # |base| >= 2 truncates to 0; 1 stays 1; -1 alternates with the exponent's parity.
@@ -161,7 +161,7 @@ class Remainder(BinaryElementwise):
 
     def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         if a.dtype.kind in "iu":
-            _check_nonzero_divisor(b)
+            _check_nonzero_divisor(b, self.port("b"))
         return self.kernel(a, b)
 
 

@@ -149,7 +149,7 @@ def check_integral(info: TensorInfo, name: str, port: str) -> None:
     )
 
 
-def check_axis_input(axis: TensorInfo, port: str = "input 3") -> None:
+def check_axis_input(axis: TensorInfo, port: str) -> None:
     check_integral(axis, "axis", port)
     if axis.shape.rank_is_static:
         check(
@@ -160,7 +160,7 @@ def check_axis_input(axis: TensorInfo, port: str = "input 3") -> None:
         )
 
 
-def normalized_axis(axis: int, rank: int, *, port: str = "input 3", at_runtime: bool = False) -> int:
+def normalized_axis(axis: int, rank: int, *, port: str, at_runtime: bool = False) -> int:
     """Valid when -rank <= axis < rank; a scalar has no axis at all (ops that accept a
     scalar with axis 0, as the reductions do, handle rank 0 themselves)."""
     if not -rank <= axis < rank:
@@ -176,8 +176,8 @@ def constant_axis(axis: TensorInfo) -> int | None:
     return None if axis.value is None else int(np.asarray(axis.value).reshape(-1)[0])
 
 
-def runtime_axis(axis: np.ndarray, rank: int) -> int:
-    return normalized_axis(int(np.asarray(axis).reshape(-1)[0]), rank, at_runtime=True)
+def runtime_axis(axis: np.ndarray, rank: int, port: str) -> int:
+    return normalized_axis(int(np.asarray(axis).reshape(-1)[0]), rank, port=port, at_runtime=True)
 
 
 def require_shape(actual: tuple[int, ...], expected: tuple[int, ...], what: str, port: str) -> None:
@@ -225,6 +225,16 @@ class Op:
             if len(_PARSED_ATTRS) < 4096:
                 _PARSED_ATTRS[key] = attrs
         self.attrs = attrs
+
+    @classmethod
+    def port(cls, name: str) -> str:
+        """How messages name the input declared as `name` ("input 2"), or an attribute of the
+        op's schema ("attribute axis"): port names come from the declaration, never retyped."""
+        if name in cls.inputs:
+            return "input 0" if cls.variadic else f"input {cls.inputs.index(name)}"
+        if name in cls.Attrs.model_fields:
+            return f"attribute {name}"
+        raise KeyError(f"{cls.__name__} declares no input or attribute {name!r}")
 
     @classmethod
     def label(cls) -> str:

@@ -56,48 +56,48 @@ class BNNSScatter(Op):
 
     def infer(self, output: TensorInfo, indices: TensorInfo, input: TensorInfo) -> TensorInfo:
         etype = same_element_type(input, output, "input must have the element type of output", "input-type",
-                                  "input 2")
-        check(etype is not ElementType.string, "output-type", "string tensors cannot be scattered", port="input 0")
+                                  self.port("input"))
+        check(etype is not ElementType.string, "output-type", "string tensors cannot be scattered", port=self.port("output"))
         check(not (self.attrs.reduction == "mean" and etype is ElementType.boolean), "mean-boolean",
               "the 'mean' reduction is not defined for boolean tensors")
         check(indices.etype in (ElementType.i32, ElementType.i64, ElementType.dynamic), "indices-type",
-              f"indices must be i32 or i64, found {indices.etype}", port="input 1")
+              f"indices must be i32 or i64, found {indices.etype}", port=self.port("indices"))
         if not (output.shape.rank_is_static and indices.shape.rank_is_static and input.shape.rank_is_static):
             return TensorInfo(etype, output.shape)
         r = output.shape.rank
-        check(r >= 1, "output-rank", "output must have rank at least 1", port="input 0")
-        axis = normalized_axis(self.attrs.axis, r, port="attribute axis")
+        check(r >= 1, "output-rank", "output must have rank at least 1", port=self.port("output"))
+        axis = normalized_axis(self.attrs.axis, r, port=self.port("axis"))
         check(input.shape.rank == r, "input-rank",
-              f"input must have the rank of output ({r}), found shape {input.shape}", port="input 2")
+              f"input must have the rank of output ({r}), found shape {input.shape}", port=self.port("input"))
         if indices.shape.rank == 1 and r > 1:  # slice mode
             check(indices.shape[0].compatible(input.shape[axis]), "indices-shape",
                   f"1-D indices need one entry per slice of input along axis {axis}: "
-                  f"indices {indices.shape}, input {input.shape}", port="input 1")
+                  f"indices {indices.shape}, input {input.shape}", port=self.port("indices"))
             expected = PartialShape.of(output.shape.dims[:axis] + (input.shape[axis],) + output.shape.dims[axis + 1:])
             check(expected.compatible(input.shape), "input-shape",
                   f"in slice mode input must have the shape of output except along axis {axis}: "
-                  f"input {input.shape}, output {output.shape}", port="input 2")
+                  f"input {input.shape}, output {output.shape}", port=self.port("input"))
         else:  # element mode
             check(indices.shape.compatible(input.shape), "indices-shape",
                   f"indices must be 1-D (slice mode) or have the shape of input {input.shape} (element mode), "
-                  f"found {indices.shape}", port="input 1")
+                  f"found {indices.shape}", port=self.port("indices"))
             for d, (n, m) in enumerate(zip(input.shape, output.shape)):
                 if d != axis and n.is_static and m.is_static:
                     check(n.min <= m.min, "input-extent",
                           f"input dimension {d} ({n}) must not exceed output dimension {d} ({m}) away from the axis",
-                          port="input 2")
+                          port=self.port("input"))
         return TensorInfo(etype, output.shape)
 
     def compute(self, output: np.ndarray, indices: np.ndarray, input: np.ndarray) -> np.ndarray:
-        axis = normalized_axis(self.attrs.axis, output.ndim, port="attribute axis", at_runtime=True)
+        axis = normalized_axis(self.attrs.axis, output.ndim, port=self.port("axis"), at_runtime=True)
         reduction = _CORE_REDUCTION[self.attrs.reduction]
-        idx = normalize_indices(indices, output.shape[axis], allow_negative=False, port="input 1")
+        idx = normalize_indices(indices, output.shape[axis], allow_negative=False, port=self.port("indices"))
         etype = ElementType.from_dtype(output.dtype)
         if indices.ndim == 1 and output.ndim > 1:  # slice mode: whole slices along the axis
             expected = output.shape[:axis] + (len(idx),) + output.shape[axis + 1:]
             if input.shape != expected:
                 raise ExecutionError(f"input has shape {list(input.shape)}, slice mode needs {list(expected)}",
-                                     port="input 2")
+                                     port=self.port("input"))
             moved = to_compute(np.moveaxis(output, axis, 0), etype)  # slices become rows
             upd2d = as_rows(np.moveaxis(input, axis, 0)).astype(moved.dtype, copy=False)
             scatter_rows(as_rows(moved), idx, upd2d, reduction)
@@ -105,7 +105,7 @@ class BNNSScatter(Op):
         if indices.shape != input.shape or any(
                 n > m for d, (n, m) in enumerate(zip(input.shape, output.shape)) if d != axis):
             raise ExecutionError(f"indices {list(indices.shape)} and input {list(input.shape)} do not fit "
-                                 f"output {list(output.shape)} in element mode", port="input 1")
+                                 f"output {list(output.shape)} in element mode", port=self.port("indices"))
         out = to_compute(output, etype)
         rows = flat_rows_along_axis(idx, output.shape, axis)
         scatter_rows(out.reshape(-1), rows, input.reshape(-1).astype(out.dtype, copy=False), reduction)

@@ -131,7 +131,7 @@ class Convert(Op):
             (data.etype is ElementType.string) == (dst is ElementType.string) or data.etype is ElementType.dynamic,
             "no-string-conversion",
             f"cannot convert {data.etype} to {dst}: string tensors convert to and from nothing",
-            port="input 0",
+            port=self.port("data"),
         )
         self.src = data.etype
         return TensorInfo(dst, data.shape)

@@ -40,11 +40,12 @@ class GatherAttrs(OpAttrs):
     batch_dims: int = 0
 
 
-def gather_with_zero_fill(data: np.ndarray, indices: np.ndarray, axis: int, batch_dims: int) -> np.ndarray:
+def gather_with_zero_fill(data: np.ndarray, indices: np.ndarray, axis: int, batch_dims: int,
+                          port: str) -> np.ndarray:
     b = batch_dims
     if data.shape[:b] != indices.shape[:b]:
         raise ExecutionError(f"the first {b} dimensions of data {list(data.shape)} and indices "
-                             f"{list(indices.shape)} must be equal (batch_dims = {b})", port="input 1")
+                             f"{list(indices.shape)} must be equal (batch_dims = {b})", port=port)
     batch, outer, size, inner = data.shape[:b], data.shape[b:axis], data.shape[axis], data.shape[axis + 1:]
     nb, no, ni = math.prod(batch), math.prod(outer), math.prod(inner)
     idx = indices.astype(np.int64).reshape(nb, math.prod(indices.shape[b:]))
@@ -71,32 +72,32 @@ class Gather1(Op):
         return b + indices_rank if b < 0 else b
 
     def infer(self, data: TensorInfo, indices: TensorInfo, axis: TensorInfo) -> TensorInfo:
-        check_integral(indices, "indices", "input 1")
-        check_axis_input(axis, port="input 2")
+        check_integral(indices, "indices", self.port("indices"))
+        check_axis_input(axis, port=self.port("axis"))
         a = constant_axis(axis)
         if a is None or not (data.shape.rank_is_static and indices.shape.rank_is_static):
             return TensorInfo(data.etype, PartialShape.dynamic_rank())
         r, q = data.shape.rank, indices.shape.rank
-        check(r >= 1, "data-rank", "data must have rank at least 1, found a scalar", port="input 0")
-        a = normalized_axis(a, r, port="input 2")
+        check(r >= 1, "data-rank", "data must have rank at least 1, found a scalar", port=self.port("data"))
+        a = normalized_axis(a, r, port=self.port("axis"))
         b = self.batch_dims(q)
         check(0 <= b <= q, "batch-dims-range", f"batch_dims {b} must lie in [0, rank(indices) = {q}]")
         check(b <= a, "batch-dims-axis", f"batch_dims ({b}) must not exceed axis ({a})")
         for d in range(b):
             check(data.shape[d].compatible(indices.shape[d]), "batch-shape",
                   f"dimension {d} of data ({data.shape[d]}) and indices ({indices.shape[d]}) must be equal "
-                  f"(batch_dims = {b})", port="input 1")
+                  f"(batch_dims = {b})", port=self.port("indices"))
         dims = data.shape.dims[:a] + indices.shape.dims[b:] + data.shape.dims[a + 1:]
         return TensorInfo(data.etype, PartialShape.of(dims))
 
     def compute(self, data: np.ndarray, indices: np.ndarray, axis: np.ndarray) -> np.ndarray:
         if data.ndim == 0:
-            raise ExecutionError("data must have rank at least 1, found a scalar", port="input 0")
-        a = runtime_axis(axis, data.ndim)
+            raise ExecutionError("data must have rank at least 1, found a scalar", port=self.port("data"))
+        a = runtime_axis(axis, data.ndim, self.port("axis"))
         b = self.batch_dims(indices.ndim)
         if not (0 <= b <= min(indices.ndim, a)):
             raise ExecutionError(f"batch_dims {b} must lie in [0, min(rank(indices), axis)]")
-        return gather_with_zero_fill(data, indices, a, b)
+        return gather_with_zero_fill(data, indices, a, b, self.port("indices"))
 
 
 register("Gather", 1)(Gather1)
@@ -135,26 +136,26 @@ class GatherElements(Op):
 
     def infer(self, data: TensorInfo, indices: TensorInfo) -> TensorInfo:
         check(indices.etype in (ElementType.i32, ElementType.i64, ElementType.dynamic), "indices-type",
-              f"indices must be i32 or i64, found {indices.etype}", port="input 1")
+              f"indices must be i32 or i64, found {indices.etype}", port=self.port("indices"))
         if data.shape.rank_is_static and indices.shape.rank_is_static:
             r = data.shape.rank
-            check(r >= 1, "data-rank", "data rank must be at least 1", port="input 0")
+            check(r >= 1, "data-rank", "data rank must be at least 1", port=self.port("data"))
             check(indices.shape.rank == r, "indices-rank",
-                  f"indices rank must equal data rank, found {indices.shape.rank} and {r}", port="input 1")
-            a = normalized_axis(self.attrs.axis, r)
+                  f"indices rank must equal data rank, found {indices.shape.rank} and {r}", port=self.port("indices"))
+            a = normalized_axis(self.attrs.axis, r, port=self.port("axis"))
             for d in range(r):
                 if d != a:
                     check(data.shape[d].compatible(indices.shape[d]), "indices-shape",
                           f"indices dimension {d} ({indices.shape[d]}) must equal data's ({data.shape[d]}) "
-                          f"away from the axis", port="input 1")
+                          f"away from the axis", port=self.port("indices"))
         return TensorInfo(data.etype, indices.shape)
 
     def compute(self, data: np.ndarray, indices: np.ndarray) -> np.ndarray:
-        a = normalized_axis(self.attrs.axis, data.ndim, at_runtime=True)
+        a = normalized_axis(self.attrs.axis, data.ndim, port=self.port("axis"), at_runtime=True)
         if indices.ndim != data.ndim or any(n != m for d, (n, m) in enumerate(zip(indices.shape, data.shape)) if d != a):
             raise ExecutionError(f"indices shape {list(indices.shape)} does not fit data shape {list(data.shape)}",
-                                 port="input 1")
-        idx = normalize_indices(indices, data.shape[a], allow_negative=True, port="input 1")
+                                 port=self.port("indices"))
+        idx = normalize_indices(indices, data.shape[a], allow_negative=True, port=self.port("indices"))
         return np.take_along_axis(data, idx, axis=a)
 
 
@@ -179,23 +180,23 @@ class GatherND5(Op):
         return tuple(batch) + tuple(index_lead) + tuple(tail)
 
     def infer(self, data: TensorInfo, indices: TensorInfo) -> TensorInfo:
-        check_integral(indices, "indices", "input 1")
+        check_integral(indices, "indices", self.port("indices"))
         b = self.attrs.batch_dims
         if not (data.shape.rank_is_static and indices.shape.rank_is_static):
             return TensorInfo(data.etype, PartialShape.dynamic_rank())
         r, q = data.shape.rank, indices.shape.rank
-        check(r >= 1, "data-rank", "data rank must be at least 1", port="input 0")
-        check(q >= 1, "indices-rank", "indices rank must be at least 1", port="input 1")
+        check(r >= 1, "data-rank", "data rank must be at least 1", port=self.port("data"))
+        check(q >= 1, "indices-rank", "indices rank must be at least 1", port=self.port("indices"))
         check(0 <= b < min(r, q), "batch-dims-range", f"batch_dims ({b}) must be below the ranks of data ({r}) and indices ({q})")
         for d in range(b):
             check(data.shape[d].compatible(indices.shape[d]), "batch-shape",
-                  f"dimension {d} of data ({data.shape[d]}) and indices ({indices.shape[d]}) must be equal", port="input 1")
+                  f"dimension {d} of data ({data.shape[d]}) and indices ({indices.shape[d]}) must be equal", port=self.port("indices"))
         last = indices.shape[q - 1]
         if not last.is_static:
             return TensorInfo(data.etype, PartialShape.dynamic_rank())
         k = last.min
         check(b + k <= r, "index-depth",
-              f"indices.shape[-1] ({k}) + batch_dims ({b}) must not exceed the rank of data ({r})", port="input 1")
+              f"indices.shape[-1] ({k}) + batch_dims ({b}) must not exceed the rank of data ({r})", port=self.port("indices"))
         dims = self._output_dims(indices.shape.dims[:b], indices.shape.dims[b:-1], data.shape.dims[b + k:])
         return TensorInfo(data.etype, PartialShape.of(dims))
 
@@ -203,11 +204,11 @@ class GatherND5(Op):
         b, k = self.attrs.batch_dims, indices.shape[-1]
         if data.shape[:b] != indices.shape[:b] or b + k > data.ndim:
             raise ExecutionError(f"indices shape {list(indices.shape)} does not fit data shape {list(data.shape)} "
-                                 f"(batch_dims = {b})", port="input 1")
+                                 f"(batch_dims = {b})", port=self.port("indices"))
         nb = math.prod(data.shape[:b])
         picked = data.shape[b:b + k]
         tuples = indices.reshape(nb, math.prod(indices.shape[b:-1]), k)
-        norm = normalize_indices(tuples, np.array(picked, np.int64), allow_negative=True, port="input 1",
+        norm = normalize_indices(tuples, np.array(picked, np.int64), allow_negative=True, port=self.port("indices"),
                                  what="index component")
         rows = np.ravel_multi_index(tuple(np.moveaxis(norm, -1, 0)), picked) if k else np.zeros(tuples.shape[:2], np.int64)
         table = data.reshape(nb, math.prod(picked), math.prod(data.shape[b + k:]))

@@ -77,7 +77,7 @@ class LogicalNot(Op):
 
     def infer(self, data: TensorInfo) -> TensorInfo:
         check(data.etype in (ElementType.boolean, ElementType.dynamic), "boolean-type",
-              f"the input must be boolean, found {data.etype}", port="input 0")
+              f"the input must be boolean, found {data.etype}", port=self.port("data"))
         return TensorInfo(ElementType.boolean, data.shape)
 
     def compute(self, data: np.ndarray) -> np.ndarray:
@@ -94,9 +94,9 @@ class Select(Op):
 
     def infer(self, cond: TensorInfo, then: TensorInfo, other: TensorInfo) -> TensorInfo:
         check(cond.etype in (ElementType.boolean, ElementType.dynamic), "cond-type",
-              f"cond must be boolean, found {cond.etype}", port="input 0")
+              f"cond must be boolean, found {cond.etype}", port=self.port("cond"))
         etype = same_element_type(then, other, "then and else must have the same element type",
-                                  "same-element-type", "input 2")
+                                  "same-element-type", self.port("else"))
         try:
             shape = broadcast(self.attrs.auto_broadcast, then.shape, other.shape)
             if self.attrs.auto_broadcast == "pdpd":  # else and cond both broadcast to then's shape

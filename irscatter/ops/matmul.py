@@ -29,7 +29,7 @@ class MatMul(Op):
     inputs = ("a", "b")
 
     def infer(self, a: TensorInfo, b: TensorInfo) -> TensorInfo:
-        etype = same_element_type(a, b, "inputs must have the same element type", "same-element-type", "input 1")
+        etype = same_element_type(a, b, "inputs must have the same element type", "same-element-type", self.port("b"))
         check(etype not in (ElementType.boolean, ElementType.string), "numeric-type", f"MatMul is not defined for {etype}")
         if not (a.shape.rank_is_static and b.shape.rank_is_static):
             return TensorInfo(etype, PartialShape.dynamic_rank())
@@ -39,11 +39,11 @@ class MatMul(Op):
         ma = (one,) + da if len(da) == 1 else da
         mb = db + (one,) if len(db) == 1 else db
         check(ma[-1].compatible(mb[-2]), "matmul-inner",
-              f"the inner dimensions must match: {ma[-1]} (a) and {mb[-2]} (b)", port="input 1")
+              f"the inner dimensions must match: {ma[-1]} (a) and {mb[-2]} (b)", port=self.port("b"))
         try:
             batch = broadcast_numpy(PartialShape.of(ma[:-2]), PartialShape.of(mb[:-2])).dims
         except BroadcastError as e:
-            check(False, "matmul-batch", f"batch dimensions do not broadcast: {e}", port="input 1")
+            check(False, "matmul-batch", f"batch dimensions do not broadcast: {e}", port=self.port("b"))
         dims = tuple(batch) + ((ma[-2],) if len(da) > 1 else ()) + ((mb[-1],) if len(db) > 1 else ())
         return TensorInfo(etype, PartialShape.of(dims))
 

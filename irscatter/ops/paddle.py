@@ -41,26 +41,26 @@ class PaddleScatter(Op):
     inplace_input = 0
 
     def infer(self, x: TensorInfo, index: TensorInfo, updates: TensorInfo) -> TensorInfo:
-        etype = same_element_type(updates, x, "updates must have the element type of x", "updates-type", "input 2")
+        etype = same_element_type(updates, x, "updates must have the element type of x", "updates-type", self.port("updates"))
         check(etype not in (ElementType.boolean, ElementType.string), "x-type",
-              f"x must be numeric, found {etype}", port="input 0")
+              f"x must be numeric, found {etype}", port=self.port("x"))
         check(index.etype in (ElementType.i32, ElementType.i64, ElementType.dynamic), "index-type",
-              f"index must be i32 or i64, found {index.etype}", port="input 1")
+              f"index must be i32 or i64, found {index.etype}", port=self.port("index"))
         if index.shape.rank_is_static:
             check(index.shape.rank == 1, "index-rank", f"index must be 1-D, found shape {index.shape}",
-                  port="input 1")
+                  port=self.port("index"))
         if x.shape.rank_is_static:
-            check(x.shape.rank >= 1, "x-rank", "x must have rank at least 1", port="input 0")
+            check(x.shape.rank >= 1, "x-rank", "x must have rank at least 1", port=self.port("x"))
             if index.shape.rank_is_static:
                 expected = PartialShape.of(index.shape.dims + x.shape.dims[1:])
                 check(expected.compatible(updates.shape), "updates-shape",
                       f"updates shape {updates.shape} must be [len(index)] + x.shape[1:] = {expected}",
-                      port="input 2")
+                      port=self.port("updates"))
         return TensorInfo(etype, x.shape)
 
     def compute(self, x: np.ndarray, index: np.ndarray, updates: np.ndarray, *, inplace: bool = False) -> np.ndarray:
-        require_shape(updates.shape, index.shape + x.shape[1:], "updates", "input 2")
-        rows = normalize_indices(index, x.shape[0], allow_negative=False, port="input 1")
+        require_shape(updates.shape, index.shape + x.shape[1:], "updates", self.port("updates"))
+        rows = normalize_indices(index, x.shape[0], allow_negative=False, port=self.port("index"))
         etype = ElementType.from_dtype(x.dtype)
         out = output_buffer(x, etype, inplace)
         out2d = as_rows(out)

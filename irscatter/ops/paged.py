@@ -59,15 +59,15 @@ class PagedScatterUpdate(Op):
 
     def infer(self, cache: TensorInfo, index: TensorInfo, src: TensorInfo) -> TensorInfo:
         check(self.attrs.dim == -2, "dim", f"dim must keep its default -2, found {self.attrs.dim}")
-        etype = same_element_type(src, cache, "src must have the element type of cache", "src-type", "input 2")
+        etype = same_element_type(src, cache, "src must have the element type of cache", "src-type", self.port("src"))
         check(etype in (*VALUE_TYPES, ElementType.dynamic), "cache-type",
-              f"cache must be one of {', '.join(map(str, VALUE_TYPES))}, found {etype}", port="input 0")
+              f"cache must be one of {', '.join(map(str, VALUE_TYPES))}, found {etype}", port=self.port("cache"))
         check(index.etype in (*INDEX_TYPES, ElementType.dynamic), "index-type",
-              f"index must be one of {', '.join(map(str, INDEX_TYPES))}, found {index.etype}", port="input 1")
+              f"index must be one of {', '.join(map(str, INDEX_TYPES))}, found {index.etype}", port=self.port("index"))
         if index.shape.rank_is_static:
             check(index.shape.rank == 2, "index-rank", f"index must be 2-D [b, s], found {index.shape}",
-                  port="input 1")
-        for info, name, port in ((cache, "cache", "input 0"), (src, "src", "input 2")):
+                  port=self.port("index"))
+        for info, name, port in ((cache, "cache", self.port("cache")), (src, "src", self.port("src"))):
             if info.shape.is_static:
                 n = math.prod(info.shape.to_tuple())
                 check(n > 0, "empty", f"{name} must not be empty, found shape {info.shape}", port=port)
@@ -76,14 +76,14 @@ class PagedScatterUpdate(Op):
         if not (cache.shape.rank_is_static and src.shape.rank_is_static and index.shape.rank_is_static):
             return TensorInfo(etype, cache.shape)
         check(cache.shape.rank in (2, 4), "cache-rank",
-              f"cache must be 2-D [slots, d] or 4-D [blocks, block_size, 1, d], found {cache.shape}", port="input 0")
+              f"cache must be 2-D [slots, d] or 4-D [blocks, block_size, 1, d], found {cache.shape}", port=self.port("cache"))
         if cache.shape.rank == 4:
             check(cache.shape[2].contains(1), "cache-shape",
-                  f"a 4-D cache must be [blocks, block_size, 1, d], found {cache.shape}", port="input 0")
+                  f"a 4-D cache must be [blocks, block_size, 1, d], found {cache.shape}", port=self.port("cache"))
         expected = _expected_src(cache.shape, index.shape)
         check(expected.compatible(src.shape), "src-shape",
               f"src shape {src.shape} must be {expected} for cache {cache.shape} and index {index.shape}",
-              port="input 2")
+              port=self.port("src"))
         return TensorInfo(etype, cache.shape)
 
     def compute(self, cache: np.ndarray, index: np.ndarray, src: np.ndarray, *, inplace: bool = False) -> np.ndarray:
@@ -92,13 +92,13 @@ class PagedScatterUpdate(Op):
         tokens = index.reshape(-1).astype(np.int64)
         if src.size != tokens.size * d:
             raise ExecutionError(f"src has shape {list(src.shape)}, expected {index.size} rows of {d}",
-                                 port="input 2")
+                                 port=self.port("src"))
         if tokens.size and tokens.max() >= slots:
             beyond = tokens >= slots
             pos = tuple(int(i) for i in np.argwhere(beyond.reshape(index.shape))[0])
             raise ExecutionError(f"index {int(index[pos])} at position {list(pos)} is past the cache's "
                                  f"{slots} slots (valid: [0, {slots - 1}], negative = padding, skipped)",
-                                 port="input 1")
+                                 port=self.port("index"))
         # A pure copy (no arithmetic, so no compute dtype), unless the cache is handed over.
         out = cache if reusable(cache, inplace) else np.array(cache, copy=True)
         rows = src.reshape(-1, d)

@@ -28,9 +28,9 @@ class ReduceAttrs(OpAttrs):
     keep_dims: IRBool = False
 
 
-def _axes(values, rank: int, at_runtime: bool = False) -> tuple[int, ...]:
+def _axes(values, rank: int, port: str, at_runtime: bool = False) -> tuple[int, ...]:
     # A scalar accepts axis 0 (or -1), as OpenVINO's reductions do, and reduces nothing.
-    axes = {normalized_axis(int(a), max(rank, 1), port="input 1", at_runtime=at_runtime)
+    axes = {normalized_axis(int(a), max(rank, 1), port=port, at_runtime=at_runtime)
             for a in np.asarray(values).reshape(-1)}
     return tuple(sorted(axes)) if rank else ()
 
@@ -41,20 +41,20 @@ class Reduce(Op):
     kernel: ClassVar[np.ufunc]
 
     def infer(self, data: TensorInfo, axes: TensorInfo) -> TensorInfo:
-        check_integral(axes, "axes", "input 1")
+        check_integral(axes, "axes", self.port("axes"))
         if axes.shape.rank_is_static:
-            check(axes.shape.rank <= 1, "axes-rank", f"axes must be a scalar or 1-D, found {axes.shape}", port="input 1")
+            check(axes.shape.rank <= 1, "axes-rank", f"axes must be a scalar or 1-D, found {axes.shape}", port=self.port("axes"))
         check(data.etype is not ElementType.string, "numeric-type", "reductions are not defined for strings")
         if not data.shape.rank_is_static or axes.value is None:
             return TensorInfo(data.etype, PartialShape.dynamic_rank())
-        reduced = _axes(axes.value, data.shape.rank)
+        reduced = _axes(axes.value, data.shape.rank, self.port("axes"))
         one = Dimension.static(1)
         dims = [one if i in reduced else d for i, d in enumerate(data.shape.dims)] if self.attrs.keep_dims else \
             [d for i, d in enumerate(data.shape.dims) if i not in reduced]
         return TensorInfo(data.etype, PartialShape.of(dims))
 
     def compute(self, data: np.ndarray, axes: np.ndarray) -> np.ndarray:
-        reduced = _axes(axes, data.ndim, at_runtime=True)
+        reduced = _axes(axes, data.ndim, self.port("axes"), at_runtime=True)
         etype = ElementType.from_dtype(data.dtype)
         work = data.astype(compute_dtype(etype), copy=False) if etype.is_float else data
         out = self.kernel.reduce(work, axis=reduced, keepdims=self.attrs.keep_dims, dtype=work.dtype,

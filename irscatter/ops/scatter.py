@@ -76,30 +76,30 @@ class ScatterUpdate(Op):
     inplace_input = 0
 
     def infer(self, data: TensorInfo, indices: TensorInfo, updates: TensorInfo, axis: TensorInfo) -> TensorInfo:
-        check_integral(indices, "indices", "input 1")
-        same_element_type(updates, data, "updates must have the element type of data", "updates-type", "input 2")
-        check_axis_input(axis)
+        check_integral(indices, "indices", self.port("indices"))
+        same_element_type(updates, data, "updates must have the element type of data", "updates-type", self.port("updates"))
+        check_axis_input(axis, self.port("axis"))
         ranks = [s.rank if s.rank_is_static else None for s in (data.shape, indices.shape, updates.shape)]
         if None not in ranks:
             r, q, u = ranks
             check(u == r + q - 1, "updates-rank",
                   f"updates rank must be rank(indices) + rank(data) - 1 = {q} + {r} - 1 = {q + r - 1}, found {u}",
-                  port="input 2")
+                  port=self.port("updates"))
             a = constant_axis(axis)
             if a is not None:
-                a = normalized_axis(a, r)
+                a = normalized_axis(a, r, port=self.port("axis"))
                 expected = data.shape.dims[:a] + indices.shape.dims + data.shape.dims[a + 1:]
                 check(PartialShape.of(expected).compatible(updates.shape), "updates-shape",
                       f"updates shape {updates.shape} must be data.shape[:axis] + indices.shape + data.shape[axis+1:]"
-                      f" = {shape_text(expected)}", port="input 2")
+                      f" = {shape_text(expected)}", port=self.port("updates"))
         return TensorInfo(data.etype, data.shape)
 
     def compute(self, data: np.ndarray, indices: np.ndarray, updates: np.ndarray, axis: np.ndarray, *,
                 inplace: bool = False) -> np.ndarray:
-        a = runtime_axis(axis, data.ndim)
+        a = runtime_axis(axis, data.ndim, self.port("axis"))
         expected = data.shape[:a] + indices.shape + data.shape[a + 1:]
-        require_shape(updates.shape, expected, "updates", "input 2")
-        idx = normalize_indices(indices, data.shape[a], allow_negative=False, port="input 1").reshape(-1)
+        require_shape(updates.shape, expected, "updates", self.port("updates"))
+        idx = normalize_indices(indices, data.shape[a], allow_negative=False, port=self.port("indices")).reshape(-1)
         etype = ElementType.from_dtype(data.dtype)
         out = output_buffer(data, etype, inplace)
         # Slices along the axis: out[:, idx[j], :] = updates[:, j, :], seen as (outer, size, inner).
@@ -139,34 +139,34 @@ class ScatterElementsUpdate3(Op):
         return True
 
     def infer(self, data: TensorInfo, indices: TensorInfo, updates: TensorInfo, axis: TensorInfo) -> TensorInfo:
-        check_integral(indices, "indices", "input 1")
-        same_element_type(updates, data, "updates must have the element type of data", "updates-type", "input 2")
-        check_axis_input(axis)
+        check_integral(indices, "indices", self.port("indices"))
+        same_element_type(updates, data, "updates must have the element type of data", "updates-type", self.port("updates"))
+        check_axis_input(axis, self.port("axis"))
         check(not (self.reduction == "mean" and data.etype is ElementType.boolean), "mean-boolean",
               "the 'mean' reduction is not defined for boolean tensors")
         if data.shape.rank_is_static and indices.shape.rank_is_static:
             check(data.shape.rank == indices.shape.rank, "indices-rank",
-                  f"indices rank must equal data rank, found {indices.shape.rank} and {data.shape.rank}", port="input 1")
+                  f"indices rank must equal data rank, found {indices.shape.rank} and {data.shape.rank}", port=self.port("indices"))
         check(indices.shape.compatible(updates.shape), "updates-shape",
-              f"updates shape {updates.shape} must equal indices shape {indices.shape}", port="input 2")
+              f"updates shape {updates.shape} must equal indices shape {indices.shape}", port=self.port("updates"))
         a = constant_axis(axis)
         if a is not None and data.shape.rank_is_static:
-            a = normalized_axis(a, data.shape.rank)
+            a = normalized_axis(a, data.shape.rank, port=self.port("axis"))
             if indices.shape.rank_is_static:
                 for d, (i_dim, d_dim) in enumerate(zip(indices.shape, data.shape)):
                     if d != a and i_dim.is_static and d_dim.is_static:
                         check(i_dim.min <= d_dim.min, "indices-extent",
                               f"indices dimension {d} ({i_dim}) must not exceed data dimension {d} ({d_dim}) "
-                              f"away from the axis", port="input 1")
+                              f"away from the axis", port=self.port("indices"))
         return TensorInfo(data.etype, data.shape)
 
     def compute(self, data: np.ndarray, indices: np.ndarray, updates: np.ndarray, axis: np.ndarray, *,
                 inplace: bool = False) -> np.ndarray:
-        a = runtime_axis(axis, data.ndim)
-        require_shape(updates.shape, indices.shape, "updates", "input 2")
+        a = runtime_axis(axis, data.ndim, self.port("axis"))
+        require_shape(updates.shape, indices.shape, "updates", self.port("updates"))
         if indices.ndim != data.ndim or any(n > m for d, (n, m) in enumerate(zip(indices.shape, data.shape)) if d != a):
-            raise ExecutionError(f"indices shape {list(indices.shape)} does not fit data shape {list(data.shape)}", port="input 1")
-        idx, lowest = check_indices(indices, data.shape[a], allow_negative=self.allow_negative, port="input 1")
+            raise ExecutionError(f"indices shape {list(indices.shape)} does not fit data shape {list(data.shape)}", port=self.port("indices"))
+        idx, lowest = check_indices(indices, data.shape[a], allow_negative=self.allow_negative, port=self.port("indices"))
         etype = ElementType.from_dtype(data.dtype)
         wrap = lowest < 0
         out = scatter_along_axis(data, idx, updates, a, self.reduction, etype, inplace=inplace,
@@ -209,44 +209,44 @@ class ScatterNDUpdate4(Op):
 
     def infer(self, data: TensorInfo, indices: TensorInfo, updates: TensorInfo) -> TensorInfo:
         check(indices.etype in (ElementType.i32, ElementType.i64, ElementType.dynamic), "indices-type",
-              f"indices must be i32 or i64, found {indices.etype}", port="input 1")
-        same_element_type(updates, data, "updates must have the element type of data", "updates-type", "input 2")
+              f"indices must be i32 or i64, found {indices.etype}", port=self.port("indices"))
+        same_element_type(updates, data, "updates must have the element type of data", "updates-type", self.port("updates"))
         if not (data.shape.rank_is_static and indices.shape.rank_is_static):
             return TensorInfo(data.etype, data.shape)
         r, q = data.shape.rank, indices.shape.rank
-        check(r >= 1, "data-rank", "data must have rank at least 1", port="input 0")
-        check(q >= 1, "indices-rank", "indices must have rank at least 1", port="input 1")
+        check(r >= 1, "data-rank", "data must have rank at least 1", port=self.port("data"))
+        check(q >= 1, "indices-rank", "indices must have rank at least 1", port=self.port("indices"))
         last = indices.shape[q - 1]
         if last.is_static:
             k = last.min
             check(k <= r, "index-depth",
-                  f"indices.shape[-1] = {k} must be at most the rank of data ({r})", port="input 1")
+                  f"indices.shape[-1] = {k} must be at most the rank of data ({r})", port=self.port("indices"))
             expected = indices.shape.dims[:-1] + data.shape.dims[k:]
             if updates.shape.rank_is_static:
                 if len(expected) == 0:
                     check(not updates.shape.is_static or math.prod(updates.shape.to_tuple()) == 1, "updates-shape",
-                          f"updates must hold a single element, found shape {updates.shape}", port="input 2")
+                          f"updates must hold a single element, found shape {updates.shape}", port=self.port("updates"))
                 else:
                     check(PartialShape.of(expected).compatible(updates.shape), "updates-shape",
                           f"updates shape {updates.shape} must be indices.shape[:-1] + data.shape[k:] = "
-                          f"{shape_text(expected)} (k = {k})", port="input 2")
+                          f"{shape_text(expected)} (k = {k})", port=self.port("updates"))
         return TensorInfo(data.etype, data.shape)
 
     def compute(self, data: np.ndarray, indices: np.ndarray, updates: np.ndarray, *,
                 inplace: bool = False) -> np.ndarray:
         k = indices.shape[-1]
         if k > data.ndim:
-            raise ExecutionError(f"indices.shape[-1] = {k} exceeds the rank of data ({data.ndim})", port="input 1")
+            raise ExecutionError(f"indices.shape[-1] = {k} exceeds the rank of data ({data.ndim})", port=self.port("indices"))
         expected = indices.shape[:-1] + data.shape[k:]
         if expected == () and updates.size == 1:
             updates = updates.reshape(())
-        require_shape(updates.shape, expected, "updates", "input 2")
+        require_shape(updates.shape, expected, "updates", self.port("updates"))
         etype = ElementType.from_dtype(data.dtype)
         out = output_buffer(data, etype, inplace)
         out2d = as_rows(out, k)
         tuples = indices.reshape(math.prod(indices.shape[:-1]), k)
         norm = normalize_indices(tuples, np.array(data.shape[:k], np.int64), allow_negative=self.allow_negative,
-                                 port="input 1", what="index component")
+                                 port=self.port("indices"), what="index component")
         rows = np.ravel_multi_index(tuple(norm.T), data.shape[:k]) if k else np.zeros(len(tuples), np.int64)
         upd2d = as_rows(updates, indices.ndim - 1).astype(out.dtype, copy=False)
         scatter_rows(out2d, np.asarray(rows, np.int64), upd2d, self.reduction, incomparable="keep")

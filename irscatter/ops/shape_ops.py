@@ -106,7 +106,7 @@ class Reshape(Op):
     inputs = ("data", "shape")
 
     def infer(self, data: TensorInfo, shape: TensorInfo) -> TensorInfo:
-        _check_1d(shape, "shape", "input 1")
+        _check_1d(shape, "shape", self.port("shape"))
         pattern = _ints(shape.value)
         if pattern is None:
             n = shape.shape[0] if shape.shape.rank_is_static and shape.shape.rank == 1 else None
@@ -117,7 +117,7 @@ class Reshape(Op):
                 return TensorInfo(data.etype, PartialShape.of(reshape_target(data.shape.to_tuple(), pattern,
                                                                              self.attrs.special_zero)))
             except ValueError as e:
-                check(False, "reshape-pattern", str(e), port="input 1")
+                check(False, "reshape-pattern", str(e), port=self.port("shape"))
         dims = [data.shape[i] if (d == 0 and self.attrs.special_zero and data.shape.rank_is_static
                                   and i < data.shape.rank) else (Dimension.dynamic() if d == -1 else Dimension.static(d))
                 for i, d in enumerate(pattern)]
@@ -127,7 +127,7 @@ class Reshape(Op):
         try:
             return data.reshape(reshape_target(data.shape, _ints(shape), self.attrs.special_zero))
         except ValueError as e:
-            raise ExecutionError(str(e), port="input 1", label="reshape-pattern") from None
+            raise ExecutionError(str(e), port=self.port("shape"), label="reshape-pattern") from None
 
 
 def _normalize_axes(axes: list[int], rank: int, port: str) -> list[int]:
@@ -146,17 +146,17 @@ class Squeeze(Op):
             return tuple(d for d in shape if d != 1)
         if not shape:  # a scalar has nothing to squeeze; OpenVINO accepts axis 0 (or -1) and keeps it
             check(all(a in (0, -1) for a in axes), "axis-range", f"axes {axes} do not exist in a scalar",
-                  port="input 1")
+                  port=self.port("axes"))
             return ()
-        axes = _normalize_axes(axes, len(shape), "input 1")
+        axes = _normalize_axes(axes, len(shape), self.port("axes"))
         for a in axes:
             check(shape[a] == 1, "squeeze-one", f"axis {a} has size {shape[a]}; only axes of size 1 can be squeezed",
-                  port="input 1")
+                  port=self.port("axes"))
         return tuple(d for i, d in enumerate(shape) if i not in axes)
 
     def infer(self, data: TensorInfo, axes: TensorInfo | None = None) -> TensorInfo:
         if axes is not None:
-            _check_1d(axes, "axes", "input 1")
+            _check_1d(axes, "axes", self.port("axes"))
         if not data.shape.is_static or (axes is not None and axes.value is None):
             return TensorInfo(data.etype, PartialShape.dynamic_rank())
         out = self._squeezed(data.shape.to_tuple(), None if axes is None else _ints(axes.value))
@@ -181,7 +181,7 @@ class Squeeze15(Squeeze):
     def _squeezed(self, shape: tuple, axes: list[int] | None):
         if axes is None or not shape:
             return super()._squeezed(shape, axes)
-        axes = _normalize_axes(axes, len(shape), "input 1")
+        axes = _normalize_axes(axes, len(shape), self.port("axes"))
         return tuple(d for i, d in enumerate(shape) if not (i in axes and d == 1))
 
 
@@ -191,14 +191,14 @@ class Unsqueeze(Op):
 
     def _unsqueezed(self, dims: list, axes: list[int], one):
         rank = len(dims) + len(axes)
-        out_axes = sorted(_normalize_axes(axes, rank, "input 1"))
+        out_axes = sorted(_normalize_axes(axes, rank, self.port("axes")))
         out = list(dims)
         for a in out_axes:
             out.insert(a, one)
         return out
 
     def infer(self, data: TensorInfo, axes: TensorInfo) -> TensorInfo:
-        _check_1d(axes, "axes", "input 1")
+        _check_1d(axes, "axes", self.port("axes"))
         if not data.shape.rank_is_static or axes.value is None:
             return TensorInfo(data.etype, PartialShape.dynamic_rank())
         return TensorInfo(data.etype, PartialShape.of(self._unsqueezed(list(data.shape.dims), _ints(axes.value),
@@ -230,7 +230,7 @@ class Concat(Op):
             return TensorInfo(etype, PartialShape.dynamic_rank())
         rank = ranked[0].rank
         check(rank >= 1, "concat-rank", "inputs must have rank at least 1")
-        a = normalized_axis(self.attrs.axis, rank, port="input 0")
+        a = normalized_axis(self.attrs.axis, rank, port=self.port("axis"))
         for i, s in enumerate(ranked):
             check(s.rank == rank, "concat-rank", f"every input must have rank {rank}, input {i} has {s}", port=f"input {i}")
             for d in range(rank):
@@ -244,7 +244,7 @@ class Concat(Op):
         return TensorInfo(etype, PartialShape.of(dims))
 
     def compute(self, *parts: np.ndarray) -> np.ndarray:
-        a = normalized_axis(self.attrs.axis, parts[0].ndim, at_runtime=True)
+        a = normalized_axis(self.attrs.axis, parts[0].ndim, port=self.port("axis"), at_runtime=True)
         try:
             return np.concatenate(parts, axis=a)
         except ValueError as e:
@@ -260,11 +260,11 @@ class Transpose(Op):
             return list(range(rank - 1, -1, -1))
         order = [o + rank if o < 0 else o for o in order]
         check(sorted(order) == list(range(rank)), "order-permutation",
-              f"order {order} must be a permutation of 0..{rank - 1}", port="input 1")
+              f"order {order} must be a permutation of 0..{rank - 1}", port=self.port("order"))
         return order
 
     def infer(self, data: TensorInfo, order: TensorInfo) -> TensorInfo:
-        _check_1d(order, "order", "input 1")
+        _check_1d(order, "order", self.port("order"))
         if not data.shape.rank_is_static or order.value is None:
             return TensorInfo(data.etype, PartialShape.of([-1] * data.shape.rank) if data.shape.rank_is_static
                               else PartialShape.dynamic_rank())
@@ -327,7 +327,7 @@ class Broadcast1(Op):
 
     def infer(self, data: TensorInfo, target: TensorInfo, axes: TensorInfo | None = None) -> TensorInfo:
         check(self.attrs.mode != "pdpd", "broadcast-mode", "Broadcast mode pdpd is not supported by irscatter")
-        _check_1d(target, "target_shape", "input 1")
+        _check_1d(target, "target_shape", self.port("target_shape"))
         check(self.attrs.mode != "explicit" or axes is not None, "axes-mapping",
               "mode explicit needs the axes_mapping input")
         shape = _ints(target.value)
@@ -337,12 +337,12 @@ class Broadcast1(Op):
             try:
                 out = broadcast_target(data.shape.to_tuple(), shape, self.attrs.mode, _ints(axes.value) if axes else None)
             except ValueError as e:
-                check(False, "broadcast-shape", str(e), port="input 1")
+                check(False, "broadcast-shape", str(e), port=self.port("target_shape"))
             return TensorInfo(data.etype, PartialShape.of(out))
         if self.attrs.mode == "bidirectional":
             return TensorInfo(data.etype, PartialShape.dynamic_rank())
         check(all(d >= 0 for d in shape), "broadcast-shape", f"target_shape {shape} has a negative dimension",
-              port="input 1")
+              port=self.port("target_shape"))
         return TensorInfo(data.etype, PartialShape.of(shape))
 
     def compute(self, data: np.ndarray, target: np.ndarray, axes: np.ndarray | None = None) -> np.ndarray:
@@ -350,7 +350,7 @@ class Broadcast1(Op):
         try:
             out_shape = broadcast_target(data.shape, _ints(target), self.attrs.mode, mapping)
         except ValueError as e:
-            raise ExecutionError(str(e), port="input 1", label="broadcast-shape") from None
+            raise ExecutionError(str(e), port=self.port("target_shape"), label="broadcast-shape") from None
         check_allocation(out_shape, data.dtype.itemsize)  # later layers will materialize it
         if self.attrs.mode == "explicit":
             view = [1] * len(out_shape)
@@ -411,7 +411,7 @@ class Range(Op):
             try:
                 count = range_length(*bounds, etype)
             except ValueError as e:
-                check(False, "range-step", str(e), port="input 2")
+                check(False, "range-step", str(e), port=self.port("step"))
             return TensorInfo(etype, PartialShape.of([count]))
         return TensorInfo(etype, PartialShape.of([-1]))
 
@@ -419,4 +419,4 @@ class Range(Op):
         try:
             return range_values(*(float(np.asarray(v).reshape(-1)[0]) for v in (start, stop, step)), self.attrs.output_type)
         except ValueError as e:
-            raise ExecutionError(str(e), port="input 2", label="range-step") from None
+            raise ExecutionError(str(e), port=self.port("step"), label="range-step") from None

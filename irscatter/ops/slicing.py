@@ -124,13 +124,13 @@ class Slice(Op):
     def infer(self, data: TensorInfo, start: TensorInfo, stop: TensorInfo, step: TensorInfo,
               axes: TensorInfo | None = None) -> TensorInfo:
         if data.shape.rank_is_static:
-            check(data.shape.rank >= 1, "data-rank", "data cannot be a scalar", port="input 0")
+            check(data.shape.rank >= 1, "data-rank", "data cannot be a scalar", port=self.port("data"))
         params = [start, stop, step, axes]
         _check_params(params, 1)
-        return TensorInfo(data.etype, _planned_shape(data, params, "input 1"))
+        return TensorInfo(data.etype, _planned_shape(data, params, self.port("start")))
 
     def compute(self, data, start, stop, step, axes=None) -> np.ndarray:
-        return data[planned(plan_slices, data.shape, start, stop, step, axes, port="input 1", at_runtime=True).index]
+        return data[planned(plan_slices, data.shape, start, stop, step, axes, port=self.port("start"), at_runtime=True).index]
 
 
 @register("SliceScatter", 15)
@@ -141,24 +141,24 @@ class SliceScatter(Op):
 
     def infer(self, data: TensorInfo, updates: TensorInfo, start: TensorInfo, stop: TensorInfo, step: TensorInfo,
               axes: TensorInfo | None = None) -> TensorInfo:
-        same_element_type(updates, data, "updates must have the element type of data", "updates-type", "input 1")
+        same_element_type(updates, data, "updates must have the element type of data", "updates-type", self.port("updates"))
         if data.shape.rank_is_static:
-            check(data.shape.rank >= 1, "data-rank", "data cannot be a scalar", port="input 0")
+            check(data.shape.rank >= 1, "data-rank", "data cannot be a scalar", port=self.port("data"))
             if updates.shape.rank_is_static:
                 check(updates.shape.rank == data.shape.rank, "updates-rank",
-                      f"updates must have the rank of data ({data.shape.rank}), found {updates.shape}", port="input 1")
+                      f"updates must have the rank of data ({data.shape.rank}), found {updates.shape}", port=self.port("updates"))
         params = [start, stop, step, axes]
         _check_params(params, 2)
-        expected = _planned_shape(data, params, "input 2")
+        expected = _planned_shape(data, params, self.port("start"))
         check(expected.compatible(updates.shape), "updates-shape",
-              f"updates shape {updates.shape} must equal the slice's shape {expected}", port="input 1")
+              f"updates shape {updates.shape} must equal the slice's shape {expected}", port=self.port("updates"))
         return TensorInfo(data.etype, data.shape)
 
     def compute(self, data, updates, start, stop, step, axes=None, *, inplace: bool = False) -> np.ndarray:
-        plan = planned(plan_slices, data.shape, start, stop, step, axes, port="input 2", at_runtime=True)
+        plan = planned(plan_slices, data.shape, start, stop, step, axes, port=self.port("start"), at_runtime=True)
         if updates.shape != plan.shape:
             raise ExecutionError(f"updates shape {list(updates.shape)} must equal the slice's shape {list(plan.shape)}",
-                                 port="input 1", label="updates-shape")
+                                 port=self.port("updates"), label="updates-shape")
         out = data if inplace and data.flags.writeable else np.array(data, copy=True)
         out[plan.index] = updates
         return out
@@ -243,9 +243,9 @@ class StridedSlice(Op):
         if not data.shape.is_static or any(i.value is None for i in known):
             return TensorInfo(data.etype, PartialShape.dynamic_rank())
         index = planned(strided_index, data.shape.to_tuple(), begin.value, end.value,
-                        None if stride is None else stride.value, self.attrs, port="input 1", at_runtime=False)
+                        None if stride is None else stride.value, self.attrs, port=self.port("begin"), at_runtime=False)
         shape = np.broadcast_to(np.empty((), np.uint8), data.shape.to_tuple())[index].shape
         return TensorInfo(data.etype, PartialShape.of(shape))
 
     def compute(self, data: np.ndarray, begin, end, stride=None) -> np.ndarray:
-        return data[planned(strided_index, data.shape, begin, end, stride, self.attrs, port="input 1", at_runtime=True)]
+        return data[planned(strided_index, data.shape, begin, end, stride, self.attrs, port=self.port("begin"), at_runtime=True)]
