@@ -19,17 +19,8 @@ import numpy as np
 from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
-from irscatter.ops.base import (
-    Op,
-    OpAttrs,
-    TensorInfo,
-    check,
-    check_axis_input,
-    check_integral,
-    constant_axis,
-    normalized_axis,
-    runtime_axis,
-)
+from irscatter.ops.base import (Op, OpAttrs, TensorInfo, check, check_axis_input, check_integral,
+    constant_axis, normalized_axis, runtime_axis)
 from irscatter.ops.registry import register
 from irscatter.ops.scatter_core import normalize_indices
 

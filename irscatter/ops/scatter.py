@@ -31,21 +31,8 @@ import numpy as np
 from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import PartialShape
-from irscatter.ops.base import (
-    IRBool,
-    Lower,
-    Op,
-    OpAttrs,
-    TensorInfo,
-    check,
-    check_axis_input,
-    check_integral,
-    constant_axis,
-    normalized_axis,
-    require_shape,
-    runtime_axis,
-    same_element_type,
-)
+from irscatter.ops.base import (IRBool, Lower, Op, OpAttrs, TensorInfo, check, check_axis_input,
+    check_integral, constant_axis, normalized_axis, require_shape, runtime_axis, same_element_type)
 from irscatter.ops.conversion import from_compute
 from irscatter.ops.registry import register
 from irscatter.ops.scatter_core import (
@@ -114,6 +101,14 @@ class ScatterUpdate(Op):
         return from_compute(out, etype)
 
 
+class ReductionAttribute:
+    """For the versions whose schema has a `reduction` attribute (the older ones always replace)."""
+
+    @property
+    def reduction(self) -> str:
+        return self.attrs.reduction  # type: ignore[attr-defined]
+
+
 # --- ScatterElementsUpdate-3 / -12 ---------------------------------------------------------------
 
 
@@ -175,13 +170,9 @@ class ScatterElementsUpdate3(Op):
 
 
 @register("ScatterElementsUpdate", 12)
-class ScatterElementsUpdate12(ScatterElementsUpdate3):
+class ScatterElementsUpdate12(ReductionAttribute, ScatterElementsUpdate3):
     Attrs = ElementsAttrs12
     allow_negative = True
-
-    @property
-    def reduction(self) -> str:
-        return self.attrs.reduction
 
     @property
     def use_init_val(self) -> bool:
@@ -254,11 +245,7 @@ class ScatterNDUpdate4(Op):
 
 
 @register("ScatterNDUpdate", 15)
-class ScatterNDUpdate15(ScatterNDUpdate4):
+class ScatterNDUpdate15(ReductionAttribute, ScatterNDUpdate4):
     Attrs = NDAttrs15
     allow_negative = True
-
-    @property
-    def reduction(self) -> str:
-        return self.attrs.reduction
 
