@@ -69,14 +69,14 @@ def infer_graph(
         for pos, info in enumerate(outs):
             if info.shape.is_static:
                 try:
-                    check_inferred(info.shape.to_tuple(), _itemsize(info.etype), f"output {pos}")
+                    check_inferred(info.shape.to_tuple(), itemsize(info.etype), f"output {pos}")
                 except IRError as e:
                     raise e.add_context(file=file, layer=layer.ref, line=layer.line) from None
             infos[(lid, pos)] = info
     return infos
 
 
-def _itemsize(etype: ElementType) -> int:
+def itemsize(etype: ElementType) -> int:
     """Bytes per element in memory (strings and dynamic types: a pointer's worth at least)."""
     dtype = None if etype in (ElementType.dynamic, ElementType.string) else etype.dtype
     return dtype.itemsize if dtype is not None else 8

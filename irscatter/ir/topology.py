@@ -1,9 +1,8 @@
 """How the layers of a graph connect: edges resolved to port positions, and execution order.
 
 `wire()` never raises: every structural problem becomes a `Finding`, so that `validate` can
-list them all while the interpreter stops at the first error. Execution order comes from a
-depth-first walk backwards from the roots (the Results), never from XML order, so layers
-that no Result needs are not run.
+list them all while compiling stops at the first error. Order, cycles and reachability are the
+graph pass's (`irscatter.checks.analysis`).
 """
 
 from __future__ import annotations
@@ -74,42 +73,3 @@ def wire(graph: Graph) -> Wiring:
             continue
         sources[dst.id][in_pos] = (src.id, out_pos)
     return Wiring(by_id, sources, findings)
-
-
-def execution_order(wiring: Wiring, roots: list[int]) -> list[int]:
-    """Layer ids in an order where every producer precedes its consumers.
-
-    Walks back from `roots` iteratively (deep chains must not hit Python's recursion limit).
-    Raises ValidationError for a cycle or an input that has no producer.
-    """
-    state: dict[int, int] = {}  # 1 = on the current path, 2 = done
-    order: list[int] = []
-    for root in roots:
-        if state.get(root) == 2:
-            continue
-        stack: list[tuple[int, int]] = [(root, 0)]
-        state[root] = 1
-        while stack:
-            lid, i = stack[-1]
-            srcs = wiring.sources[lid]
-            if i < len(srcs):
-                stack[-1] = (lid, i + 1)
-                src = srcs[i]
-                layer = wiring.by_id[lid]
-                if src is None:
-                    raise Finding("error", "unconnected-input", f"input port {layer.inputs[i].id} has no incoming edge",
-                                  layer.ref, port=f"input {i}", line=layer.line).to_error(None)
-                producer = src[0]
-                st = state.get(producer)
-                if st == 1:
-                    p = wiring.by_id[producer]
-                    raise Finding("error", "cycle", f'the graph has a cycle through layer {p.id} "{p.name}"',
-                                  layer.ref, line=layer.line).to_error(None)
-                if st is None:
-                    state[producer] = 1
-                    stack.append((producer, 0))
-            else:
-                stack.pop()
-                state[lid] = 2
-                order.append(lid)
-    return order

@@ -23,15 +23,15 @@ from typing import Any
 
 import numpy as np
 
-from irscatter.errors import ExecutionError, IRError, ValidationError
+from irscatter.errors import ExecutionError, IRError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Layer, Model, output_name
 from irscatter.ir.shapes import PartialShape
 from irscatter.findings import Finding
-from irscatter.ir.topology import Source, execution_order, wire
-from irscatter.ops import registry
+from irscatter.ir.topology import Source
+from irscatter.checks.analysis import analyze
 from irscatter.ops.base import Op, TensorInfo
-from irscatter.checks.infer import compare_declared, infer_graph
+from irscatter.checks.infer import infer_graph
 
 _BOUNDARY = ("Parameter", "Const", "Result")
 _SHAPE_CACHE_SIZE = 16
@@ -84,32 +84,16 @@ class OutputSpec:
 class CompiledModel:
     def __init__(self, model: Model) -> None:
         self.model = model
-        file = model.source
-        wiring = wire(model)
-        if errors := wiring.errors():
-            raise errors[0].to_error(file)
-        results = model.results
-        if not results:
-            raise ValidationError("the model has no Result layer, so there is nothing to compute", file=file,
-                                  label="no-result")
-        try:
-            order = execution_order(wiring, [r.id for r in results])
-        except IRError as e:
-            raise e.add_context(file=file) from None
-        parameters = model.parameters
-        order_set = set(order)
-        # Parameters no Result depends on are still model inputs: feeds for them are checked.
-        order = [p.id for p in parameters if p.id not in order_set] + order
-        self.order = order
-        self.layers = wiring.by_id
-        self.sources = wiring.sources
-        self.ops = {lid: registry.instantiate(self.layers[lid], file) for lid in order}
-        self.infos = infer_graph(order, self.layers, self.ops, self.sources, file=file)
-        # Declared port precisions/dims that contradict inference: reported, not fatal, because
-        # OpenVINO itself recomputes them and treats the declared values as informational.
-        self.findings: list[Finding] = wiring.findings + [
-            f for (lid, pos), info in self.infos.items() for f in compare_declared(self.layers[lid], pos, info)
-        ]
+        analysis = analyze(model)  # raises the first error; layers no Result needs are left out
+        parameters, results = model.parameters, model.results
+        self.order = analysis.order
+        self.layers = analysis.wiring.by_id
+        self.sources = analysis.wiring.sources
+        self.ops = analysis.ops
+        self.infos = analysis.infos
+        # What is left are warnings and declared port precisions/dims that contradict inference:
+        # reported, not fatal, because OpenVINO itself recomputes them.
+        self.findings: list[Finding] = analysis.findings
         self._shape_cache: OrderedDict[tuple, None] = OrderedDict()
         self._plan(parameters, results)
 

@@ -1,0 +1,217 @@
+"""The one pass over a graph, shared by compiling a model and by `validate`.
+
+It wires the edges, finds what the Results need, looks for unconnected inputs and cycles, puts
+the layers in dependency order, resolves every layer to its op and infers every output, and
+compares each output with the port's declared precision and dims. Every problem is a `Finding`.
+
+Compiling (`collect=False`) looks only at what the Results need, and stops at the first error,
+raising it with the file, layer and port. Declared dims and precisions that contradict
+inference are kept as findings and not raised, because OpenVINO recomputes them too.
+`validate` (`collect=True`) looks at every layer and records everything. A layer that fails
+leaves its outputs unknown, and the layers downstream of it are skipped, so one defect gives one
+finding. An op OpenVINO defines that irscatter cannot run, and a custom domain with no kernels,
+are warnings there: the model may well be valid.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from irscatter.errors import IRError
+from irscatter.findings import Finding
+from irscatter.ir.graph import Model
+from irscatter.ir.topology import Source, Wiring, wire
+from irscatter.limits import check_inferred
+from irscatter.checks.infer import compare_declared, infer_layer, itemsize
+from irscatter.ops import registry
+from irscatter.ops.base import Op, TensorInfo
+
+WARNED_UNRESOLVED = ("no-kernel", "custom-domain")
+
+
+@dataclass
+class Analysis:
+    wiring: Wiring
+    order: list[int] = field(default_factory=list)  # producers before consumers
+    ops: dict[int, Op] = field(default_factory=dict)
+    infos: dict[Source, TensorInfo] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+
+
+class _Pass:
+    def __init__(self, model: Model, collect: bool, loaded_badly: Iterable[int]) -> None:
+        self.model = model
+        self.file = model.source
+        self.collect = collect
+        self.loaded_badly = set(loaded_badly)
+        self.findings: list[Finding] = []
+
+    def report(self, finding: Finding, error: IRError | None = None) -> None:
+        """Record a finding, or (compiling) raise it if it is an error."""
+        if finding.severity == "error" and not self.collect:
+            if error is not None:
+                raise error.add_context(file=self.file, layer=finding.layer, line=finding.line) from None
+            raise finding.to_error(self.file)
+        self.findings.append(finding)
+
+    def run(self) -> Analysis:
+        model = self.model
+        wiring = wire(model)
+        for finding in wiring.findings:
+            self.report(finding)
+        if not model.results:
+            self.report(Finding("error", "no-result", "the model has no Result layer, so nothing is computed"))
+        by_id, sources = wiring.by_id, wiring.sources
+        needed = self._needed(wiring)
+        if self.collect:
+            considered = list(by_id)
+        else:  # Parameters nothing needs are still model inputs: their feeds are checked
+            considered = [lid for lid in by_id if lid in needed or by_id[lid].type == "Parameter"]
+        for lid in considered:
+            layer = by_id[lid]
+            for i, src in enumerate(sources[lid]):
+                if src is None:
+                    self.report(Finding("error", "unconnected-input",
+                                        f"input port {layer.inputs[i].id} has no incoming edge",
+                                        layer.ref, f"input {i}", layer.line))
+        order = self._order(wiring, considered)
+        if self.collect:
+            self._unused(wiring, needed)
+        ops = self._resolve(wiring, considered if self.collect else order)
+        infos = self._infer(wiring, ops, order)
+        return Analysis(wiring, order, ops, infos, self.findings)
+
+    @staticmethod
+    def _needed(wiring: Wiring) -> set[int]:
+        needed: set[int] = set()
+        todo = [lid for lid, layer in wiring.by_id.items() if layer.type == "Result"]
+        while todo:
+            lid = todo.pop()
+            if lid not in needed:
+                needed.add(lid)
+                todo.extend(src[0] for src in wiring.sources[lid] if src is not None)
+        return needed
+
+    def _order(self, wiring: Wiring, considered: list[int]) -> list[int]:
+        """Kahn's order over `considered` (XML order among equals); cycles are reported."""
+        members = set(considered)
+        consumers: dict[int, list[int]] = {lid: [] for lid in considered}
+        pending = {}
+        for lid in considered:
+            producers = [src[0] for src in wiring.sources[lid] if src is not None and src[0] in members]
+            pending[lid] = len(producers)
+            for p in producers:
+                consumers[p].append(lid)
+        ready = deque(lid for lid in considered if pending[lid] == 0)
+        order: list[int] = []
+        while ready:
+            lid = ready.popleft()
+            order.append(lid)
+            for c in consumers[lid]:
+                pending[c] -= 1
+                if pending[c] == 0:
+                    ready.append(c)
+        if len(order) < len(considered):  # what is left lies on a cycle or downstream of one
+            left = [lid for lid in considered if pending[lid] > 0]
+            for component in _strongly_connected(left, {lid: [c for c in consumers[lid] if pending[c] > 0]
+                                                         for lid in left}):
+                if len(component) > 1:
+                    first = wiring.by_id[min(component)]
+                    names = ", ".join(str(i) for i in sorted(component))
+                    self.report(Finding("error", "cycle", f"the graph has a cycle through layers {names}",
+                                        first.ref, line=first.line))
+        return order
+
+    def _unused(self, wiring: Wiring, needed: set[int]) -> None:
+        """Layers no Result depends on: OpenVINO drops them; they are probably a mistake."""
+        for lid, layer in wiring.by_id.items():
+            if lid not in needed:
+                what = "no Result depends on this Parameter" if layer.type == "Parameter" else \
+                    "no Result depends on this layer, so it is never computed"
+                self.report(Finding("warning", "unreachable", what, layer.ref, line=layer.line))
+
+    def _resolve(self, wiring: Wiring, layers: list[int]) -> dict[int, Op]:
+        ops: dict[int, Op] = {}
+        for lid in layers:
+            layer = wiring.by_id[lid]
+            try:
+                ops[lid] = registry.instantiate(layer)
+            except IRError as e:
+                if lid in self.loaded_badly:
+                    continue  # the loader's finding already names what is wrong with it
+                if self.collect and e.label in WARNED_UNRESOLVED:
+                    self.report(Finding("warning", e.label, f"{e.message}, so this layer and what depends on it "
+                                        f"are not checked", layer.ref, line=layer.line))
+                else:
+                    self.report(Finding("error", e.label or "invalid", e.message, layer.ref, e.port, layer.line), e)
+        return ops
+
+    def _infer(self, wiring: Wiring, ops: dict[int, Op], order: list[int]) -> dict[Source, TensorInfo]:
+        infos: dict[Source, TensorInfo] = {}
+        for lid in order:
+            layer, op, srcs = wiring.by_id[lid], ops.get(lid), wiring.sources[lid]
+            if op is None or any(s is None or s not in infos for s in srcs):
+                continue  # already reported upstream: its outputs stay unknown
+            if layer.type == "Const" and layer._const is None:
+                continue  # its data was reported by the loader
+            try:
+                outs = infer_layer(op, [infos[s] for s in srcs])  # type: ignore[index]
+                for pos, info in enumerate(outs):
+                    if info.shape.is_static:
+                        check_inferred(info.shape.to_tuple(), itemsize(info.etype), f"output {pos}")
+            except IRError as e:
+                self.report(Finding("error", e.label or "inference", e.message, layer.ref, e.port, layer.line), e)
+                continue
+            for pos, info in enumerate(outs):
+                infos[(lid, pos)] = info
+                self.findings += compare_declared(layer, pos, info)
+        return infos
+
+
+def analyze(model: Model, *, collect: bool = False, loaded_badly: Iterable[int] = ()) -> Analysis:
+    """The pass; see the module doc. `loaded_badly`: layers the loader already reported."""
+    return _Pass(model, collect, loaded_badly).run()
+
+
+def _strongly_connected(nodes: Iterable[int], edges: dict[int, list[int]]) -> list[list[int]]:
+    """Tarjan's algorithm, iterative (deep chains must not hit Python's recursion limit)."""
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    stack: list[int] = []
+    on_stack: set[int] = set()
+    components: list[list[int]] = []
+    for root in nodes:
+        if root in index:
+            continue
+        work = [(root, 0)]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, i = work[-1]
+            if i < len(edges[node]):
+                work[-1] = (node, i + 1)
+                nxt = edges[node][i]
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, 0))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                components.append(component)
+    return components
