@@ -150,3 +150,15 @@ def test_openvino_serialized_models_are_clean(tmp_path, name, version):
     xml = save_ov(_openvino_models()[name](), tmp_path, name, version)
     report = irscatter.validate(xml)
     assert report.findings == [], [(f.code, f.message) for f in report.findings]
+
+
+def test_validate_reports_what_run_refuses_for_size(tmp_path):
+    """One pass serves both: a Parameter too large to allocate is a finding, as run refuses it."""
+    from helpers import net, param, result, write
+
+    xml = write(tmp_path, net([param(0, "x", [1000000, 1000000]), result(1, "r", [1000000, 1000000])], [(0, 0, 1, 0)]))
+    report = irscatter.validate(xml)
+    assert [f.code for f in report.errors] == ["tensor-limit"]
+    with pytest.raises(irscatter.IRError) as info:
+        irscatter.compile_model(xml)
+    assert info.value.label == "tensor-limit"
