@@ -35,6 +35,4 @@ def compile_model(model: Model | str | os.PathLike, bin_path: str | os.PathLike 
     return _compile(model)
 
 
-def validate(model: Model | str | os.PathLike, bin_path: str | os.PathLike | None = None) -> conformance.Report:
-    """Every finding about `model` (a loaded Model, or the path of its `.xml`)."""
-    return conformance.validate(model, bin_path)
+validate = conformance.validate  # re-exported here, above the runtime that bodies need

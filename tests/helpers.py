@@ -94,7 +94,7 @@ def run_ov(xml: Path, feeds, *, fallback=None) -> list[np.ndarray]:
     pytest.skip(f"OpenVINO {failure.kind} on this case and no other oracle answered: {failure.message}")
 
 
-def evaluate_reference(node, inputs: list[np.ndarray]) -> np.ndarray | None:
+def evaluate_reference(node) -> np.ndarray | None:
     """OpenVINO's core reference kernel for `node` (the spec's behaviour), or None where the
     reference does not implement the element type. `node`'s inputs must be Constants: it is
     saved as a model of its own and evaluated in the worker process."""
@@ -103,7 +103,6 @@ def evaluate_reference(node, inputs: list[np.ndarray]) -> np.ndarray | None:
 
     from irscatter.targets import TargetFailure
 
-    del inputs  # the Constants carry them
     with tempfile.TemporaryDirectory() as folder:
         xml = Path(folder) / "node.xml"
         ov.save_model(ov.Model([ops.result(node)], [], "node"), str(xml), compress_to_fp16=False)

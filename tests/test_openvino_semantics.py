@@ -228,3 +228,23 @@ def test_squeeze15_skips_axes_that_are_not_one(tmp_path, allow_axis_skip):
     (got,) = irscatter.read_model(xml).run({"x": data}).values()
     (plugin,) = run_ov(xml, {"x": data})
     assert got.shape == (3, 2) and _same(got, plugin)
+
+
+@pytest.mark.parametrize("incomparable", ["keep", "update"])
+@pytest.mark.parametrize("reduction", ["max", "min"])
+def test_scatter_nan_rules_on_rows_of_slices(incomparable, reduction):
+    """Rows of several elements (ScatterNDUpdate's slices) fold element by element."""
+    from irscatter.ops.scatter_core import scatter_rows
+
+    rng = np.random.default_rng(21)
+    pool = np.array([NAN, 1, -1, INF, -INF, 2, 0.5], np.float32)
+    out = rng.choice(pool, (5, 3))
+    rows = rng.integers(0, 5, 40)
+    updates = rng.choice(pool, (40, 3))
+    fold = FOLDS["nd15" if incomparable == "keep" else "elements12", reduction]
+    want = out.copy()
+    for r, u in zip(rows.tolist(), updates.tolist()):
+        want[r] = [fold(a, b) for a, b in zip(want[r].tolist(), u)]
+    got = out.copy()
+    scatter_rows(got, rows, updates, reduction, incomparable=incomparable)
+    assert _same(got, want)

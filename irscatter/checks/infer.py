@@ -31,8 +31,12 @@ def _as_tuple(value: object) -> tuple:
 
 
 def infer_layer(op: Op, inputs: Sequence[TensorInfo]) -> tuple[TensorInfo, ...]:
-    """Infer one layer's outputs; fold it when every input is a known small constant."""
+    """Infer one layer's outputs, each within the tensor limits; fold the layer when every input
+    is a known small constant."""
     outs = _as_tuple(op.infer(*inputs))
+    for pos, info in enumerate(outs):
+        if info.shape.is_static:
+            check_inferred(info.shape.to_tuple(), itemsize(info.etype), f"output {pos}")
     if (
         op.foldable
         and inputs
@@ -67,11 +71,6 @@ def infer_graph(
         except IRError as e:
             raise e.add_context(file=file, layer=layer.ref, line=layer.line) from None
         for pos, info in enumerate(outs):
-            if info.shape.is_static:
-                try:
-                    check_inferred(info.shape.to_tuple(), itemsize(info.etype), f"output {pos}")
-                except IRError as e:
-                    raise e.add_context(file=file, layer=layer.ref, line=layer.line) from None
             infos[(lid, pos)] = info
     return infos
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from irscatter.ir.opset_tables import OPENVINO_VERSION, OPSETS
 
 _OFFICIAL = re.compile(r"^opset(\d+)$")
+_TAG = re.compile(r"^([A-Za-z_]+?)(\d+)$")  # any opset tag: a domain name and a number
 _IR_SPELLING = {"const": "Constant"}  # the IR writes a Constant as `Const`
 _BY_LOWER = {n: {t.lower(): t for t in types} for n, types in OPSETS.items()}
 NEWEST = max(OPSETS)
@@ -34,8 +35,10 @@ class TableAnswer:
     message: str = ""
 
 
-def is_official(opset: str) -> bool:
-    return _OFFICIAL.match(opset) is not None
+def parse_opset(text: str) -> tuple[str, int] | None:
+    """`"opset15"` -> `("opset", 15)`; `"irscatter1"` -> `("irscatter", 1)`; else None."""
+    m = _TAG.match(text.strip())
+    return (m.group(1).lower(), int(m.group(2))) if m else None
 
 
 def lookup(type_name: str, opset: str) -> TableAnswer:
@@ -67,7 +70,6 @@ def lookup(type_name: str, opset: str) -> TableAnswer:
 # Versions of custom-domain ops, told by the op registry as ops register, so that messages can
 # name them (PaddleScatter-1) without this module knowing any kernel.
 _CUSTOM: dict[tuple[str, str], set[int]] = {}
-_CUSTOM_TAG = re.compile(r"^([A-Za-z_]+?)(\d+)$")
 
 
 def declare_custom(domain: str, type_name: str, version: int, present: bool = True) -> None:
@@ -84,9 +86,9 @@ def version_text(type_name: str, opset: str) -> str:
     answer = lookup(type_name, opset)
     if answer.version is not None:
         return str(answer.version)
-    m = None if answer.official else _CUSTOM_TAG.match(opset.strip())
-    if m:
-        eligible = [v for v in _CUSTOM.get((m.group(1).lower(), type_name.lower()), ()) if v <= int(m.group(2))]
+    parsed = None if answer.official else parse_opset(opset)
+    if parsed:
+        eligible = [v for v in _CUSTOM.get((parsed[0], type_name.lower()), ()) if v <= parsed[1]]
         if eligible:
             return str(max(eligible))
     return opset

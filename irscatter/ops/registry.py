@@ -19,7 +19,6 @@ Registering the same (domain, type, version) twice is a programming error and ra
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -31,17 +30,6 @@ if TYPE_CHECKING:
     from irscatter.ops.base import Op
 
 _REGISTRY: dict[tuple[str, str], dict[int, type[Op]]] = {}
-_OPSET_RE = re.compile(r"^([A-Za-z_]+?)(\d+)$")
-
-
-def parse_opset(text: str) -> tuple[str, int] | None:
-    """`"opset15"` -> `("opset", 15)`; `"irscatter1"` -> `("irscatter", 1)`; else None."""
-    m = _OPSET_RE.match(text.strip())
-    if not m:
-        return None
-    return m.group(1).lower(), int(m.group(2))
-
-
 @dataclass(frozen=True)
 class Resolution:
     """What a layer's (type, version) names: an op class, or a label and a sentence saying why not."""
@@ -49,7 +37,6 @@ class Resolution:
     cls: type[Op] | None
     label: str | None = None
     message: str = ""
-    official: str | None = None  # "Gather-8": the OpenVINO op version it names, when it names one
 
 
 def resolve(type_name: str, opset: str) -> Resolution:
@@ -95,9 +82,9 @@ def _resolve(type_name: str, opset: str) -> Resolution:
         cls = _REGISTRY.get(("opset", spelt.lower()), {}).get(answer.version)
         if cls is None:
             return Resolution(None, "no-kernel", f"irscatter has no kernel for {official} yet "
-                                                 f"(an OpenVINO op{_others(spelt)})", official)
-        return Resolution(cls, official=official)
-    parsed = parse_opset(opset)
+                                                 f"(an OpenVINO op{_others(spelt)})")
+        return Resolution(cls)
+    parsed = opsets.parse_opset(opset)
     if parsed is None or not any(d == parsed[0] for d, _ in _REGISTRY):
         return Resolution(None, "custom-domain",
                           f'version="{opset}" is not one of OpenVINO\'s opsets (opset1 to opset{opsets.NEWEST}) and '

@@ -159,44 +159,49 @@ def scatter_rows(
         _mean(out, rows, updates, use_init_val)
         return
     if (incomparable != "nan" and reduction in ("min", "max") and out.dtype.kind == "f"
-            and (np.isnan(updates).any() or np.isnan(out).any())):
+            and (_has_nan(updates) or _has_nan(out if out.size <= updates.size else out[rows]))):
         _fold_incomparable(out, rows, updates, reduction, incomparable)
         return
     table = _BOOL_UFUNCS if out.dtype == np.bool_ else _NUMERIC_UFUNCS
     table[reduction].at(out, rows, updates)
 
 
+def _has_nan(x: np.ndarray) -> bool:
+    """Whether `x` holds a NaN: max propagates NaN, and reduces without a temporary array."""
+    return x.size > 0 and bool(np.isnan(np.max(x)))
+
+
 def _fold_incomparable(out: np.ndarray, rows: np.ndarray, updates: np.ndarray, reduction: str,
                        incomparable: str) -> None:
-    """min/max with NaN present, by the rule `incomparable` names (see the module doc)."""
+    """min/max with NaN present, by the rule `incomparable` names (see the module doc). Works on
+    the targeted elements only, so its cost follows the updates, not the output."""
     pick = np.fmax if reduction == "max" else np.fmin  # on NaN-free values, plain max/min
     if incomparable == "keep":
-        stuck = np.isnan(out)  # NaN is never replaced; a NaN update never lands (fmax skips it)
-        pick.at(out, rows, updates)
-        out[stuck] = np.nan
+        before = out[rows]
+        pick.at(out, rows, updates)  # a NaN update never lands: fmax skips it
+        out[rows] = np.where(np.isnan(before), before, out[rows])  # a NaN already there stays
         return
     # "update": each NaN an element receives resets it, so only the updates after its last NaN
     # count (or nothing, when the NaN came last); a NaN it started with is replaced by the first.
     if out.ndim == 2:
         width = out.shape[1]
         targets = (rows[:, None] * width + np.arange(width)).reshape(-1)
-        values = updates.reshape(-1)
     else:
-        targets, values = rows, updates
-    work = out if out.flags.c_contiguous else np.ascontiguousarray(out)
-    flat_out = work.reshape(-1)  # a view: work is C-contiguous
+        width, targets = 1, rows
+    values = updates.reshape(-1)
+    touched, slot = np.unique(targets, return_inverse=True)
+    where = np.divmod(touched, width) if out.ndim == 2 else touched
     position = np.arange(len(values), dtype=np.int64)
-    last_nan = np.full(flat_out.size, -1, dtype=np.int64)
-    np.maximum.at(last_nan, targets, np.where(np.isnan(values), position, -1))
-    last_any = np.full(flat_out.size, -1, dtype=np.int64)
-    np.maximum.at(last_any, targets, position)
-    touched = last_any >= 0
-    flat_out[touched & ((last_nan >= 0) | np.isnan(flat_out))] = -np.inf if reduction == "max" else np.inf
-    kept = position > last_nan[targets]
-    pick.at(flat_out, targets[kept], values[kept])
-    flat_out[touched & (last_nan == last_any)] = np.nan
-    if work is not out:
-        out[...] = work
+    last_nan = np.full(len(touched), -1, dtype=np.int64)
+    np.maximum.at(last_nan, slot, np.where(np.isnan(values), position, -1))
+    last_any = np.full(len(touched), -1, dtype=np.int64)
+    np.maximum.at(last_any, slot, position)
+    start = out[where]
+    acc = np.where((last_nan >= 0) | np.isnan(start), -np.inf if reduction == "max" else np.inf, start)
+    kept = position > last_nan[slot]
+    pick.at(acc, slot[kept], values[kept])
+    acc[last_nan == last_any] = np.nan  # the last update each element received was a NaN
+    out[where] = acc
 
 
 def _mean(out: np.ndarray, rows: np.ndarray, updates: np.ndarray, use_init_val: bool) -> None:
