@@ -33,12 +33,14 @@ def ov_model_of(outputs, name: str = "model"):
     import openvino as ov
     import openvino.opset15 as ops
 
+    # Every get_node() call makes a fresh Python wrapper, so `id()` of a dropped one may be reused:
+    # the visited set keys on OpenVINO's own instance id instead.
     found, stack, seen = {}, [o.get_node() if hasattr(o, "get_node") else o for o in outputs], set()
     while stack:
         node = stack.pop()
-        if id(node) in seen:
+        if node.get_instance_id() in seen:
             continue
-        seen.add(id(node))
+        seen.add(node.get_instance_id())
         if node.get_type_name() == "Parameter":
             found[node.get_friendly_name()] = node
         stack.extend(i.get_source_output().get_node() for i in node.inputs())
