@@ -1,6 +1,8 @@
 """irscatter: a numpy reference interpreter and conformance tool for OpenVINO IR models."""
 
 from irscatter import limits
+from irscatter.api import compile_model, parse_model, read_model, validate
+from irscatter.checks.conformance import Report
 from irscatter.errors import (
     ExecutionError,
     FileAccessError,
@@ -14,8 +16,6 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Edge, Graph, Layer, Model, Port
 from irscatter.ir.loader import parse_layer
 from irscatter.ir.shapes import Dimension, PartialShape
-from irscatter.checks.conformance import Report
-from irscatter.api import compile_model, parse_model, read_model, validate
 
 __version__ = "0.1.0"
 

@@ -14,7 +14,8 @@ from irscatter.checks import conformance
 from irscatter.ir import loader
 from irscatter.ir.graph import Model
 from irscatter.runtime.interpreter import CompiledModel
-from irscatter.runtime.model import RunnableModel, compile_model as _compile
+from irscatter.runtime.model import RunnableModel
+from irscatter.runtime.model import compile_model as _compile
 
 
 def read_model(xml_path: str | os.PathLike, bin_path: str | os.PathLike | None = None) -> RunnableModel:

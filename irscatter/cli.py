@@ -20,13 +20,13 @@ from typing import Any
 import numpy as np
 
 from irscatter import examples, limits
-from irscatter.errors import IRError, UsageError
 from irscatter.api import read_model, validate
-from irscatter.summary import summarize
+from irscatter.checks.conformance import finding_line
+from irscatter.errors import IRError, UsageError
 from irscatter.ops import registry
 from irscatter.runtime import inputs as model_inputs
 from irscatter.runtime.profile import profile
-from irscatter.checks.conformance import finding_line
+from irscatter.summary import summarize
 
 PROG = "irscatter"
 

@@ -32,12 +32,12 @@ from typing import Any
 import numpy as np
 from lxml import etree
 
-from irscatter.errors import FileAccessError, IRError
-from irscatter.ir.element_types import ElementType
-from irscatter.api import compile_model, parse_model
-from irscatter.ir.loader import parse_xml
 from irscatter import limits
+from irscatter.api import compile_model, parse_model
+from irscatter.errors import FileAccessError, IRError
 from irscatter.ir import opsets
+from irscatter.ir.element_types import ElementType
+from irscatter.ir.loader import parse_xml
 from irscatter.ops import registry
 
 _LAYER_START = re.compile(r"^[ \t]*(<(?:layer|\.\.\.)(?=[\s>]))", re.M)  # at the start of a line: not prose

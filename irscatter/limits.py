@@ -31,6 +31,13 @@ class Limits:
     tensor_bytes: int = 4 * 2**30  # bytes of any one tensor
 
 
+# Inference folds a layer whose inputs are all known values when its output has at most
+# FOLD_LIMIT elements, so that ops whose output shape depends on an input's value (an axis,
+# a target shape) can be resolved. A Const is such a known value when it fits in one page
+# (CARRY_BYTES): shapes, axes and indices do, and weights stay unread until a run.
+FOLD_LIMIT = 4096
+CARRY_BYTES = 4096
+
 _current = Limits()
 
 

@@ -12,6 +12,7 @@
 """
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -99,3 +100,41 @@ def test_no_import_circle_at_module_level():
     for m in sorted(edges):
         if m not in state:
             visit(m, [])
+
+
+TABLE_MODULES = {  # element-wise ops that differ only in their numpy function are rows of a table
+    "irscatter.ops.elementwise.binary", "irscatter.ops.elementwise.unary", "irscatter.ops.reduction.reduce",
+}
+
+
+def _snake(type_name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", type_name).lower()
+
+
+def test_every_op_is_found_by_its_name():
+    """`ops/<family>/<snake_case type>.py` holds every version of an op type (ScatterNDUpdate in
+    scatter/scatter_nd_update.py), unless the op is a row of one of the element-wise tables."""
+    from irscatter.ops import registry
+
+    misplaced = []
+    for cls in registry.supported():
+        module = cls.__module__
+        if module in TABLE_MODULES:
+            continue
+        family_package = module.rsplit(".", 1)[0]
+        type_name = "Constant" if cls.type_name == "Const" else cls.type_name  # the IR spells Constant "Const"
+        if module.rsplit(".", 1)[1] != _snake(type_name) or family_package.count(".") != 2:
+            misplaced.append(f"{cls.type_name}-{cls.version} in {module}")
+    assert misplaced == []
+
+
+def test_the_op_families_are_listed_in_the_package():
+    """Every family subpackage is imported by irscatter/ops/__init__.py, every op module by its family."""
+    ops_dir = PACKAGE / "ops"
+    families = {p.parent.name for p in ops_dir.glob("*/__init__.py")} - {"common"}
+    listed = ast.unparse(ast.parse((ops_dir / "__init__.py").read_text()))
+    assert all(re.search(rf"\b{f}\b", listed) for f in families), families
+    for family in families:
+        modules = {p.stem for p in (ops_dir / family).glob("*.py")} - {"__init__", "core", "table"}
+        text = (ops_dir / family / "__init__.py").read_text()
+        assert all(re.search(rf"^\s+{m},$", text, re.M) for m in modules), (family, modules)

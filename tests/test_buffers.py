@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import irscatter
-from irscatter.ops.scatter import ScatterNDUpdate15
+from irscatter.ops.scatter.scatter_nd_update import ScatterNDUpdate15
 from helpers import layer, net, param, port, result
 
 D = [6, 4]

@@ -154,7 +154,7 @@ def test_non_ascii_digits_are_not_numbers():
 
 def test_gather_from_an_empty_axis_fills_zeros():
     from irscatter.ir.graph import Layer
-    from irscatter.ops.gather import Gather8
+    from irscatter.ops.indexing.gather import Gather8
 
     op = Gather8(Layer(id=1, name="g", type="Gather", version="opset8", attrs={"batch_dims": "0"}))
     out = op.compute(np.zeros(0, np.int64), np.array(1), np.array(0))

@@ -21,7 +21,8 @@ import pytest
 
 import irscatter
 from irscatter.ir.graph import Layer
-from irscatter.ops.gather import GatherElements, GatherND8
+from irscatter.ops.indexing.gather_elements import GatherElements
+from irscatter.ops.indexing.gather_nd import GatherND8
 from helpers import run_ov, save_ov
 
 ov = pytest.importorskip("openvino")

@@ -179,7 +179,7 @@ def test_scatter_max_min_with_nan_fold_as_the_reference(tmp_path, kind, reductio
 
 def test_scatter_nan_rules_hold_in_the_tiled_kernel(monkeypatch):
     """The tiled path of ScatterElementsUpdate (large data) keeps the same NaN rule."""
-    from irscatter.ops import scatter_core
+    from irscatter.ops.scatter import core as scatter_core
 
     rng = np.random.default_rng(11)
     data = rng.standard_normal((64, 33)).astype(np.float32)
@@ -234,7 +234,7 @@ def test_squeeze15_skips_axes_that_are_not_one(tmp_path, allow_axis_skip):
 @pytest.mark.parametrize("reduction", ["max", "min"])
 def test_scatter_nan_rules_on_rows_of_slices(incomparable, reduction):
     """Rows of several elements (ScatterNDUpdate's slices) fold element by element."""
-    from irscatter.ops.scatter_core import scatter_rows
+    from irscatter.ops.scatter.core import scatter_rows
 
     rng = np.random.default_rng(21)
     pool = np.array([NAN, 1, -1, INF, -INF, 2, 0.5], np.float32)

@@ -160,7 +160,7 @@ def test_more_than_int32_max_elements_is_refused_before_allocation():
     from irscatter.ir.shapes import PartialShape
     from irscatter.ops.base import TensorInfo
     from irscatter.ops.functional import make_op
-    from irscatter.ops.paged import PagedScatterUpdate
+    from irscatter.ops.irscatter1.paged_scatter_update import PagedScatterUpdate
 
     op = make_op(PagedScatterUpdate, {})
     cache = TensorInfo(ElementType.f16, PartialShape.of((2**20, 2**11)))  # 2^31 elements

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import irscatter
-from irscatter.ops.gather import Gather8
-from irscatter.ops.scatter import ScatterElementsUpdate12
-from irscatter.ops.shape_ops import Concat
+from irscatter.ops.indexing.gather import Gather8
+from irscatter.ops.scatter.scatter_elements_update import ScatterElementsUpdate12
+from irscatter.ops.movement.concat import Concat
 from helpers import layer, net, param, port, result, write
 
 

@@ -11,14 +11,10 @@ from hypothesis import strategies as st
 
 import irscatter
 from irscatter.ir.graph import Layer
-from irscatter.ops import scatter_core
-from irscatter.ops.scatter import (
-    ScatterElementsUpdate3,
-    ScatterElementsUpdate12,
-    ScatterNDUpdate4,
-    ScatterNDUpdate15,
-    ScatterUpdate,
-)
+from irscatter.ops.scatter import core as scatter_core
+from irscatter.ops.scatter.scatter_elements_update import ScatterElementsUpdate3, ScatterElementsUpdate12
+from irscatter.ops.scatter.scatter_nd_update import ScatterNDUpdate4, ScatterNDUpdate15
+from irscatter.ops.scatter.scatter_update import ScatterUpdate
 import oracles
 
 DTYPES = [np.float32, np.float16, ml_dtypes.bfloat16, np.float64, np.int32, np.int64, np.int8, np.uint8, np.bool_]
@@ -48,7 +44,7 @@ def _same(got, want):
 def _to_data_type(want, dtype):
     """The oracle's f32 result in the data type, rounded to bf16 by OpenVINO's rule."""
     if np.dtype(dtype) == np.dtype(ml_dtypes.bfloat16):
-        from irscatter.ops.conversion import convert_array
+        from irscatter.ops.common.numeric import convert_array
 
         return convert_array(want, irscatter.ElementType.f32, irscatter.ElementType.bf16)
     return want.astype(dtype) if want.dtype != np.dtype(dtype) else want

@@ -15,7 +15,8 @@ import pytest
 
 import irscatter
 from irscatter.ir.graph import Layer
-from irscatter.ops.slicing import Slice, SliceScatter
+from irscatter.ops.movement.slice import Slice
+from irscatter.ops.scatter.slice_scatter import SliceScatter
 from helpers import evaluate_reference, run_ov, save_ov
 
 INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)
@@ -188,7 +189,7 @@ def test_strided_slice_matches_openvino(tmp_path, i):
 
 
 def test_strided_slice_masks_may_differ_in_length():
-    from irscatter.ops.slicing import StridedSlice
+    from irscatter.ops.movement.strided_slice import StridedSlice
 
     op = StridedSlice(Layer(id=1, name="ss", type="StridedSlice", version="opset1",
                             attrs={"begin_mask": "1,0,1", "end_mask": "0,1", "shrink_axis_mask": ""}))
@@ -198,7 +199,7 @@ def test_strided_slice_masks_may_differ_in_length():
 
 
 def test_strided_slice_reverse_begin_before_start_clamps_to_zero():
-    from irscatter.ops.slicing import StridedSlice
+    from irscatter.ops.movement.strided_slice import StridedSlice
 
     op = StridedSlice(Layer(id=1, name="ss", type="StridedSlice", version="opset1", attrs={"end_mask": "1"}))
     assert op.compute(np.arange(4), np.array([-5]), np.array([0]), np.array([-1])).tolist() == [0]
@@ -211,7 +212,7 @@ def test_strided_slice_reverse_begin_before_start_clamps_to_zero():
     ({"begin_mask": "2"}, [0], "must hold only 0 and 1"),
 ])
 def test_strided_slice_errors(attrs, begin, message):
-    from irscatter.ops.slicing import StridedSlice
+    from irscatter.ops.movement.strided_slice import StridedSlice
 
     op = StridedSlice(Layer(id=1, name="ss", type="StridedSlice", version="opset1", attrs=attrs))
     with pytest.raises(irscatter.ExecutionError, match=message.replace("[", r"\[").replace("]", r"\]")):

@@ -19,11 +19,11 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from irscatter.checks.infer import compare_declared, infer_layer
 from irscatter.errors import IRError
 from irscatter.findings import Finding
 from irscatter.ir.graph import Model
 from irscatter.ir.topology import Source, Wiring, wire
-from irscatter.checks.infer import compare_declared, infer_layer
 from irscatter.ops import registry
 from irscatter.ops.base import Op, TensorInfo
 

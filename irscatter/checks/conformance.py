@@ -20,11 +20,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from irscatter.checks.analysis import analyze
 from irscatter.errors import FileAccessError, IRError
+from irscatter.findings import Finding
 from irscatter.ir.graph import Model
 from irscatter.ir.loader import read_model_collecting
-from irscatter.findings import Finding
-from irscatter.checks.analysis import analyze
 
 
 @dataclass

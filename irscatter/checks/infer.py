@@ -16,14 +16,13 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from irscatter.errors import IRError
+from irscatter.findings import Finding
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Layer
 from irscatter.ir.shapes import PartialShape
-from irscatter.findings import Finding
 from irscatter.ir.topology import Source
-from irscatter.limits import check_inferred
+from irscatter.limits import FOLD_LIMIT, check_inferred
 from irscatter.ops.base import Op, TensorInfo
-from irscatter.ops.infrastructure import FOLD_LIMIT
 
 
 def _as_tuple(value: object) -> tuple:

@@ -21,11 +21,23 @@ import numpy as np
 from lxml import etree
 
 from irscatter.errors import FileAccessError, LayerRef, LoadError, SecurityError
+from irscatter.ir import opsets
 from irscatter.ir.element_types import ElementType, decode
-from irscatter.ir.graph import BackEdge, Body, Edge, Graph, Layer, Model, Port, PortMapEntry, gc_paused, split_names, trusted
+from irscatter.ir.graph import (
+    BackEdge,
+    Body,
+    Edge,
+    Graph,
+    Layer,
+    Model,
+    Port,
+    PortMapEntry,
+    gc_paused,
+    split_names,
+    trusted,
+)
 from irscatter.ir.shapes import PartialShape, is_decimal, parse_static_shape
 from irscatter.limits import current as current_limits
-from irscatter.ir import opsets
 
 SUPPORTED_IR_VERSIONS = (10, 11)
 _LAYER_KEYS = ("id", "name", "type", "version")

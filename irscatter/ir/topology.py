@@ -8,6 +8,7 @@ graph pass's (`irscatter.checks.analysis`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
 from irscatter.findings import Finding
 from irscatter.ir.graph import Edge, Graph, Layer
 

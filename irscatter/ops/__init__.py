@@ -1,27 +1,24 @@
-"""The op library. Each module below registers one family of ops; this list is the registry's
-table of contents, so that what irscatter supports can be read in one place."""
+"""The op library: one subpackage per family, one module per op type (holding all its versions);
+element-wise ops that differ only in their numpy function are rows of a table instead.
+See ARCHITECTURE.md for where a new op goes. Importing this package registers every op."""
 
-from irscatter.ops import (  # noqa: F401
-    arithmetic,
-    bnns,
+from irscatter.ops import (  # noqa: F401  (the families, in the order of the pipeline)
     conversion,
-    gather,
+    elementwise,
+    generation,
+    indexing,
     infrastructure,
-    logic,
-    matmul,
-    paddle,
-    paged,
+    irscatter1,
+    matrix,
+    movement,
     reduction,
     scatter,
-    shape_ops,
-    slicing,
-    stablehlo,
 )
 
 # The irscatter1 opset's function forms: numpy arrays in, numpy arrays out.
-from irscatter.ops.bnns import bnns_scatter
-from irscatter.ops.paddle import paddle_scatter
-from irscatter.ops.paged import paged_scatter_update
-from irscatter.ops.stablehlo import hlo_scatter
+from irscatter.ops.irscatter1.bnns_scatter import bnns_scatter
+from irscatter.ops.irscatter1.hlo_scatter import hlo_scatter
+from irscatter.ops.irscatter1.paddle_scatter import paddle_scatter
+from irscatter.ops.irscatter1.paged_scatter_update import paged_scatter_update
 
 __all__ = ["bnns_scatter", "hlo_scatter", "paddle_scatter", "paged_scatter_update"]

@@ -30,7 +30,7 @@ import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 from pydantic import ValidationError as PydanticValidationError
 
-from irscatter.errors import ExecutionError, ValidationError
+from irscatter.errors import ValidationError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Body, Layer
 from irscatter.ir.shapes import PartialShape
@@ -126,64 +126,6 @@ def check(condition: Any, label: str, message: str, *, port: str | None = None) 
     """A spec constraint: raises a ValidationError tagged with `label` when it does not hold."""
     if not condition:
         raise ValidationError(message, label=label, port=port)
-
-
-# --- checks and axis rules shared by many ops ------------------------------------------------
-
-
-def same_element_type(a: TensorInfo, b: TensorInfo, what: str, label: str, port: str) -> ElementType:
-    """Two inputs that must share an element type; returns it (a dynamic type yields to the other)."""
-    if a.etype is b.etype:
-        return a.etype
-    check(ElementType.dynamic in (a.etype, b.etype) or a.etype is b.etype, label,
-          f"{what}, found {a.etype} and {b.etype}", port=port)
-    return a.etype if a.etype is not ElementType.dynamic else b.etype
-
-
-def check_integral(info: TensorInfo, name: str, port: str) -> None:
-    check(
-        info.etype is ElementType.dynamic or info.etype.is_integral,
-        f"{name}-type",
-        f"{name} must be of an integer type, found {info.etype}",
-        port=port,
-    )
-
-
-def check_axis_input(axis: TensorInfo, port: str) -> None:
-    check_integral(axis, "axis", port)
-    if axis.shape.rank_is_static:
-        check(
-            axis.shape.rank == 0 or (axis.shape.rank == 1 and axis.shape[0].contains(1)),
-            "axis-shape",
-            f"axis must be a scalar or have shape [1], found {axis.shape}",
-            port=port,
-        )
-
-
-def normalized_axis(axis: int, rank: int, *, port: str, at_runtime: bool = False) -> int:
-    """Valid when -rank <= axis < rank; a scalar has no axis at all (ops that accept a
-    scalar with axis 0, as the reductions do, handle rank 0 themselves)."""
-    if not -rank <= axis < rank:
-        message = (f"axis {axis} is out of the range [{-rank}, {rank - 1}] for rank {rank}" if rank
-                   else f"axis {axis} does not exist: the input is a scalar")
-        if at_runtime:
-            raise ExecutionError(message, port=port)
-        check(False, "axis-range", message, port=port)
-    return axis + rank if axis < 0 else axis
-
-
-def constant_axis(axis: TensorInfo) -> int | None:
-    return None if axis.value is None else int(np.asarray(axis.value).reshape(-1)[0])
-
-
-def runtime_axis(axis: np.ndarray, rank: int, port: str) -> int:
-    return normalized_axis(int(np.asarray(axis).reshape(-1)[0]), rank, port=port, at_runtime=True)
-
-
-def require_shape(actual: tuple[int, ...], expected: tuple[int, ...], what: str, port: str) -> None:
-    if actual != expected:
-        raise ExecutionError(f"{what} has shape {list(actual)}, expected {list(expected)}", port=port)
-
 
 
 # --- the op base class ----------------------------------------------------------------------

@@ -23,15 +23,15 @@ from typing import Any
 
 import numpy as np
 
+from irscatter.checks.analysis import analyze
+from irscatter.checks.infer import infer_graph
 from irscatter.errors import ExecutionError, IRError
+from irscatter.findings import Finding
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Layer, Model, output_name
 from irscatter.ir.shapes import PartialShape
-from irscatter.findings import Finding
 from irscatter.ir.topology import Source
-from irscatter.checks.analysis import analyze
 from irscatter.ops.base import Op, TensorInfo
-from irscatter.checks.infer import infer_graph
 
 _BOUNDARY = ("Parameter", "Const", "Result")
 _SHAPE_CACHE_SIZE = 16

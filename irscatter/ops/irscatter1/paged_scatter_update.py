@@ -26,14 +26,22 @@ import numpy as np
 from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
-from irscatter.ops.base import Op, OpAttrs, TensorInfo, check, same_element_type
+from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
+from irscatter.ops.common.numeric import reusable
+from irscatter.ops.common.types import same_element_type
 from irscatter.ops.functional import call
 from irscatter.ops.registry import register
-from irscatter.ops.scatter_core import reusable, scatter_rows
+from irscatter.ops.scatter.core import scatter_rows
 
 DOMAIN = "irscatter"
+
+
 INT32_MAX = 2**31 - 1
+
+
 VALUE_TYPES = (ElementType.f32, ElementType.f16, ElementType.bf16, ElementType.i32, ElementType.i16)
+
+
 INDEX_TYPES = (ElementType.i16, ElementType.i32, ElementType.i64)
 
 

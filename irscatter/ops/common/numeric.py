@@ -1,4 +1,5 @@
-"""Convert-1: element-wise conversion to `destination_type`.
+"""Numeric plumbing shared by kernels: converting arrays between element types (Convert-1's
+rules, below), the compute dtype of the narrow float types, and output buffers.
 
 The spec leaves several conversions undefined; irscatter makes one documented choice each:
   * float -> integer: truncation toward zero (as a C++ cast), values past the destination's
@@ -22,11 +23,35 @@ The spec leaves several conversions undefined; irscatter makes one documented ch
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from irscatter.ir.element_types import NF4_LEVELS, ElementType
-from irscatter.ops.base import ElementTypeAttr, Op, OpAttrs, TensorInfo, check
-from irscatter.ops.registry import register
+
+
+def as_rows(array: np.ndarray, lead: int = 1) -> np.ndarray:
+    """`array` seen as a 2-D table: its first `lead` axes are the rows, the rest one row's
+    values. Spelled out because `reshape(n, -1)` cannot tell the width of an empty array."""
+    return array.reshape(math.prod(array.shape[:lead]), math.prod(array.shape[lead:]))
+
+
+def to_compute(data: np.ndarray, etype: ElementType) -> np.ndarray:
+    """A fresh, writable, contiguous copy of `data` in the compute dtype (never a view)."""
+    return np.array(data, dtype=compute_dtype(etype), order="C", copy=True)
+
+
+def reusable(data: np.ndarray, inplace: bool, dtype: np.dtype | None = None) -> bool:
+    """Whether a kernel may write its result into `data`: the caller handed it over
+    (`inplace`), and it is a writable C-contiguous array of the dtype the result needs."""
+    return (inplace and data.flags.c_contiguous and data.flags.writeable
+            and (dtype is None or data.dtype == dtype))
+
+
+def output_buffer(data: np.ndarray, etype: ElementType, inplace: bool) -> np.ndarray:
+    """The buffer a scatter writes its result into: `data` itself when it is `reusable`,
+    otherwise a fresh copy in the compute dtype."""
+    return data if reusable(data, inplace, compute_dtype(etype)) else to_compute(data, etype)
 
 
 BF16_ROUNDINGS = ("nearest-even", "openvino-fold")
@@ -114,28 +139,3 @@ def from_compute(result: np.ndarray, etype: ElementType) -> np.ndarray:
     if result.dtype == etype.dtype:
         return result
     return convert_array(result, ElementType.f32, etype)
-
-
-@register("Convert", 1)
-class Convert(Op):
-    class Attrs(OpAttrs):
-        destination_type: ElementTypeAttr
-
-    inputs = ("data",)
-    elementwise = True
-
-    def infer(self, data: TensorInfo) -> TensorInfo:
-        dst = self.attrs.destination_type
-        check(dst is not ElementType.dynamic, "destination-type", "destination_type must be a concrete element type")
-        check(
-            (data.etype is ElementType.string) == (dst is ElementType.string) or data.etype is ElementType.dynamic,
-            "no-string-conversion",
-            f"cannot convert {data.etype} to {dst}: string tensors convert to and from nothing",
-            port=self.port("data"),
-        )
-        self.src = data.etype
-        return TensorInfo(dst, data.shape)
-
-    def compute(self, data: np.ndarray) -> np.ndarray:
-        src = self.src if self.src is not ElementType.dynamic else ElementType.from_dtype(data.dtype)
-        return convert_array(data, src, self.attrs.destination_type)

@@ -30,15 +30,21 @@ import numpy as np
 from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import PartialShape
-from irscatter.ops.base import Lower, Op, OpAttrs, TensorInfo, check, normalized_axis, same_element_type
-from irscatter.ops.conversion import from_compute
+from irscatter.ops.base import Lower, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.common.axes import normalized_axis
+from irscatter.ops.common.indices import normalize_indices
+from irscatter.ops.common.numeric import as_rows, from_compute, to_compute
+from irscatter.ops.common.types import same_element_type
 from irscatter.ops.functional import call
 from irscatter.ops.registry import register
-from irscatter.ops.scatter_core import as_rows, flat_rows_along_axis, normalize_indices, scatter_rows, to_compute
+from irscatter.ops.scatter.core import flat_rows_along_axis, scatter_rows
 
 DOMAIN = "irscatter"
 
+
 BNNS_REDUCTIONS = ("none", "sum", "product", "max", "min", "mean")
+
+
 _CORE_REDUCTION = {"none": "none", "sum": "sum", "product": "prod", "max": "max", "min": "min", "mean": "mean"}
 
 

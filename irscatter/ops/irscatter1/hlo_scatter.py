@@ -31,16 +31,27 @@ from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Layer
 from irscatter.ir.shapes import PartialShape
-from irscatter.ops.base import IntList, IRBool, Lower, Op, OpAttrs, TensorInfo, check, compile_body
+from irscatter.ops.base import (
+    IntList,
+    IRBool,
+    Lower,
+    Op,
+    OpAttrs,
+    TensorInfo,
+    check,
+    compile_body,
+)
 from irscatter.ops.functional import make_op, run_op
 from irscatter.ops.registry import register
-from irscatter.ops.scatter_core import BITWISE, occurrence_rank, scatter_rows
+from irscatter.ops.scatter.core import BITWISE, occurrence_rank, scatter_rows
 
 DOMAIN = "irscatter"
 
-# update_computation name -> scatter_core reduction
+
+# update_computation name -> scatter.core reduction
 COMBINERS = {"replace": "none", "add": "sum", "subtract": "sub", "multiply": "prod", "minimum": "min",
              "maximum": "max", "and": "and", "or": "or", "xor": "xor"}
+
 
 Combine = Callable[..., Sequence[np.ndarray]]  # f(current..., update...) -> one vector per operand
 
@@ -203,9 +214,6 @@ class HloScatter(Op):
                     f"the one before it", port=f"input {n}", label="indices_are_sorted")
 
 
-# --- the dimension numbers -------------------------------------------------------------------
-
-
 def _scatter_sizes(a: HloScatterAttrs, indices_dims: tuple) -> tuple:
     """update_scatter_dim_sizes: the shape of scatter_indices without index_vector_dim."""
     ivd = a.index_vector_dim
@@ -269,10 +277,6 @@ def check_dimension_numbers(a: HloScatterAttrs, operand: PartialShape, indices: 
         check(not (w.is_static and limit.is_static) or w.min <= limit.min, "C4",
               f"window dimension {d} of updates ({w}) must not exceed dimension {d_in} of inputs[0] ({limit})",
               port=updates_port)
-
-
-
-# --- positions -------------------------------------------------------------------------------
 
 
 def _along(axis: int, size: int, rank: int) -> np.ndarray:
@@ -358,9 +362,6 @@ def apply_in_rounds(combine: Combine, outs: list[np.ndarray], targets: np.ndarra
         results = combine(*(o[where] for o in outs), *(v[chosen] for v in values))
         for o, res in zip(outs, results):
             o[where] = res
-
-
-# --- the function form -----------------------------------------------------------------------
 
 
 def hlo_scatter(

@@ -1,17 +1,19 @@
 """MatMul-1: numpy's matmul semantics (1-D operands are promoted and the added axis dropped,
 leading axes broadcast), with `transpose_a`/`transpose_b` swapping the last two axes of an
-operand of rank 2 or more. f16/bf16 multiply and accumulate in f32; integers wrap."""
+operand of rank 2 or more. f16/bf16 multiply and accumulate in f32; integers wrap.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
+from irscatter.ir.broadcast import BroadcastError, broadcast_numpy
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
-from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check, same_element_type
-from irscatter.ops.conversion import compute_dtype, from_compute
+from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.common.numeric import compute_dtype, from_compute
+from irscatter.ops.common.types import same_element_type
 from irscatter.ops.registry import register
-from irscatter.ir.broadcast import BroadcastError, broadcast_numpy
 
 
 class MatMulAttrs(OpAttrs):

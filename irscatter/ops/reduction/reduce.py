@@ -19,8 +19,10 @@ import numpy as np
 
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
-from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check, check_integral, normalized_axis
-from irscatter.ops.conversion import compute_dtype, from_compute
+from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.common.axes import normalized_axis
+from irscatter.ops.common.numeric import compute_dtype, from_compute
+from irscatter.ops.common.types import check_integral
 from irscatter.ops.registry import register
 
 

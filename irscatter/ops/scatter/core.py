@@ -1,5 +1,4 @@
-"""The one place where scatter arithmetic lives: index normalisation, bounds checks, and
-applying updates to rows of an output buffer with a reduction.
+"""The one place where scatter arithmetic lives: applying updates to rows of an output buffer with a reduction.
 
 Every scatter op reduces its work to the same shape: an output viewed as a 2-D array of
 rows, a 1-D array of row numbers (one per update, in the row-major order of the indices),
@@ -34,77 +33,34 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
-from irscatter.ops.conversion import compute_dtype
+from irscatter.ops.common.numeric import compute_dtype, output_buffer, reusable
+
+
+def shape_text(dims) -> str:
+    return "[" + ", ".join(str(d) for d in dims) + "]"
+
+
+class ReductionAttribute:
+    """For the versions whose schema has a `reduction` attribute (the older ones always replace)."""
+
+    @property
+    def reduction(self) -> str:
+        return self.attrs.reduction  # type: ignore[attr-defined]
+
 
 REDUCTIONS = ("none", "sum", "sub", "prod", "min", "max", "mean", "and", "or", "xor")
+
+
 BITWISE = ("and", "or", "xor")  # defined on integers and booleans only
+
 
 _NUMERIC_UFUNCS = {"sum": np.add, "sub": np.subtract, "prod": np.multiply, "min": np.minimum, "max": np.maximum,
                    "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}
+
+
 _BOOL_UFUNCS = {"sum": np.logical_or, "max": np.logical_or, "prod": np.logical_and, "min": np.logical_and,
                 "sub": np.logical_xor, "and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}
-
-
-def normalize_indices(
-    indices: np.ndarray,
-    sizes: np.ndarray | int,
-    *,
-    allow_negative: bool,
-    port: str,
-    what: str = "index",
-) -> np.ndarray:
-    """Indices as int64 with negatives wrapped once (when allowed), or an ExecutionError that
-    names the first offending value, its position in `indices` and the allowed range.
-
-    `sizes` is the size of the indexed dimension, or an array broadcastable to `indices`
-    with one size per index component (ScatterND's last axis). The result is `indices`
-    itself when it is int64 and needs no wrapping (never written).
-    """
-    idx = indices.astype(np.int64, copy=False)
-    sizes_arr = np.asarray(sizes, dtype=np.int64)
-    if idx.size == 0:
-        return idx
-    per_component = sizes_arr.ndim > 0 and idx.ndim > 0
-    lowest = _check_range(idx, sizes_arr, tuple(range(idx.ndim - 1)) if per_component else None,
-                          allow_negative, port, what)
-    if allow_negative and np.any(lowest < 0):
-        idx = np.where(idx < 0, idx + sizes_arr, idx)
-    return idx
-
-
-def check_indices(indices: np.ndarray, size: int, *, allow_negative: bool, port: str) -> tuple[np.ndarray, int]:
-    """Indices into one dimension as int64, range-checked but not wrapped, and their
-    smallest value (negative when some need wrapping): for kernels that wrap piece by piece."""
-    idx = indices.astype(np.int64, copy=False)
-    if idx.size == 0:
-        return idx, 0
-    return idx, int(_check_range(idx, np.int64(size), None, allow_negative, port, "index"))
-
-
-def _check_range(idx: np.ndarray, sizes: np.ndarray, axes: tuple[int, ...] | None, allow_negative: bool,
-                 port: str, what: str) -> np.ndarray:
-    """Two reductions decide; the element-wise search for the culprit runs only on failure.
-    Returns the smallest index (per component when `axes` is given)."""
-    lowest, highest = idx.min(axis=axes), idx.max(axis=axes)
-    floor = -sizes if allow_negative else 0
-    if np.any(lowest < floor) or np.any(highest >= sizes):
-        _raise_out_of_range(idx, sizes, allow_negative, port, what)
-    return lowest
-
-
-def _raise_out_of_range(idx: np.ndarray, sizes: np.ndarray, allow_negative: bool, port: str, what: str) -> None:
-    low = -sizes if allow_negative else np.zeros_like(sizes)
-    bad = (idx < low) | (idx >= sizes)
-    pos = tuple(int(i) for i in np.argwhere(bad)[0])
-    size = int(np.broadcast_to(sizes, idx.shape)[pos])
-    lo = -size if allow_negative else 0
-    raise ExecutionError(
-        f"{what} {int(idx[pos])} at position {list(pos)} is out of range [{lo}, {size - 1}]"
-        + ("" if allow_negative else " (negative indices are not allowed by this op's spec)"),
-        port=port, label="index-range",
-    )
 
 
 def _identity(reduction: str, dtype: np.dtype) -> object:
@@ -234,31 +190,9 @@ def occurrence_rank(rows: np.ndarray) -> np.ndarray:
     return rank
 
 
-def as_rows(array: np.ndarray, lead: int = 1) -> np.ndarray:
-    """`array` seen as a 2-D table: its first `lead` axes are the rows, the rest one row's
-    values. Spelled out because `reshape(n, -1)` cannot tell the width of an empty array."""
-    return array.reshape(math.prod(array.shape[:lead]), math.prod(array.shape[lead:]))
-
-
-def to_compute(data: np.ndarray, etype: ElementType) -> np.ndarray:
-    """A fresh, writable, contiguous copy of `data` in the compute dtype (never a view)."""
-    return np.array(data, dtype=compute_dtype(etype), order="C", copy=True)
-
-
-def reusable(data: np.ndarray, inplace: bool, dtype: np.dtype | None = None) -> bool:
-    """Whether a kernel may write its result into `data`: the caller handed it over
-    (`inplace`), and it is a writable C-contiguous array of the dtype the result needs."""
-    return (inplace and data.flags.c_contiguous and data.flags.writeable
-            and (dtype is None or data.dtype == dtype))
-
-
-def output_buffer(data: np.ndarray, etype: ElementType, inplace: bool) -> np.ndarray:
-    """The buffer a scatter writes its result into: `data` itself when it is `reusable`,
-    otherwise a fresh copy in the compute dtype."""
-    return data if reusable(data, inplace, compute_dtype(etype)) else to_compute(data, etype)
-
-
 TILE_ELEMENTS = 1 << 18  # output elements one tile may touch: 1 MB of f32, about a core's L2 cache
+
+
 MIN_TILE_WIDTH = 16  # narrower tiles (a huge axis) read too little per row to pay for themselves
 
 

@@ -19,11 +19,13 @@ import numpy as np
 
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import PartialShape
-from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check, require_shape, same_element_type
-from irscatter.ops.conversion import from_compute
+from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.common.indices import normalize_indices
+from irscatter.ops.common.numeric import as_rows, from_compute, output_buffer
+from irscatter.ops.common.types import require_shape, same_element_type
 from irscatter.ops.functional import call
 from irscatter.ops.registry import register
-from irscatter.ops.scatter_core import as_rows, normalize_indices, output_buffer, scatter_rows
+from irscatter.ops.scatter.core import scatter_rows
 
 DOMAIN = "irscatter"
 

@@ -1,0 +1,3 @@
+"""Helpers shared across op families (axes, indices, element types, numeric conversion).
+Nothing here registers an op.
+"""

@@ -1,0 +1,69 @@
+"""Index normalisation and bounds checks shared by the gathers and scatters: indices as int64,
+negatives wrapped where the op allows them, and an error naming the first index out of range.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from irscatter.errors import ExecutionError
+
+
+def normalize_indices(
+    indices: np.ndarray,
+    sizes: np.ndarray | int,
+    *,
+    allow_negative: bool,
+    port: str,
+    what: str = "index",
+) -> np.ndarray:
+    """Indices as int64 with negatives wrapped once (when allowed), or an ExecutionError that
+    names the first offending value, its position in `indices` and the allowed range.
+
+    `sizes` is the size of the indexed dimension, or an array broadcastable to `indices`
+    with one size per index component (ScatterND's last axis). The result is `indices`
+    itself when it is int64 and needs no wrapping (never written).
+    """
+    idx = indices.astype(np.int64, copy=False)
+    sizes_arr = np.asarray(sizes, dtype=np.int64)
+    if idx.size == 0:
+        return idx
+    per_component = sizes_arr.ndim > 0 and idx.ndim > 0
+    lowest = _check_range(idx, sizes_arr, tuple(range(idx.ndim - 1)) if per_component else None,
+                          allow_negative, port, what)
+    if allow_negative and np.any(lowest < 0):
+        idx = np.where(idx < 0, idx + sizes_arr, idx)
+    return idx
+
+
+def check_indices(indices: np.ndarray, size: int, *, allow_negative: bool, port: str) -> tuple[np.ndarray, int]:
+    """Indices into one dimension as int64, range-checked but not wrapped, and their
+    smallest value (negative when some need wrapping): for kernels that wrap piece by piece."""
+    idx = indices.astype(np.int64, copy=False)
+    if idx.size == 0:
+        return idx, 0
+    return idx, int(_check_range(idx, np.int64(size), None, allow_negative, port, "index"))
+
+
+def _check_range(idx: np.ndarray, sizes: np.ndarray, axes: tuple[int, ...] | None, allow_negative: bool,
+                 port: str, what: str) -> np.ndarray:
+    """Two reductions decide; the element-wise search for the culprit runs only on failure.
+    Returns the smallest index (per component when `axes` is given)."""
+    lowest, highest = idx.min(axis=axes), idx.max(axis=axes)
+    floor = -sizes if allow_negative else 0
+    if np.any(lowest < floor) or np.any(highest >= sizes):
+        _raise_out_of_range(idx, sizes, allow_negative, port, what)
+    return lowest
+
+
+def _raise_out_of_range(idx: np.ndarray, sizes: np.ndarray, allow_negative: bool, port: str, what: str) -> None:
+    low = -sizes if allow_negative else np.zeros_like(sizes)
+    bad = (idx < low) | (idx >= sizes)
+    pos = tuple(int(i) for i in np.argwhere(bad)[0])
+    size = int(np.broadcast_to(sizes, idx.shape)[pos])
+    lo = -size if allow_negative else 0
+    raise ExecutionError(
+        f"{what} {int(idx[pos])} at position {list(pos)} is out of range [{lo}, {size - 1}]"
+        + ("" if allow_negative else " (negative indices are not allowed by this op's spec)"),
+        port=port, label="index-range",
+    )

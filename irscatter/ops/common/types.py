@@ -1,0 +1,31 @@
+"""Element-type checks shared by many ops.
+"""
+
+from __future__ import annotations
+
+from irscatter.errors import ExecutionError
+from irscatter.ir.element_types import ElementType
+from irscatter.ops.base import TensorInfo, check
+
+
+def same_element_type(a: TensorInfo, b: TensorInfo, what: str, label: str, port: str) -> ElementType:
+    """Two inputs that must share an element type; returns it (a dynamic type yields to the other)."""
+    if a.etype is b.etype:
+        return a.etype
+    check(ElementType.dynamic in (a.etype, b.etype) or a.etype is b.etype, label,
+          f"{what}, found {a.etype} and {b.etype}", port=port)
+    return a.etype if a.etype is not ElementType.dynamic else b.etype
+
+
+def check_integral(info: TensorInfo, name: str, port: str) -> None:
+    check(
+        info.etype is ElementType.dynamic or info.etype.is_integral,
+        f"{name}-type",
+        f"{name} must be of an integer type, found {info.etype}",
+        port=port,
+    )
+
+
+def require_shape(actual: tuple[int, ...], expected: tuple[int, ...], what: str, port: str) -> None:
+    if actual != expected:
+        raise ExecutionError(f"{what} has shape {list(actual)}, expected {list(expected)}", port=port)

@@ -1,0 +1,6 @@
+"""Element-type conversion ops.
+"""
+
+from irscatter.ops.conversion import (  # noqa: F401  (importing a module registers its ops)
+    convert,
+)

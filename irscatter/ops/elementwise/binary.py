@@ -1,0 +1,161 @@
+"""The binary element-wise ops: arithmetic (Add-1, Subtract-1, Multiply-1, Divide-1, Maximum-1,
+Minimum-1, SquaredDifference-1, Power-1, FloorMod-1, Mod-1), comparisons (Equal-1, NotEqual-1,
+Less-1, LessEqual-1, Greater-1, GreaterEqual-1) and logic (LogicalAnd-1, LogicalOr-1, LogicalXor-1).
+
+Both inputs have one element type T (any numeric type; boolean is refused as OpenVINO does)
+and are broadcast by `auto_broadcast`. Integer arithmetic wraps modulo 2^bits. Divide on
+integers floors the quotient (`m_pythondiv`, the default) or truncates it toward zero, and
+an integer division by zero is an error naming the position of the zero divisor; the same
+holds for FloorMod (remainder with the divisor's sign) and Mod (with the dividend's sign).
+
+Maximum and Minimum select by one comparison, as OpenVINO's core reference does
+(`std::max(a, b)` is `a < b ? b : a`), so a NaN is chosen only when it is the first input:
+max(NaN, 1) is NaN and max(1, NaN) is 1. The CPU plugin's vector instructions pick the other
+operand (max(NaN, 1) is 1); the spec says only max(a, b).
+
+Power on integers with a negative exponent is the real power truncated toward zero, as the
+core reference and the CPU plugin compute it: 2 ** -1 is 0, (-1) ** -3 is -1. 0 to a negative
+power is an error naming the position (OpenVINO converts the infinite result to an integer,
+which C++ leaves undefined; on x86 it gives the type's minimum).
+
+Comparisons take any non-string T and give booleans; the logical ops take booleans.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import numpy as np
+
+from irscatter.errors import ExecutionError
+from irscatter.ir.broadcast import BroadcastError, broadcast
+from irscatter.ir.element_types import ElementType
+from irscatter.ops.base import IRBool, Lower, OpAttrs, TensorInfo, check
+from irscatter.ops.common.types import same_element_type
+from irscatter.ops.elementwise.table import Row, TableOp, declare
+
+AutoBroadcast = Annotated[Literal["none", "numpy", "pdpd"], Lower]
+
+
+class BroadcastAttrs(OpAttrs):
+    auto_broadcast: AutoBroadcast = "numpy"
+
+
+class BinaryElementwise(TableOp):
+    """Inference shared by every binary element-wise op: one element type T for both inputs,
+    accepted by the op's row, and the two shapes broadcast by `auto_broadcast`."""
+
+    Attrs = BroadcastAttrs
+    inputs = ("a", "b")
+
+    def infer(self, a: TensorInfo, b: TensorInfo) -> TensorInfo:
+        etype = same_element_type(a, b, "inputs must have the same element type", "same-element-type", self.port("b"))
+        out = self.accept(etype, self.port("a"))
+        try:
+            shape = broadcast(self.attrs.auto_broadcast, a.shape, b.shape)
+        except BroadcastError as e:
+            check(False, "broadcast", f"{a.shape} and {b.shape} do not broadcast: {e}", port=self.port("b"))
+        return TensorInfo(out, shape)
+
+
+DIVISOR = BinaryElementwise.port("b")
+
+
+def _check_nonzero_divisor(b: np.ndarray) -> None:
+    zero = b == 0
+    if zero.any():
+        where = tuple(int(i) for i in np.argwhere(zero)[0])
+        raise ExecutionError(f"integer division by zero: the divisor is 0 at {list(where)}", port=DIVISOR)
+
+
+class DivideAttrs(BroadcastAttrs):
+    m_pythondiv: IRBool = True
+
+
+def divide(a: np.ndarray, b: np.ndarray, *, m_pythondiv: bool) -> np.ndarray:
+    """Floats divide; integers floor the quotient (`m_pythondiv`) or truncate it toward zero."""
+    if a.dtype.kind not in "iu":
+        return np.divide(a, b)
+    _check_nonzero_divisor(b)
+    if m_pythondiv or a.dtype.kind == "u":
+        return np.floor_divide(a, b)
+    quotient = np.floor_divide(a, b)
+    inexact = (np.remainder(a, b) != 0) & ((a < 0) != (b < 0))
+    return np.where(inexact, quotient + 1, quotient).astype(quotient.dtype)
+
+
+def select_max(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """`a < b ? b : a` element-wise (C++'s std::max): keeps `a` when the two do not compare."""
+    if np.asarray(a).dtype.kind in "iub":
+        return np.maximum(a, b)  # no NaN to choose between: the ufunc is the same and faster
+    return np.where(np.less(a, b), b, a)
+
+
+def select_min(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """`b < a ? b : a` element-wise (C++'s std::min): keeps `a` when the two do not compare."""
+    if np.asarray(a).dtype.kind in "iub":
+        return np.minimum(a, b)
+    return np.where(np.less(b, a), b, a)
+
+
+def squared_difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    d = np.subtract(a, b)
+    return np.multiply(d, d)
+
+
+def power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """np.power, except for integers to negative powers: truncated, and 0 to one is an error."""
+    if a.dtype.kind != "i" or not (negative := np.asarray(b) < 0).any():
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            return np.power(a, b)
+    base, exponent = np.broadcast_arrays(a, b)
+    negative = np.broadcast_to(negative, base.shape)
+    zero = negative & (base == 0)
+    if zero.any():
+        where = [int(i) for i in np.argwhere(zero)[0]]
+        raise ExecutionError(f"0 to the negative power {exponent[tuple(where)]} at {where} has no integer value",
+                             port=DIVISOR)
+    with np.errstate(over="ignore"):
+        out = np.power(base, np.where(negative, 0, exponent))
+    # |base| >= 2 truncates to 0; 1 stays 1; -1 alternates with the exponent's parity.
+    fraction = np.where(base == 1, 1, np.where(base == -1, np.where(exponent % 2 == 0, 1, -1), 0))
+    return np.where(negative, fraction, out).astype(out.dtype)
+
+
+def floor_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The remainder with the sign of the divisor (Python's %); an integer divisor 0 is an error."""
+    if a.dtype.kind in "iu":
+        _check_nonzero_divisor(b)
+    return np.mod(a, b)
+
+
+def mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The remainder with the sign of the dividend (C's fmod); an integer divisor 0 is an error."""
+    if a.dtype.kind in "iu":
+        _check_nonzero_divisor(b)
+    return np.fmod(a, b)
+
+
+BOOL = ElementType.boolean
+
+OPS = declare(BinaryElementwise, (
+    Row("Add", 1, np.add),
+    Row("Subtract", 1, np.subtract),
+    Row("Multiply", 1, np.multiply),
+    Row("Divide", 1, divide, attrs=DivideAttrs),
+    Row("Maximum", 1, select_max),
+    Row("Minimum", 1, select_min),
+    Row("SquaredDifference", 1, squared_difference),
+    Row("Power", 1, power),
+    Row("FloorMod", 1, floor_mod),
+    Row("Mod", 1, mod),
+    Row("Equal", 1, np.equal, accepts="any", output=BOOL),
+    Row("NotEqual", 1, np.not_equal, accepts="any", output=BOOL),
+    Row("Less", 1, np.less, accepts="any", output=BOOL),
+    Row("LessEqual", 1, np.less_equal, accepts="any", output=BOOL),
+    Row("Greater", 1, np.greater, accepts="any", output=BOOL),
+    Row("GreaterEqual", 1, np.greater_equal, accepts="any", output=BOOL),
+    Row("LogicalAnd", 1, np.logical_and, accepts="boolean"),
+    Row("LogicalOr", 1, np.logical_or, accepts="boolean"),
+    Row("LogicalXor", 1, np.logical_xor, accepts="boolean"),
+))

@@ -1,0 +1,104 @@
+"""Broadcast-1 and Broadcast-3: `data` broadcast to `target_shape` by numpy rules, explicitly
+through `axes_mapping`, or (in -3) bidirectionally.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import numpy as np
+from pydantic import BeforeValidator
+
+from irscatter.errors import ExecutionError
+from irscatter.ir.shapes import PartialShape
+from irscatter.limits import check_allocation
+from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
+from irscatter.ops.common.axes import check_1d_integral, int_values
+from irscatter.ops.registry import register
+
+
+def _broadcast_mode(value: object) -> object:
+    """OpenVINO's enums name explicit broadcasting twice, `none` and `explicit`, and its serializer
+    writes the first name its table lists: Broadcast-1 in explicit mode is saved as `mode="none"`."""
+    if isinstance(value, str):
+        value = value.strip().lower()
+        return "explicit" if value == "none" else value
+    return value
+
+
+BroadcastMode = BeforeValidator(_broadcast_mode)
+
+
+class Broadcast1Attrs(OpAttrs):
+    mode: Annotated[Literal["numpy", "explicit", "pdpd"], BroadcastMode] = "numpy"
+
+
+class Broadcast3Attrs(OpAttrs):
+    mode: Annotated[Literal["numpy", "explicit", "bidirectional", "pdpd"], BroadcastMode] = "numpy"
+
+
+def broadcast_target(data_shape: tuple[int, ...], target: list[int], mode: str, axes: list[int] | None) -> tuple[int, ...]:
+    if any(t < 0 for t in target):
+        raise ValueError(f"target_shape {target} has a negative dimension")
+    if axes is not None and any(a < 0 for a in axes):
+        raise ValueError(f"axes_mapping {axes} has a negative axis")
+    if mode == "bidirectional":
+        return tuple(np.broadcast_shapes(data_shape, tuple(target)))
+    if mode == "explicit":
+        if axes is None or len(axes) != len(data_shape):
+            raise ValueError(f"axes_mapping must list one target axis per data dimension ({len(data_shape)})")
+        if sorted(axes) != list(axes) or any(a >= len(target) for a in axes):
+            raise ValueError(f"axes_mapping {axes} must be increasing axes of the target {target}")
+        for d, a in zip(data_shape, axes):
+            if d != 1 and d != target[a]:
+                raise ValueError(f"data dimension {d} cannot broadcast to target dimension {target[a]} (axis {a})")
+        return tuple(target)
+    if len(target) < len(data_shape) or tuple(np.broadcast_shapes(data_shape, tuple(target))) != tuple(target):
+        raise ValueError(f"data shape {list(data_shape)} cannot broadcast to {target}")
+    return tuple(target)
+
+
+@register("Broadcast", 1)
+class Broadcast1(Op):
+    Attrs = Broadcast1Attrs
+    inputs = ("data", "target_shape", "axes_mapping")
+    optional_inputs = 1
+
+    def infer(self, data: TensorInfo, target: TensorInfo, axes: TensorInfo | None = None) -> TensorInfo:
+        check(self.attrs.mode != "pdpd", "broadcast-mode", "Broadcast mode pdpd is not supported by irscatter")
+        check_1d_integral(target, "target_shape", self.port("target_shape"))
+        check(self.attrs.mode != "explicit" or axes is not None, "axes-mapping",
+              "mode explicit needs the axes_mapping input")
+        shape = int_values(target.value)
+        if shape is None:
+            return TensorInfo(data.etype, PartialShape.dynamic_rank())
+        if data.shape.is_static and (axes is None or axes.value is not None):
+            try:
+                out = broadcast_target(data.shape.to_tuple(), shape, self.attrs.mode, int_values(axes.value) if axes else None)
+            except ValueError as e:
+                check(False, "broadcast-shape", str(e), port=self.port("target_shape"))
+            return TensorInfo(data.etype, PartialShape.of(out))
+        if self.attrs.mode == "bidirectional":
+            return TensorInfo(data.etype, PartialShape.dynamic_rank())
+        check(all(d >= 0 for d in shape), "broadcast-shape", f"target_shape {shape} has a negative dimension",
+              port=self.port("target_shape"))
+        return TensorInfo(data.etype, PartialShape.of(shape))
+
+    def compute(self, data: np.ndarray, target: np.ndarray, axes: np.ndarray | None = None) -> np.ndarray:
+        mapping = int_values(axes) if axes is not None else None
+        try:
+            out_shape = broadcast_target(data.shape, int_values(target), self.attrs.mode, mapping)
+        except ValueError as e:
+            raise ExecutionError(str(e), port=self.port("target_shape"), label="broadcast-shape") from None
+        check_allocation(out_shape, data.dtype.itemsize)  # later layers will materialize it
+        if self.attrs.mode == "explicit":
+            view = [1] * len(out_shape)
+            for d, a in zip(data.shape, mapping):
+                view[a] = d
+            data = data.reshape(view)
+        return np.broadcast_to(data, out_shape)
+
+
+@register("Broadcast", 3)
+class Broadcast3(Broadcast1):
+    Attrs = Broadcast3Attrs

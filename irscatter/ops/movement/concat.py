@@ -1,0 +1,53 @@
+"""Concat-1: inputs joined along `axis`; every other dimension must agree.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from irscatter.errors import ExecutionError
+from irscatter.ir.element_types import ElementType
+from irscatter.ir.shapes import Dimension, PartialShape
+from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
+from irscatter.ops.common.axes import normalized_axis
+from irscatter.ops.registry import register
+
+
+class ConcatAttrs(OpAttrs):
+    axis: int
+
+
+@register("Concat", 1)
+class Concat(Op):
+    Attrs = ConcatAttrs
+    inputs = ("inputs",)
+    variadic = True
+
+    def infer(self, *parts: TensorInfo) -> TensorInfo:
+        etypes = {p.etype for p in parts} - {ElementType.dynamic}
+        check(len(etypes) <= 1, "same-element-type", f"inputs must share one element type, found {sorted(map(str, etypes))}")
+        etype = etypes.pop() if etypes else ElementType.dynamic
+        ranked = [p.shape for p in parts if p.shape.rank_is_static]
+        if not ranked:
+            return TensorInfo(etype, PartialShape.dynamic_rank())
+        rank = ranked[0].rank
+        check(rank >= 1, "concat-rank", "inputs must have rank at least 1")
+        a = normalized_axis(self.attrs.axis, rank, port=self.port("axis"))
+        for i, s in enumerate(ranked):
+            check(s.rank == rank, "concat-rank", f"every input must have rank {rank}, input {i} has {s}", port=f"input {i}")
+            for d in range(rank):
+                if d != a:
+                    check(s[d].compatible(ranked[0][d]), "concat-shape",
+                          f"dimension {d} must match across inputs ({s[d]} vs {ranked[0][d]})", port=f"input {i}")
+        dims = list(ranked[0].dims)
+        along = [s[a] for s in ranked]
+        dims[a] = (Dimension.static(sum(d.min for d in along)) if len(ranked) == len(parts) and all(d.is_static for d in along)
+                   else Dimension.dynamic())
+        return TensorInfo(etype, PartialShape.of(dims))
+
+    def compute(self, *parts: np.ndarray) -> np.ndarray:
+        a = normalized_axis(self.attrs.axis, parts[0].ndim, port=self.port("axis"), at_runtime=True)
+        try:
+            return np.concatenate(parts, axis=a)
+        except ValueError as e:
+            raise ExecutionError(f"inputs do not concatenate: {e}", label="concat-shape") from None

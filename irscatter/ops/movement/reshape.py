@@ -1,0 +1,74 @@
+"""Reshape-1: a new shape for the same elements, with `special_zero` (0 copies the input
+dimension) and one -1 inferred from the element count.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from irscatter.errors import ExecutionError
+from irscatter.ir.shapes import Dimension, PartialShape
+from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.common.axes import check_1d_integral, int_values
+from irscatter.ops.registry import register
+
+
+class ReshapeAttrs(OpAttrs):
+    special_zero: IRBool
+
+
+def reshape_target(in_shape: tuple[int, ...], pattern: list[int], special_zero: bool) -> tuple[int, ...]:
+    """Resolve a Reshape pattern: 0 copies the input dimension (with special_zero), -1 is inferred."""
+    out = []
+    for i, d in enumerate(pattern):
+        if d == 0 and special_zero:
+            if i >= len(in_shape):
+                raise ValueError(f"pattern position {i} copies an input dimension that does not exist")
+            out.append(in_shape[i])
+        elif d < -1:
+            raise ValueError(f"pattern value {d} is below -1")
+        else:
+            out.append(d)
+    if out.count(-1) > 1:
+        raise ValueError("at most one pattern value may be -1")
+    total = math.prod(in_shape)
+    if -1 in out:
+        known = math.prod(d for d in out if d != -1)
+        if known == 0 or total % known:
+            raise ValueError(f"cannot infer the -1 dimension: {total} elements do not divide by {known}")
+        out[out.index(-1)] = total // known
+    if math.prod(out) != total:
+        raise ValueError(f"{list(in_shape)} ({total} elements) cannot be reshaped to {out} ({math.prod(out)} elements)")
+    return tuple(out)
+
+
+@register("Reshape", 1)
+class Reshape(Op):
+    Attrs = ReshapeAttrs
+    inputs = ("data", "shape")
+
+    def infer(self, data: TensorInfo, shape: TensorInfo) -> TensorInfo:
+        check_1d_integral(shape, "shape", self.port("shape"))
+        pattern = int_values(shape.value)
+        if pattern is None:
+            n = shape.shape[0] if shape.shape.rank_is_static and shape.shape.rank == 1 else None
+            dims = [-1] * n.min if n is not None and n.is_static else None
+            return TensorInfo(data.etype, PartialShape.of(dims))
+        if data.shape.is_static:
+            try:
+                return TensorInfo(data.etype, PartialShape.of(reshape_target(data.shape.to_tuple(), pattern,
+                                                                             self.attrs.special_zero)))
+            except ValueError as e:
+                check(False, "reshape-pattern", str(e), port=self.port("shape"))
+        dims = [data.shape[i] if (d == 0 and self.attrs.special_zero and data.shape.rank_is_static
+                                  and i < data.shape.rank) else (Dimension.dynamic() if d == -1 else Dimension.static(d))
+                for i, d in enumerate(pattern)]
+        return TensorInfo(data.etype, PartialShape.of(dims))
+
+    def compute(self, data: np.ndarray, shape: np.ndarray) -> np.ndarray:
+        try:
+            return data.reshape(reshape_target(data.shape, int_values(shape), self.attrs.special_zero))
+        except ValueError as e:
+            raise ExecutionError(str(e), port=self.port("shape"), label="reshape-pattern") from None
