@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from irscatter import examples, limits
+from irscatter import examples, labels, limits
 from irscatter.api import read_model, validate
 from irscatter.checks.conformance import finding_line
 from irscatter.errors import IRError, UsageError
@@ -147,14 +147,38 @@ def cmd_examples(args: argparse.Namespace) -> int:
 
 def cmd_ops(args: argparse.Namespace) -> int:
     ops = registry.supported()
+    if args.labels:
+        return _print_labels(ops, args.json)
     if args.json:
-        print(json.dumps([{"domain": c.domain, "type": c.type_name, "version": c.version} for c in ops], indent=2))
+        print(json.dumps([{"domain": c.domain, "type": c.type_name, "version": c.version, "module": c.__module__,
+                           "labels": c.constraint_labels()} for c in ops], indent=2))
         return 0
     by_domain: dict[str, list[str]] = {}
     for c in ops:
         by_domain.setdefault(c.domain, []).append(c.label())
-    for domain, labels in by_domain.items():
-        print(f"{domain}: {', '.join(labels)}")
+    for domain, names in by_domain.items():
+        print(f"{domain}: {', '.join(names)}")
+    return 0
+
+
+def _print_labels(ops: list, as_json: bool) -> int:
+    """Every label an error or finding can carry: the shared ones, then each op's own."""
+    per_op = {c.label() if c.domain == "opset" else f"{c.domain}:{c.label()}": c.constraint_labels() for c in ops}
+    if as_json:
+        print(json.dumps({"shared": labels.SHARED, "kinds": labels.KINDS, "ops": per_op}, indent=2))
+        return 0
+    width = max(map(len, [*labels.SHARED, *labels.KINDS]))
+    print("shared labels:")
+    for name, meaning in labels.SHARED.items():
+        print(f"  {name:<{width}}  {meaning}")
+    print("labels of errors that carry no rule's label (the error's kind):")
+    for name, meaning in labels.KINDS.items():
+        print(f"  {name:<{width}}  {meaning}")
+    for op, table in per_op.items():
+        if table:
+            print(f"{op}:")
+            for name, meaning in table.items():
+                print(f"  {name:<{width}}  {meaning}")
     return 0
 
 
@@ -199,6 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ops = sub.add_parser("ops", help="list the ops irscatter implements")
     ops.add_argument("--json", action="store_true")
+    ops.add_argument("--labels", action="store_true", help="list every error label with its meaning")
     ops.set_defaults(func=cmd_ops)
     return parser
 

@@ -75,7 +75,18 @@ def test_ops_lists_registered_kernels():
     proc = cli("ops")
     assert proc.returncode == 0 and "Convert-1" in proc.stdout
     doc = json.loads(cli("ops", "--json").stdout)
-    assert {"domain": "opset", "type": "Add", "version": 1} in doc
+    add = next(op for op in doc if op["type"] == "Add")
+    assert add["domain"] == "opset" and add["version"] == 1 and add["module"] == "irscatter.ops.elementwise.binary"
+    transpose = next(op for op in doc if op["type"] == "Transpose")
+    assert "order-permutation" in transpose["labels"]
+
+
+def test_ops_lists_every_label_with_its_meaning():
+    proc = cli("ops", "--labels")
+    assert proc.returncode == 0 and "same-element-type" in proc.stdout and "order-permutation" in proc.stdout
+    doc = json.loads(cli("ops", "--labels", "--json").stdout)
+    assert doc["shared"]["tensor-limit"] and doc["ops"]["Transpose-1"]["order-permutation"]
+    assert "C19" in doc["ops"]["irscatter:HloScatter-1"]
 
 
 @pytest.mark.parametrize(

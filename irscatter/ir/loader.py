@@ -180,16 +180,20 @@ class _Ctx:
         self.problems.append(error)
 
 
+_ATTRIBUTE_LABELS = {"layer": "layer-attribute", "port": "port-attribute", "edge": "edge-attribute"}
+
+
 def _uint(ctx: _Ctx, node: etree._Element, key: str, what: str) -> int:
+    label = _ATTRIBUTE_LABELS[node.tag]
     text = node.get(key)
     if text is None:
         raise ctx.error(f"<{node.tag}> {what}is missing mandatory attribute \"{key}\"", node,
-                        label=f"{node.tag}-attribute")
+                        label=label)
     t = text.strip()
     if not is_decimal(t):
         raise ctx.error(
             f'<{node.tag}> {what}has {key}="{text}", which is not a non-negative integer', node,
-            label=f"{node.tag}-attribute",
+            label=label,
         )
     return int(t)
 

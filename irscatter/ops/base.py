@@ -152,6 +152,9 @@ class Op:
     inplace_input: ClassVar[int | None] = None
     # Reads nothing but its inputs' shapes: it can neither see nor hold on to their buffers.
     shape_only: ClassVar[bool] = False
+    # The labels of the spec constraints this op checks, with what each means; labels shared
+    # by many ops are in irscatter.labels.SHARED. A version inherits its base class's table.
+    labels: ClassVar[dict[str, str]] = {}
 
     def __init__(self, layer: Layer) -> None:
         self.layer = layer
@@ -177,6 +180,14 @@ class Op:
         if name in cls.Attrs.model_fields:
             return f"attribute {name}"
         raise KeyError(f"{cls.__name__} declares no input or attribute {name!r}")
+
+    @classmethod
+    def constraint_labels(cls) -> dict[str, str]:
+        """The op's own labels, its base classes' first (irscatter.labels.SHARED has the rest)."""
+        table: dict[str, str] = {}
+        for klass in reversed(cls.__mro__):
+            table.update(klass.__dict__.get("labels", {}))
+        return table
 
     @classmethod
     def label(cls) -> str:

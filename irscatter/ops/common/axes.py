@@ -12,7 +12,7 @@ from irscatter.ops.common.types import check_integral
 
 
 def check_axis_input(axis: TensorInfo, port: str) -> None:
-    check_integral(axis, "axis", port)
+    check_integral(axis, "axis", port, "axis-type")
     if axis.shape.rank_is_static:
         check(
             axis.shape.rank == 0 or (axis.shape.rank == 1 and axis.shape[0].contains(1)),
@@ -45,10 +45,12 @@ def int_values(value: np.ndarray | None) -> list[int] | None:
     return None if value is None else [int(v) for v in np.asarray(value).reshape(-1)]
 
 
-def check_1d_integral(info: TensorInfo, name: str, port: str) -> None:
-    check_integral(info, name, port)
+def check_1d_integral(info: TensorInfo, name: str, port: str, *, type_label: str, rank_label: str) -> None:
+    """An integer input of rank 0 or 1 (axes, shapes, orders): its type and rank, each with its label."""
+    check_integral(info, name, port, type_label)
     if info.shape.rank_is_static:
-        check(info.shape.rank <= 1, f"{name}-rank", f"{name} must be a scalar or a 1-D tensor, found {info.shape}", port=port)
+        check(info.shape.rank <= 1, rank_label, f"{name} must be a scalar or a 1-D tensor, found {info.shape}",
+              port=port)
 
 
 def normalize_axes(axes: list[int], rank: int, port: str) -> list[int]:

@@ -17,13 +17,10 @@ def same_element_type(a: TensorInfo, b: TensorInfo, what: str, label: str, port:
     return a.etype if a.etype is not ElementType.dynamic else b.etype
 
 
-def check_integral(info: TensorInfo, name: str, port: str) -> None:
-    check(
-        info.etype is ElementType.dynamic or info.etype.is_integral,
-        f"{name}-type",
-        f"{name} must be of an integer type, found {info.etype}",
-        port=port,
-    )
+def check_integral(info: TensorInfo, name: str, port: str, label: str) -> None:
+    """An input (`name` in messages) that must be of an integer type, checked under `label`."""
+    check(info.etype is ElementType.dynamic or info.etype.is_integral, label,
+          f"{name} must be of an integer type, found {info.etype}", port=port)
 
 
 def require_shape(actual: tuple[int, ...], expected: tuple[int, ...], what: str, port: str) -> None:

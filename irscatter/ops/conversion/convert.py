@@ -14,6 +14,11 @@ from irscatter.ops.registry import register
 
 @register("Convert", 1)
 class Convert(Op):
+    labels = {
+        "destination-type": "destination_type is not a concrete element type",
+        "no-string-conversion": "string tensors convert to and from nothing",
+    }
+
     class Attrs(OpAttrs):
         destination_type: ElementTypeAttr
 

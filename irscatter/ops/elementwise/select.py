@@ -18,6 +18,10 @@ from irscatter.ops.registry import register
 class Select(Op):
     """out = cond ? then : else, element-wise with broadcasting."""
 
+    labels = {
+        "cond-type": "cond is not boolean",
+    }
+
     Attrs = BroadcastAttrs
     inputs = ("cond", "then", "else")
     elementwise = True

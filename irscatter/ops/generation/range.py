@@ -43,14 +43,22 @@ def range_length(start: float, stop: float, step: float, etype: ElementType) -> 
 
 @register("Range", 4)
 class Range(Op):
+    labels = {
+        "start-shape": "start is not a scalar",
+        "stop-shape": "stop is not a scalar",
+        "step-shape": "step is not a scalar",
+        "range-step": "step is 0, or the sequence is not finite or too long",
+    }
+
     Attrs = RangeAttrs
     inputs = ("start", "stop", "step")
 
     def infer(self, start: TensorInfo, stop: TensorInfo, step: TensorInfo) -> TensorInfo:
-        for i, (name, info) in enumerate((("start", start), ("stop", stop), ("step", step))):
+        for name, label, info in (("start", "start-shape", start), ("stop", "stop-shape", stop),
+                                  ("step", "step-shape", step)):
             if info.shape.rank_is_static:
-                check(info.shape.rank == 0 or (info.shape.rank == 1 and info.shape[0].contains(1)), f"{name}-shape",
-                      f"{name} must be a scalar, found shape {info.shape}", port=f"input {i}")
+                check(info.shape.rank == 0 or (info.shape.rank == 1 and info.shape[0].contains(1)), label,
+                      f"{name} must be a scalar, found shape {info.shape}", port=self.port(name))
         etype = self.attrs.output_type
         check(etype.is_float or etype.is_integral, "output-type", f"output_type must be numeric, found {etype}")
         if all(i.value is not None for i in (start, stop, step)):

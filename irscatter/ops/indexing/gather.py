@@ -52,6 +52,10 @@ def gather_with_zero_fill(data: np.ndarray, indices: np.ndarray, axis: int, batc
 class Gather1(Op):
     """Gather-1: takes slices of `data` along `axis` at `indices` (batch_dims = 0)."""
 
+    labels = {
+        "batch-dims-axis": "batch_dims is greater than axis",
+    }
+
     inputs = ("data", "indices", "axis")
     has_batch_dims: ClassVar[bool] = False
 
@@ -60,7 +64,7 @@ class Gather1(Op):
         return b + indices_rank if b < 0 else b
 
     def infer(self, data: TensorInfo, indices: TensorInfo, axis: TensorInfo) -> TensorInfo:
-        check_integral(indices, "indices", self.port("indices"))
+        check_integral(indices, "indices", self.port("indices"), "indices-type")
         check_axis_input(axis, port=self.port("axis"))
         a = constant_axis(axis)
         if a is None or not (data.shape.rank_is_static and indices.shape.rank_is_static):

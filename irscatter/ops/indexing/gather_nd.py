@@ -36,7 +36,7 @@ class GatherND5(Op):
         return tuple(batch) + tuple(index_lead) + tuple(tail)
 
     def infer(self, data: TensorInfo, indices: TensorInfo) -> TensorInfo:
-        check_integral(indices, "indices", self.port("indices"))
+        check_integral(indices, "indices", self.port("indices"), "indices-type")
         b = self.attrs.batch_dims
         if not (data.shape.rank_is_static and indices.shape.rank_is_static):
             return TensorInfo(data.etype, PartialShape.dynamic_rank())

@@ -57,6 +57,14 @@ class BNNSAttrs(OpAttrs):
 class BNNSScatter(Op):
     """Scatter slices (1-D indices) or elements (indices shaped like input) along `axis`."""
 
+    labels = {
+        "input-type": "input's element type differs from output's",
+        "output-rank": "output is a scalar",
+        "input-rank": "input's rank differs from output's",
+        "input-shape": "in slice mode, input's shape differs from output's away from the axis",
+        "input-extent": "in element mode, an input dimension exceeds output's away from the axis",
+    }
+
     Attrs = BNNSAttrs
     inputs = ("output", "indices", "input")
 

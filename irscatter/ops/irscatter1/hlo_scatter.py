@@ -94,6 +94,39 @@ def is_promotable(src: ElementType, dst: ElementType) -> bool:
 class HloScatter(Op):
     """results = inputs, with slices at `scatter_indices` combined with `updates`."""
 
+    # the constraint labels of StableHLO's scatter spec (C1-C24, I2), and the broken promises
+    labels = {
+        "C1": "the operands do not share one shape",
+        "C2": "the operands' rank is not the number of update window, inserted window and input batching dims",
+        "C3": "the updates do not share one shape",
+        "C4": "the updates' shape is not the scatter sizes and window sizes the dimension numbers give",
+        "C5": "the layer does not have N operands, the indices and N updates",
+        "C6": "an update's element type differs from its operand's",
+        "C7": "update_window_dims are not unique and sorted",
+        "C8": "update_window_dims lie outside the updates' rank",
+        "C9": "inserted_window_dims and input_batching_dims share a dimension",
+        "C10": "inserted_window_dims are not sorted",
+        "C11": "inserted_window_dims lie outside the operands' rank",
+        "C12": "input_batching_dims are not sorted",
+        "C13": "input_batching_dims lie outside the operands' rank",
+        "C14": "scatter_indices_batching_dims are not unique",
+        "C15": "scatter_indices_batching_dims lie outside the indices' rank",
+        "C16": "index_vector_dim is one of scatter_indices_batching_dims",
+        "C17": "input_batching_dims and scatter_indices_batching_dims differ in length",
+        "C18": "a batching dimension has different sizes in the operands and the indices",
+        "C19": "the index vector's length is not the length of scatter_dims_to_operand_dims",
+        "C20": "scatter_dims_to_operand_dims and input_batching_dims share a dimension",
+        "C21": "scatter_dims_to_operand_dims lie outside the operands' rank",
+        "C22": "index_vector_dim lies outside [0, rank(scatter_indices)]",
+        "C23": "the combiner does not fit the operands' element types",
+        "C24": "the layer does not have one result per operand",
+        "I2": "scatter_indices are not of an integer type",
+        "update-computation": "both update_computation and a <body> are given",
+        "unique_indices": "unique_indices is promised and two updates reach one element",
+        "indices_are_sorted": "indices_are_sorted is promised and the start indices are not sorted",
+    }
+
+
     Attrs = HloScatterAttrs
     inputs = ("inputs", "scatter_indices", "updates")
     variadic = True

@@ -38,6 +38,11 @@ class PaddleAttrs(OpAttrs):
 class PaddleScatter(Op):
     """out = x; out[index[i]] = updates[i] (overwrite) or zero-then-sum (accumulate)."""
 
+    labels = {
+        "x-type": "x has an element type the op does not take",
+        "x-rank": "x is a scalar",
+    }
+
     Attrs = PaddleAttrs
     inputs = ("x", "index", "updates")
     inplace_input = 0

@@ -61,6 +61,17 @@ def _expected_src(cache: PartialShape, index: PartialShape) -> PartialShape:
 class PagedScatterUpdate(Op):
     """Writes token rows of `src` into the cache slots named by `index` (negative: skipped)."""
 
+    labels = {
+        "dim": "dim is not -2, the only value the op defines",
+        "src-type": "src's element type differs from cache's",
+        "cache-type": "cache has an element type the op does not take",
+        "cache-rank": "cache is neither 2-D nor 4-D",
+        "cache-shape": "a 4-D cache's third dimension is not 1",
+        "src-shape": "src's shape does not fit cache and index",
+        "size-limit": "a tensor has more than INT32_MAX elements",
+        "empty": "a tensor has no elements",
+    }
+
     Attrs = PagedAttrs
     inputs = ("cache", "index", "src")
     inplace_input = 0

@@ -27,6 +27,12 @@ def _swap_last(dims: tuple, transpose: bool) -> tuple:
 
 @register("MatMul", 1)
 class MatMul(Op):
+    labels = {
+        "matmul-rank": "an input is a scalar",
+        "matmul-inner": "the inner dimensions of the two products differ",
+        "matmul-batch": "the batch dimensions do not broadcast",
+    }
+
     Attrs = MatMulAttrs
     inputs = ("a", "b")
 

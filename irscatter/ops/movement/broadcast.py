@@ -60,13 +60,22 @@ def broadcast_target(data_shape: tuple[int, ...], target: list[int], mode: str, 
 
 @register("Broadcast", 1)
 class Broadcast1(Op):
+    labels = {
+        "target_shape-type": "target_shape is not of an integer type",
+        "target_shape-rank": "target_shape is not a scalar or 1-D",
+        "broadcast-mode": "mode pdpd, which irscatter does not implement",
+        "axes-mapping": "mode explicit without the axes_mapping input",
+        "broadcast-shape": "data does not broadcast to target_shape in the given mode",
+    }
+
     Attrs = Broadcast1Attrs
     inputs = ("data", "target_shape", "axes_mapping")
     optional_inputs = 1
 
     def infer(self, data: TensorInfo, target: TensorInfo, axes: TensorInfo | None = None) -> TensorInfo:
         check(self.attrs.mode != "pdpd", "broadcast-mode", "Broadcast mode pdpd is not supported by irscatter")
-        check_1d_integral(target, "target_shape", self.port("target_shape"))
+        check_1d_integral(target, "target_shape", self.port("target_shape"),
+                          type_label="target_shape-type", rank_label="target_shape-rank")
         check(self.attrs.mode != "explicit" or axes is not None, "axes-mapping",
               "mode explicit needs the axes_mapping input")
         shape = int_values(target.value)

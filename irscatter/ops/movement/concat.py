@@ -19,6 +19,11 @@ class ConcatAttrs(OpAttrs):
 
 @register("Concat", 1)
 class Concat(Op):
+    labels = {
+        "concat-rank": "the inputs are scalars",
+        "concat-shape": "the inputs differ in a dimension other than the axis",
+    }
+
     Attrs = ConcatAttrs
     inputs = ("inputs",)
     variadic = True

@@ -46,11 +46,17 @@ def reshape_target(in_shape: tuple[int, ...], pattern: list[int], special_zero: 
 
 @register("Reshape", 1)
 class Reshape(Op):
+    labels = {
+        "shape-type": "the shape input is not of an integer type",
+        "shape-rank": "the shape input is not a scalar or 1-D",
+        "reshape-pattern": "the target shape is malformed or does not hold the input's elements",
+    }
+
     Attrs = ReshapeAttrs
     inputs = ("data", "shape")
 
     def infer(self, data: TensorInfo, shape: TensorInfo) -> TensorInfo:
-        check_1d_integral(shape, "shape", self.port("shape"))
+        check_1d_integral(shape, "shape", self.port("shape"), type_label="shape-type", rank_label="shape-rank")
         pattern = int_values(shape.value)
         if pattern is None:
             n = shape.shape[0] if shape.shape.rank_is_static and shape.shape.rank == 1 else None

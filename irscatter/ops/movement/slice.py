@@ -19,7 +19,9 @@ from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.ops.base import Op, TensorInfo, check
 from irscatter.ops.registry import register
 
-_NAMES = ("start", "stop", "step", "axes")
+# (name, label of its type check, label of its rank check), in input order
+_PARAMS = (("start", "start-type", "start-rank"), ("stop", "stop-type", "stop-rank"),
+           ("step", "step-type", "step-rank"), ("axes", "axes-type", "axes-rank"))
 
 
 class PlanError(ValueError):
@@ -79,14 +81,14 @@ def plan_slices(shape: tuple[int, ...], start, stop, step, axes=None) -> SlicePl
 
 def check_slice_params(infos: list[TensorInfo | None], first_port: int) -> None:
     lengths = []
-    for offset, (name, info) in enumerate(zip(_NAMES, infos)):
+    for offset, ((name, type_label, rank_label), info) in enumerate(zip(_PARAMS, infos)):
         if info is None:
             continue
         port = f"input {first_port + offset}"
-        check(info.etype is ElementType.dynamic or info.etype.is_integral, f"{name}-type",
+        check(info.etype is ElementType.dynamic or info.etype.is_integral, type_label,
               f"{name} must be of an integer type, found {info.etype}", port=port)
         if info.shape.rank_is_static:
-            check(info.shape.rank == 1, f"{name}-rank", f"{name} must be a 1-D tensor, found shape {info.shape}", port=port)
+            check(info.shape.rank == 1, rank_label, f"{name} must be a 1-D tensor, found shape {info.shape}", port=port)
             lengths.append(info.shape[0])
     for d in lengths[1:]:
         check(d.compatible(lengths[0]), "sizes",

@@ -14,6 +14,10 @@ from irscatter.ops.registry import register
 
 @register("Squeeze", 1)
 class Squeeze(Op):
+    labels = {
+        "squeeze-one": "an axis to squeeze does not have size 1",
+    }
+
     inputs = ("data", "axes")
     optional_inputs = 1
 
@@ -32,7 +36,7 @@ class Squeeze(Op):
 
     def infer(self, data: TensorInfo, axes: TensorInfo | None = None) -> TensorInfo:
         if axes is not None:
-            check_1d_integral(axes, "axes", self.port("axes"))
+            check_1d_integral(axes, "axes", self.port("axes"), type_label="axes-type", rank_label="axes-rank")
         if not data.shape.is_static or (axes is not None and axes.value is None):
             return TensorInfo(data.etype, PartialShape.dynamic_rank())
         out = self._squeezed(data.shape.to_tuple(), None if axes is None else int_values(axes.value))

@@ -13,6 +13,12 @@ from irscatter.ops.registry import register
 
 @register("Transpose", 1)
 class Transpose(Op):
+    labels = {
+        "order-type": "order is not of an integer type",
+        "order-rank": "order is not a scalar or 1-D",
+        "order-permutation": "order is not a permutation of the input's axes",
+    }
+
     inputs = ("data", "order")
 
     def _order(self, rank: int, order: list[int]) -> list[int]:
@@ -24,7 +30,7 @@ class Transpose(Op):
         return order
 
     def infer(self, data: TensorInfo, order: TensorInfo) -> TensorInfo:
-        check_1d_integral(order, "order", self.port("order"))
+        check_1d_integral(order, "order", self.port("order"), type_label="order-type", rank_label="order-rank")
         if not data.shape.rank_is_static or order.value is None:
             return TensorInfo(data.etype, PartialShape.of([-1] * data.shape.rank) if data.shape.rank_is_static
                               else PartialShape.dynamic_rank())

@@ -24,7 +24,7 @@ class Unsqueeze(Op):
         return out
 
     def infer(self, data: TensorInfo, axes: TensorInfo) -> TensorInfo:
-        check_1d_integral(axes, "axes", self.port("axes"))
+        check_1d_integral(axes, "axes", self.port("axes"), type_label="axes-type", rank_label="axes-rank")
         if not data.shape.rank_is_static or axes.value is None:
             return TensorInfo(data.etype, PartialShape.dynamic_rank())
         return TensorInfo(data.etype, PartialShape.of(self._unsqueezed(list(data.shape.dims), int_values(axes.value),

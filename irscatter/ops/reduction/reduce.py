@@ -43,7 +43,7 @@ class Reduce(Op):
     kernel: ClassVar[np.ufunc]
 
     def infer(self, data: TensorInfo, axes: TensorInfo) -> TensorInfo:
-        check_integral(axes, "axes", self.port("axes"))
+        check_integral(axes, "axes", self.port("axes"), "axes-type")
         if axes.shape.rank_is_static:
             check(axes.shape.rank <= 1, "axes-rank", f"axes must be a scalar or 1-D, found {axes.shape}", port=self.port("axes"))
         check(data.etype is not ElementType.string, "numeric-type", "reductions are not defined for strings")

@@ -29,6 +29,10 @@ class ElementsAttrs12(OpAttrs):
 class ScatterElementsUpdate3(Op):
     """Element-wise scatter along `axis`: out[c with c[axis] = indices[c]] = updates[c]."""
 
+    labels = {
+        "indices-extent": "an indices dimension exceeds the data's away from the axis",
+    }
+
     inputs = ("data", "indices", "updates", "axis")
     inplace_input = 0
     allow_negative: ClassVar[bool] = False
@@ -42,7 +46,7 @@ class ScatterElementsUpdate3(Op):
         return True
 
     def infer(self, data: TensorInfo, indices: TensorInfo, updates: TensorInfo, axis: TensorInfo) -> TensorInfo:
-        check_integral(indices, "indices", self.port("indices"))
+        check_integral(indices, "indices", self.port("indices"), "indices-type")
         same_element_type(updates, data, "updates must have the element type of data", "updates-type", self.port("updates"))
         check_axis_input(axis, self.port("axis"))
         check(not (self.reduction == "mean" and data.etype is ElementType.boolean), "mean-boolean",

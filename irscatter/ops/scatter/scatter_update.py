@@ -29,7 +29,7 @@ class ScatterUpdate(Op):
     inplace_input = 0
 
     def infer(self, data: TensorInfo, indices: TensorInfo, updates: TensorInfo, axis: TensorInfo) -> TensorInfo:
-        check_integral(indices, "indices", self.port("indices"))
+        check_integral(indices, "indices", self.port("indices"), "indices-type")
         same_element_type(updates, data, "updates must have the element type of data", "updates-type", self.port("updates"))
         check_axis_input(axis, self.port("axis"))
         ranks = [s.rank if s.rank_is_static else None for s in (data.shape, indices.shape, updates.shape)]

@@ -1,0 +1,113 @@
+"""Every label irscatter attaches to an error or a finding, with what it means.
+
+A label names the rule that failed; `validate` prints it in brackets and `--json` as `code`, and
+it does not change between releases. The labels of the model as a whole (the XML, the graph,
+the weights, the feeds, the limits) and those that many ops share are here. A label that only
+one op raises is in that op's own table (`Op.labels`), beside the code that checks it.
+`irscatter ops --json` lists both; `tests/test_labels.py` holds that every label raised is
+declared and every label declared is raised.
+"""
+
+from __future__ import annotations
+
+SHARED: dict[str, str] = {
+    # the file and the XML document
+    "xml-size": "the .xml file is larger than the xml_bytes limit",
+    "xml-elements": "the document has more elements than the xml_elements limit",
+    "xml-depth": "elements nest deeper than the xml_depth limit",
+    "xml-malformed": "the file is not well-formed XML, or holds no element",
+    "doctype": "the document declares a DTD or entities, which IR files never need",
+    "net-root": "the root element is not <net>",
+    "net-version": "<net> has no IR version, or one other than 10 and 11",
+    "layer-attribute": "a <layer> lacks a mandatory attribute or has a malformed one",
+    "port-attribute": "a <port> lacks its id or has one that is not a non-negative integer",
+    "edge-attribute": "an <edge> lacks one of its four ids or has one that is not a non-negative integer",
+    "port-dim": "a port's <dim> is not a size (a non-negative integer, -1 or ?)",
+    "port-precision": "a port's precision is not an element type",
+    "body-depth": "sub-graph bodies nest deeper than the body_depth limit",
+    # weights
+    "no-weights": "a Const needs bytes from a weights file and there is none",
+    "const-size": "a Const's size attribute disagrees with its shape and element type",
+    "const-range": "a Const's bytes lie past the end of the weights file",
+    "const-data": "a Const has no data to read",
+    "const-attribute": "a Const's element_type, shape, offset or size is missing or malformed",
+    # op resolution (ops/registry.py, from the opset tables in ir/opsets.py)
+    "unknown-opset": "the layer's version names no opset OpenVINO has",
+    "not-in-opset": "the opset holds no op of the layer's type",
+    "no-kernel": "an OpenVINO op that irscatter has no kernel for yet",
+    "custom-domain": "an opset outside OpenVINO's with no ops registered for it",
+    "no-runtime": "a layer with a <body> was compiled without irscatter's runtime loaded",
+    # a layer against its op's declaration
+    "attributes": "an attribute is missing, or its value is not one the op's schema allows",
+    "input-count": "the layer has more or fewer inputs than the op takes",
+    "output-count": "the layer declares more or fewer outputs than the op has",
+    "invalid": "the layer breaks a rule of its op (the message says which)",
+    "inference": "shape or type inference failed on the layer (the message says why)",
+    # the graph
+    "no-result": "the model has no Result, so nothing is computed",
+    "unconnected-input": "an input port of a layer has no edge into it",
+    "cycle": "the graph has a cycle",
+    "duplicate-layer-id": "two layers share one id",
+    "duplicate-edge": "one edge is listed twice",
+    "duplicate-input": "an input port has more than one incoming edge",
+    "dangling-edge": "an edge names a layer or port that does not exist",
+    "unreachable": "a layer contributes to no Result",
+    "declared-shape": "a port's declared dims disagree with the inferred shape",
+    "declared-precision": "a port's declared precision disagrees with the inferred element type",
+    # limits and running
+    "tensor-limit": "a tensor would be larger than the tensor_elements or tensor_bytes limit",
+    "out-of-memory": "the machine could not allocate an output",
+    "unknown-input": "a feed names no Parameter of the model",
+    "fed-twice": "one Parameter is fed twice (by name and by position)",
+    "missing-input": "a Parameter is not fed",
+    "feed-dtype": "a feed's element type differs from its Parameter's",
+    "feed-shape": "a feed's shape does not fit its Parameter's",
+    "region-ops": "a combiner <body> holds ops that are not element-wise",
+    "region-scalars": "a combiner <body>'s Parameters or Results are not scalars",
+    # rules many ops share (ops/common, ops/elementwise/table.py)
+    "same-element-type": "inputs that must share one element type do not",
+    "numeric-type": "the op is not defined for boolean or string tensors",
+    "signed-type": "the op takes floats and signed integers only",
+    "float-type": "the op takes floating-point types only",
+    "integer-type": "the op takes integer types only",
+    "boolean-type": "the op takes boolean tensors only",
+    "broadcast": "the input shapes do not broadcast by the auto_broadcast rule",
+    "axis-type": "an axis input is not of an integer type",
+    "axis-shape": "an axis input is not a scalar or a 1-element tensor",
+    "axis-range": "an axis lies outside [-rank, rank-1]",
+    "axes-type": "an axes input is not of an integer type",
+    "axes-rank": "an axes input is not a scalar or a 1-D tensor",
+    "axes-unique": "an axes input names one axis twice",
+    "indices-type": "indices are not of an integer type",
+    "index-range": "an index lies outside the range the op allows",
+    "data-rank": "the data input has a rank the op does not take",
+    "indices-rank": "the indices have a rank the op does not take",
+    "updates-shape": "the updates' shape is not the one the data and indices require",
+    "batch-dims-range": "batch_dims lies outside the range the op allows",
+    "batch-shape": "the batch dimensions of data and indices differ",
+    "index-depth": "the last dimension of the indices is longer than the data's rank allows",
+    "indices-shape": "the indices do not have the shape the op requires",
+    "updates-type": "the updates' element type differs from the data's",
+    "updates-rank": "the updates have a rank the op does not take",
+    "mean-boolean": "the mean reduction is not defined for booleans",
+    "index-type": "an index input has an element type the op does not take",
+    "index-rank": "an index input has a rank the op does not take",
+    "output-type": "the requested output element type is not one the op can produce",
+    "start-type": "a slice's start is not of an integer type",
+    "start-rank": "a slice's start is not a 1-D tensor",
+    "stop-type": "a slice's stop is not of an integer type",
+    "stop-rank": "a slice's stop is not a 1-D tensor",
+    "step-type": "a slice's step is not of an integer type",
+    "step-rank": "a slice's step is not a 1-D tensor",
+    "sizes": "a slice's start, stop, step and axes have different lengths",
+}
+
+# The codes `validate` uses for an error that carries no label of its own: its kind.
+KINDS: dict[str, str] = {
+    "load": "the file could not be read as an IR (the message says why)",
+    "security": "the file asks for something irscatter refuses on principle",
+    "validation": "the model breaks a rule (the message says which)",
+    "execution": "a kernel could not compute its output (the message says why)",
+    "usage": "the command line or API call is malformed",
+    "error": "any other error irscatter reports about a model",
+}
