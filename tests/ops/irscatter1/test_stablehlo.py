@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 import irscatter
 from irscatter.ops import hlo_scatter
 
-GOLDEN = Path(__file__).parent / "data" / "hlo_scatter_golden.npz"
+GOLDEN = Path(__file__).resolve().parents[2] / "data" / "hlo_scatter_golden.npz"
 DIM_KEYS = ("update_window_dims", "inserted_window_dims", "input_batching_dims", "scatter_indices_batching_dims",
             "scatter_dims_to_operand_dims", "index_vector_dim")
 

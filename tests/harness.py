@@ -1,0 +1,309 @@
+"""The differential harness: an op test is a list of case records, and this module runs them.
+
+A `Case` says what one layer computes: its type and opset, its inputs (each a Parameter fed at
+run time or a Const in the weights), its attributes, the op's oracle and how close the answers
+must be. `check(case, batch)` then
+
+1. runs the layer through irscatter as users do (an IR file: loader, inference, interpreter);
+2. compares it with OpenVINO's CPU plugin at f32 inference precision, out of process; the cases
+   of one `batch` go into one IR file (one layer each, side by side), so OpenVINO compiles once
+   per batch rather than once per case. Should the plugin crash or answer unstably on the batch,
+   each case is run alone, falling back to OpenVINO's core reference (`helpers.run_ov`);
+3. compares it with the case's oracle (`tests/oracles`), when it has one.
+
+`openvino="reference"` compares with the core reference instead of the plugin and
+`openvino="none"` with the oracle only; `why` says why the plugin is not the judge there.
+`error="label"` makes a case that irscatter must refuse with that label.
+
+A new op adds a record generator (a function returning cases) to the test module of its
+family, and one parametrized test: `check(case, CASES)`.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import irscatter
+from irscatter.ops import registry
+from irscatter.ops.base import TensorInfo
+from irscatter.ops.functional import attr_text, make_op
+
+
+@dataclass
+class Input:
+    name: str
+    value: np.ndarray
+    const: bool = False  # a Const layer with the value in the weights, instead of a Parameter
+
+
+@dataclass
+class Case:
+    id: str
+    type: str
+    opset: str
+    inputs: list[Input]
+    attrs: dict[str, Any] = field(default_factory=dict)
+    oracle: Callable[..., Any] | None = None  # oracle(*input arrays) -> one array or a tuple
+    openvino: str = "cpu"  # "cpu", "reference" (OpenVINO's core reference) or "none"
+    why: str = ""  # why OpenVINO's CPU plugin is not the judge of this case
+    ulps: float = 0  # float tolerance, in units of the last place of the output type
+    atol: float = 0  # an absolute tolerance on top (for results near 0 that cancel)
+    error: str | None = None  # the label irscatter must refuse the case with
+
+    def __str__(self) -> str:
+        return self.id
+
+    @property
+    def op(self):
+        cls = registry.find(self.type, self.opset)
+        assert cls is not None, f"{self.type} {self.opset} is not registered"
+        return cls
+
+
+# --- writing the IR ----------------------------------------------------------------------------
+
+
+def _etype(array: np.ndarray) -> irscatter.ElementType:
+    return irscatter.ElementType.from_dtype(array.dtype)
+
+
+def _port(pid: int, etype: irscatter.ElementType, shape: Sequence[int], names: str | None = None) -> str:
+    named = f' names="{names}"' if names else ""
+    dims = "".join(f"<dim>{d}</dim>" for d in shape)
+    return f'<port id="{pid}" precision="{etype.precision}"{named}>{dims}</port>'
+
+
+def expected_outputs(case: Case) -> list[tuple[tuple[int, ...], irscatter.ElementType]]:
+    """The output shapes and types irscatter infers for the case (declared in the IR's ports)."""
+    op = make_op(case.op, case.attrs)
+    infos = op.infer(*(TensorInfo.of(i.value) for i in case.inputs))
+    infos = infos if isinstance(infos, tuple) else (infos,)
+    return [(info.shape.to_tuple(), info.etype) for info in infos]
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.layers: list[str] = []
+        self.edges: list[str] = []
+        self.weights = bytearray()
+        self.next_id = 0
+
+    def _id(self) -> int:
+        self.next_id += 1
+        return self.next_id - 1
+
+    def add(self, case: Case, prefix: str) -> tuple[list[str], int]:
+        """The case's layer with its inputs and Results; returns its Parameter names and output count."""
+        sources, params = [], []
+        for i in case.inputs:
+            lid, et = self._id(), _etype(i.value)
+            if i.const:
+                data = np.ascontiguousarray(i.value).tobytes()
+                offset = len(self.weights)
+                self.weights += data
+                attrs = (f'element_type="{et}" shape="{",".join(map(str, i.value.shape))}" '
+                         f'offset="{offset}" size="{len(data)}"')
+                self.layers.append(f'<layer id="{lid}" name="{prefix}{i.name}" type="Const" version="opset1">'
+                                   f'<data {attrs}/><output>{_port(0, et, i.value.shape)}</output></layer>')
+            else:
+                name = f"{prefix}{i.name}"
+                params.append(name)
+                shape = ",".join(map(str, i.value.shape))
+                self.layers.append(f'<layer id="{lid}" name="{name}" type="Parameter" version="opset1">'
+                                   f'<data shape="{shape}" element_type="{et}"/>'
+                                   f"<output>{_port(0, et, i.value.shape, name)}</output></layer>")
+            sources.append((lid, et, i.value.shape))
+        outputs = expected_outputs(case)
+        lid = self._id()
+        data = " ".join(f'{k}="{attr_text(v)}"' for k, v in case.attrs.items() if v is not None)
+        ins = "".join(_port(k, et, shape) for k, (_, et, shape) in enumerate(sources))
+        outs = "".join(_port(len(sources) + k, et, shape) for k, (shape, et) in enumerate(outputs))
+        self.layers.append(f'<layer id="{lid}" name="{prefix}layer" type="{case.type}" version="{case.opset}">'
+                           f"<data {data}/><input>{ins}</input><output>{outs}</output></layer>")
+        for k, (src, _, _) in enumerate(sources):
+            self.edges.append(f'<edge from-layer="{src}" from-port="0" to-layer="{lid}" to-port="{k}"/>')
+        for k, (shape, et) in enumerate(outputs):
+            rid = self._id()
+            self.layers.append(f'<layer id="{rid}" name="{prefix}out{k}" type="Result" version="opset1">'
+                               f"<input>{_port(0, et, shape)}</input></layer>")
+            self.edges.append(f'<edge from-layer="{lid}" from-port="{len(sources) + k}" to-layer="{rid}" to-port="0"/>')
+        return params, len(outputs)
+
+    def xml(self) -> str:
+        return ('<?xml version="1.0"?>\n<net name="cases" version="11">\n<layers>\n' + "\n".join(self.layers)
+                + "\n</layers>\n<edges>\n" + "\n".join(self.edges) + "\n</edges>\n</net>\n")
+
+    def save(self, folder: Path) -> Path:
+        xml = folder / "cases.xml"
+        xml.write_text(self.xml())
+        xml.with_suffix(".bin").write_bytes(bytes(self.weights))
+        return xml
+
+
+def _feeds(case: Case, prefix: str) -> dict[str, np.ndarray]:
+    return {f"{prefix}{i.name}": i.value for i in case.inputs if not i.const}
+
+
+# --- running ----------------------------------------------------------------------------------
+
+
+def run_irscatter(case: Case) -> list[np.ndarray]:
+    """The case as an IR file through irscatter's loader, inference and interpreter."""
+    writer = _Writer()
+    writer.add(case, "")
+    model = irscatter.parse_model(writer.xml(), bytes(writer.weights))
+    return list(model.run(_feeds(case, "")).values())
+
+
+_BATCHES: dict[int, dict[str, list[np.ndarray]]] = {}
+
+
+def run_openvino(case: Case, batch: Sequence[Case]) -> list[np.ndarray]:
+    """OpenVINO's answer for `case`, computed for the whole `batch` at once on first use."""
+    from helpers import oracle, run_ov
+
+    from irscatter.targets import TargetFailure
+
+    if case.openvino == "reference":
+        with tempfile.TemporaryDirectory() as folder:
+            writer = _Writer()
+            writer.add(case, "")
+            return oracle().evaluate(writer.save(Path(folder)), _feeds(case, ""))
+    answers = _BATCHES.get(id(batch))
+    if answers is None:
+        answers = _BATCHES[id(batch)] = {}
+        members = [c for c in batch if c.openvino == "cpu" and c.error is None]
+        with tempfile.TemporaryDirectory() as folder:
+            writer, counts, feeds = _Writer(), [], {}
+            for n, c in enumerate(members):
+                _, count = writer.add(c, f"c{n}_")
+                counts.append(count)
+                feeds.update(_feeds(c, f"c{n}_"))
+            try:
+                outputs = oracle().infer(writer.save(Path(folder)), feeds, config={"INFERENCE_PRECISION_HINT": "f32"})
+            except TargetFailure:
+                outputs = None  # each case alone, with the fallbacks of run_ov
+            if outputs is not None:
+                start = 0
+                for c, count in zip(members, counts):
+                    answers[c.id] = outputs[start:start + count]
+                    start += count
+    if case.id in answers:
+        return answers[case.id]
+    with tempfile.TemporaryDirectory() as folder:
+        writer = _Writer()
+        writer.add(case, "")
+        return run_ov(writer.save(Path(folder)), _feeds(case, ""),
+                      fallback=(lambda: _oracle_outputs(case)) if case.oracle else None)
+
+
+def _oracle_outputs(case: Case) -> list[np.ndarray]:
+    out = case.oracle(*(i.value for i in case.inputs))
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+# --- comparing --------------------------------------------------------------------------------
+
+
+def assert_close(got: np.ndarray, want: np.ndarray, *, ulps: float = 0, atol: float = 0, what: str = "") -> None:
+    """Same shape and dtype; integers and booleans equal; floats equal up to `ulps` units in the
+    last place of the output type (plus `atol`), with NaN where NaN and infinities equal."""
+    want = np.asarray(want)
+    assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
+    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != {want.dtype}"
+    if got.dtype.kind not in "fV" and got.dtype.name not in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        bad = got != want
+        assert not bad.any(), f"{what}: {int(bad.sum())} of {got.size} differ, first at " \
+                              f"{np.argwhere(bad)[0].tolist()}: {got[bad][0]!r} != {want[bad][0]!r}"
+        return
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    nan = np.isnan(g) | np.isnan(w)
+    spacing = ulp(np.abs(w), got.dtype)
+    close = (g == w) | (np.abs(g - w) <= ulps * spacing + atol)
+    bad = ~close & ~nan | (np.isnan(g) != np.isnan(w))
+    if bad.any():
+        where = np.argwhere(bad)[0].tolist()
+        raise AssertionError(f"{what}: {int(bad.sum())} of {got.size} differ beyond {ulps} ulps"
+                             f"{f' + {atol}' if atol else ''}; first at {where}: {g[tuple(where)]!r} != "
+                             f"{w[tuple(where)]!r}")
+
+
+def ulp(magnitude: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """The spacing of `dtype`'s values at each magnitude (its smallest subnormal near 0)."""
+    info = ml_dtypes.finfo(dtype)
+    exponent = np.frexp(np.where(np.isfinite(magnitude), magnitude, 0))[1]
+    return np.maximum(np.ldexp(float(info.eps), exponent - 1), float(info.smallest_subnormal))
+
+
+def check(case: Case, batch: Sequence[Case] = ()) -> None:
+    """Run one case: refused with its label, or equal to OpenVINO and to its oracle."""
+    if case.error is not None:
+        with pytest.raises(irscatter.IRError) as caught:
+            run_irscatter(case)
+        assert caught.value.label == case.error, caught.value
+        return
+    originals = [np.array(i.value, copy=True) for i in case.inputs]
+    got = run_irscatter(case)
+    for i, before in zip(case.inputs, originals):
+        assert np.array_equal(i.value, before, equal_nan=i.value.dtype.kind == "f"), f"input {i.name} was written"
+    if case.openvino != "none":
+        want = run_openvino(case, batch or [case])
+        assert len(got) == len(want)
+        for k, (g, w) in enumerate(zip(got, want)):
+            assert_close(g, w, ulps=case.ulps, atol=case.atol, what=f"output {k} against OpenVINO")
+    else:
+        assert case.why, f"{case.id}: say why OpenVINO is not the judge"
+    if case.oracle is not None:
+        for k, (g, w) in enumerate(zip(got, _oracle_outputs(case))):
+            assert_close(g, np.asarray(w).astype(g.dtype) if np.asarray(w).dtype != g.dtype else w,
+                         ulps=case.ulps, atol=case.atol, what=f"output {k} against the oracle")
+
+
+# --- generating -------------------------------------------------------------------------------
+
+FLOAT_EDGES = (0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan)
+
+
+def values(rng: np.random.Generator, shape: Sequence[int], dtype: Any, *, low: float = -4, high: float = 4,
+           edges: bool = False) -> np.ndarray:
+    """Random values of `dtype` in [low, high); with `edges`, floats include 0, -0, +-1, +-inf,
+    NaN and a denormal, and integers their extremes."""
+    dtype = np.dtype(dtype)
+    n = math.prod(shape)
+    if dtype == np.bool_:
+        out = rng.integers(0, 2, n).astype(bool)
+    elif dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        out = rng.integers(max(low, info.min), min(high, info.max) + 1, n).astype(dtype)
+        if edges and n:
+            extremes = np.array([info.min, info.max, 0], dtype)
+            out[rng.integers(0, n, min(n, 3))] = extremes[: min(n, 3)]
+    else:
+        out = rng.uniform(low, high, n).astype(dtype)
+        if edges and n:
+            specials = np.array([*FLOAT_EDGES, np.finfo(np.float32).smallest_subnormal], np.float64).astype(dtype)
+            k = min(n, len(specials))
+            out[rng.choice(n, k, replace=False)] = specials[:k]
+    return out.reshape(shape)
+
+
+def shapes(rng: np.random.Generator, *, ranks: Sequence[int] = (0, 1, 2, 3, 4, 5), max_dim: int = 4,
+           zero: bool = True) -> list[tuple[int, ...]]:
+    """One random shape per rank, plus (with `zero`) one with a size-0 dimension."""
+    out = [tuple(int(d) for d in rng.integers(1, max_dim + 1, r)) for r in ranks]
+    if zero:
+        r = max(r for r in ranks)
+        if r:
+            shape = list(rng.integers(1, max_dim + 1, r))
+            shape[int(rng.integers(0, r))] = 0
+            out.append(tuple(int(d) for d in shape))
+    return out
