@@ -2,7 +2,8 @@
 element-wise ops that differ only in their numpy function are rows of a table instead.
 See ARCHITECTURE.md for where a new op goes. Importing this package registers every op."""
 
-from irscatter.ops import (  # noqa: F401  (the families, in the order of the pipeline)
+from irscatter.ops import (  # noqa: F401  (the families)
+    activation,
     conversion,
     elementwise,
     generation,
@@ -11,6 +12,8 @@ from irscatter.ops import (  # noqa: F401  (the families, in the order of the pi
     irscatter1,
     matrix,
     movement,
+    normalization,
+    quantization,
     reduction,
     scatter,
 )

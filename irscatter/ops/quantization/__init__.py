@@ -1,0 +1,1 @@
+"""Quantization: FakeQuantize and FakeConvert."""
