@@ -108,6 +108,14 @@ def repair(snippet: str, default_version: str) -> tuple[str, list[str]]:
     if doubled != text:
         repairs.append("dropped a stray '>' after a tag")
         text = doubled
+    if re.search(r"<data\b[^<>]*[^/]>(?![^<]*</data>)", text) and "</data>" not in text:
+        text = re.sub(r"(<data\b[^<>]*[^/])>", r"\1/>", text, count=1)
+        repairs.append("closed an unclosed <data> tag")
+    merged = re.sub(r"</input>\s*<input>", "", text)
+    if merged != text:
+        repairs.append("merged the ports of two <input> groups into one")
+        text = merged
+    text = _renumber_duplicate_ports(text, repairs)
     head_end = text.index(">") + 1
     head = text[:head_end]
     attrs = dict(re.findall(r'([\w:-]+)="([^"]*)"', head))
@@ -130,6 +138,20 @@ def repair(snippet: str, default_version: str) -> tuple[str, list[str]]:
             body = f"<data {data_attrs}/>" + body
     head = "<layer " + " ".join(f'{k}="{v}"' for k, v in kept.items()) + ">"
     return head + body, sorted(set(repairs), key=repairs.index)
+
+
+def _renumber_duplicate_ports(text: str, repairs: list[str]) -> str:
+    """Two ports of one layer with one id (a copy-paste slip): the later one takes the next free id,
+    and every port after it shifts, so that ids stay in document order."""
+    ids = [int(m.group(1)) for m in re.finditer(r'<port\s+id="(\d+)"', text)]
+    if len(set(ids)) == len(ids):
+        return text
+    fresh = iter(range(len(ids)))
+    renumbered = re.sub(r'(<port\s+id=")(\d+)(")', lambda m: f"{m.group(1)}{next(fresh)}{m.group(3)}", text)
+    if sorted(ids) != ids or ids[0] != 0:
+        return text  # ids out of order as well: no safe renumbering
+    repairs.append(f"renumbered ports with duplicate ids {ids} as 0..{len(ids) - 1}")
+    return renumbered
 
 
 # --- values in comments ----------------------------------------------------------------------------
@@ -191,6 +213,7 @@ class _Port:
     dims: list[int]
     values: Any
     role: str = ""  # the comment that names the port ("indices", "axis"), if any
+    precision_given: bool = True
 
     def guessed_type(self) -> ElementType:
         """A port without a precision: integer for index-like roles or integer values, else f32."""
@@ -211,7 +234,7 @@ def _ports(group: etree._Element | None) -> list[_Port]:
         dims = [int((d.text or "").strip()) for d in p.iterchildren("dim")]
         comments = _port_comments(p)
         role = " ".join(c for c in comments if not re.search(r"[\d\[{]", c))
-        ports.append(_Port(int(p.get("id", "0")), etype, dims, comment_values(comments), role))
+        ports.append(_Port(int(p.get("id", "0")), etype, dims, comment_values(comments), role, etype is not None))
     return ports
 
 
@@ -262,6 +285,35 @@ def _compile(file: str, layer_xml: str, inputs: list[_Port], arrays: list[np.nda
              outputs: list[_Port]) -> Any:
     xml, weights = _graph_xml(layer_xml, inputs, arrays, outputs)
     return compile_model(parse_model(xml, weights, source=file))
+
+
+_TYPE_GUESSES = (ElementType.boolean, ElementType.i64, ElementType.f32)
+
+
+def _compile_guessing_types(file: str, layer_xml: str, inputs: list[_Port], arrays: list[np.ndarray | None],
+                            outputs: list[_Port], repairs: list[str]) -> tuple[Any, list[np.ndarray | None]]:
+    """Compile; when the op refuses the type guessed for an input port the example gave no
+    precision (a `...-type` check naming that port), try the next guess. The repair is reported."""
+    tried: dict[int, set[ElementType]] = {}
+    while True:
+        try:
+            return _compile(file, layer_xml, inputs, arrays, outputs), arrays
+        except IRError as e:
+            position = int(e.port.split()[1]) if e.port and e.port.startswith("input ") else -1
+            if not (e.label or "").endswith("-type") or not 0 <= position < len(inputs):
+                raise
+            port = inputs[position]
+            if port.precision_given:
+                raise
+            refused = port.guessed_type()
+            tried.setdefault(position, set()).add(refused)
+            untried = [t for t in _TYPE_GUESSES if t not in tried[position]]
+            if not untried:
+                raise
+            port.etype = untried[0]
+            repairs.append(f"input port {port.id} has no precision and the op refused {refused} "
+                           f"[{e.label}]: read as {port.etype}")
+            arrays = [_array(p, [], "") if p.values is not None else None for p in inputs]
 
 
 def _retry_as_columns(file: str, layer_xml: str, inputs: list[_Port], arrays: list[np.ndarray | None],
@@ -321,7 +373,7 @@ def run_example(file: str, index: int, line: int, snippet: str, default_version:
         # Checking shapes only allocates nothing, and spec pages use 10^12-element dims.
         lifted = contextlib.nullcontext() if all_values else limits.using(tensor_elements=2**62, tensor_bytes=2**62)
         with lifted:
-            compiled = _compile(file, layer_xml, inputs, arrays, outputs)
+            compiled, arrays = _compile_guessing_types(file, layer_xml, inputs, arrays, outputs, ex.repairs)
         if not all_values:
             mismatched = [f for f in compiled.findings if f.code == "declared-shape"]
             ex.status = "failed" if mismatched else "shape-checked"

@@ -120,3 +120,55 @@ def test_spec_pages_pass_except_the_known_wrong_examples():
     assert set(flagged) == set(KNOWN_WRONG)
     for key, reason in KNOWN_WRONG.items():
         assert reason in flagged[key]
+
+
+def _write(tmp_path, snippet: str):
+    path = tmp_path / "page.rst"
+    path.write_text(".. code-block:: xml\n\n" + "\n".join("    " + line for line in snippet.splitlines()) + "\n")
+    return examples.run_document(path)
+
+
+def test_a_port_without_precision_takes_a_type_the_op_accepts(tmp_path):
+    (ex,) = _write(tmp_path, """<layer ... type="LogicalAnd">
+    <input>
+        <port id="0">  <!-- values: [1, 0] -->
+            <dim>2</dim>
+        </port>
+        <port id="1">  <!-- values: [1, 1] -->
+            <dim>2</dim>
+        </port>
+    </input>
+    <output>
+        <port id="2">  <!-- values: [1, 0] -->
+            <dim>2</dim>
+        </port>
+    </output>
+</layer>""")
+    assert ex.status == "passed", ex.reason
+    assert any("no precision and the op refused i64 [boolean-type]: read as boolean" in r for r in ex.repairs)
+
+
+def test_slips_of_the_pen_are_repaired(tmp_path):
+    (ex,) = _write(tmp_path, """<layer ... type="Range">
+    <data output_type="i32">
+    <input>
+        <port id="0">  <!-- start value: 2 -->
+        </port>
+    </input>
+    <input>
+        <port id="1">  <!-- stop value: 23 -->
+        </port>
+        <port id="1">  <!-- step value: 3 -->
+        </port>
+    </input>
+    <output>
+        <port id="3">
+            <dim>7</dim> <!-- [ 2,  5,  8, 11, 14, 17, 20] -->
+        </port>
+    </output>
+</layer>""")
+    assert ex.status == "shape-checked", ex.reason  # the ports carry no values, only dims
+    repairs = " ".join(ex.repairs)
+    for note in ("closed an unclosed <data> tag", "merged the ports of two <input> groups",
+                 "renumbered ports with duplicate ids [0, 1, 1, 3] as 0..3"):
+        assert note in repairs
