@@ -164,7 +164,8 @@ def run_irscatter(case: Case) -> list[np.ndarray]:
     return list(model.run(_feeds(case, "")).values())
 
 
-_BATCHES: dict[int, dict[str, list[np.ndarray]]] = {}
+# id(batch) -> (the batch, its answers by case id); holding the batch keeps its id from being reused
+_BATCHES: dict[int, tuple[Sequence[Case], dict[str, list[np.ndarray]]]] = {}
 
 
 def run_openvino(case: Case, batch: Sequence[Case]) -> list[np.ndarray]:
@@ -178,9 +179,11 @@ def run_openvino(case: Case, batch: Sequence[Case]) -> list[np.ndarray]:
             writer = _Writer()
             writer.add(case, "")
             return oracle().evaluate(writer.save(Path(folder)), _feeds(case, ""))
-    answers = _BATCHES.get(id(batch))
+    known = _BATCHES.get(id(batch))
+    answers = known[1] if known is not None and known[0] is batch else None
     if answers is None:
-        answers = _BATCHES[id(batch)] = {}
+        answers = {}
+        _BATCHES[id(batch)] = (batch, answers)
         members = [c for c in batch if c.openvino == "cpu" and c.error is None]
         with tempfile.TemporaryDirectory() as folder:
             writer, counts, feeds = _Writer(), [], {}
@@ -228,7 +231,8 @@ def assert_close(got: np.ndarray, want: np.ndarray, *, ulps: float = 0, atol: fl
     g, w = got.astype(np.float64), want.astype(np.float64)
     nan = np.isnan(g) | np.isnan(w)
     spacing = ulp(np.abs(w), got.dtype)
-    close = (g == w) | (np.abs(g - w) <= ulps * spacing + atol)
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: decided by g == w
+        close = (g == w) | (np.abs(g - w) <= ulps * spacing + atol)
     bad = ~close & ~nan | (np.isnan(g) != np.isnan(w))
     if bad.any():
         where = np.argwhere(bad)[0].tolist()
@@ -251,10 +255,10 @@ def check(case: Case, batch: Sequence[Case] = ()) -> None:
             run_irscatter(case)
         assert caught.value.label == case.error, caught.value
         return
-    originals = [np.array(i.value, copy=True) for i in case.inputs]
+    originals = [i.value.tobytes() for i in case.inputs]
     got = run_irscatter(case)
     for i, before in zip(case.inputs, originals):
-        assert np.array_equal(i.value, before, equal_nan=i.value.dtype.kind == "f"), f"input {i.name} was written"
+        assert i.value.tobytes() == before, f"input {i.name} was written"  # bit for bit: NaN and -0.0 too
     if case.openvino != "none":
         want = run_openvino(case, batch or [case])
         assert len(got) == len(want)

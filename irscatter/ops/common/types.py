@@ -26,3 +26,8 @@ def check_integral(info: TensorInfo, name: str, port: str, label: str) -> None:
 def require_shape(actual: tuple[int, ...], expected: tuple[int, ...], what: str, port: str) -> None:
     if actual != expected:
         raise ExecutionError(f"{what} has shape {list(actual)}, expected {list(expected)}", port=port)
+
+
+def arithmetic_float(t: ElementType) -> bool:
+    """A float type values are computed in: not the packed codes (nf4, f4e2m1) or the scale type f8e8m0."""
+    return t.is_float and not t.is_packed and t is not ElementType.f8e8m0

@@ -1,6 +1,8 @@
 """The binary element-wise ops: arithmetic (Add-1, Subtract-1, Multiply-1, Divide-1, Maximum-1,
 Minimum-1, SquaredDifference-1, Power-1, FloorMod-1, Mod-1), comparisons (Equal-1, NotEqual-1,
-Less-1, LessEqual-1, Greater-1, GreaterEqual-1) and logic (LogicalAnd-1, LogicalOr-1, LogicalXor-1).
+Less-1, LessEqual-1, Greater-1, GreaterEqual-1), logic (LogicalAnd-1, LogicalOr-1, LogicalXor-1 and
+opset1's Xor-1, the same xor of booleans under its older name) and bitwise ops (BitwiseAnd-13,
+BitwiseOr-13, BitwiseXor-13, BitwiseLeftShift-15, BitwiseRightShift-15).
 
 Both inputs have one element type T (any numeric type; boolean is refused as OpenVINO does)
 and are broadcast by `auto_broadcast`. Integer arithmetic wraps modulo 2^bits. Divide on
@@ -19,6 +21,16 @@ power is an error naming the position (OpenVINO converts the infinite result to 
 which C++ leaves undefined; on x86 it gives the type's minimum).
 
 Comparisons take any non-string T and give booleans; the logical ops take booleans.
+
+BitwiseAnd, BitwiseOr and BitwiseXor take integers (bit by bit, two's complement) and booleans
+(where they are LogicalAnd, LogicalOr and LogicalXor). The shifts take integers only: `a << b`
+and `a >> b`, the right shift arithmetic (sign-filling) for signed types and logical for
+unsigned ones. The spec leaves shift counts that are negative or not less than the type's width
+to the implementation; irscatter does what OpenVINO's reference (C++ `a << b`) does on x86-64:
+types narrower than 32 bits are widened to a 32-bit int first (so i8 1 << 8 is 256, kept to its
+low 8 bits: 0), the shift runs in 32 bits (64 for i64, u64) with the count taken modulo that
+width (its low 5 or 6 bits, so -1 is 31 and 33 is 1), and the result keeps the type's low bits.
+OpenVINO's CPU plugin agrees up to 32 bits; it shifts i64 and u64 in 32 bits.
 """
 
 from __future__ import annotations
@@ -136,6 +148,42 @@ def mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.fmod(a, b)
 
 
+def _shift(a: np.ndarray, b: np.ndarray, left: bool) -> np.ndarray:
+    """`a << b` or `a >> b` as C++ computes it on x86-64 (see the module doc)."""
+    dtype = np.result_type(a, b)
+    if dtype.itemsize == 8:
+        wide = dtype
+    elif dtype == np.uint32:
+        wide = np.dtype(np.uint32)
+    else:
+        wide = np.dtype(np.int32)  # C++ promotes narrower types (and i32) to int
+    bits = wide.itemsize * 8
+    count = (np.asarray(b).astype(np.int64) & (bits - 1)).astype(wide)
+    value = np.asarray(a).astype(wide)
+    out = np.left_shift(value, count) if left else np.right_shift(value, count)
+    return out.astype(dtype)
+
+
+def bitwise_and(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.bitwise_and(a, b).astype(np.result_type(a, b), copy=False)  # sub-byte types stay theirs
+
+
+def bitwise_or(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.bitwise_or(a, b).astype(np.result_type(a, b), copy=False)
+
+
+def bitwise_xor(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.bitwise_xor(a, b).astype(np.result_type(a, b), copy=False)
+
+
+def shift_left(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return _shift(a, b, left=True)
+
+
+def shift_right(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return _shift(a, b, left=False)
+
+
 BOOL = ElementType.boolean
 
 OPS = declare(BinaryElementwise, (
@@ -158,4 +206,10 @@ OPS = declare(BinaryElementwise, (
     Row("LogicalAnd", 1, np.logical_and, accepts="boolean"),
     Row("LogicalOr", 1, np.logical_or, accepts="boolean"),
     Row("LogicalXor", 1, np.logical_xor, accepts="boolean"),
+    Row("Xor", 1, np.logical_xor, accepts="boolean", doc="Xor-1: opset1's name of LogicalXor."),
+    Row("BitwiseAnd", 13, bitwise_and, accepts="bitwise", doc="BitwiseAnd-13: a & b; LogicalAnd for booleans."),
+    Row("BitwiseOr", 13, bitwise_or, accepts="bitwise", doc="BitwiseOr-13: a | b; LogicalOr for booleans."),
+    Row("BitwiseXor", 13, bitwise_xor, accepts="bitwise", doc="BitwiseXor-13: a ^ b; LogicalXor for booleans."),
+    Row("BitwiseLeftShift", 15, shift_left, accepts="integral", doc="BitwiseLeftShift-15: a << b."),
+    Row("BitwiseRightShift", 15, shift_right, accepts="integral", doc="BitwiseRightShift-15: a >> b."),
 ))

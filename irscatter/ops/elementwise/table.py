@@ -19,6 +19,7 @@ import numpy as np
 
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import Op, OpAttrs, check
+from irscatter.ops.common.types import arithmetic_float
 from irscatter.ops.registry import register
 
 # Which element types a row accepts, and the label of the check that refuses the others.
@@ -26,9 +27,9 @@ from irscatter.ops.registry import register
 ACCEPTS: dict[str, tuple[Callable[[ElementType], bool], str, str]] = {
     "any": (lambda t: t is not ElementType.string, "numeric-type", "any type but string"),
     "numeric": (lambda t: t not in (ElementType.boolean, ElementType.string), "numeric-type", "a numeric type"),
-    "signed": (lambda t: t.is_float or (t.is_integral and t.is_signed), "signed-type",
+    "signed": (lambda t: arithmetic_float(t) or (t.is_integral and t.is_signed), "signed-type",
                "a float or signed integer type"),
-    "float": (lambda t: t.is_float, "float-type", "a floating-point type"),
+    "float": (arithmetic_float, "float-type", "a floating-point type"),
     "integral": (lambda t: t.is_integral, "integer-type", "an integer type"),
     "bitwise": (lambda t: t.is_integral or t is ElementType.boolean, "integer-type", "an integer or boolean type"),
     "boolean": (lambda t: t is ElementType.boolean, "boolean-type", "boolean"),
