@@ -1,0 +1,211 @@
+"""The element-wise activations as rows of one table: Relu-1, Sigmoid-1, HSigmoid-5, HSwish-4,
+Mish-4, SoftPlus-4, SoftSign-9, Elu-1, Clamp-1, Gelu-2 and Gelu-7.
+
+Relu and Clamp take any numeric type; the others take floating-point types only. f16 and bf16
+(and the 8-bit floats) are computed in f32 and rounded once; f32 and f64 in their own type.
+
+Where a formula of the spec loses the value it defines to cancellation or overflow, the kernel
+computes the same mathematical value another way: Elu's e^x - 1 as expm1, SoftPlus's
+log(e^x + 1) as log1p(e^-|x|) + max(x, 0), Gelu's 1 + erf(x/sqrt 2) as erfc(-x/sqrt 2), and
+Gelu's tanh form 0.5 * (1 + tanh u) as the equal 1 / (1 + e^-2u). OpenVINO's core reference and
+its CPU plugin evaluate the formulas as written, so for very negative inputs (where those
+values are tiny) they answer 0 or a value with few correct digits; the tests compare those
+inputs with an absolute tolerance.
+
+Choices where the spec says nothing, each following OpenVINO's core reference:
+  * Relu is `x > 0 ? x : 0`: NaN and -0.0 give +0.0.
+  * SoftSign of +-inf is NaN (inf / inf, the formula evaluated in IEEE arithmetic).
+  * SoftPlus's threshold is the spec's 20 for f32 and 11 for f16; for the other types, which
+    the spec gives none for, it is log(max of T) as in the reference (88.72 for bf16, 709.78
+    for f64). At and above the threshold the result is x itself; below it, log(e^x + 1)
+    rounded once.
+  * Clamp's min and max for integer inputs: min is rounded up and max down (the spec's rule),
+    then saturated to the type's range (the reference's rule for values past it). The result
+    is then the spec's min(max(x, min), max), so when rounding leaves min above max (min=0.2,
+    max=0.8) every element becomes max. The core reference tests `x < min` first and gives
+    min for the elements below it instead; see the departures.
+  * Clamp keeps NaN (neither comparison holds), as the reference does; the CPU plugin gives min.
+  * HSigmoid keeps NaN, as the reference does; the CPU plugin gives 0.
+  * Gelu(+inf) is +inf and Gelu(-inf) NaN (-inf * 0), as the formula gives in IEEE arithmetic and
+    the reference computes; the CPU plugin gives NaN for +inf too. Mish, HSwish and Swish of
+    -inf are NaN for the same reason.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Literal
+
+import ml_dtypes
+import numpy as np
+from pydantic import Field, ValidationInfo, field_validator
+
+from irscatter.ir.element_types import ElementType
+from irscatter.ops.base import Lower, OpAttrs
+from irscatter.ops.common.numeric import compute_dtype, from_compute
+from irscatter.ops.common.special import erfc
+from irscatter.ops.elementwise.table import Row, declare
+from irscatter.ops.elementwise.unary import UnaryElementwise
+
+
+def _float_kernel(formula):
+    """A kernel of floats: `formula` on the input in its compute dtype, rounded back once."""
+    def kernel(x: np.ndarray, **attrs) -> np.ndarray:
+        etype = ElementType.from_dtype(x.dtype)
+        work = np.asarray(x, dtype=compute_dtype(etype))
+        with np.errstate(all="ignore"):
+            return from_compute(np.asarray(formula(work, **attrs), dtype=work.dtype), etype)
+    kernel.__name__ = formula.__name__
+    kernel.__doc__ = formula.__doc__
+    return kernel
+
+
+# --- no attributes ------------------------------------------------------------------------------
+
+
+def relu(x: np.ndarray) -> np.ndarray:
+    """`x > 0 ? x : 0`, in the input's type (integers too)."""
+    zero = np.zeros((), x.dtype)
+    return np.where(x > zero, x, zero)
+
+
+@_float_kernel
+def sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+@_float_kernel
+def hsigmoid(x):
+    return np.minimum(np.maximum(x + 3, 0), 6) / 6
+
+
+@_float_kernel
+def hswish(x):
+    return x * np.minimum(np.maximum(x + 3, 0), 6) / 6  # (x * m) / 6, the reference's order
+
+
+def _softplus_exact(x):
+    return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
+
+
+@_float_kernel
+def mish(x):
+    return x * np.tanh(_softplus_exact(x))
+
+
+# The spec's thresholds (f32, f16); other types use log(max of T), as OpenVINO's reference does.
+_SOFTPLUS_THRESHOLD = {ElementType.f32: 20.0, ElementType.f16: 11.0}
+
+
+def softplus(x: np.ndarray) -> np.ndarray:
+    etype = ElementType.from_dtype(x.dtype)
+    threshold = _SOFTPLUS_THRESHOLD.get(etype)
+    if threshold is None:
+        threshold = math.log(float(ml_dtypes.finfo(x.dtype).max))
+    work = np.asarray(x, dtype=compute_dtype(etype))
+    with np.errstate(all="ignore"):
+        out = np.where(work >= threshold, work, _softplus_exact(work))
+    return from_compute(np.asarray(out, dtype=work.dtype), etype)
+
+
+@_float_kernel
+def softsign(x):
+    return x / (1 + np.abs(x))
+
+
+# --- with attributes ----------------------------------------------------------------------------
+
+
+class EluAttrs(OpAttrs):
+    alpha: Annotated[float, Field(ge=0)]  # the spec: a non-negative number, required
+
+
+@_float_kernel
+def elu(x, *, alpha: float):
+    return np.where(x > 0, x, np.asarray(alpha, x.dtype) * np.expm1(x))
+
+
+class ClampAttrs(OpAttrs):
+    min: float
+    max: float
+
+    @field_validator("max")
+    @classmethod
+    def _ordered(cls, value: float, info: ValidationInfo) -> float:
+        low = info.data.get("min")
+        if low is not None and not low <= value:
+            raise ValueError(f"max must not be less than min ({low})")
+        return value
+
+
+def _integer_bounds(dtype: np.dtype, low: float, high: float) -> tuple[int, int]:
+    info = ml_dtypes.iinfo(dtype)
+
+    def saturate(value: float) -> int:
+        if value <= info.min:
+            return int(info.min)
+        if value >= info.max:
+            return int(info.max)
+        return int(value)
+
+    return saturate(math.ceil(low) if math.isfinite(low) else low), \
+        saturate(math.floor(high) if math.isfinite(high) else high)
+
+
+def clamp(x: np.ndarray, *, min: float, max: float) -> np.ndarray:
+    """min(max(x, min), max), each as a comparison that keeps x when it does not hold (NaN)."""
+    etype = ElementType.from_dtype(x.dtype)
+    if etype.is_integral:
+        low, high = (np.asarray(v, x.dtype) for v in _integer_bounds(x.dtype, min, max))
+        work = x
+    else:
+        work = np.asarray(x, dtype=compute_dtype(etype))
+        with np.errstate(over="ignore"):
+            low, high = np.asarray(min, work.dtype), np.asarray(max, work.dtype)
+    raised = np.where(work < low, low, work)
+    out = np.where(raised > high, high, raised)
+    return out if etype.is_integral else from_compute(np.asarray(out, dtype=work.dtype), etype)
+
+
+def gelu_erf(x: np.ndarray) -> np.ndarray:
+    """x * Phi(x) = x * erfc(-x / sqrt 2) / 2, computed in f64 and rounded once."""
+    etype = ElementType.from_dtype(x.dtype)
+    work = np.asarray(x, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        out = work * erfc(-work / math.sqrt(2)) / 2
+    if etype is ElementType.f64:
+        return out
+    return from_compute(out.astype(compute_dtype(etype)), etype)
+
+
+@_float_kernel
+def gelu_tanh(x):
+    # 0.5 * (1 + tanh u) == 1 / (1 + e^(-2u)), which keeps its digits where tanh u is near -1.
+    u = math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)
+    return x / (1 + np.exp(-2 * u))
+
+
+class GeluAttrs(OpAttrs):
+    approximation_mode: Annotated[Literal["erf", "tanh"], Lower] = "erf"
+
+
+def gelu(x: np.ndarray, *, approximation_mode: str) -> np.ndarray:
+    return gelu_tanh(x) if approximation_mode == "tanh" else gelu_erf(x)
+
+
+OPS = declare(UnaryElementwise, (
+    Row("Relu", 1, relu, doc="Relu-1: max(0, x) of any numeric type; NaN gives 0 (x > 0 ? x : 0)."),
+    Row("Sigmoid", 1, sigmoid, accepts="float", doc="Sigmoid-1: 1 / (1 + e^-x)."),
+    Row("HSigmoid", 5, hsigmoid, accepts="float", doc="HSigmoid-5: min(max(x + 3, 0), 6) / 6."),
+    Row("HSwish", 4, hswish, accepts="float", doc="HSwish-4: x * min(max(x + 3, 0), 6) / 6."),
+    Row("Mish", 4, mish, accepts="float", doc="Mish-4: x * tanh(SoftPlus(x))."),
+    Row("SoftPlus", 4, softplus, accepts="float",
+        doc="SoftPlus-4: x at or above the type's threshold, log(e^x + 1) below it."),
+    Row("SoftSign", 9, softsign, accepts="float", doc="SoftSign-9: x / (1 + |x|); +-inf give NaN."),
+    Row("Elu", 1, elu, accepts="float", attrs=EluAttrs, doc="Elu-1: x if x > 0, else alpha * (e^x - 1)."),
+    Row("Clamp", 1, clamp, attrs=ClampAttrs,
+        doc="Clamp-1: min(max(x, min), max); integer inputs round min up and max down."),
+    Row("Gelu", 2, gelu_erf, accepts="float", doc="Gelu-2: x * Phi(x), the erf form."),
+    Row("Gelu", 7, gelu, accepts="float", attrs=GeluAttrs,
+        doc="Gelu-7: x * Phi(x) by erf, or its tanh approximation (approximation_mode)."),
+))

@@ -1,0 +1,75 @@
+"""Softmax-1 and Softmax-8: e^x / sum(e^x) along one axis.
+
+Computed as e^(x - m) / sum(e^(x - m)) with m the maximum along the axis (the value is the
+same), so large inputs neither overflow nor lose the result: [1e4, -1e4] gives [1, 0] in f16
+as in f32. T is a floating-point type (OpenVINO evaluates bf16, f16, f32 and f64; the spec
+names none); f16 and bf16 are computed in f32 and rounded once.
+
+Softmax-1's axis is non-negative and below the rank; Softmax-8's lies in [-rank, rank - 1].
+A scalar has no axis, so both refuse rank 0. An empty input gives an empty output.
+
+Values the spec leaves undefined follow OpenVINO's core reference, which subtracts the
+maximum the same way: a slice along the axis holding NaN or +inf, or only -inf, is all NaN
+(inf - inf is NaN); -inf elements beside finite ones give 0.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import numpy as np
+from pydantic import Field
+
+from irscatter.ir.element_types import ElementType
+from irscatter.ops.activation.core import check_float
+from irscatter.ops.base import Op, OpAttrs, TensorInfo
+from irscatter.ops.common.axes import normalized_axis
+from irscatter.ops.common.numeric import compute_dtype, from_compute
+from irscatter.ops.registry import register
+
+
+def shifted(data: np.ndarray, axis: int) -> np.ndarray:
+    """x - max(x) along `axis`, in the compute dtype (NaN propagates into its slice)."""
+    etype = ElementType.from_dtype(data.dtype)
+    x = np.asarray(data, dtype=compute_dtype(etype))
+    return x - np.max(x, axis=axis, keepdims=True)
+
+
+def softmax(data: np.ndarray, axis: int) -> np.ndarray:
+    etype = ElementType.from_dtype(data.dtype)
+    if data.size == 0:
+        return np.empty(data.shape, data.dtype)
+    with np.errstate(all="ignore"):
+        e = np.exp(shifted(data, axis))
+        out = e / np.sum(e, axis=axis, keepdims=True)
+    return from_compute(out, etype)
+
+
+@register("Softmax", 1)
+class Softmax(Op):
+    class Attrs(OpAttrs):
+        axis: Annotated[int, Field(ge=0)] = 1
+
+    inputs = ("data",)
+
+    def axis(self, rank: int, *, at_runtime: bool = False) -> int:
+        return normalized_axis(self.attrs.axis, rank, port=self.port("axis"), at_runtime=at_runtime)
+
+    def infer(self, data: TensorInfo) -> TensorInfo:
+        check_float(self, data.etype, "data")
+        if data.shape.rank_is_static:
+            self.axis(data.shape.rank)
+        return TensorInfo(data.etype, data.shape)
+
+    def compute(self, data: np.ndarray) -> np.ndarray:
+        return softmax(data, self.axis(data.ndim, at_runtime=True))
+
+
+@register("Softmax", 8)
+class Softmax8(Softmax):
+    """Softmax-8: the axis may be negative, counting from the last dimension."""
+
+    class Attrs(OpAttrs):
+        axis: int = 1
+
+
