@@ -1,0 +1,95 @@
+"""BatchNormInference-1 and -5: per-channel normalization with given statistics.
+
+    output = (data - mean[c]) / sqrt(variance[c] + epsilon) * gamma[c] + beta[c]
+
+c being the index along axis 1 of the data (rank 2 or more, at least one channel). gamma, beta,
+mean and variance are 1-D tensors as long as the channel axis; all five inputs share one
+floating-point type (f16 and bf16 compute in f32 and round once; epsilon is taken in the compute
+type, as OpenVINO's reference does). epsilon must not be negative.
+
+The versions differ only in the order of their inputs: BatchNormInference-5 takes
+(data, gamma, beta, mean, variance) and BatchNormInference-1 takes (gamma, beta, data, mean,
+variance), as OpenVINO's opset1 op does. The spec's page for BatchNormInference-1 is a copy of the
+-5 page (it even names itself BatchNormInference-5) and lists the data first; OpenVINO reads and
+writes opset1 IR files with gamma and beta first, and so does irscatter.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from irscatter.ir.element_types import ElementType
+from irscatter.ir.shapes import Dimension
+from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
+from irscatter.ops.common.numeric import compute_dtype, from_compute
+from irscatter.ops.common.types import arithmetic_float, same_element_type
+from irscatter.ops.registry import register
+
+CHANNEL_INPUTS = ("gamma", "beta", "mean", "variance")
+
+
+@register("BatchNormInference", 1)
+class BatchNormInference(Op):
+    labels = {
+        "epsilon-range": "BatchNormInference's epsilon is negative",
+        "channel-count": "the data's channel axis has no channels",
+    }
+
+    class Attrs(OpAttrs):
+        epsilon: float
+
+    inputs = ("gamma", "beta", "data", "mean", "variance")
+
+    def __init__(self, layer) -> None:
+        super().__init__(layer)
+        check(self.attrs.epsilon >= 0, "epsilon-range", f"epsilon must not be negative, found {self.attrs.epsilon}",
+              port=self.port("epsilon"))
+
+    def _by_name(self, values: tuple) -> dict:
+        return dict(zip(self.inputs, values))
+
+    def infer(self, *infos: TensorInfo) -> TensorInfo:
+        named = self._by_name(infos)
+        data = named["data"]
+        etype = data.etype
+        for name in CHANNEL_INPUTS:
+            etype = same_element_type(TensorInfo(etype, data.shape), named[name],
+                                      f"{name} must have the data's element type", "same-element-type",
+                                      self.port(name))
+        check(arithmetic_float(etype) or etype is ElementType.dynamic, "float-type",
+              f"BatchNormInference is not defined for {etype} tensors (it takes floating-point types)",
+              port=self.port("data"))
+        channels = Dimension.dynamic()
+        if data.shape.rank_is_static:
+            check(data.shape.rank >= 2, "data-rank", f"the data must have rank 2 or more, found {data.shape}",
+                  port=self.port("data"))
+            channels = data.shape[1]
+        for name in CHANNEL_INPUTS:
+            shape = named[name].shape
+            if shape.rank_is_static:
+                check(shape.rank == 1 and shape[0].compatible(channels), "channel-shape",
+                      f"{name} must be a 1-D tensor as long as the data's channel axis ({channels}), found {shape}",
+                      port=self.port(name))
+                channels = shape[0] if channels.is_dynamic else channels
+        check(not channels.is_static or int(channels) >= 1, "channel-count",
+              "the data must have at least one channel", port=self.port("data"))
+        return TensorInfo(etype, data.shape)
+
+    def compute(self, *arrays: np.ndarray) -> np.ndarray:
+        named = self._by_name(arrays)
+        data = named["data"]
+        etype = ElementType.from_dtype(data.dtype)
+        dtype = compute_dtype(etype)
+        # Per-channel values as [C, 1, ..., 1], to broadcast along axis 1 of the data.
+        per_channel = {name: named[name].astype(dtype, copy=False).reshape((-1,) + (1,) * (data.ndim - 2))
+                       for name in CHANNEL_INPUTS}
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            normalized = ((data.astype(dtype, copy=False) - per_channel["mean"])
+                          / np.sqrt(per_channel["variance"] + dtype.type(self.attrs.epsilon)))
+            out = normalized * per_channel["gamma"] + per_channel["beta"]
+        return from_compute(np.asarray(out, dtype=dtype), etype)
+
+
+@register("BatchNormInference", 5)
+class BatchNormInference5(BatchNormInference):
+    inputs = ("data", "gamma", "beta", "mean", "variance")

@@ -1,0 +1,87 @@
+"""GroupNormalization-12: normalization over groups of channels, then a per-channel scale and bias.
+
+The channels (axis 1 of data of rank 2 or more) are split into `num_groups` groups of equal size;
+for each batch entry and group, the mean and the variance (the mean of the squared differences)
+are taken over the group's channels and every other axis, and
+
+    output = (data - mean) / sqrt(variance + epsilon) * scale[c] + bias[c]
+
+`num_groups` must be positive, at most the number of channels and divide it; scale and bias are
+1-D tensors as long as the channel axis; all three inputs share one floating-point type (OpenVINO
+lets the types differ; the spec gives them one type T). f16 and bf16 compute in f32 and round
+once; epsilon is taken in the compute type, as OpenVINO's reference does.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from irscatter.ir.element_types import ElementType
+from irscatter.ir.shapes import Dimension
+from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
+from irscatter.ops.common.numeric import compute_dtype, from_compute
+from irscatter.ops.common.types import arithmetic_float, same_element_type
+from irscatter.ops.registry import register
+
+
+@register("GroupNormalization", 12)
+class GroupNormalization(Op):
+    labels = {
+        "group-count": "num_groups is not positive, or exceeds the number of channels",
+        "group-divide": "the number of channels is not a multiple of num_groups",
+    }
+
+    class Attrs(OpAttrs):
+        num_groups: int
+        epsilon: float
+
+    inputs = ("data", "scale", "bias")
+
+    def __init__(self, layer) -> None:
+        super().__init__(layer)
+        check(self.attrs.num_groups > 0, "group-count",
+              f"num_groups must be a positive integer, found {self.attrs.num_groups}", port=self.port("num_groups"))
+
+    def infer(self, data: TensorInfo, scale: TensorInfo, bias: TensorInfo) -> TensorInfo:
+        etype = same_element_type(data, scale, "scale must have the data's element type", "same-element-type",
+                                  self.port("scale"))
+        etype = same_element_type(TensorInfo(etype, data.shape), bias, "bias must have the data's element type",
+                                  "same-element-type", self.port("bias"))
+        check(arithmetic_float(etype) or etype is ElementType.dynamic, "float-type",
+              f"GroupNormalization is not defined for {etype} tensors (it takes floating-point types)",
+              port=self.port("data"))
+        channels = Dimension.dynamic()
+        if data.shape.rank_is_static:
+            check(data.shape.rank >= 2, "data-rank", f"the data must have rank 2 or more, found {data.shape}",
+                  port=self.port("data"))
+            channels = data.shape[1]
+        for name, info in (("scale", scale), ("bias", bias)):
+            if info.shape.rank_is_static:
+                check(info.shape.rank == 1 and info.shape[0].compatible(channels), "channel-shape",
+                      f"{name} must be a 1-D tensor as long as the data's channel axis ({channels}), "
+                      f"found {info.shape}", port=self.port(name))
+                channels = info.shape[0] if channels.is_dynamic else channels
+        if channels.is_static:
+            c, g = int(channels), self.attrs.num_groups
+            check(g <= c, "group-count", f"num_groups {g} exceeds the {c} channels", port=self.port("num_groups"))
+            check(c % g == 0, "group-divide", f"{c} channels do not split into {g} groups of equal size",
+                  port=self.port("num_groups"))
+        return TensorInfo(etype, data.shape)
+
+    def compute(self, data: np.ndarray, scale: np.ndarray, bias: np.ndarray) -> np.ndarray:
+        etype = ElementType.from_dtype(data.dtype)
+        dtype = compute_dtype(etype)
+        n, g = data.shape[0], self.attrs.num_groups
+        groups = data.astype(dtype, copy=False).reshape(n, g, math.prod(data.shape[1:]) // g)
+        per_channel = (-1,) + (1,) * (data.ndim - 2)
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            # sum / count rather than np.mean, which warns on the empty groups of size-0 data
+            count = dtype.type(groups.shape[2])
+            centred = groups - np.add.reduce(groups, axis=2, keepdims=True, dtype=dtype) / count
+            variance = np.add.reduce(centred * centred, axis=2, keepdims=True, dtype=dtype) / count
+            normalized = (centred / np.sqrt(variance + dtype.type(self.attrs.epsilon))).reshape(data.shape)
+            out = (normalized * scale.astype(dtype, copy=False).reshape(per_channel)
+                   + bias.astype(dtype, copy=False).reshape(per_channel))
+        return from_compute(np.asarray(out, dtype=dtype), etype)

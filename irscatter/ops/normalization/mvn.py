@@ -1,0 +1,131 @@
+"""MVN-2 and MVN-6: mean-variance normalization over a set of axes.
+
+Both subtract the mean of each slice over the axes; with `normalize_variance` they divide by
+sqrt(variance + eps) (MVN-2, and MVN-6 with eps_mode=inside_sqrt) or sqrt(variance) + eps
+(MVN-6 with outside_sqrt), the variance being the mean of the squared differences. f16 and bf16
+compute in f32 and round once; eps is taken in the compute type, as OpenVINO's reference does.
+
+MVN-2 (the spec's MVN-1 page; opset2 introduced it) takes its axes from attributes:
+`reduction_axes` when given and not empty, else `across_channels` (axes 1..rank-1 when true,
+2..rank-1 when false). The spec asks for one of the two; OpenVINO writes both into the IR files
+it saves, and its reading is the one above, so a layer with both is accepted, and one with
+neither is refused. Negative `reduction_axes` count from the back, as the spec says.
+OpenVINO's CPU plugin departs from the spec here: it reads only whether `reduction_axes` holds
+axis 1, and normalizes over axes 1..rank-1 if so, 2..rank-1 if not (so reduction_axes=0,2 on a
+rank-3 tensor normalizes over axis 2 alone); irscatter normalizes over the axes given.
+
+MVN-6 takes its axes from a 1-D input of type i32 or i64 holding at most rank axes, each in
+[-rank, rank-1]; an axis named twice counts once, as in OpenVINO (the spec does not ask for
+unique axes here). With no axes at all, each element is its own slice: the output is 0 (NaN
+where the data is not finite).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import numpy as np
+
+from irscatter.ir.element_types import ElementType
+from irscatter.ops.base import IntList, IRBool, Lower, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.common.axes import int_values, normalize_axes, normalized_axis
+from irscatter.ops.common.numeric import compute_dtype, from_compute
+from irscatter.ops.common.types import arithmetic_float
+from irscatter.ops.registry import register
+
+AXES_TYPES = (ElementType.i32, ElementType.i64, ElementType.dynamic)
+
+
+def check_float(op: Op, etype: ElementType) -> None:
+    check(arithmetic_float(etype) or etype is ElementType.dynamic, "float-type",
+          f"{op.type_name} is not defined for {etype} tensors (it takes floating-point types)", port=op.port("data"))
+
+
+def _mean(values: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    # sum / count rather than np.mean, which warns on the empty slices of size-0 data
+    count = int(np.prod([values.shape[a] for a in axes]))
+    return np.add.reduce(values, axis=axes, keepdims=True, dtype=values.dtype) / values.dtype.type(count)
+
+
+def mean_variance_normalize(data: np.ndarray, axes: tuple[int, ...], normalize_variance: bool, eps: float,
+                            inside_sqrt: bool) -> np.ndarray:
+    etype = ElementType.from_dtype(data.dtype)
+    work = data.astype(compute_dtype(etype), copy=False)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        centred = work - _mean(work, axes) if axes else work - work
+        if normalize_variance:
+            variance = _mean(centred * centred, axes) if axes else centred * centred
+            e = work.dtype.type(eps)
+            centred = centred / (np.sqrt(variance + e) if inside_sqrt else np.sqrt(variance) + e)
+    return from_compute(np.asarray(centred, dtype=work.dtype), etype)
+
+
+@register("MVN", 2)
+class MVN(Op):
+    """MVN-2: the axes come from `reduction_axes` or `across_channels` (see the module doc)."""
+
+    labels = {
+        "mvn-axes": "MVN-2 has neither across_channels nor reduction_axes",
+    }
+
+    class Attrs(OpAttrs):
+        across_channels: IRBool | None = None
+        reduction_axes: IntList | None = None
+        normalize_variance: IRBool
+        eps: float
+
+    inputs = ("data",)
+
+    def __init__(self, layer) -> None:
+        super().__init__(layer)
+        check(self.attrs.across_channels is not None or self.attrs.reduction_axes is not None, "mvn-axes",
+              "MVN-2 needs across_channels or reduction_axes", port=self.port("reduction_axes"))
+
+    def _axes(self, rank: int) -> tuple[int, ...]:
+        if self.attrs.reduction_axes:
+            return tuple(sorted(normalize_axes(list(self.attrs.reduction_axes), rank, self.port("reduction_axes"))))
+        return tuple(range(1 if self.attrs.across_channels else 2, rank))
+
+    def infer(self, data: TensorInfo) -> TensorInfo:
+        check_float(self, data.etype)
+        if data.shape.rank_is_static:
+            self._axes(data.shape.rank)
+        return TensorInfo(data.etype, data.shape)
+
+    def compute(self, data: np.ndarray) -> np.ndarray:
+        return mean_variance_normalize(data, self._axes(data.ndim), self.attrs.normalize_variance, self.attrs.eps,
+                                       inside_sqrt=True)
+
+
+@register("MVN", 6)
+class MVN6(Op):
+    """MVN-6: the axes come from an input; eps inside or outside the square root."""
+
+    class Attrs(OpAttrs):
+        normalize_variance: IRBool
+        eps: float
+        eps_mode: Annotated[Literal["inside_sqrt", "outside_sqrt"], Lower]
+
+    inputs = ("data", "axes")
+
+    def _axes(self, values: list[int], rank: int, at_runtime: bool = False) -> tuple[int, ...]:
+        port = self.port("axes")
+        return tuple(sorted({normalized_axis(a, rank, port=port, at_runtime=at_runtime) for a in values}))
+
+    def infer(self, data: TensorInfo, axes: TensorInfo) -> TensorInfo:
+        check_float(self, data.etype)
+        port = self.port("axes")
+        check(axes.etype in AXES_TYPES, "axes-type", f"axes must be i32 or i64, found {axes.etype}", port=port)
+        if axes.shape.rank_is_static:
+            check(axes.shape.rank == 1, "axes-vector", f"axes must be a 1-D tensor, found {axes.shape}", port=port)
+            if data.shape.rank_is_static and axes.shape[0].is_static:
+                check(int(axes.shape[0]) <= data.shape.rank, "axes-count",
+                      f"{int(axes.shape[0])} axes for data of rank {data.shape.rank}", port=port)
+        if axes.value is not None and data.shape.rank_is_static:
+            self._axes(int_values(axes.value), data.shape.rank)
+        return TensorInfo(data.etype, data.shape)
+
+    def compute(self, data: np.ndarray, axes: np.ndarray) -> np.ndarray:
+        reduced = self._axes(int_values(axes), data.ndim, at_runtime=True)
+        return mean_variance_normalize(data, reduced, self.attrs.normalize_variance, self.attrs.eps,
+                                       inside_sqrt=self.attrs.eps_mode == "inside_sqrt")

@@ -1,0 +1,103 @@
+"""BatchNormInference-1/-5 and GroupNormalization-12 against OpenVINO's CPU plugin and
+`oracles.normalization`.
+
+Tolerance: within 4 ulps of the output type plus 1e-6 absolute in f32 (x - mean cancels near the
+mean, gamma * x + beta near zero), 2 ulps plus 1e-3 absolute in f16 and 2 ulps plus 1e-2 in bf16
+(the plugin rounds some intermediates to the 16-bit type); f64 is judged by the oracle alone (the
+plugin computes it in f32). BatchNormInference-1 takes gamma and beta before the data, as OpenVINO
+does (see batch_norm_inference.py).
+"""
+
+import harness
+import ml_dtypes
+import numpy as np
+import pytest
+from harness import Case, Input
+from oracles.normalization import batch_norm, group_norm
+
+FLOATS = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f64": np.float64}
+TOL = {"f32": {"ulps": 4, "atol": 1e-6}, "f16": {"ulps": 2, "atol": 1e-3}, "bf16": {"ulps": 2, "atol": 1e-2},
+       "f64": {"ulps": 64, "openvino": "none", "why": "the CPU plugin computes f64 in f32"}}
+
+
+def _values(rng, shape, dtype, edges=False, low=-4, high=4):
+    data = harness.values(rng, shape, dtype, edges=edges, low=low, high=high)
+    return data
+
+
+def _bn(version, tag, data, gamma, beta, mean, variance, epsilon, **judge):
+    ordered = {"data": data, "gamma": gamma, "beta": beta, "mean": mean, "variance": variance}
+    names = ("gamma", "beta", "data", "mean", "variance") if version == 1 else tuple(ordered)
+    inputs = [Input(n, ordered[n]) for n in names]
+
+    def oracle(*arrays):
+        a = dict(zip(names, arrays))
+        return batch_norm(a["data"], a["gamma"], a["beta"], a["mean"], a["variance"], epsilon=epsilon)
+
+    return Case(f"bn{version}-{tag}-{'x'.join(map(str, data.shape))}-eps{epsilon}", "BatchNormInference",
+                f"opset{version}", inputs, {"epsilon": epsilon}, oracle=oracle, **judge)
+
+
+def _gn(tag, data, scale, bias, groups, epsilon, **judge):
+    if tag == "bf16":
+        judge = {**judge, "openvino": "none", "why": "the CPU plugin has no bf16 GroupNormalization"}
+    return Case(f"gn-{tag}-{'x'.join(map(str, data.shape))}-g{groups}-eps{epsilon}", "GroupNormalization", "opset12",
+                [Input("data", data), Input("scale", scale), Input("bias", bias)],
+                {"num_groups": groups, "epsilon": epsilon},
+                oracle=lambda x, s, b: group_norm(x, s, b, num_groups=groups, epsilon=epsilon), **judge)
+
+
+def _cases():
+    rng = np.random.default_rng(5)
+    cases = []
+    for tag, dtype in FLOATS.items():
+        for k, shape in enumerate(harness.shapes(rng, ranks=(2, 3, 4, 5))):
+            shape = (shape[0], max(shape[1], 1)) + shape[2:]  # at least one channel
+            c = shape[1]
+            per_channel = [_values(rng, (c,), dtype) for _ in range(3)] + [_values(rng, (c,), dtype, low=0, high=3)]
+            data = _values(rng, shape, dtype, edges=k % 2 == 0)
+            for version in (1, 5):
+                cases.append(_bn(version, tag, data, *per_channel, [1e-5, 0.0, 0.5][k % 3], **TOL[tag]))
+        for k, (shape, groups) in enumerate([((2, 4, 3), 2), ((1, 6, 2, 2), 3), ((3, 4), 4), ((2, 4, 2, 1, 2), 1),
+                                            ((1, 3, 5, 5), 3), ((0, 4, 2), 2), ((2, 2, 0), 1)]):
+            data = _values(rng, shape, dtype, edges=k == 1)
+            scale, bias = _values(rng, (shape[1],), dtype), _values(rng, (shape[1],), dtype)
+            cases.append(_gn(tag, data, scale, bias, groups, [1e-5, 1e-2][k % 2], **TOL[tag]))
+    # refusals
+    x, c = np.ones((2, 3), np.float32), np.ones(3, np.float32)
+    for version in (1, 5):
+        for name, args, attrs, label in (
+                ("i32", (x.astype(np.int32),) + (c.astype(np.int32),) * 4, {"epsilon": 1e-5}, "float-type"),
+                ("mixed", (x, c.astype(np.float16), c, c, c), {"epsilon": 1e-5}, "same-element-type"),
+                ("rank1", (c, c, c, c, c), {"epsilon": 1e-5}, "data-rank"),
+                ("gamma-len", (x, np.ones(2, np.float32), c, c, c), {"epsilon": 1e-5}, "channel-shape"),
+                ("var-2d", (x, c, c, c, np.ones((3, 1), np.float32)), {"epsilon": 1e-5}, "channel-shape"),
+                ("no-channels", (np.ones((2, 0), np.float32),) + (np.ones(0, np.float32),) * 4, {"epsilon": 1e-5},
+                 "channel-count"),
+                ("eps-negative", (x, c, c, c, c), {"epsilon": -1e-5}, "epsilon-range")):
+            ordered = dict(zip(("data", "gamma", "beta", "mean", "variance"), args))
+            names = ("gamma", "beta", "data", "mean", "variance") if version == 1 else tuple(ordered)
+            cases.append(Case(f"bn{version}-{name}", "BatchNormInference", f"opset{version}",
+                              [Input(n, ordered[n]) for n in names], attrs, error=label))
+    g = {"num_groups": 2, "epsilon": 1e-5}
+    x4, c4 = np.ones((2, 4, 3), np.float32), np.ones(4, np.float32)
+    for name, args, attrs, label in (
+            ("i32", (x4.astype(np.int32), c4.astype(np.int32), c4.astype(np.int32)), g, "float-type"),
+            ("mixed", (x4, c4.astype(np.float16), c4), g, "same-element-type"),
+            ("rank1", (c4, c4, c4), g, "data-rank"),
+            ("scale-len", (x4, np.ones(3, np.float32), c4), g, "channel-shape"),
+            ("bias-2d", (x4, c4, np.ones((4, 1), np.float32)), g, "channel-shape"),
+            ("groups-0", (x4, c4, c4), {**g, "num_groups": 0}, "group-count"),
+            ("groups-5", (x4, c4, c4), {**g, "num_groups": 5}, "group-count"),
+            ("groups-3", (x4, c4, c4), {**g, "num_groups": 3}, "group-divide")):
+        cases.append(Case(f"gn-{name}", "GroupNormalization", "opset12",
+                          [Input(n, a) for n, a in zip(("data", "scale", "bias"), args)], attrs, error=label))
+    return cases
+
+
+CASES = _cases()
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_normalization_batch_group(case):
+    harness.check(case, CASES)
