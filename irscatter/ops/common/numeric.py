@@ -28,6 +28,7 @@ import math
 import numpy as np
 
 from irscatter.ir.element_types import NF4_LEVELS, ElementType
+from irscatter.ops.base import check
 
 
 def as_rows(array: np.ndarray, lead: int = 1) -> np.ndarray:
@@ -139,3 +140,11 @@ def from_compute(result: np.ndarray, etype: ElementType) -> np.ndarray:
     if result.dtype == etype.dtype:
         return result
     return convert_array(result, ElementType.f32, etype)
+
+
+def check_convertible(src: ElementType, dst: ElementType, port: str) -> None:
+    """Strings convert to and from nothing; a dynamic type waits."""
+    check(src is ElementType.dynamic or dst is ElementType.dynamic
+          or (src is ElementType.string) == (dst is ElementType.string),
+          "no-string-conversion", f"cannot convert {src} to {dst}: string tensors convert to and from nothing",
+          port=port)

@@ -8,7 +8,7 @@ import numpy as np
 
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import ElementTypeAttr, Op, OpAttrs, TensorInfo, check
-from irscatter.ops.common.numeric import convert_array
+from irscatter.ops.common.numeric import check_convertible, convert_array
 from irscatter.ops.registry import register
 
 
@@ -16,7 +16,6 @@ from irscatter.ops.registry import register
 class Convert(Op):
     labels = {
         "destination-type": "destination_type is not a concrete element type",
-        "no-string-conversion": "string tensors convert to and from nothing",
     }
 
     class Attrs(OpAttrs):
@@ -28,12 +27,7 @@ class Convert(Op):
     def infer(self, data: TensorInfo) -> TensorInfo:
         dst = self.attrs.destination_type
         check(dst is not ElementType.dynamic, "destination-type", "destination_type must be a concrete element type")
-        check(
-            (data.etype is ElementType.string) == (dst is ElementType.string) or data.etype is ElementType.dynamic,
-            "no-string-conversion",
-            f"cannot convert {data.etype} to {dst}: string tensors convert to and from nothing",
-            port=self.port("data"),
-        )
+        check_convertible(data.etype, dst, self.port("data"))
         self.src = data.etype
         return TensorInfo(dst, data.shape)
 

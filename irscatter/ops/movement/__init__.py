@@ -7,6 +7,7 @@ static model fold into constants and the shape-determining inputs of later ops b
 from irscatter.ops.movement import (  # noqa: F401  (importing a module registers its ops)
     broadcast,
     concat,
+    identity,
     reshape,
     shape_of,
     slice,
