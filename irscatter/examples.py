@@ -90,10 +90,18 @@ def _repair_tag(tag: str, repairs: list[str]) -> str:
     fixed = re.sub(r"(?<=\s)\.\.\.(?=[\s/>])", "", tag)
     if fixed != tag:
         repairs.append("removed literal '...' from a tag")
+    separated = re.sub(r'"\s*,\s*(?=[\w:-]+=)', '" ', fixed)
+    if separated != fixed:
+        repairs.append("dropped commas between attributes")
+        fixed = separated
     quoted = re.sub(r"(\s[\w:-]+)=([^\s\"'>/]+)", r'\1="\2"', fixed)
     if quoted != fixed:
         repairs.append("quoted unquoted attribute values")
     return quoted
+
+
+# a tag, reading quoted attribute values whole: Einsum's equation="ij,jk->ik" holds a '>'
+_TAG = r'<(?!!--)(?:[^<>"]|"[^"<]*")*>'
 
 
 def repair(snippet: str, default_version: str) -> tuple[str, list[str]]:
@@ -103,20 +111,26 @@ def repair(snippet: str, default_version: str) -> tuple[str, list[str]]:
     if text.startswith("<..."):
         text = "<layer" + text[len("<..."):]
         repairs.append("renamed the '<...' opening tag to <layer")
-    text = re.sub(r"<(?!!--)[^<>]*>", lambda m: _repair_tag(m.group(0), repairs), text)
-    doubled = re.sub(r"(<(?!!--)[^<>]*>)>", r"\1", text)
+    opened = re.sub(r"<\s+!?\s*--|<\s*!\s+--|<--", "<!--", text)
+    if opened != text:
+        repairs.append("mended a comment opened as '< --'")
+        text = opened
+    text = re.sub(_TAG, lambda m: _repair_tag(m.group(0), repairs), text)
+    doubled = re.sub(f"({_TAG})>", r"\1", text)
     if doubled != text:
         repairs.append("dropped a stray '>' after a tag")
         text = doubled
-    if re.search(r"<data\b[^<>]*[^/]>(?![^<]*</data>)", text) and "</data>" not in text:
-        text = re.sub(r"(<data\b[^<>]*[^/])>", r"\1/>", text, count=1)
+    data = re.search(r'<data\b(?:[^<>"]|"[^"<]*")*>', text)
+    if data and not data.group(0).endswith("/>") and "</data>" not in text:
+        text = text[:data.end() - 1] + "/>" + text[data.end():]
         repairs.append("closed an unclosed <data> tag")
     merged = re.sub(r"</input>\s*<input>", "", text)
     if merged != text:
         repairs.append("merged the ports of two <input> groups into one")
         text = merged
     text = _renumber_duplicate_ports(text, repairs)
-    head_end = text.index(">") + 1
+    head = re.match(_TAG, text)
+    head_end = head.end() if head else text.index(">") + 1
     head = text[:head_end]
     attrs = dict(re.findall(r'([\w:-]+)="([^"]*)"', head))
     moved = {k: v for k, v in attrs.items() if k not in _LAYER_KEYS}

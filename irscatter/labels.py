@@ -66,6 +66,7 @@ SHARED: dict[str, str] = {
     "region-scalars": "a combiner <body>'s Parameters or Results are not scalars",
     # rules many ops share (ops/common, ops/elementwise/table.py)
     "same-element-type": "inputs that must share one element type do not",
+    "no-string-conversion": "a string tensor converts to no other type, and no other type to string",
     "numeric-type": "the op is not defined for boolean or string tensors",
     "signed-type": "the op takes floats and signed integers only",
     "float-type": "the op takes floating-point types only",
@@ -78,6 +79,9 @@ SHARED: dict[str, str] = {
     "axes-type": "an axes input is not of an integer type",
     "axes-rank": "an axes input is not a scalar or a 1-D tensor",
     "axes-unique": "an axes input names one axis twice",
+    "axes-vector": "an axes input is not a 1-D tensor",
+    "axes-count": "an axes input names more axes than the data has",
+    "channel-shape": "a per-channel input is not a 1-D tensor as long as the data's channel axis",
     "indices-type": "indices are not of an integer type",
     "index-range": "an index lies outside the range the op allows",
     "data-rank": "the data input has a rank the op does not take",
@@ -100,6 +104,7 @@ SHARED: dict[str, str] = {
     "step-type": "a slice's step is not of an integer type",
     "step-rank": "a slice's step is not a 1-D tensor",
     "sizes": "a slice's start, stop, step and axes have different lengths",
+    "scalar-input": "an input the op takes as one value (alpha, beta, lambda) is not a scalar or one element",
 }
 
 # The codes `validate` uses for an error that carries no label of its own: its kind.
