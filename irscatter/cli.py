@@ -82,7 +82,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             arr = np.asarray(value)
             print(f"{name}: {arr.dtype} {list(arr.shape)}\n    {_preview(arr)}")
     if args.expected:
-        results = model_inputs.compare_outputs(outputs, model_inputs.load_npz(args.expected))
+        results = model_inputs.compare_outputs(outputs, model_inputs.load_npz(args.expected),
+                                               rtol=args.rtol, atol=args.atol)
         for c in results:
             print(f"{'ok  ' if c.ok else 'FAIL'} {c.name}: {c.detail}")
         if not all(c.ok for c in results):
@@ -199,6 +200,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--shape", action="append", metavar="NAME=d0,d1,...", help="shape to draw for a dynamic input")
     run.add_argument("--output", metavar="OUT.npz", help="save the outputs instead of printing them")
     run.add_argument("--expected", metavar="FILE.npz", help="compare the outputs with these values")
+    run.add_argument("--rtol", type=float, help="relative tolerance of --expected for floats (default 8 f32 eps)")
+    run.add_argument("--atol", type=float, help="absolute tolerance of --expected for floats (default 8 f32 eps)")
     run.add_argument("--profile", action="store_true", help="print each layer's time, slowest first")
     run.add_argument("--runs", type=int, default=1, metavar="N", help="with --profile: median of N runs (default 1)")
     run.add_argument("--all-layers", action="store_true", help="with --profile: list every layer, not the top 30")

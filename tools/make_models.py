@@ -85,11 +85,72 @@ def paged_kv_cache() -> tuple[ov.Model, dict[str, np.ndarray]]:
     return model, feeds
 
 
+def transformer_block() -> tuple[ov.Model, dict[str, np.ndarray]]:
+    """One pre-norm transformer block as converters emit it: an MVN layer norm, Q/K/V MatMuls,
+    Einsum attention with Softmax-8, an output projection and residual; then a layer norm spelt
+    ReduceMean/Sqrt/Divide, a Gelu MLP and a second residual. x is [batch 2, tokens 8, hidden 16]
+    with 2 heads of 8."""
+    rng = np.random.default_rng(5)
+    b, t, hidden, heads = 2, 8, 16, 2
+    d = hidden // heads
+
+    def weight(*shape):
+        return ops.constant((rng.standard_normal(shape) / np.sqrt(shape[0])).astype(np.float32))
+
+    def i64(*values):
+        return ops.constant(np.array(values, np.int64))
+
+    x = ops.parameter([b, t, hidden], ov.Type.f32, name="x")
+    gamma = ops.constant((1 + 0.1 * rng.standard_normal(hidden)).astype(np.float32))
+    beta = ops.constant((0.1 * rng.standard_normal(hidden)).astype(np.float32))
+    ln1 = ops.add(ops.multiply(ops.mvn(x, i64(-1), True, 1e-5, "inside_sqrt"), gamma), beta)
+
+    def heads_first(y):  # [b, t, hidden] -> [b, heads, t, d]
+        return ops.transpose(ops.reshape(y, i64(b, t, heads, d), False), i64(0, 2, 1, 3))
+
+    q, k, v = (heads_first(ops.add(ops.matmul(ln1, weight(hidden, hidden), False, False), weight(hidden)))
+               for _ in range(3))
+    scores = ops.multiply(ops.einsum([q, k], "bhqd,bhkd->bhqk"), ops.constant(np.float32(1 / np.sqrt(d))))
+    attention = ops.softmax(scores, -1)
+    context = ops.einsum([attention, v], "bhqk,bhkd->bhqd")
+    merged = ops.reshape(ops.transpose(context, i64(0, 2, 1, 3)), i64(b, t, hidden), False)
+    h = ops.add(x, ops.add(ops.matmul(merged, weight(hidden, hidden), False, False), weight(hidden)))
+    mean = ops.reduce_mean(h, i64(-1), True)
+    centred = ops.subtract(h, mean)
+    variance = ops.reduce_mean(ops.multiply(centred, centred), i64(-1), True)
+    ln2 = ops.divide(centred, ops.sqrt(ops.add(variance, ops.constant(np.float32(1e-5)))))
+    up = ops.gelu(ops.add(ops.matmul(ln2, weight(hidden, 4 * hidden), False, False), weight(4 * hidden)), "erf")
+    y = _named(ops.add(h, ops.matmul(up, weight(4 * hidden, hidden), False, False)), "y")
+    model = ov.Model([ops.result(y)], [x], "transformer_block")
+    return model, {"x": rng.standard_normal((b, t, hidden)).astype(np.float32)}
+
+
+def quantized_mlp() -> tuple[ov.Model, dict[str, np.ndarray]]:
+    """FakeQuantize around a MatMul, as post-training quantization leaves it: activations to 256
+    levels with one range, weights to 255 levels with a range per output channel, then a bias
+    and Relu."""
+    rng = np.random.default_rng(6)
+    x = ops.parameter([4, 16], ov.Type.f32, name="x")
+
+    def f32(values):
+        return ops.constant(np.asarray(values, np.float32))
+
+    xq = ops.fake_quantize(x, f32(-2.5), f32(2.5), f32(-2.5), f32(2.5), 256)
+    w = rng.standard_normal((16, 8)).astype(np.float32)
+    limit = np.abs(w).max(axis=0, keepdims=True)
+    wq = ops.fake_quantize(f32(w), f32(-limit), f32(limit), f32(-limit), f32(limit), 255)
+    y = _named(ops.relu(ops.add(ops.matmul(xq, wq, False, False), f32(0.1 * rng.standard_normal(8)))), "y")
+    model = ov.Model([ops.result(y)], [x], "quantized_mlp")
+    return model, {"x": (1.2 * rng.standard_normal((4, 16))).astype(np.float32)}
+
+
 MODELS: dict[str, tuple[Callable[[], tuple[ov.Model, dict[str, np.ndarray]]], str]] = {
     "affine_chain": (affine_chain, "v11"),
     "mixed_types_v10": (mixed_types_v10, "v10"),
     "dynamic_batch": (dynamic_batch, "v11"),
     "paged_kv_cache": (paged_kv_cache, "v11"),
+    "transformer_block": (transformer_block, "v11"),
+    "quantized_mlp": (quantized_mlp, "v11"),
 }
 
 
@@ -113,8 +174,11 @@ def expected_outputs(model: ov.Model, xml: Path, feeds: dict[str, np.ndarray]) -
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="models", type=Path)
+    parser.add_argument("names", nargs="*", help="the models to write (default: all)")
     args = parser.parse_args()
     for name, (build, version) in MODELS.items():
+        if args.names and name not in args.names:
+            continue
         folder = args.out / name
         folder.mkdir(parents=True, exist_ok=True)
         model, feeds = build()

@@ -92,7 +92,10 @@ def tolerance_for(dtype: np.dtype) -> tuple[float, float]:
     return 8 * eps, 8 * eps
 
 
-def compare_outputs(actual: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray]) -> list[Comparison]:
+def compare_outputs(actual: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray], *,
+                    rtol: float | None = None, atol: float | None = None) -> list[Comparison]:
+    """Each expected output against the actual one: exact for integers and booleans, else within
+    `rtol`/`atol` (by default 8 f32 epsilons each, or 1e-3 for 16-bit floats)."""
     out = []
     for name, want in expected.items():
         got = actual.get(name)
@@ -102,14 +105,16 @@ def compare_outputs(actual: Mapping[str, np.ndarray], expected: Mapping[str, np.
         if got.shape != want.shape:
             out.append(Comparison(name, False, f"shape {list(got.shape)} != expected {list(want.shape)}"))
             continue
-        rtol, atol = tolerance_for(np.dtype(want.dtype))
-        if rtol == 0 and atol == 0:
+        default_rtol, default_atol = tolerance_for(np.dtype(want.dtype))
+        r = default_rtol if rtol is None or default_rtol == 0 else rtol
+        a = default_atol if atol is None or default_atol == 0 else atol
+        if r == 0 and a == 0:
             diff = np.asarray(got != want)
             ok = not diff.any()
             detail = "exact" if ok else f"{int(diff.sum())} of {diff.size} elements differ"
         else:
             g, w = got.astype(np.float64), want.astype(np.float64)
-            close = np.isclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
+            close = np.isclose(g, w, rtol=r, atol=a, equal_nan=True)
             ok = bool(close.all())
             err = float(np.nanmax(np.abs(g - w))) if g.size else 0.0
             detail = f"max abs diff {err:.3g}" + ("" if ok else f", {int((~close).sum())} elements outside tolerance")
