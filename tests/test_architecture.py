@@ -139,3 +139,14 @@ def test_the_op_families_are_listed_in_the_package():
         modules = {p.stem for p in (ops_dir / family).glob("*.py")} - {"__init__", "core", "table"}
         text = (ops_dir / family / "__init__.py").read_text()
         assert all(re.search(rf"^\s+{m},$", text, re.M) for m in modules), (family, modules)
+
+
+def test_the_readme_lists_every_op():
+    from irscatter.ops import registry
+
+    readme = (PACKAGE.parent / "README.md").read_text()
+    table = readme[readme.index("## Supported ops"):readme.index("## Custom ops")]
+    missing = [cls.label() for cls in registry.supported() if not re.search(rf"\b{cls.label()}\b", table)]
+    assert missing == []
+    count = len({cls.type_name for cls in registry.supported() if cls.domain == "opset"})
+    assert f"That is {count} of the 209 op types" in table
