@@ -3,18 +3,15 @@ inputs that hold one value (Selu's alpha and lambda, HardSigmoid's alpha and bet
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
 from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import Op, TensorInfo, check
-from irscatter.ops.common.types import arithmetic_float
-
-
-def check_float(op: Op, etype: ElementType, port_name: str) -> None:
-    check(etype is ElementType.dynamic or arithmetic_float(etype), "float-type",
-          f"{op.type_name} is not defined for {etype} tensors (it takes a floating-point type)",
-          port=op.port(port_name))
+from irscatter.ops.common.numeric import compute_dtype, from_compute
+from irscatter.ops.common.types import check_float, same_element_type
 
 
 def check_one_value(op: Op, info: TensorInfo, name: str, *, max_rank: int) -> None:
@@ -33,3 +30,34 @@ def one_value(op: Op, array: np.ndarray, name: str, *, max_rank: int) -> np.ndar
         raise ExecutionError(f"{name} must hold one value, found shape {list(array.shape)}", port=op.port(name),
                              label="scalar-input")
     return array.reshape(())
+
+
+class ParameterizedActivation(Op):
+    """An activation of `data` with two one-value parameter inputs of data's float type (Selu's
+    alpha and lambda, HardSigmoid's alpha and beta): the checks they share, and the kernel
+    `formula(x, p, q)` run in the compute dtype and rounded once."""
+
+    parameter_rank: ClassVar[int]  # the highest rank a parameter may have (one element in any case)
+
+    def infer(self, data: TensorInfo, first: TensorInfo, second: TensorInfo) -> TensorInfo:
+        etype = data.etype
+        for name, info in zip(self.inputs[1:], (first, second)):
+            etype = same_element_type(TensorInfo(etype, data.shape), info,
+                                      f"data and {name} must have the same element type", "same-element-type",
+                                      self.port(name))
+        check_float(self, etype, "data")
+        for name, info in zip(self.inputs[1:], (first, second)):
+            check_one_value(self, info, name, max_rank=self.parameter_rank)
+        return TensorInfo(etype, data.shape)
+
+    def compute(self, data: np.ndarray, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+        etype = ElementType.from_dtype(data.dtype)
+        x = np.asarray(data, dtype=compute_dtype(etype))
+        p, q = (one_value(self, v, name, max_rank=self.parameter_rank).astype(x.dtype)
+                for name, v in zip(self.inputs[1:], (first, second)))
+        with np.errstate(all="ignore"):
+            out = self.formula(x, p, q)
+        return from_compute(np.asarray(out, dtype=x.dtype), etype)
+
+    def formula(self, x: np.ndarray, p: np.ndarray, q: np.ndarray) -> np.ndarray:
+        raise NotImplementedError

@@ -13,29 +13,16 @@ from __future__ import annotations
 import numpy as np
 
 from irscatter.ir.element_types import ElementType
-from irscatter.ops.activation.core import check_float
-from irscatter.ops.activation.softmax import shifted
-from irscatter.ops.base import Op, OpAttrs, TensorInfo
-from irscatter.ops.common.axes import normalized_axis
+from irscatter.ops.activation.softmax import AlongAxis, shifted
+from irscatter.ops.base import OpAttrs
 from irscatter.ops.common.numeric import from_compute
 from irscatter.ops.registry import register
 
 
 @register("LogSoftmax", 5)
-class LogSoftmax(Op):
+class LogSoftmax(AlongAxis):
     class Attrs(OpAttrs):
         axis: int = 1
-
-    inputs = ("data",)
-
-    def axis(self, rank: int, *, at_runtime: bool = False) -> int:
-        return normalized_axis(self.attrs.axis, rank, port=self.port("axis"), at_runtime=at_runtime)
-
-    def infer(self, data: TensorInfo) -> TensorInfo:
-        check_float(self, data.etype, "data")
-        if data.shape.rank_is_static:
-            self.axis(data.shape.rank)
-        return TensorInfo(data.etype, data.shape)
 
     def compute(self, data: np.ndarray) -> np.ndarray:
         axis = self.axis(data.ndim, at_runtime=True)

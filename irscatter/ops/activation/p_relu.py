@@ -18,10 +18,9 @@ from irscatter.errors import ExecutionError
 from irscatter.ir.broadcast import BroadcastError, broadcast_numpy
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import PartialShape
-from irscatter.ops.activation.core import check_float
 from irscatter.ops.base import Op, TensorInfo, check
 from irscatter.ops.common.numeric import compute_dtype, from_compute
-from irscatter.ops.common.types import same_element_type
+from irscatter.ops.common.types import check_float, same_element_type
 from irscatter.ops.registry import register
 
 

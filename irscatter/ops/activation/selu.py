@@ -11,36 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from irscatter.ir.element_types import ElementType
-from irscatter.ops.activation.core import check_float, check_one_value, one_value
-from irscatter.ops.base import Op, TensorInfo
-from irscatter.ops.common.numeric import compute_dtype, from_compute
-from irscatter.ops.common.types import same_element_type
+from irscatter.ops.activation.core import ParameterizedActivation
 from irscatter.ops.registry import register
 
 
 @register("Selu", 1)
-class Selu(Op):
+class Selu(ParameterizedActivation):
     inputs = ("data", "alpha", "lambda")
+    parameter_rank = 1
 
-    def infer(self, data: TensorInfo, alpha: TensorInfo, lambda_: TensorInfo) -> TensorInfo:
-        etype = same_element_type(data, alpha, "data and alpha must have the same element type",
-                                  "same-element-type", self.port("alpha"))
-        etype = same_element_type(TensorInfo(etype, data.shape), lambda_,
-                                  "data and lambda must have the same element type", "same-element-type",
-                                  self.port("lambda"))
-        check_float(self, etype, "data")
-        check_one_value(self, alpha, "alpha", max_rank=1)
-        check_one_value(self, lambda_, "lambda", max_rank=1)
-        return TensorInfo(etype, data.shape)
-
-    def compute(self, data: np.ndarray, alpha: np.ndarray, lambda_: np.ndarray) -> np.ndarray:
-        etype = ElementType.from_dtype(data.dtype)
-        x = np.asarray(data, dtype=compute_dtype(etype))
-        a = one_value(self, alpha, "alpha", max_rank=1).astype(x.dtype)
-        scale = one_value(self, lambda_, "lambda", max_rank=1).astype(x.dtype)
-        with np.errstate(all="ignore"):
-            out = scale * np.where(x > 0, x, a * np.expm1(x))
-        return from_compute(np.asarray(out, dtype=x.dtype), etype)
-
-
+    def formula(self, x: np.ndarray, alpha: np.ndarray, scale: np.ndarray) -> np.ndarray:
+        return scale * np.where(x > 0, x, alpha * np.expm1(x))

@@ -21,10 +21,10 @@ import numpy as np
 from pydantic import Field
 
 from irscatter.ir.element_types import ElementType
-from irscatter.ops.activation.core import check_float
 from irscatter.ops.base import Op, OpAttrs, TensorInfo
 from irscatter.ops.common.axes import normalized_axis
 from irscatter.ops.common.numeric import compute_dtype, from_compute
+from irscatter.ops.common.types import check_float
 from irscatter.ops.registry import register
 
 
@@ -45,10 +45,8 @@ def softmax(data: np.ndarray, axis: int) -> np.ndarray:
     return from_compute(out, etype)
 
 
-@register("Softmax", 1)
-class Softmax(Op):
-    class Attrs(OpAttrs):
-        axis: Annotated[int, Field(ge=0)] = 1
+class AlongAxis(Op):
+    """What Softmax and LogSoftmax share: a float `data` normalized along the attribute `axis`."""
 
     inputs = ("data",)
 
@@ -60,6 +58,12 @@ class Softmax(Op):
         if data.shape.rank_is_static:
             self.axis(data.shape.rank)
         return TensorInfo(data.etype, data.shape)
+
+
+@register("Softmax", 1)
+class Softmax(AlongAxis):
+    class Attrs(OpAttrs):
+        axis: Annotated[int, Field(ge=0)] = 1
 
     def compute(self, data: np.ndarray) -> np.ndarray:
         return softmax(data, self.axis(data.ndim, at_runtime=True))

@@ -11,10 +11,10 @@ import numpy as np
 
 from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
-from irscatter.ops.activation.core import check_float, check_one_value, one_value
+from irscatter.ops.activation.core import check_one_value, one_value
 from irscatter.ops.base import Op, TensorInfo, check
 from irscatter.ops.common.numeric import compute_dtype, from_compute
-from irscatter.ops.common.types import same_element_type
+from irscatter.ops.common.types import check_float, same_element_type
 from irscatter.ops.registry import register
 
 

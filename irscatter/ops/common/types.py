@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
-from irscatter.ops.base import TensorInfo, check
+from irscatter.ops.base import Op, TensorInfo, check
 
 
 def same_element_type(a: TensorInfo, b: TensorInfo, what: str, label: str, port: str) -> ElementType:
@@ -31,3 +31,10 @@ def require_shape(actual: tuple[int, ...], expected: tuple[int, ...], what: str,
 def arithmetic_float(t: ElementType) -> bool:
     """A float type values are computed in: not the packed codes (nf4, f4e2m1) or the scale type f8e8m0."""
     return t.is_float and not t.is_packed and t is not ElementType.f8e8m0
+
+
+def check_float(op: Op, etype: ElementType, port_name: str = "data") -> None:
+    """The ops defined on floating-point types only: refuse any other type, naming the port."""
+    check(etype is ElementType.dynamic or arithmetic_float(etype), "float-type",
+          f"{op.type_name} is not defined for {etype} tensors (it takes a floating-point type)",
+          port=op.port(port_name))

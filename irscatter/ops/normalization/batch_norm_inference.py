@@ -19,10 +19,10 @@ from __future__ import annotations
 import numpy as np
 
 from irscatter.ir.element_types import ElementType
-from irscatter.ir.shapes import Dimension
 from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.common.types import arithmetic_float, same_element_type
+from irscatter.ops.normalization.core import channels_of
 from irscatter.ops.registry import register
 
 CHANNEL_INPUTS = ("gamma", "beta", "mean", "variance")
@@ -59,18 +59,7 @@ class BatchNormInference(Op):
         check(arithmetic_float(etype) or etype is ElementType.dynamic, "float-type",
               f"BatchNormInference is not defined for {etype} tensors (it takes floating-point types)",
               port=self.port("data"))
-        channels = Dimension.dynamic()
-        if data.shape.rank_is_static:
-            check(data.shape.rank >= 2, "data-rank", f"the data must have rank 2 or more, found {data.shape}",
-                  port=self.port("data"))
-            channels = data.shape[1]
-        for name in CHANNEL_INPUTS:
-            shape = named[name].shape
-            if shape.rank_is_static:
-                check(shape.rank == 1 and shape[0].compatible(channels), "channel-shape",
-                      f"{name} must be a 1-D tensor as long as the data's channel axis ({channels}), found {shape}",
-                      port=self.port(name))
-                channels = shape[0] if channels.is_dynamic else channels
+        channels = channels_of(self, data, {name: named[name] for name in CHANNEL_INPUTS})
         check(not channels.is_static or int(channels) >= 1, "channel-count",
               "the data must have at least one channel", port=self.port("data"))
         return TensorInfo(etype, data.shape)

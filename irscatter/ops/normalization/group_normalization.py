@@ -19,10 +19,10 @@ import math
 import numpy as np
 
 from irscatter.ir.element_types import ElementType
-from irscatter.ir.shapes import Dimension
 from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.common.types import arithmetic_float, same_element_type
+from irscatter.ops.normalization.core import channels_of
 from irscatter.ops.registry import register
 
 
@@ -52,17 +52,7 @@ class GroupNormalization(Op):
         check(arithmetic_float(etype) or etype is ElementType.dynamic, "float-type",
               f"GroupNormalization is not defined for {etype} tensors (it takes floating-point types)",
               port=self.port("data"))
-        channels = Dimension.dynamic()
-        if data.shape.rank_is_static:
-            check(data.shape.rank >= 2, "data-rank", f"the data must have rank 2 or more, found {data.shape}",
-                  port=self.port("data"))
-            channels = data.shape[1]
-        for name, info in (("scale", scale), ("bias", bias)):
-            if info.shape.rank_is_static:
-                check(info.shape.rank == 1 and info.shape[0].compatible(channels), "channel-shape",
-                      f"{name} must be a 1-D tensor as long as the data's channel axis ({channels}), "
-                      f"found {info.shape}", port=self.port(name))
-                channels = info.shape[0] if channels.is_dynamic else channels
+        channels = channels_of(self, data, {"scale": scale, "bias": bias})
         if channels.is_static:
             c, g = int(channels), self.attrs.num_groups
             check(g <= c, "group-count", f"num_groups {g} exceeds the {c} channels", port=self.port("num_groups"))

@@ -25,6 +25,7 @@ from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common.axes import int_values, normalized_axis
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.common.types import arithmetic_float, check_integral
+from irscatter.ops.normalization.core import check_axes_vector
 from irscatter.ops.registry import register
 
 
@@ -71,11 +72,7 @@ class LRN(Op):
               f"LRN is not defined for {data.etype} tensors (it takes floating-point types)", port=self.port("data"))
         port = self.port("axes")
         check_integral(axes, "axes", port, "axes-type")
-        if axes.shape.rank_is_static:
-            check(axes.shape.rank == 1, "axes-vector", f"axes must be a 1-D tensor, found {axes.shape}", port=port)
-            if data.shape.rank_is_static and axes.shape[0].is_static:
-                check(int(axes.shape[0]) <= data.shape.rank, "axes-count",
-                      f"{int(axes.shape[0])} axes for data of rank {data.shape.rank}", port=port)
+        check_axes_vector(self, data, axes)
         if axes.value is not None and data.shape.rank_is_static:
             self._axes(int_values(axes.value), data.shape.rank)
         return TensorInfo(data.etype, data.shape)

@@ -30,15 +30,11 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import IntList, IRBool, Lower, Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common.axes import int_values, normalize_axes, normalized_axis
 from irscatter.ops.common.numeric import compute_dtype, from_compute
-from irscatter.ops.common.types import arithmetic_float
+from irscatter.ops.common.types import check_float
+from irscatter.ops.normalization.core import check_axes_vector
 from irscatter.ops.registry import register
 
 AXES_TYPES = (ElementType.i32, ElementType.i64, ElementType.dynamic)
-
-
-def check_float(op: Op, etype: ElementType) -> None:
-    check(arithmetic_float(etype) or etype is ElementType.dynamic, "float-type",
-          f"{op.type_name} is not defined for {etype} tensors (it takes floating-point types)", port=op.port("data"))
 
 
 def _mean(values: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
@@ -116,11 +112,7 @@ class MVN6(Op):
         check_float(self, data.etype)
         port = self.port("axes")
         check(axes.etype in AXES_TYPES, "axes-type", f"axes must be i32 or i64, found {axes.etype}", port=port)
-        if axes.shape.rank_is_static:
-            check(axes.shape.rank == 1, "axes-vector", f"axes must be a 1-D tensor, found {axes.shape}", port=port)
-            if data.shape.rank_is_static and axes.shape[0].is_static:
-                check(int(axes.shape[0]) <= data.shape.rank, "axes-count",
-                      f"{int(axes.shape[0])} axes for data of rank {data.shape.rank}", port=port)
+        check_axes_vector(self, data, axes)
         if axes.value is not None and data.shape.rank_is_static:
             self._axes(int_values(axes.value), data.shape.rank)
         return TensorInfo(data.etype, data.shape)

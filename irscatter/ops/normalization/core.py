@@ -1,0 +1,35 @@
+"""Checks the normalization ops share: a 1-D axes input, and per-channel parameter inputs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from irscatter.ir.shapes import Dimension
+from irscatter.ops.base import Op, TensorInfo, check
+
+
+def check_axes_vector(op: Op, data: TensorInfo, axes: TensorInfo) -> None:
+    """`axes` is 1-D and names no more axes than `data` has (its type is each op's own rule)."""
+    port = op.port("axes")
+    if axes.shape.rank_is_static:
+        check(axes.shape.rank == 1, "axes-vector", f"axes must be a 1-D tensor, found {axes.shape}", port=port)
+        if data.shape.rank_is_static and axes.shape[0].is_static:
+            check(int(axes.shape[0]) <= data.shape.rank, "axes-count",
+                  f"{int(axes.shape[0])} axes for data of rank {data.shape.rank}", port=port)
+
+
+def channels_of(op: Op, data: TensorInfo, parameters: Mapping[str, TensorInfo]) -> Dimension:
+    """The channel count (axis 1 of `data`, rank 2 or more) that every 1-D parameter input
+    (scale, bias, mean, variance) must match; a dynamic one is learnt from the parameters."""
+    channels = Dimension.dynamic()
+    if data.shape.rank_is_static:
+        check(data.shape.rank >= 2, "data-rank", f"the data must have rank 2 or more, found {data.shape}",
+              port=op.port("data"))
+        channels = data.shape[1]
+    for name, info in parameters.items():
+        if info.shape.rank_is_static:
+            check(info.shape.rank == 1 and info.shape[0].compatible(channels), "channel-shape",
+                  f"{name} must be a 1-D tensor as long as the data's channel axis ({channels}), "
+                  f"found {info.shape}", port=op.port(name))
+            channels = info.shape[0] if channels.is_dynamic else channels
+    return channels
