@@ -138,3 +138,22 @@ CASES = _cases()
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_reduction(case):
     harness.check(case, CASES)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+@pytest.mark.parametrize("op", ["ReduceMean", "ReduceL2", "ReduceSum"])
+def test_reductions_of_large_values_do_not_overflow_on_the_way(op, dtype):
+    """Partial sums and squares of large f16 values pass f16's maximum (65504) though the mean, the
+    norm and the sum themselves do not: the work runs in f32 and rounds once."""
+    from harness import run_irscatter
+
+    row = [6e4, 6e4, -6e4, -6e4] if op == "ReduceSum" else [6e4, 5e4, 6e4, 5e4] if op == "ReduceMean" else [1e4] * 4
+    x = np.tile(np.array(row, dtype), 16).reshape(4, 16)
+    case = Case(f"{op}-large-{np.dtype(dtype)}", op, "opset4" if op == "ReduceL2" else "opset1",
+                [Input("data", x), Input("axes", np.array([1], np.int64), const=True)], attrs={"keep_dims": False})
+    (got,) = run_irscatter(case)
+    wide = x.astype(np.float64)
+    want = {"ReduceMean": wide.mean(axis=1), "ReduceSum": wide.sum(axis=1),
+            "ReduceL2": np.sqrt((wide * wide).sum(axis=1))}[op].astype(dtype)
+    assert np.isfinite(got).all()
+    np.testing.assert_array_equal(got, want)
