@@ -248,6 +248,13 @@ def ulp(magnitude: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return np.maximum(np.ldexp(float(info.eps), exponent - 1), float(info.smallest_subnormal))
 
 
+def openvino_ulps(case: Case) -> float:
+    """The CPU plugin's vector code for transcendental functions differs by an ulp or two from
+    one instruction set to another (AVX2, AVX-512), so a case that is not exact allows twice its
+    ulps plus two against OpenVINO; against the oracle it is held to its own `ulps`."""
+    return case.ulps * 2 + 2 if case.ulps or case.atol else 0
+
+
 def check(case: Case, batch: Sequence[Case] = ()) -> None:
     """Run one case: refused with its label, or equal to OpenVINO and to its oracle."""
     if case.error is not None:
@@ -263,7 +270,7 @@ def check(case: Case, batch: Sequence[Case] = ()) -> None:
         want = run_openvino(case, batch or [case])
         assert len(got) == len(want)
         for k, (g, w) in enumerate(zip(got, want)):
-            assert_close(g, w, ulps=case.ulps, atol=case.atol, what=f"output {k} against OpenVINO")
+            assert_close(g, w, ulps=openvino_ulps(case), atol=case.atol, what=f"output {k} against OpenVINO")
     else:
         assert case.why, f"{case.id}: say why OpenVINO is not the judge"
     if case.oracle is not None:
