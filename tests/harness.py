@@ -318,3 +318,9 @@ def shapes(rng: np.random.Generator, *, ranks: Sequence[int] = (0, 1, 2, 3, 4, 5
             shape[int(rng.integers(0, r))] = 0
             out.append(tuple(int(d) for d in shape))
     return out
+
+
+def random_axes(rng: np.random.Generator, rank: int, *, negative: float = 0.3) -> list[int]:
+    """One to `rank` distinct axes in random order, each written negatively with chance `negative`."""
+    axes = [int(a) for a in rng.choice(rank, int(rng.integers(1, rank + 1)), replace=False)]
+    return [a - rank if rng.random() < negative else a for a in axes]

@@ -83,6 +83,27 @@ def test_the_tables_match_the_installed_openvino():
         == Path(opset_tables.__file__).with_name("opset_tables.json").read_text()
 
 
+@pytest.mark.parametrize("missing", ["infer", "compute"])
+def test_a_custom_op_without_inference_or_kernel_is_refused_clearly(tmp_path, missing):
+    from irscatter.ops.base import TensorInfo
+
+    methods = {"inputs": ("data",), "infer": lambda self, data: TensorInfo(data.etype, data.shape),
+               "compute": lambda self, data: data.copy()}
+    del methods[missing]
+    registry.register("Half", 1, domain="partial")(type("Half", (Op,), methods))
+    try:
+        layers = [param(0, "x", [3]),
+                  layer(1, "h", "Half", "partial1", inputs=[port(0, "FP32", [3])], outputs=[port(1, "FP32", [3])]),
+                  result(2, "r", [3])]
+        model = irscatter.read_model(write(tmp_path, net(layers, [(0, 0, 1, 0), (1, 1, 2, 0)])))
+        error = irscatter.ValidationError if missing == "infer" else irscatter.ExecutionError
+        with pytest.raises(error, match=f"Half-1 was registered without .*{missing}") as caught:
+            model.run({"x": np.zeros(3, np.float32)})
+        assert caught.value.label == "no-kernel" and caught.value.layer.name == "h"
+    finally:
+        registry.unregister("Half", 1, domain="partial")
+
+
 def test_a_custom_op_registers_from_user_code(tmp_path):
     """Register a kernel for a new type in a domain of one's own, and run a model that uses it."""
     from typing import Annotated, Literal

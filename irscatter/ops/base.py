@@ -30,7 +30,7 @@ import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 from pydantic import ValidationError as PydanticValidationError
 
-from irscatter.errors import ValidationError
+from irscatter.errors import ExecutionError, ValidationError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Body, Layer
 from irscatter.ir.shapes import PartialShape
@@ -205,11 +205,15 @@ class Op:
             check(False, "output-count",
                   f"has {self.outputs} output{'s' if self.outputs != 1 else ''}, the layer declares {n_outputs}")
 
+    # Every op irscatter registers overrides both. A custom op registered from user code without
+    # one of them is refused with a clear error rather than a traceback.
     def infer(self, *inputs: TensorInfo) -> TensorInfo | tuple[TensorInfo, ...]:
-        raise NotImplementedError(f"{self.label()} has no shape inference")
+        raise ValidationError(f"{self.label()} was registered without shape inference (an infer method)",
+                              label="no-kernel")
 
     def compute(self, *inputs: np.ndarray) -> np.ndarray | tuple[np.ndarray, ...]:
-        raise NotImplementedError(f"{self.label()} has no kernel")
+        raise ExecutionError(f"{self.label()} was registered without a kernel (a compute method)",
+                             label="no-kernel")
 
 
 def _describe_attr_errors(e: PydanticValidationError, raw: dict[str, str]) -> str:

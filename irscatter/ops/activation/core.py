@@ -3,6 +3,7 @@ inputs that hold one value (Selu's alpha and lambda, HardSigmoid's alpha and bet
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 import numpy as np
@@ -38,6 +39,7 @@ class ParameterizedActivation(Op):
     `formula(x, p, q)` run in the compute dtype and rounded once."""
 
     parameter_rank: ClassVar[int]  # the highest rank a parameter may have (one element in any case)
+    formula: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]  # each subclass's method
 
     def infer(self, data: TensorInfo, first: TensorInfo, second: TensorInfo) -> TensorInfo:
         etype = data.etype
@@ -58,6 +60,3 @@ class ParameterizedActivation(Op):
         with np.errstate(all="ignore"):
             out = self.formula(x, p, q)
         return from_compute(np.asarray(out, dtype=x.dtype), etype)
-
-    def formula(self, x: np.ndarray, p: np.ndarray, q: np.ndarray) -> np.ndarray:
-        raise NotImplementedError

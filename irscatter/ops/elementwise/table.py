@@ -54,19 +54,12 @@ class TableOp(Op):
     """The part every table-declared op shares: the type check and the kernel call."""
 
     row: ClassVar[Row]
+    kernel_attrs: ClassVar[tuple[str, ...]] = ()  # the attributes the row's schema adds to the base's
     elementwise = True
 
     def __init__(self, layer: Any) -> None:
         super().__init__(layer)
-        extra = set(type(self).Attrs.model_fields) - set(self.base_attrs().model_fields)
-        self.kernel_args = {name: getattr(self.attrs, name) for name in sorted(extra)}
-
-    @classmethod
-    def base_attrs(cls) -> type[OpAttrs]:
-        for klass in cls.__mro__[1:]:
-            if "Attrs" in klass.__dict__:
-                return klass.__dict__["Attrs"]
-        return OpAttrs
+        self.kernel_args = {name: getattr(self.attrs, name) for name in self.kernel_attrs}
 
     def accept(self, etype: ElementType, port: str) -> ElementType:
         accepted, label, what = ACCEPTS[self.row.accepts]
@@ -86,6 +79,7 @@ def declare(base: type[TableOp], rows: tuple[Row, ...]) -> dict[str, type[Op]]:
         namespace: dict[str, Any] = {"row": row, "__module__": module, "__doc__": row.doc or None}
         if row.attrs is not None:
             namespace["Attrs"] = row.attrs
+            namespace["kernel_attrs"] = tuple(sorted(set(row.attrs.model_fields) - set(base.Attrs.model_fields)))
         name = row.type_name if row.version == 1 or row.type_name not in made else f"{row.type_name}{row.version}"
         made[name] = register(row.type_name, row.version)(type(name, (base,), namespace))
     return made

@@ -23,7 +23,7 @@ import numpy as np
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common.numeric import from_compute
-from irscatter.ops.common.types import arithmetic_float
+from irscatter.ops.common.types import check_float
 from irscatter.ops.registry import register
 
 
@@ -77,8 +77,7 @@ class Inverse(Op):
 
     def infer(self, data: TensorInfo) -> TensorInfo:
         port = self.port("input")
-        check(data.etype is ElementType.dynamic or arithmetic_float(data.etype), "float-type",
-              f"Inverse takes floating-point tensors, found {data.etype}", port=port)
+        check_float(self, data.etype, "input")
         if data.shape.rank_is_static:
             check(data.shape.rank >= 2, "inverse-rank", f"the input must have rank 2 or more, found {data.shape}",
                   port=port)

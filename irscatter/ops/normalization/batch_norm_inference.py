@@ -21,7 +21,7 @@ import numpy as np
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common.numeric import compute_dtype, from_compute
-from irscatter.ops.common.types import arithmetic_float, same_element_type
+from irscatter.ops.common.types import check_float, same_element_type
 from irscatter.ops.normalization.core import channels_of
 from irscatter.ops.registry import register
 
@@ -56,9 +56,7 @@ class BatchNormInference(Op):
             etype = same_element_type(TensorInfo(etype, data.shape), named[name],
                                       f"{name} must have the data's element type", "same-element-type",
                                       self.port(name))
-        check(arithmetic_float(etype) or etype is ElementType.dynamic, "float-type",
-              f"BatchNormInference is not defined for {etype} tensors (it takes floating-point types)",
-              port=self.port("data"))
+        check_float(self, etype, "data")
         channels = channels_of(self, data, {name: named[name] for name in CHANNEL_INPUTS})
         check(not channels.is_static or int(channels) >= 1, "channel-count",
               "the data must have at least one channel", port=self.port("data"))

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from irscatter.ir.shapes import Dimension
 from irscatter.ops.base import Op, TensorInfo, check
+from irscatter.ops.common.axes import int_values, normalized_axis
 
 
 def check_axes_vector(op: Op, data: TensorInfo, axes: TensorInfo) -> None:
@@ -33,3 +34,17 @@ def channels_of(op: Op, data: TensorInfo, parameters: Mapping[str, TensorInfo]) 
                   f"found {info.shape}", port=op.port(name))
             channels = info.shape[0] if channels.is_dynamic else channels
     return channels
+
+
+def distinct_axes(op: Op, values: list[int], rank: int, *, at_runtime: bool = False) -> tuple[int, ...]:
+    """The axes named by an axes input, normalized, each once and in order (naming one twice is
+    allowed), or an error naming the first out of range."""
+    port = op.port("axes")
+    return tuple(sorted({normalized_axis(a, rank, port=port, at_runtime=at_runtime) for a in values}))
+
+
+def check_known_axes(op: Op, data: TensorInfo, axes: TensorInfo) -> None:
+    """`axes` is 1-D, names no more axes than `data` has, and (when known) only axes it has."""
+    check_axes_vector(op, data, axes)
+    if axes.value is not None and data.shape.rank_is_static:
+        distinct_axes(op, int_values(axes.value), data.shape.rank)

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
-from irscatter.ops.common.types import arithmetic_float
+from irscatter.ops.common.types import check_float
 from irscatter.ops.normalization.normalize_l2 import l2_normalize
 from irscatter.ops.registry import register
 
@@ -24,8 +23,7 @@ class GRN(Op):
     inputs = ("data",)
 
     def infer(self, data: TensorInfo) -> TensorInfo:
-        check(arithmetic_float(data.etype) or data.etype is ElementType.dynamic, "float-type",
-              f"GRN is not defined for {data.etype} tensors (it takes floating-point types)", port=self.port("data"))
+        check_float(self, data.etype, "data")
         if data.shape.rank_is_static:
             check(2 <= data.shape.rank <= 4, "data-rank", f"the data must have rank 2, 3 or 4, found {data.shape}",
                   port=self.port("data"))

@@ -21,7 +21,7 @@ import numpy as np
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common.numeric import compute_dtype, from_compute
-from irscatter.ops.common.types import arithmetic_float, same_element_type
+from irscatter.ops.common.types import check_float, same_element_type
 from irscatter.ops.normalization.core import channels_of
 from irscatter.ops.registry import register
 
@@ -49,9 +49,7 @@ class GroupNormalization(Op):
                                   self.port("scale"))
         etype = same_element_type(TensorInfo(etype, data.shape), bias, "bias must have the data's element type",
                                   "same-element-type", self.port("bias"))
-        check(arithmetic_float(etype) or etype is ElementType.dynamic, "float-type",
-              f"GroupNormalization is not defined for {etype} tensors (it takes floating-point types)",
-              port=self.port("data"))
+        check_float(self, etype, "data")
         channels = channels_of(self, data, {"scale": scale, "bias": bias})
         if channels.is_static:
             c, g = int(channels), self.attrs.num_groups

@@ -22,10 +22,10 @@ import numpy as np
 
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
-from irscatter.ops.common.axes import int_values, normalized_axis
+from irscatter.ops.common.axes import int_values
 from irscatter.ops.common.numeric import compute_dtype, from_compute
-from irscatter.ops.common.types import arithmetic_float, check_integral
-from irscatter.ops.normalization.core import check_axes_vector
+from irscatter.ops.common.types import check_float, check_integral
+from irscatter.ops.normalization.core import check_known_axes, distinct_axes
 from irscatter.ops.registry import register
 
 
@@ -63,22 +63,15 @@ class LRN(Op):
         check(self.attrs.size >= 1, "lrn-size", f"size must be a positive integer, found {self.attrs.size}",
               port=self.port("size"))
 
-    def _axes(self, values: list[int], rank: int, at_runtime: bool = False) -> tuple[int, ...]:
-        return tuple(sorted({normalized_axis(a, rank, port=self.port("axes"), at_runtime=at_runtime)
-                             for a in values}))
-
     def infer(self, data: TensorInfo, axes: TensorInfo) -> TensorInfo:
-        check(arithmetic_float(data.etype) or data.etype is ElementType.dynamic, "float-type",
-              f"LRN is not defined for {data.etype} tensors (it takes floating-point types)", port=self.port("data"))
+        check_float(self, data.etype, "data")
         port = self.port("axes")
         check_integral(axes, "axes", port, "axes-type")
-        check_axes_vector(self, data, axes)
-        if axes.value is not None and data.shape.rank_is_static:
-            self._axes(int_values(axes.value), data.shape.rank)
+        check_known_axes(self, data, axes)
         return TensorInfo(data.etype, data.shape)
 
     def compute(self, data: np.ndarray, axes: np.ndarray) -> np.ndarray:
-        reduced = self._axes(int_values(axes), data.ndim, at_runtime=True)
+        reduced = distinct_axes(self, int_values(axes), data.ndim, at_runtime=True)
         etype = ElementType.from_dtype(data.dtype)
         work = data.astype(compute_dtype(etype), copy=False)
         t = work.dtype.type

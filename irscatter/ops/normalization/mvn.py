@@ -28,10 +28,10 @@ import numpy as np
 
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import IntList, IRBool, Lower, Op, OpAttrs, TensorInfo, check
-from irscatter.ops.common.axes import int_values, normalize_axes, normalized_axis
+from irscatter.ops.common.axes import int_values, normalize_axes
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.common.types import check_float
-from irscatter.ops.normalization.core import check_axes_vector
+from irscatter.ops.normalization.core import check_known_axes, distinct_axes
 from irscatter.ops.registry import register
 
 AXES_TYPES = (ElementType.i32, ElementType.i64, ElementType.dynamic)
@@ -104,20 +104,14 @@ class MVN6(Op):
 
     inputs = ("data", "axes")
 
-    def _axes(self, values: list[int], rank: int, at_runtime: bool = False) -> tuple[int, ...]:
-        port = self.port("axes")
-        return tuple(sorted({normalized_axis(a, rank, port=port, at_runtime=at_runtime) for a in values}))
-
     def infer(self, data: TensorInfo, axes: TensorInfo) -> TensorInfo:
         check_float(self, data.etype)
         port = self.port("axes")
         check(axes.etype in AXES_TYPES, "axes-type", f"axes must be i32 or i64, found {axes.etype}", port=port)
-        check_axes_vector(self, data, axes)
-        if axes.value is not None and data.shape.rank_is_static:
-            self._axes(int_values(axes.value), data.shape.rank)
+        check_known_axes(self, data, axes)
         return TensorInfo(data.etype, data.shape)
 
     def compute(self, data: np.ndarray, axes: np.ndarray) -> np.ndarray:
-        reduced = self._axes(int_values(axes), data.ndim, at_runtime=True)
+        reduced = distinct_axes(self, int_values(axes), data.ndim, at_runtime=True)
         return mean_variance_normalize(data, reduced, self.attrs.normalize_variance, self.attrs.eps,
                                        inside_sqrt=self.attrs.eps_mode == "inside_sqrt")

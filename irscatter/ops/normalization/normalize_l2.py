@@ -20,10 +20,10 @@ import numpy as np
 
 from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
-from irscatter.ops.base import Lower, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.base import Lower, Op, OpAttrs, TensorInfo
 from irscatter.ops.common.axes import check_1d_integral, int_values, normalize_axes, normalized_axis
 from irscatter.ops.common.numeric import compute_dtype, from_compute
-from irscatter.ops.common.types import arithmetic_float
+from irscatter.ops.common.types import check_float
 from irscatter.ops.registry import register
 
 
@@ -56,9 +56,7 @@ class NormalizeL2(Op):
         return tuple(sorted(axes))
 
     def infer(self, data: TensorInfo, axes: TensorInfo) -> TensorInfo:
-        check(arithmetic_float(data.etype) or data.etype is ElementType.dynamic, "float-type",
-              f"NormalizeL2 is not defined for {data.etype} tensors (it takes floating-point types)",
-              port=self.port("data"))
+        check_float(self, data.etype, "data")
         check_1d_integral(axes, "axes", self.port("axes"), type_label="axes-type", rank_label="axes-rank")
         if axes.value is not None and data.shape.rank_is_static:
             self._axes(int_values(axes.value), data.shape.rank)

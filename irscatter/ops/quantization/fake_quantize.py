@@ -38,7 +38,7 @@ from irscatter.ir.broadcast import BroadcastError, broadcast
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import Lower, Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common.numeric import compute_dtype, from_compute
-from irscatter.ops.common.types import arithmetic_float, same_element_type
+from irscatter.ops.common.types import check_float, same_element_type
 from irscatter.ops.registry import register
 
 RANGES = ("input_low", "input_high", "output_low", "output_high")
@@ -77,8 +77,7 @@ class FakeQuantize(Op):
         for name, r in zip(RANGES, ranges):
             etype = same_element_type(TensorInfo(etype, x.shape), r, f"{name} must have the element type of X",
                                       "same-element-type", self.port(name))
-        check(etype is ElementType.dynamic or arithmetic_float(etype), "float-type",
-              f"FakeQuantize takes floating-point tensors, found {etype}", port=self.port("X"))
+        check_float(self, etype, "X")
         for name, r in zip(RANGES, ranges):
             try:
                 merged = broadcast(self.attrs.auto_broadcast, x.shape, r.shape)

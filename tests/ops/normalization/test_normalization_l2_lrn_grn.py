@@ -67,8 +67,7 @@ def _cases():
     for tag, dtype in FLOATS.items():
         for k, shape in enumerate(harness.shapes(rng, ranks=(1, 2, 3, 4, 5))):
             rank = len(shape)
-            axes = [int(a) for a in rng.choice(rank, int(rng.integers(1, rank + 1)), replace=False)]
-            axes = [a - rank if rng.random() < 0.3 else a for a in axes]
+            axes = harness.random_axes(rng, rank)
             for eps_mode in ("add", "max"):
                 data = _values(rng, shape, dtype, edges=k % 2 == 0)
                 judge = _tol(tag)
