@@ -30,10 +30,13 @@ def parse_model(xml: bytes | str, weights: bytes | np.ndarray | None = None, *,
 
 
 def compile_model(model: Model | str | os.PathLike, bin_path: str | os.PathLike | None = None) -> CompiledModel:
-    """A model checked, resolved and planned for running: a loaded `Model` or the path of its `.xml`."""
+    """A model checked, resolved and planned for running: a loaded `Model` or the path of its `.xml`.
+
+    Each call gives a compiled model with variables of its own (the plan is made once per model
+    and shared), as each of OpenVINO's infer requests has its own state."""
     if not isinstance(model, Model):
         model = read_model(model, bin_path)
-    return _compile(model)
+    return _compile(model).new_request()
 
 
 validate = conformance.validate  # re-exported here, above the runtime that bodies need

@@ -65,15 +65,20 @@ def cmd_run(args: argparse.Namespace) -> int:
                                                                      if k in {s.name for s in missing}}))
     elif args.shape:
         raise UsageError("--shape only applies with --random")
-    # The feeds were read for this run alone, so their buffers are donated: a scatter that
-    # is an input's only reader updates it in place, as a serving runtime would.
-    donate = [name for name in feeds if name in compiled.input_names]
-    if args.profile:
-        report = profile(compiled, feeds, args.runs, donate)
-        outputs = report.outputs
-        print(report.table(None if args.all_layers else 30))
+    if args.steps < 1:
+        raise UsageError(f"--steps must be at least 1, got {args.steps}")
+    if args.steps > 1 or args.feed_back or model_inputs.has_steps(feeds):
+        outputs = _run_steps(compiled, feeds, args)
     else:
-        outputs = compiled.run(feeds, donate=donate)
+        # The feeds were read for this run alone, so their buffers are donated: a scatter that
+        # is an input's only reader updates it in place, as a serving runtime would.
+        donate = [name for name in feeds if name in compiled.input_names]
+        if args.profile:
+            report = profile(compiled, feeds, args.runs, donate)
+            outputs = report.outputs
+            print(report.table(None if args.all_layers else 30))
+        else:
+            outputs = compiled.run(feeds, donate=donate)
     if args.output:
         np.savez(args.output, **outputs)
         print(f"wrote {len(outputs)} output{'s' if len(outputs) != 1 else ''} to {args.output}")
@@ -89,6 +94,35 @@ def cmd_run(args: argparse.Namespace) -> int:
         if not all(c.ok for c in results):
             return 1
     return 0
+
+
+def _run_steps(compiled, feeds: dict[str, Any], args: argparse.Namespace) -> dict[str, np.ndarray]:
+    """Run the model `--steps` times in a row, its variables carried from step to step; the
+    outputs of every step are keyed `step<k>/<name>`."""
+    if args.profile:
+        raise UsageError("--profile times one run; it does not combine with --steps or --feed-back")
+    links = []
+    for item in args.feed_back or []:
+        out, sep, name = item.partition("=")
+        if not sep or not out or not name:
+            raise UsageError(f'--feed-back expects OUTPUT=INPUT, got "{item}"')
+        if out not in {spec.name for spec in compiled.outputs}:
+            known = ", ".join(spec.name for spec in compiled.outputs)
+            raise UsageError(f'--feed-back {item}: the model has no output "{out}" (its outputs are {known})')
+        if name not in compiled.input_names:
+            raise UsageError(f'--feed-back {item}: the model has no input "{name}"')
+        links.append((out, name))
+    per_step = model_inputs.split_steps(feeds, args.steps)
+    results: dict[str, np.ndarray] = {}
+    current = dict(per_step[0])
+    for k in range(len(per_step)):
+        if k > 0:
+            current = {**current, **per_step[k]}
+        outputs = compiled.run(current)
+        results.update({f"step{k}/{name}": value for name, value in outputs.items()})
+        for out, name in links:
+            current[name] = outputs[out]
+    return results
 
 
 def cmd_info(args: argparse.Namespace) -> int:
@@ -202,6 +236,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--expected", metavar="FILE.npz", help="compare the outputs with these values")
     run.add_argument("--rtol", type=float, help="relative tolerance of --expected for floats (default 8 f32 eps)")
     run.add_argument("--atol", type=float, help="absolute tolerance of --expected for floats (default 8 f32 eps)")
+    run.add_argument("--steps", type=int, default=1, metavar="N",
+                     help="run N times in a row, the model's state (ReadValue/Assign) carried from run to run; "
+                          "outputs are keyed step<k>/<name>, and --inputs may hold step<k>/<name> feeds")
+    run.add_argument("--feed-back", action="append", metavar="OUTPUT=INPUT",
+                     help="with --steps: feed this output of each step as that input of the next")
     run.add_argument("--profile", action="store_true", help="print each layer's time, slowest first")
     run.add_argument("--runs", type=int, default=1, metavar="N", help="with --profile: median of N runs (default 1)")
     run.add_argument("--all-layers", action="store_true", help="with --profile: list every layer, not the top 30")

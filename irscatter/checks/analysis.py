@@ -22,10 +22,14 @@ from dataclasses import dataclass, field
 from irscatter.checks.infer import compare_declared, infer_layer
 from irscatter.errors import IRError
 from irscatter.findings import Finding
+from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Model
 from irscatter.ir.topology import Source, Wiring, wire
 from irscatter.ops import registry
 from irscatter.ops.base import Op, TensorInfo
+from irscatter.ops.state.assign import Assign
+from irscatter.ops.state.core import VariableInfo
+from irscatter.ops.state.read_value import ReadValue
 
 WARNED_UNRESOLVED = ("no-kernel", "custom-domain")
 
@@ -37,6 +41,7 @@ class Analysis:
     ops: dict[int, Op] = field(default_factory=dict)
     infos: dict[Source, TensorInfo] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
+    variables: dict[str, VariableInfo] = field(default_factory=dict)  # the model state, by variable_id
 
 
 class _Pass:
@@ -60,8 +65,9 @@ class _Pass:
         wiring = wire(model)
         for finding in wiring.findings:
             self.report(finding)
-        if not model.results:
-            self.report(Finding("error", "no-result", "the model has no Result layer, so nothing is computed"))
+        if not model.results and not any(_is_sink(layer) for layer in model.layers):
+            self.report(Finding("error", "no-result", "the model has neither a Result nor a sink (Assign) layer, "
+                                "so nothing is computed"))
         by_id, sources = wiring.by_id, wiring.sources
         needed = self._needed(wiring)
         if self.collect:
@@ -80,12 +86,14 @@ class _Pass:
             self._unused(wiring, needed)
         ops = self._resolve(wiring, considered if self.collect else order)
         infos = self._infer(wiring, ops, order)
-        return Analysis(wiring, order, ops, infos, self.findings)
+        variables = self._variables(wiring, ops, infos, order)
+        return Analysis(wiring, order, ops, infos, self.findings, variables)
 
     @staticmethod
     def _needed(wiring: Wiring) -> set[int]:
+        """What the Results and the sinks (Assign) depend on."""
         needed: set[int] = set()
-        todo = [lid for lid, layer in wiring.by_id.items() if layer.type == "Result"]
+        todo = [lid for lid, layer in wiring.by_id.items() if layer.type == "Result" or _is_sink(layer)]
         while todo:
             lid = todo.pop()
             if lid not in needed:
@@ -164,6 +172,50 @@ class _Pass:
                 infos[(lid, pos)] = info
                 self.findings += compare_declared(layer, pos, info)
         return infos
+
+
+    def _variables(self, wiring: Wiring, ops: dict[int, Op], infos: dict[Source, TensorInfo],
+                   order: list[int]) -> dict[str, VariableInfo]:
+        """Pair each Assign with the ReadValue of its variable and check what it writes against
+        what the variable holds."""
+        variables: dict[str, VariableInfo] = {}
+        assigned: set[str] = set()
+        for lid in order:
+            op, layer = ops.get(lid), wiring.by_id[lid]
+            if isinstance(op, ReadValue) and (lid, 0) in infos:
+                init = infos.get(wiring.sources[lid][0]) if wiring.sources[lid] else None  # type: ignore[arg-type]
+                info = op.variable(init)
+                if info.variable_id in variables:
+                    self.report(Finding("warning", "variable-pair", f'variable "{info.variable_id}" is read by '
+                                        f"more than one ReadValue", layer.ref, line=layer.line))
+                variables.setdefault(info.variable_id, info)
+        for lid in order:
+            op, layer = ops.get(lid), wiring.by_id[lid]
+            if not isinstance(op, Assign) or wiring.sources[lid][0] not in infos:
+                continue
+            name = op.attrs.variable_id
+            info = variables.get(name)
+            if info is None:
+                self.report(Finding("error", "unknown-variable", f'no ReadValue declares variable "{name}"',
+                                    layer.ref, line=layer.line))
+                continue
+            if name in assigned:
+                self.report(Finding("warning", "variable-pair", f'variable "{name}" is assigned by more than one '
+                                    f"Assign", layer.ref, line=layer.line))
+            assigned.add(name)
+            value = infos[wiring.sources[lid][0]]  # type: ignore[index]
+            if ElementType.dynamic not in (info.etype, value.etype) and value.etype is not info.etype:
+                self.report(Finding("error", "variable-type", f'assigns {value.etype} to variable "{name}" of '
+                                    f"type {info.etype}", layer.ref, "input 0", layer.line))
+            elif not info.shape.relaxes(value.shape):
+                self.report(Finding("error", "variable-shape", f'assigns shape {value.shape} to variable "{name}" '
+                                    f"of shape {info.shape}", layer.ref, "input 0", layer.line))
+        return variables
+
+
+def _is_sink(layer) -> bool:
+    found = registry.resolve(layer.type, layer.version)
+    return found.cls is not None and found.cls.sink
 
 
 def analyze(model: Model, *, collect: bool = False, loaded_badly: Iterable[int] = ()) -> Analysis:

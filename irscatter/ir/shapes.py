@@ -204,6 +204,15 @@ class PartialShape(BaseModel):
             a.compatible(b) for a, b in zip(self.dims, other.dims)
         )
 
+    def relaxes(self, other: PartialShape) -> bool:
+        """Whether every concrete shape `other` allows fits this one too."""
+        if self.dims is None:
+            return True
+        if other.dims is None or len(self.dims) != len(other.dims):
+            return False
+        return all(a.min <= b.min and (a.max is None or (b.max is not None and b.max <= a.max))
+                   for a, b in zip(self.dims, other.dims))
+
     def accepts(self, shape: Sequence[int]) -> bool:
         """Whether a concrete shape fits this partial shape."""
         if self.dims is None:

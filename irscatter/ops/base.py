@@ -36,23 +36,32 @@ from irscatter.ir.graph import Body, Layer
 from irscatter.ir.shapes import PartialShape
 
 # --- sub-graph bodies -----------------------------------------------------------------------------
-# An op with a <body> (a combiner region today; If, Loop and TensorIterator later) needs the
-# interpreter to compile it, and the interpreter sits above the op library. So the runtime hands
-# its compiler down when it is imported, and ops only ever call `compile_body`.
-_BODY_COMPILER: Callable[[Body], Any] | None = None
+# An op with a <body> needs the interpreter to compile it, and the interpreter sits above the op
+# library. So the runtime hands its compilers down when it is imported, and ops only ever call
+# `compile_body` (a combiner region of scalars, for the StableHLO-style scatters) or
+# `compile_subgraph` (a whole graph run as a function of tensors: If, Loop, TensorIterator).
+_BODY_COMPILERS: dict[str, Callable[[Body], Any]] = {}
 
 
-def set_body_compiler(compiler: Callable[[Body], Any]) -> None:
+def set_body_compiler(compiler: Callable[[Body], Any], kind: str = "region") -> None:
     """Called by the runtime: how to turn a layer's `<body>` into something callable."""
-    global _BODY_COMPILER
-    _BODY_COMPILER = compiler
+    _BODY_COMPILERS[kind] = compiler
+
+
+def _compile(body: Body, kind: str) -> Any:
+    compiler = _BODY_COMPILERS.get(kind)
+    if compiler is None:
+        raise ValidationError("a <body> can only be compiled with irscatter's runtime loaded (import irscatter)",
+                              label="no-runtime")
+    return compiler(body)
 
 
 def compile_body(body: Body) -> Any:
-    if _BODY_COMPILER is None:
-        raise ValidationError("a <body> can only be compiled with irscatter's runtime loaded (import irscatter)",
-                              label="no-runtime")
-    return _BODY_COMPILER(body)
+    return _compile(body, "region")
+
+
+def compile_subgraph(body: Body) -> Any:
+    return _compile(body, "subgraph")
 
 
 # --- attribute value types (the IR writes every attribute as a string) ----------------------
@@ -150,6 +159,8 @@ class Op:
     # The input whose buffer `compute(..., inplace=True)` may overwrite with the output. The
     # interpreter passes `inplace=True` only when nothing else can see that buffer any more.
     inplace_input: ClassVar[int | None] = None
+    # Runs although no Result needs it (Assign writes the model's state), as OpenVINO's sinks do.
+    sink: ClassVar[bool] = False
     # Reads nothing but its inputs' shapes: it can neither see nor hold on to their buffers.
     shape_only: ClassVar[bool] = False
     # The labels of the spec constraints this op checks, with what each means; labels shared

@@ -3,6 +3,7 @@ and comparing outputs with expected values."""
 
 from __future__ import annotations
 
+import re
 import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -119,4 +120,32 @@ def compare_outputs(actual: Mapping[str, np.ndarray], expected: Mapping[str, np.
             err = float(np.nanmax(np.abs(g - w))) if g.size else 0.0
             detail = f"max abs diff {err:.3g}" + ("" if ok else f", {int((~close).sum())} elements outside tolerance")
         out.append(Comparison(name, ok, detail))
+    return out
+
+
+_STEP = re.compile(r"step(\d+)/(.+)")
+
+
+def has_steps(feeds: Mapping[str, np.ndarray]) -> bool:
+    """Whether the feeds are keyed per step (`step0/x`, `step1/x`, ...)."""
+    return any(_STEP.fullmatch(name) for name in feeds)
+
+
+def split_steps(feeds: Mapping[str, np.ndarray], steps: int) -> list[dict[str, np.ndarray]]:
+    """The feeds of each step: a feed keyed `step<k>/<name>` is input `name` from step k on (until
+    a later step gives another); a feed without a step prefix is the same in every step. There
+    are `steps` steps, or as many as the prefixes name when that is more."""
+    per_step: dict[int, dict[str, np.ndarray]] = {}
+    plain: dict[str, np.ndarray] = {}
+    for name, value in feeds.items():
+        m = _STEP.fullmatch(name)
+        if m:
+            per_step.setdefault(int(m.group(1)), {})[m.group(2)] = value
+        else:
+            plain[name] = value
+    count = max(steps, max(per_step, default=-1) + 1)
+    if count > 1_000_000:
+        raise UsageError(f"{count} steps is more than this command will run")
+    out = [dict(per_step.get(k, {})) for k in range(count)]
+    out[0] = {**plain, **out[0]}
     return out

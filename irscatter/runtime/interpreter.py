@@ -14,10 +14,12 @@ runs, naming the layer.
 
 from __future__ import annotations
 
+import copy
 import sys
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,11 +34,44 @@ from irscatter.ir.graph import Layer, Model, output_name
 from irscatter.ir.shapes import PartialShape
 from irscatter.ir.topology import Source
 from irscatter.ops.base import Op, TensorInfo
+from irscatter.ops.state import core as state
+from irscatter.runtime.variables import VariableState
 
 _BOUNDARY = ("Parameter", "Const", "Result")
 _SHAPE_CACHE_SIZE = 16
 
 LayerHook = Callable[[Layer, tuple[np.ndarray, ...], tuple[np.ndarray, ...]], None]
+
+
+@dataclass(frozen=True)
+class Observer:
+    """Who watches a run from outside, handed down into the bodies of If, Loop and
+    TensorIterator: the user's hook, the record of intermediate values (or None), and the path
+    of the body being run (`"loop/body[2]/"`), which prefixes the names of its layers."""
+
+    hook: LayerHook | None
+    record: dict[str, np.ndarray] | None
+    prefix: str = ""
+
+    def enter(self, owner: str, scope: str) -> Observer:
+        return Observer(self.hook, self.record, f"{self.prefix}{owner}/{scope}/")
+
+    def layer_hook(self) -> LayerHook | None:
+        if self.hook is None or not self.prefix:
+            return self.hook
+        user, prefix = self.hook, self.prefix
+
+        def renamed(layer: Layer, inputs: tuple[np.ndarray, ...], outputs: tuple[np.ndarray, ...]) -> None:
+            user(layer.model_copy(update={"name": prefix + layer.name}), inputs, outputs)
+        return renamed
+
+
+_OBSERVER: ContextVar[Observer | None] = ContextVar("irscatter_observer", default=None)
+
+
+def observer() -> Observer | None:
+    """The observer of the run in progress, if anyone watches it."""
+    return _OBSERVER.get()
 
 
 def _held_only_by_a_list() -> int:
@@ -94,6 +129,10 @@ class CompiledModel:
         # What is left are warnings and declared port precisions/dims that contradict inference:
         # reported, not fatal, because OpenVINO itself recomputes them.
         self.findings: list[Finding] = analysis.findings
+        # The model state: what each variable holds between runs, as an OpenVINO infer request
+        # keeps it. `new_request()` gives another, independent one.
+        self.variable_infos = analysis.variables
+        self.variables = state.Variables()
         self._shape_cache: OrderedDict[tuple, None] = OrderedDict()
         self._plan(parameters, results)
 
@@ -276,23 +315,63 @@ class CompiledModel:
         # view of it) stays untouched: the other input must still see what was fed.
         donated = frozenset(i for i in donated
                             if not any(j != i and np.may_share_memory(bound[i], b) for j, b in enumerate(bound)))
-        values = self._execute(bound, intermediate, hook, donated, timings)
+        watching = Observer(hook, {} if intermediate else None) if (intermediate or hook is not None) else None
+        token = _OBSERVER.set(watching)
+        try:
+            with state.using(self.variables):
+                values = self._execute(bound, intermediate, hook, donated, timings)
+        finally:
+            _OBSERVER.reset(token)
         if intermediate:
-            return {
-                f"{self.layers[lid].name}:{self.layers[lid].outputs[pos].id}": values[slot]
-                for (lid, pos), slot in self.slot_of.items()
-                if values[slot] is not None
-            }
+            record = self._recorded(values)
+            record.update(watching.record)  # type: ignore[union-attr]
+            return record
         return {spec.name: values[slot] for spec, slot in zip(self.outputs, self.output_slots)}
 
-    def run_positional(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
+    def _recorded(self, values: list[Any], prefix: str = "") -> dict[str, np.ndarray]:
+        return {
+            f"{prefix}{self.layers[lid].name}:{self.layers[lid].outputs[pos].id}": values[slot]
+            for (lid, pos), slot in self.slot_of.items()
+            if values[slot] is not None
+        }
+
+    # --- model state ------------------------------------------------------------------------
+
+    def query_state(self) -> list[VariableState]:
+        """The model's variables, one handle each (read, set, reset), in the order the
+        ReadValue layers come."""
+        return [VariableState(info, self.variables) for info in self.variable_infos.values()]
+
+    def reset_state(self) -> None:
+        """Every variable back to its initial value (the next run reads it)."""
+        self.variables.reset()
+
+    def new_request(self) -> CompiledModel:
+        """The same compiled model with state of its own: runs of the two never share variables."""
+        other = copy.copy(self)
+        other.variables = state.Variables()
+        other._shape_cache = OrderedDict()
+        return other
+
+    def run_positional(self, arrays: list[np.ndarray], observe: Observer | None = None) -> list[np.ndarray]:
         """Run with one array per input in Parameter order; outputs in Result order.
 
-        For callers that hold arrays already checked (a region called by its owning op)."""
+        For an op that runs a body of its own (a region, a Loop's body): the arrays come from its
+        inputs, and the run belongs to the model run in progress, whose state it shares and whose
+        observer (`observe`, already entered into this body) sees its layers."""
         if len(arrays) != len(self.inputs):
             raise ExecutionError(f"{len(self.inputs)} inputs expected, {len(arrays)} given", file=self.model.source)
         bound = [self._check_feed(spec, a) for spec, a in zip(self.inputs, arrays)]
-        values = self._execute(bound, False, None)
+        if observe is None:
+            values = self._execute(bound, False, None)
+        else:
+            token = _OBSERVER.set(observe)
+            try:
+                values = self._execute(bound, observe.record is not None, observe.layer_hook())
+            finally:
+                _OBSERVER.reset(token)
+            if observe.record is not None:
+                observe.record.update(self._recorded(values, observe.prefix))
         return [values[slot] for slot in self.output_slots]
 
     def _execute(self, bound: list[np.ndarray], intermediate: bool, hook: LayerHook | None,

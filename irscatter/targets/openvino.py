@@ -48,6 +48,13 @@ class OpenVINOProcess:
         return self._worker.request({"kind": "infer", "xml": os.fspath(xml), "feeds": _plain(feeds),
                                      "device": device, "config": dict(config or {}), "check_stable": check_stable})
 
+    def infer_steps(self, xml: str | os.PathLike, steps: Sequence[Feeds], *, device: str = "CPU",
+                    config: Mapping[str, str] | None = None, check_stable: bool = True) -> list[list[np.ndarray]]:
+        """One infer request run on each feed in turn, so that a stateful model's variables carry
+        from one step to the next; the outputs of every step, in Result order."""
+        return self._worker.request({"kind": "infer", "xml": os.fspath(xml), "steps": [_plain(f) for f in steps],
+                                     "device": device, "config": dict(config or {}), "check_stable": check_stable})
+
     def evaluate(self, xml: str | os.PathLike, feeds: Feeds) -> list[np.ndarray]:
         """The core reference's outputs in Result order; `refused` where an op has no reference."""
         return self._worker.request({"kind": "evaluate", "xml": os.fspath(xml), "feeds": _plain(feeds)})
@@ -135,26 +142,31 @@ class _Handler:
     def infer(self, request: dict[str, Any]) -> list[np.ndarray]:
         ov = self.ov
         compiled = self.core.compile_model(self.core.read_model(request["xml"]), request["device"], request["config"])
-        feeds = [_to_tensor(ov, a) for a in _ordered(compiled.inputs, request["feeds"])]
+        stepped = "steps" in request
+        steps = [[_to_tensor(ov, a) for a in _ordered(compiled.inputs, f)]
+                 for f in (request["steps"] if stepped else [request["feeds"]])]
         patterns = (0x00, 0xA5) if request["check_stable"] else (None,)
         answers = []
         for pattern in patterns:
-            infer = compiled.create_infer_request()
-            for i, tensor in enumerate(feeds):
-                infer.set_input_tensor(i, tensor)
-            if pattern is not None:
-                self._prefill_outputs(compiled, infer, pattern)
-            infer.infer()
-            answers.append([_from_tensor(ov, infer.get_output_tensor(i)) for i in range(len(compiled.outputs))])
+            infer = compiled.create_infer_request()  # a fresh request: its variables start at their initial values
+            outputs = []
+            for feeds in steps:
+                for i, tensor in enumerate(feeds):
+                    infer.set_input_tensor(i, tensor)
+                if pattern is not None:
+                    self._prefill_outputs(compiled, infer, pattern)
+                infer.infer()
+                outputs.append([_from_tensor(ov, infer.get_output_tensor(i)) for i in range(len(compiled.outputs))])
+            answers.append(outputs)
         first = answers[0]
         for other in answers[1:]:
-            for i, (a, b) in enumerate(zip(first, other)):
+            for i, (a, b) in enumerate((x, y) for step, ostep in zip(first, other) for x, y in zip(step, ostep)):
                 if not _same_bits(a, b):
                     diff = int(np.sum(a != b)) if a.shape == b.shape else a.size
                     raise TargetFailure("unstable", f"OpenVINO's {request['device']} plugin gave two different "
                                                     f"answers for output {i} on the same inputs ({diff} of {a.size} "
                                                     f"elements differ): it read or returned memory it had not written")
-        return first
+        return first if stepped else first[0]
 
     def _prefill_outputs(self, compiled: Any, infer: Any, pattern: int) -> None:
         ov = self.ov
