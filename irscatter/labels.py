@@ -54,9 +54,26 @@ SHARED: dict[str, str] = {
     "unreachable": "a layer contributes to no Result",
     "declared-shape": "a port's declared dims disagree with the inferred shape",
     "declared-precision": "a port's declared precision disagrees with the inferred element type",
+    # control flow (If, Loop, TensorIterator: ops/control/core.py)
+    "no-body": "the layer has no <body> (or then_body/else_body) to run",
+    "port-map": "a <port_map> entry names a port the layer lacks or a body layer of the wrong type",
+    "back-edge": "a back edge does not run from a body Result to a body Parameter",
+    "body-input-type": "a tensor mapped onto a body Parameter has another element type than the Parameter",
+    "slice-axis": "a sliced input or concatenated output names an axis its tensor lacks",
+    "slice-parts": "a sliced input's start, end, stride and part_size do not cut its axis into whole parts",
+    "iteration-count": "the number of iterations cannot be told from the sliced inputs",
+    "back-edge-type": "a back edge feeds a value of another element type than the Parameter's",
+    "no-iteration-value": "the body never ran, so an output that is not a Parameter's value has no value",
+    # model state (ReadValue, Assign and the compiled model's variables)
+    "variable-id": "a ReadValue or Assign has an empty variable_id",
+    "variable-type": "a variable's value (initial, assigned or set) has an element type other than the variable's",
+    "variable-shape": "a variable's value (initial, assigned or set) has a shape the variable's shape does not allow",
+    "variable-pair": "a variable is read by more than one ReadValue, or assigned by more than one Assign",
+    "unknown-variable": "an Assign, or a state set through the API, names a variable no ReadValue declares",
     # limits and running
     "tensor-limit": "a tensor would be larger than the tensor_elements or tensor_bytes limit",
     "out-of-memory": "the machine could not allocate an output",
+    "iteration-limit": "a Loop or TensorIterator would run more iterations than the loop_iterations limit",
     "unknown-input": "a feed names no Parameter of the model",
     "fed-twice": "one Parameter is fed twice (by name and by position)",
     "missing-input": "a Parameter is not fed",
@@ -105,6 +122,31 @@ SHARED: dict[str, str] = {
     "step-rank": "a slice's step is not a 1-D tensor",
     "sizes": "a slice's start, stop, step and axes have different lengths",
     "scalar-input": "an input the op takes as one value (alpha, beta, lambda) is not a scalar or one element",
+    # pooling (ops/pooling/core.py)
+    "pool-attribute-size": "a pooling kernel, strides, dilations or pads attribute has not one value per spatial axis",
+    "pool-attribute-value": "a pooling kernel, stride or dilation is below 1, or a pad is negative",
+    "pool-window-size": "a pooling kernel (dilated) spans more than the padded input along an axis",
+    "pool-empty-batch": "the input of a MaxPool or AvgPool has a batch or channel dimension of 0",
+    "output-size-type": "an adaptive pooling's output_size is not of type i32 or i64",
+    "output-size-shape": "an adaptive pooling's output_size is not a 1-D tensor with one value per spatial axis",
+    "output-size-value": "an adaptive pooling's output_size is negative, or asks for bins over an empty axis",
+    # the recurrent cells and sequences (ops/recurrent/core.py)
+    "recurrent-rank": "an input of a recurrent cell or sequence does not have the rank the op takes",
+    "recurrent-shape": "the batch, input, hidden or num_directions dimensions of a recurrent op's inputs disagree "
+                       "with each other, with hidden_size or with direction",
+    "recurrent-activations": "a recurrent op names fewer activation functions than it applies",
+    "recurrent-clip": "a recurrent op's clip is negative or NaN",
+    "sequence-lengths-type": "sequence_lengths is not of an integer type",
+    "sequence-lengths-range": "a sequence length lies outside [0, seq_length]",
+    "conv-rank": "a convolution's data does not have 1, 2 or 3 spatial axes",
+    "conv-filter-rank": "a convolution's filters do not have the rank the data's requires",
+    "conv-channels": "a convolution's data channels do not match its filters' (or groups)",
+    "conv-attribute-length": "a convolution's strides, dilations, pads or output_padding lack one value per spatial axis",
+    "conv-attribute-range": "a convolution's strides or dilations are below 1, or its pads or output_padding below 0",
+    "conv-window": "a convolution's dilated kernel is empty or larger than the padded input",
+    "conv-type": "a convolution's element type is one it does not compute (boolean, string, packed, 8-bit floats)",
+    "conv-output-shape": "a transposed convolution's output_shape is not a 1-D integer tensor of one size >= 0 per spatial axis",
+    "conv-output-size": "a transposed convolution's pads crop its output below size 0",
 }
 
 # The codes `validate` uses for an error that carries no label of its own: its kind.

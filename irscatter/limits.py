@@ -29,6 +29,7 @@ class Limits:
     body_depth: int = 8  # sub-graph bodies nested in sub-graph layers
     tensor_elements: int = 2**32  # elements of any one tensor, inferred or computed
     tensor_bytes: int = 4 * 2**30  # bytes of any one tensor
+    loop_iterations: int = 1_000_000  # iterations of one Loop or TensorIterator run (a Loop may be unbounded)
 
 
 # Inference folds a layer whose inputs are all known values when its output has at most

@@ -117,6 +117,16 @@ def evaluate_reference(node) -> np.ndarray | None:
     return out
 
 
+def edited_copy(tmp_path: Path, xml: Path, old: str, new: str) -> Path:
+    """A copy of an IR (xml and bin) in `tmp_path` with the first `old` of its XML replaced by `new`."""
+    text = xml.read_text()
+    assert old in text, f"{old!r} is not in {xml.name}"
+    copy = tmp_path / xml.name
+    copy.write_text(text.replace(old, new, 1))
+    copy.with_suffix(".bin").write_bytes(xml.with_suffix(".bin").read_bytes())
+    return copy
+
+
 def run_irscatter(xml: Path, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
     return list(irscatter.read_model(xml).run(feeds).values())
 

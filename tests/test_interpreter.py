@@ -123,7 +123,7 @@ def test_dynamic_shapes_are_checked_per_run(tmp_path):
         ([param(0, "x", [2]), result(1, "r", [2])], [(0, 0, 1, 0), (0, 0, 7, 0)], "layer 7, which does not exist"),
         ([param(0, "x", [2]), result(1, "r", [2])], [(0, 3, 1, 0)], "no output port 3"),
         ([param(0, "x", [2]), param(0, "y", [2]), result(1, "r", [2])], [(0, 0, 1, 0)], "layer id 0 is used again"),
-        ([param(0, "x", [2])], [], "no Result"),
+        ([param(0, "x", [2])], [], "neither a Result"),
         ([param(0, "x", [2]), param(1, "y", [2]), add(2, "a", [2]), result(3, "r", [2])],
          [(0, 0, 2, 0), (0, 0, 2, 1), (1, 0, 2, 1), (2, 2, 3, 0)], "more than one incoming edge"),
     ],

@@ -4,7 +4,9 @@ See ARCHITECTURE.md for where a new op goes. Importing this package registers ev
 
 from irscatter.ops import (  # noqa: F401  (the families)
     activation,
+    control,
     conversion,
+    convolution,
     elementwise,
     generation,
     indexing,
@@ -13,9 +15,12 @@ from irscatter.ops import (  # noqa: F401  (the families)
     matrix,
     movement,
     normalization,
+    pooling,
     quantization,
+    recurrent,
     reduction,
     scatter,
+    state,
 )
 
 # The irscatter1 opset's function forms: numpy arrays in, numpy arrays out.

@@ -6,5 +6,7 @@ import the runtime, the runtime installs itself below them.
 
 from irscatter.ops.base import set_body_compiler
 from irscatter.runtime.region import Region
+from irscatter.runtime.subgraph import Subgraph
 
-set_body_compiler(Region)
+set_body_compiler(Region, "region")
+set_body_compiler(Subgraph, "subgraph")
