@@ -1,0 +1,141 @@
+"""AvgPool-1, AvgPool-14 and AvgPool-16: the mean of each window.
+
+The window geometry (pads, auto_pad, rounding, output size) is in `pooling/core.py`. -14 adds
+the `ceil_torch` rounding, -16 `dilations` (its page is -14's with a dilations attribute).
+
+Which elements a mean divides by: with `exclude-pad` true, the window's data elements only;
+with `exclude-pad` false, every tap of the kernel when the layer has any padding (padding
+counts as zeros, and so do the taps a ceil-rounded last window has past the end padding), and
+the data elements only when it has none (valid, or pads of 0), as OpenVINO's reference does. A
+window without any data element to divide by gives 0, as in OpenVINO. With exclude-pad true, a
+pad as large as the (dilated) kernel would leave whole windows in padding, and OpenVINO refuses
+it (label `pool-pad-window`).
+
+Element types: floats, and integers for every version (the -14 and -16 pages list floating
+point or integer types; -1's lists none, and OpenVINO takes integers there too). Floats sum in
+f32 (f64 for f64) and round once to the element type. Integers sum exactly and round the mean
+to the nearest integer, ties to even, as OpenVINO's CPU plugin does (its core reference
+truncates toward zero for types wider than 8 bits and rounds to nearest for i8 and u8, summing
+in the element type, where 8-bit sums wrap; the spec defines no rounding).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from pydantic import Field
+
+from irscatter.ir.element_types import ElementType
+from irscatter.ops.base import IntList, IRBool, TensorInfo, check
+from irscatter.ops.common.numeric import compute_dtype, from_compute
+from irscatter.ops.pooling.core import (
+    Axis,
+    Pool,
+    PoolAttrs,
+    TorchRounding,
+    check_pool_type,
+    in_data,
+    output_shape,
+    padded,
+    windows,
+)
+from irscatter.ops.registry import register
+
+
+def window_counts(axes: list[Axis], exclude_pad: bool) -> np.ndarray:
+    """[out...]: what each window's sum is divided by."""
+    inside = in_data(axes).sum(axis=-1)
+    if exclude_pad or not any(ax.begin or ax.end for ax in axes):
+        return inside
+    return np.full_like(inside, math.prod(ax.kernel for ax in axes))
+
+
+def window_sums(values: np.ndarray, axes: list[Axis]) -> np.ndarray:
+    view = windows(padded(values, axes, 0), axes)
+    return np.add.reduce(view, axis=tuple(range(view.ndim - len(axes), view.ndim)), dtype=values.dtype)
+
+
+def avg_pool(data: np.ndarray, axes: list[Axis], exclude_pad: bool) -> np.ndarray:
+    etype = ElementType.from_dtype(data.dtype)
+    count = window_counts(axes, exclude_pad)
+    if etype.is_integral:
+        return integer_means(data, axes, count)
+    work = data.astype(compute_dtype(etype), copy=False)
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf is NaN; a sum may overflow to inf
+        sums = window_sums(work, axes)
+        means = np.where(count > 0, sums / np.maximum(count, 1).astype(work.dtype), work.dtype.type(0))
+    return from_compute(means.astype(work.dtype, copy=False), etype)
+
+
+def integer_means(data: np.ndarray, axes: list[Axis], count: np.ndarray) -> np.ndarray:
+    """Exact integer window means, rounded to nearest with ties to even.
+
+    Each value is split into high and low 32-bit halves whose sums cannot overflow int64; the
+    mean is (high_sum * 2^32 + low_sum) / count, divided in two steps, and assembled modulo
+    2^64 (the true mean lies in the element type's range, so the wrap-around cancels)."""
+    if data.dtype == np.uint64:
+        high = (data >> np.uint64(32)).astype(np.int64)
+        low = (data & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    else:
+        wide = data.astype(np.int64)
+        high, low = wide >> 32, wide & 0xFFFFFFFF
+    divisor = np.maximum(count, 1).astype(np.int64)
+    q_high, r_high = np.divmod(window_sums(high, axes), divisor)
+    q_low, r_low = np.divmod(r_high * (1 << 32) + window_sums(low, axes), divisor)
+    floor = (q_high.astype(np.uint64) << np.uint64(32)) + q_low.astype(np.uint64)
+    up = (2 * r_low > divisor) | ((2 * r_low == divisor) & (q_low % 2 == 1))
+    mean = np.where(count > 0, floor + up.astype(np.uint64), np.uint64(0))
+    return mean.astype(data.dtype)
+
+
+class AvgPoolAttrs(PoolAttrs):
+    exclude_pad: IRBool = Field(alias="exclude-pad")
+
+
+@register("AvgPool", 1)
+class AvgPool(Pool):
+    """AvgPool-1: the window means (no dilations)."""
+
+    labels = {
+        "pool-pad-window": "with exclude-pad, a pad is as large as the kernel, so some window lies entirely in padding",
+    }
+
+    Attrs = AvgPoolAttrs
+
+    def check_pads(self, span: int, begin: int, end: int, axis: int) -> None:
+        check(not self.attrs.exclude_pad or (span > begin and span > end), "pool-pad-window",
+              f"the kernel spans {span} along spatial axis {axis}, not more than its pads ({begin}, {end}): "
+              f"with exclude-pad some window would hold padding only", port=self.port("pads_begin"))
+
+    def infer(self, data: TensorInfo) -> TensorInfo:
+        check_pool_type(self, data.etype, integers=True)
+        return TensorInfo(data.etype, output_shape(self, data, self.dilations()))
+
+    def compute(self, data: np.ndarray) -> np.ndarray:
+        return avg_pool(data, self.axes(data), self.attrs.exclude_pad)
+
+
+class AvgPool14Attrs(AvgPoolAttrs):
+    rounding_type: TorchRounding = "floor"
+
+
+@register("AvgPool", 14)
+class AvgPool14(AvgPool):
+    """AvgPool-14: AvgPool-1 with the ceil_torch rounding."""
+
+    Attrs = AvgPool14Attrs
+
+
+class AvgPool16Attrs(AvgPool14Attrs):
+    dilations: IntList = ()  # empty: 1 along every axis
+
+
+@register("AvgPool", 16)
+class AvgPool16(AvgPool14):
+    """AvgPool-16: AvgPool-14 with dilations."""
+
+    Attrs = AvgPool16Attrs
+
+    def dilations(self) -> tuple[int, ...]:
+        return self.attrs.dilations or super().dilations()
