@@ -198,7 +198,8 @@ def comment_values(comments: list[str]) -> Any:
     joined = " ".join(texts).replace("{", "[").replace("}", "]")
     groups = [g for g in _balanced_groups(joined) if "..." not in g]
     if not groups:
-        m = re.search(r"=\s*(-?\d+(?:\.\d+)?)", joined)
+        # "axis = 1" gives a value; "10 tokens, K=64" describes a shape and gives none
+        m = re.search(r"=\s*(-?\d+(?:\.\d+)?)", joined) if joined.count("=") == 1 and "," not in joined else None
         return _literal(m.group(1)) if m else None
     try:
         values = [_literal(g) for g in groups]
@@ -301,7 +302,7 @@ def _compile(file: str, layer_xml: str, inputs: list[_Port], arrays: list[np.nda
     return compile_model(parse_model(xml, weights, source=file))
 
 
-_TYPE_GUESSES = (ElementType.boolean, ElementType.i64, ElementType.f32)
+_TYPE_GUESSES = (ElementType.boolean, ElementType.i64, ElementType.f32, ElementType.u1)
 
 
 def _compile_guessing_types(file: str, layer_xml: str, inputs: list[_Port], arrays: list[np.ndarray | None],
