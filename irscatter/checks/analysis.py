@@ -148,12 +148,31 @@ class _Pass:
             except IRError as e:
                 if lid in self.loaded_badly:
                     continue  # the loader's finding already names what is wrong with it
+                if self.collect and layer.bodies:
+                    inner = self._inside_bodies(layer)
+                    if inner:  # every finding inside, rather than the first one that stopped the layer
+                        self.findings += inner
+                        continue
                 if self.collect and e.label in WARNED_UNRESOLVED:
                     self.report(Finding("warning", e.label, f"{e.message}, so this layer and what depends on it "
                                         f"are not checked", layer.ref, line=layer.line))
                 else:
                     self.report(Finding("error", e.label or "invalid", e.message, layer.ref, e.port, layer.line), e)
         return ops
+
+    def _inside_bodies(self, layer) -> list[Finding]:
+        """The findings of a layer's bodies, each checked as a graph of its own (with its
+        Parameters' shapes as written), retold for the outer layer."""
+        found = []
+        for name, body in layer.bodies.items():
+            graph = Model.model_construct(layers=body.graph.layers, edges=body.graph.edges, name=name, ir_version=11,
+                                          rt_info={}, xml_path=None, bin_path=None, bin_size=None)
+            for f in _Pass(graph, True, ()).run().findings:
+                where = f"{f.layer}" + (f" {f.port}" if f.port else "") if f.layer else ""
+                line = f" (line {f.line})" if f.line is not None and f.layer else ""
+                found.append(Finding(f.severity, f.code, f"in <{name}>, {where}{line}: {f.message}" if where
+                                     else f"in <{name}>: {f.message}", layer.ref, line=layer.line))
+        return found
 
     def _infer(self, wiring: Wiring, ops: dict[int, Op], order: list[int]) -> dict[Source, TensorInfo]:
         infos: dict[Source, TensorInfo] = {}

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import helpers
 import numpy as np
 import pytest
 
 import irscatter
 from irscatter.errors import ExecutionError, IRError
-from tests import helpers
 
 DATA = Path(__file__).parents[2] / "data" / "control"
 
@@ -225,3 +225,17 @@ def test_validate_finds_nothing_wrong_with_the_control_models():
             continue
         report = irscatter.validate(xml)
         assert report.findings == [], (xml.name, [f.message for f in report.findings])
+
+
+def test_validate_reports_every_problem_inside_nested_bodies(tmp_path):
+    """An unknown op in a Loop inside the then-branch, and an op without a kernel in the
+    else-branch: both are reported, each naming the If, the body path and the inner layer."""
+    first = helpers.edited_copy(tmp_path, DATA / "if_loop_inside.xml", 'type="Add"', 'type="Addd"')
+    text = first.read_text().replace('type="Negative"', 'type="CTCGreedyDecoder"', 1)
+    first.write_text(text)
+    findings = irscatter.validate(first).findings
+    assert {(f.severity, f.code) for f in findings} == {("error", "not-in-opset"), ("warning", "no-kernel")}
+    assert all(f.layer.type == "If" for f in findings)
+    messages = " | ".join(f.message for f in findings)
+    assert "<then_body>" in messages and "(Loop-5)" in messages and "<body>" in messages and "Addd" in messages
+    assert "<else_body>" in messages and "CTCGreedyDecoder-1" in messages

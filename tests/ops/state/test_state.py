@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import helpers
 import numpy as np
 import pytest
 
 import irscatter
 from irscatter.errors import IRError
 from irscatter.targets import TargetFailure
-from tests import helpers
 
 DATA = Path(__file__).parents[2] / "data" / "control"
 
