@@ -26,6 +26,7 @@ spec's padding value is -inf, so a window holding -inf data has -inf as its maxi
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Annotated, Literal
 
@@ -41,8 +42,6 @@ from irscatter.ops.pooling.core import (
     PoolAttrs,
     TorchRounding,
     check_pool_type,
-    flat_windows,
-    in_data,
     output_shape,
     padded,
 )
@@ -53,30 +52,36 @@ IndexType = Annotated[Literal["i32", "i64"], Lower]
 
 def max_pool(data: np.ndarray, axes: list[Axis]) -> tuple[np.ndarray, np.ndarray]:
     """The window maxima of `data` [N, C, spatial...] and, for each, the flat index of the
-    chosen element within its channel's spatial grid."""
+    chosen element within its channel's spatial grid.
+
+    One pass per tap of the window (a handful), each over strided views of the padded input: a
+    tap replaces the running choice when it is eligible (on the data, not NaN) and either nothing
+    was chosen yet or it is strictly greater, so the first of equal maxima stays."""
     etype = ElementType.from_dtype(data.dtype)
     is_float = etype.is_float
-    if is_float:
-        work = data.astype(compute_dtype(etype), copy=False)  # exact: comparisons only
-        nan = np.isnan(work)
-        key = np.where(nan, -np.inf, work)
-        lowest = -np.inf
-    else:
-        key, lowest = data, np.iinfo(data.dtype).min
-    taps = flat_windows(padded(key, axes, lowest), axes)  # [N, C, out..., taps]
-    eligible = in_data(axes)  # padding is never chosen
-    if is_float:
-        eligible = eligible & ~flat_windows(padded(nan, axes, False), axes)
-    best = taps.max(axis=-1, keepdims=True)
-    chosen = eligible & (taps == best)
-    found = chosen.any(axis=-1)
-    tap = chosen.argmax(axis=-1)[..., None]  # the first of equal maxima
-    values = np.take_along_axis(flat_windows(padded(data, axes, 0), axes), tap, axis=-1)[..., 0]
-    values = np.where(found, values, np.array(lowest).astype(data.dtype))
-    grid = np.arange(math.prod(ax.size for ax in axes), dtype=np.int64).reshape([ax.size for ax in axes])
-    where = flat_windows(padded(grid, axes, 0), axes)
-    where = np.take_along_axis(np.broadcast_to(where, chosen.shape), tap, axis=-1)[..., 0]
-    return values.astype(data.dtype, copy=False), np.where(found, where, 0)
+    key = data.astype(compute_dtype(etype), copy=False) if is_float else data  # exact: comparisons only
+    lowest = np.array(-np.inf if is_float else np.iinfo(data.dtype).min).astype(data.dtype)
+    spatial = tuple(ax.size for ax in axes)
+    keys, values = padded(key, axes, 0), padded(data, axes, 0)
+    inside = padded(np.ones(spatial, dtype=bool), axes, False)
+    grid = padded(np.arange(math.prod(spatial), dtype=np.int64).reshape(spatial), axes, 0)
+    shape = data.shape[:2] + tuple(ax.out for ax in axes)
+    best = np.zeros(shape, dtype=key.dtype)
+    value = np.full(shape, lowest, dtype=data.dtype)
+    where = np.zeros(shape, dtype=np.int64)
+    found = np.zeros(shape, dtype=bool)
+    for tap in itertools.product(*(range(ax.kernel) for ax in axes)):
+        pick = tuple(slice(t * ax.dilation, t * ax.dilation + (ax.out - 1) * ax.stride + 1 if ax.out else 0, ax.stride)
+                     for t, ax in zip(tap, axes))
+        k = keys[(..., *pick)]
+        take = inside[pick] & (~found | (k > best))
+        if is_float:
+            take &= ~np.isnan(k)
+        np.copyto(best, k, where=take)
+        np.copyto(value, values[(..., *pick)], where=take)
+        np.copyto(where, np.broadcast_to(grid[pick], shape), where=take)
+        found |= take
+    return value, where
 
 
 @register("MaxPool", 1)
