@@ -6,7 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+
+import irscatter
 
 BENCH = Path(__file__).resolve().parent.parent / "tools" / "bench.py"
 
@@ -30,3 +33,46 @@ def test_bench_runs_and_writes_json(tmp_path, only):
     else:
         assert rows["W8"]["peak_mb"]["irscatter"] > 0
         assert "irscatter" in rows["W8"]["file_mb"]
+
+
+def test_bench_runs_the_bundled_models(tmp_path):
+    """The real-model workloads: the CNN, and a decoder step whose state a prompt primes untimed
+    before every call (OpenVINO, when installed, is timed the same way)."""
+    out = tmp_path / "bench.json"
+    args = [sys.executable, str(BENCH), "--small", "--runs", "1", "--only", "W10,W11", "--no-memory",
+            "--json", str(out)]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    table = json.loads(out.read_text())
+    rows = {row["key"]: row for row in table["rows"]}
+    assert set(rows) == {"W10", "W11"}
+    for row in rows.values():
+        assert row["times_ms"]["irscatter"] > 0
+        if "openvino" in table["engines"]:
+            assert row["times_ms"]["openvino"] > 0
+    # The ONNX reference evaluator has an equivalent of the CNN only.
+    assert "onnx-reference" not in rows["W11"]["times_ms"]
+    if "onnx-reference" in table["engines"]:
+        assert rows["W10"]["times_ms"]["onnx-reference"] > 0
+
+
+def test_bench_decoder_step_sees_the_primed_cache(tmp_path):
+    """Every timed decoder step starts from the cache the prompt left: its output is the same
+    call after call, and equals the step run after the prompt by hand."""
+    sys.path.insert(0, str(BENCH.parent))
+    try:
+        import bench
+    finally:
+        sys.path.remove(str(BENCH.parent))
+    workload = next(w for w in bench.WORKLOADS if w.key == "W11")
+    workload.write(tmp_path, True)
+    prepared = bench.prepare(bench.IRSCATTER, workload, tmp_path)
+    results = []
+    for _ in range(2):
+        prepared.before()
+        results.append(prepared.call()["y"])
+    feeds = dict(np.load(tmp_path / "feeds.npz"))
+    by_hand = irscatter.compile_model(tmp_path / "model.xml")
+    by_hand.run({"x": feeds["step0/x"]})
+    np.testing.assert_array_equal(results[0], results[1])
+    np.testing.assert_array_equal(results[0], by_hand.run({"x": feeds["step1/x"]})["y"])

@@ -6,7 +6,9 @@ reference evaluator, on the same workloads, in one run.
 Every workload is written to a work folder first: an IR (`model.xml` + `model.bin`) that
 irscatter reads, the IR OpenVINO reads (the same file, except where the op is irscatter's
 own and OpenVINO gets the equivalent ScatterNDUpdate), an equivalent ONNX model where one
-exists, and the feeds. Engines that are not installed are left out of the table.
+exists, and the feeds. Engines that are not installed are left out of the table. W10 and W11
+are bundled models (`models/small_cnn`, `models/stateful_decoder`); W11 times one step of a
+stateful model, each engine's state primed by the prompt step (untimed) before every call.
 
 Times: after one warm-up call per engine, the engines take turns (round-robin), so that
 machine noise falls on all of them alike; each cell is the median of `--runs` calls.
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -39,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_irscatter1_models import IRWriter
 
 F32, I64 = np.dtype(np.float32), np.dtype(np.int64)
+MODELS = Path(__file__).resolve().parent.parent / "models"
 IRSCATTER, IRSCATTER_DONATED = "irscatter", "irscatter (donated)"
 OPENVINO, ORT, ONNX_REF = "openvino", "onnxruntime", "onnx-reference"
 
@@ -51,7 +55,7 @@ class Workload:
     key: str
     title: str
     write: Callable[[Path, bool], None]
-    kind: str = "run"  # run | load | first-output
+    kind: str = "run"  # run | load | first-output | step
     donate: tuple[str, ...] = ()  # inputs irscatter may also be benchmarked donating
     per_layer: int = 0  # report microseconds per layer for this many layers
 
@@ -220,6 +224,76 @@ def big_model(folder: Path, small: bool) -> None:
     (folder / "layers.txt").write_text(str(w.next_id))
 
 
+def _bundled(folder: Path, name: str) -> Path:
+    """Copy a bundled model's IR into the work folder; the source folder is returned."""
+    src = MODELS / name
+    folder.mkdir(parents=True, exist_ok=True)
+    for file in ("model.xml", "model.bin"):
+        shutil.copyfile(src / file, folder / file)
+    return src
+
+
+def _small_cnn_onnx(xml: Path):
+    """small_cnn as ONNX, from the weights in its IR (found by their names), or None where onnx is
+    not installed. Its layers map one to one: the IR's bias Adds stay Adds, BatchNormInference is
+    BatchNormalization, the depthwise GroupConvolution a Conv with group=16."""
+    try:
+        from onnx import TensorProto, helper, numpy_helper
+    except ImportError:
+        return None
+    import irscatter
+
+    w = {layer.name: layer.const_value for layer in irscatter.read_model(xml).layers_of_type("Const")}
+    groups = w["dw.weight"].shape[0]
+    w["dw.weight"] = w["dw.weight"].reshape(groups, 1, *w["dw.weight"].shape[-2:])  # [G, 1, 1, k, k] -> [G, 1, k, k]
+    w["pool_axes"] = np.array([2, 3], np.int64)
+    node = helper.make_node
+    nodes = [
+        node("Conv", ["x", "conv1.weight"], ["c1"], pads=[1, 1, 1, 1]),
+        node("Add", ["c1", "conv1.bias"], ["c1b"]),
+        node("Relu", ["c1b"], ["r1"]),
+        node("MaxPool", ["r1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]),
+        node("Conv", ["p1", "dw.weight"], ["dw"], pads=[1, 1, 1, 1], group=groups),
+        node("BatchNormalization", ["dw", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"], ["bn"],
+             epsilon=1e-5),
+        node("Relu", ["bn"], ["r2"]),
+        node("Conv", ["r2", "pw.weight"], ["pw"]),
+        node("Add", ["pw", "pw.bias"], ["pwb"]),
+        node("Relu", ["pwb"], ["r3"]),
+        node("AveragePool", ["r3"], ["p2"], kernel_shape=[2, 2], strides=[2, 2]),
+        node("ReduceMean", ["p2", "pool_axes"], ["features"], keepdims=0),
+        node("MatMul", ["features", "fc.weight"], ["fc"]),
+        node("Add", ["fc", "fc.bias"], ["logits"]),
+        node("Softmax", ["logits"], ["probs"], axis=-1),
+    ]
+    initializers = [numpy_helper.from_array(value, name) for name, value in w.items() if name in
+                    {i for n in nodes for i in n.input}]
+    graph = helper.make_graph(nodes, "small_cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 32, 32])],
+                              [helper.make_tensor_value_info("probs", TensorProto.FLOAT, [1, 10]),
+                               helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 10])], initializers)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
+
+
+def small_cnn(folder: Path, small: bool) -> None:
+    """The bundled small_cnn (`tools/make_models.py`) on its bundled input; it is small already."""
+    src = _bundled(folder, "small_cnn")
+    shutil.copyfile(src / "inputs.npz", folder / "feeds.npz")
+    onnx = _small_cnn_onnx(folder / "model.xml")
+    if onnx is not None:
+        (folder / "model.onnx").write_bytes(onnx.SerializeToString())
+
+
+def decoder_step(folder: Path, small: bool) -> None:
+    """The bundled stateful_decoder: feeds `step0/x` (the prompt) fill its KV cache untimed,
+    then `step1/x` (one token) is the timed call. --small keeps the bundled 4-token prompt."""
+    src = _bundled(folder, "stateful_decoder")
+    with np.load(src / "inputs.npz") as bundled:
+        prompt, token = bundled["step0/x"], bundled["step1/x"]
+    if not small:
+        prompt = np.random.default_rng(7).standard_normal((1, 64, prompt.shape[-1]), dtype=np.float32)
+    np.savez(folder / "feeds.npz", **{"step0/x": prompt, "step1/x": token})
+
+
 WORKLOADS = [
     Workload("W1", "ScatterElementsUpdate-12 sum, 4096x1024", scatter_elements("sum")),
     Workload("W2", "ScatterNDUpdate-15 KV-cache write, 65536x128, 8192 rows", paged_cache_write, donate=("cache",)),
@@ -233,6 +307,10 @@ WORKLOADS = [
     Workload("W8", "loading 20000 layers, 80 MB .bin (read + infer)", big_model, kind="load"),
     Workload("W9a", "first output of W7 (load + prepare + run)", add_chain(2000), kind="first-output"),
     Workload("W9b", "first output of W8 (load + prepare + run)", big_model, kind="first-output"),
+    Workload("W10", "small_cnn: conv, max pool, depthwise conv + batch norm, avg pool, MatMul, 1x3x32x32",
+             small_cnn),
+    Workload("W11", "stateful_decoder: one single-token step after a 64-token prompt (KV cache in state)",
+             decoder_step, kind="step"),
 ]
 
 
@@ -250,6 +328,17 @@ def _feeds(folder: Path) -> dict[str, np.ndarray]:
         return {k: f[k] for k in f.files}
 
 
+def _steps(feeds: dict[str, np.ndarray]) -> tuple[list[dict[str, np.ndarray]], dict[str, np.ndarray]]:
+    """Feeds keyed `step<k>/<name>`, split into the steps that prime the model state and the last
+    step, the one timed."""
+    steps: dict[int, dict[str, np.ndarray]] = {}
+    for key, value in feeds.items():
+        step, name = key.split("/", 1)
+        steps.setdefault(int(step.removeprefix("step")), {})[name] = value
+    ordered = [steps[k] for k in sorted(steps)]
+    return ordered[:-1], ordered[-1]
+
+
 def _peer_folder(folder: Path) -> Path:
     return folder / "peer" if (folder / "peer").exists() else folder
 
@@ -265,6 +354,15 @@ def prepare(engine: str, workload: Workload, folder: Path) -> Prepared | None:
         feeds = _feeds(folder)
         if workload.kind == "first-output":
             return Prepared(lambda: irscatter.read_model(xml).run(feeds))
+        if workload.kind == "step":
+            compiled = irscatter.compile_model(xml)
+            prime, last = _steps(feeds)
+
+            def refill_state() -> None:  # every timed step sees the same cache, the prompt's
+                compiled.reset_state()
+                for step in prime:
+                    compiled.run(step)
+            return Prepared(lambda: compiled.run(last), refill_state)
         model = irscatter.read_model(xml)
         model.compile()
         if engine == IRSCATTER:
@@ -291,6 +389,15 @@ def prepare(engine: str, workload: Workload, folder: Path) -> Prepared | None:
                 return core.compile_model(core.read_model(pxml), "CPU", config)(feeds)
             return Prepared(first)
         compiled = ov.Core().compile_model(pxml, "CPU", config)
+        if workload.kind == "step":
+            request = compiled.create_infer_request()
+            prime, last = _steps(feeds)
+
+            def refill_request_state() -> None:
+                request.reset_state()
+                for step in prime:
+                    request.infer(step)
+            return Prepared(lambda: request.infer(last), refill_request_state)
         return Prepared(lambda: compiled(feeds))
 
     onnx_file = peer / "model.onnx"
