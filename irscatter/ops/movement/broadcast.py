@@ -81,6 +81,8 @@ class Broadcast1(Op):
         shape = int_values(target.value)
         if shape is None:
             return TensorInfo(data.etype, PartialShape.dynamic_rank())
+        check(all(d >= 0 for d in shape), "broadcast-shape", f"target_shape {shape} has a negative dimension",
+              port=self.port("target_shape"))
         if data.shape.is_static and (axes is None or axes.value is not None):
             try:
                 out = broadcast_target(data.shape.to_tuple(), shape, self.attrs.mode, int_values(axes.value) if axes else None)
@@ -89,12 +91,13 @@ class Broadcast1(Op):
             return TensorInfo(data.etype, PartialShape.of(out))
         if self.attrs.mode == "bidirectional":
             return TensorInfo(data.etype, PartialShape.dynamic_rank())
-        check(all(d >= 0 for d in shape), "broadcast-shape", f"target_shape {shape} has a negative dimension",
-              port=self.port("target_shape"))
         return TensorInfo(data.etype, PartialShape.of(shape))
 
     def compute(self, data: np.ndarray, target: np.ndarray, axes: np.ndarray | None = None) -> np.ndarray:
         mapping = int_values(axes) if axes is not None else None
+        if any(d < 0 for d in int_values(target)):
+            raise ExecutionError(f"target_shape {int_values(target)} has a negative dimension",
+                                 port=self.port("target_shape"), label="broadcast-shape")
         try:
             out_shape = broadcast_target(data.shape, int_values(target), self.attrs.mode, mapping)
         except ValueError as e:

@@ -1,0 +1,20 @@
+"""Broadcast refuses a negative target dimension, whether the target is a folded constant (at
+inference, for every mode) or arrives at run time."""
+
+import harness
+import numpy as np
+import pytest
+from harness import Case, Input
+
+CASES = [
+    Case(f"{mode}-{'const' if const else 'fed'}", "Broadcast", "opset3",
+         [Input("data", np.float32(1.5), const=True),
+          Input("target_shape", np.array([1, -1], np.int64), const=const)],
+         attrs={"mode": mode}, openvino="none", why="OpenVINO refuses the model", error="broadcast-shape")
+    for mode in ("numpy", "bidirectional") for const in (True, False)
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_a_negative_target_dimension_is_refused(case):
+    harness.check(case, CASES)
