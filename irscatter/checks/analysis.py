@@ -165,9 +165,7 @@ class _Pass:
         Parameters' shapes as written), retold for the outer layer."""
         found = []
         for name, body in layer.bodies.items():
-            graph = Model.model_construct(layers=body.graph.layers, edges=body.graph.edges, name=name, ir_version=11,
-                                          rt_info={}, xml_path=None, bin_path=None, bin_size=None)
-            for f in _Pass(graph, True, ()).run().findings:
+            for f in _Pass(body.as_model(name=name), True, ()).run().findings:
                 where = f"{f.layer}" + (f" {f.port}" if f.port else "") if f.layer else ""
                 line = f" (line {f.line})" if f.line is not None and f.layer else ""
                 found.append(Finding(f.severity, f.code, f"in <{name}>, {where}{line}: {f.message}" if where

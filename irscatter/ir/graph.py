@@ -151,6 +151,12 @@ class Body(BaseModel):
     outputs: list[PortMapEntry] = Field(default_factory=list)
     back_edges: list[BackEdge] = Field(default_factory=list)
 
+    def as_model(self, layers: list[Layer] | None = None, name: str = "body") -> Model:
+        """The body as a model of its own (its layers, or `layers` in their place), for compiling
+        or checking it like one."""
+        return Model.model_construct(layers=self.graph.layers if layers is None else layers, edges=self.graph.edges,
+                                     name=name, ir_version=11, rt_info={}, xml_path=None, bin_path=None, bin_size=None)
+
 
 class Layer(BaseModel):
     id: int

@@ -15,13 +15,9 @@ import numpy as np
 
 from irscatter.errors import IRError, ValidationError
 from irscatter.ir.element_types import ElementType
-from irscatter.ir.graph import Body, Layer, Model
+from irscatter.ir.graph import Body, Layer
 from irscatter.runtime.interpreter import CompiledModel
-
-
-def _as_model(layers: list[Layer], body: Body) -> Model:
-    return Model.model_construct(layers=layers, edges=body.graph.edges, name="body", ir_version=11,
-                                 rt_info={}, xml_path=None, bin_path=None, bin_size=None)
+from irscatter.runtime.subgraph import inside
 
 
 def _vectorized(layer: Layer) -> Layer:
@@ -35,7 +31,7 @@ class Region:
 
     def __init__(self, body: Body) -> None:
         try:
-            written = CompiledModel(_as_model(body.graph.layers, body))
+            written = CompiledModel(body.as_model())
             foreign = [written.layers[lid] for lid in written.order if not written.ops[lid].elementwise]
             if foreign:
                 first = foreign[0]
@@ -46,9 +42,9 @@ class Region:
                 if spec.shape.rank_is_static and spec.shape.rank != 0:
                     raise ValidationError(f"a region's Results must be scalars, found {spec.shape}",
                                           layer=spec.layer.ref, label="region-scalars")
-            self._vector = CompiledModel(_as_model([_vectorized(x) for x in body.graph.layers], body))
+            self._vector = CompiledModel(body.as_model([_vectorized(x) for x in body.graph.layers]))
         except IRError as e:
-            raise _inside(e) from None
+            raise inside(e) from None
         self.param_types: list[ElementType] = [spec.etype for spec in written.inputs]
         self.param_ranks: list[int | None] = [spec.shape.rank if spec.shape.rank_is_static else None
                                               for spec in written.inputs]
@@ -59,12 +55,5 @@ class Region:
         try:
             outs = self._vector.run_positional(list(vectors))
         except IRError as e:
-            raise _inside(e) from None
+            raise inside(e) from None
         return [np.broadcast_to(o, (n,)) if o.ndim == 0 else o.reshape(n) for o in outs]
-
-
-def _inside(e: IRError) -> IRError:
-    where = f"{e.layer}" + (f" {e.port}" if e.port else "") if e.layer else ""
-    message = f"in its <body>{', ' + where if where else ''}: {e.message}"
-    return type(e)(message, label=e.label)
-

@@ -21,15 +21,10 @@ import numpy as np
 from irscatter.checks.infer import infer_graph
 from irscatter.errors import IRError
 from irscatter.ir.element_types import ElementType
-from irscatter.ir.graph import Body, Layer, Model
+from irscatter.ir.graph import Body, Layer
 from irscatter.ir.shapes import PartialShape
 from irscatter.ops.base import TensorInfo
 from irscatter.runtime.interpreter import CompiledModel, Observer, observer
-
-
-def _as_model(layers: list[Layer], body: Body) -> Model:
-    return Model.model_construct(layers=layers, edges=body.graph.edges, name="body", ir_version=11,
-                                 rt_info={}, xml_path=None, bin_path=None, bin_size=None)
 
 
 def _open_shape(layer: Layer) -> Layer:
@@ -51,7 +46,7 @@ class Subgraph:
     def __init__(self, body: Body) -> None:
         layers = body.graph.layers
         try:
-            self.model = CompiledModel(_as_model([_open_shape(x) for x in layers], body))
+            self.model = CompiledModel(body.as_model([_open_shape(x) for x in layers]))
         except IRError as e:
             raise inside(e) from None
         self.parameter_ids: list[int] = [spec.layer.id for spec in self.model.inputs]

@@ -231,6 +231,7 @@ class Iterating(Op):
     variadic = True
     foldable = False  # a body may be large; it runs when the model runs
     first_mapped_input = 0  # the inputs before it are the owner's own (a Loop's trip count, condition)
+    can_stop = False  # whether something besides the sliced inputs may end the iterations
 
     def __init__(self, layer: Layer) -> None:
         super().__init__(layer)
@@ -355,8 +356,6 @@ class Iterating(Op):
             if not self.go_on(last, i, feeds):
                 break
         return self._outputs(last, joined, feeds, arrays)
-
-    can_stop = False
 
     def go_on(self, results: dict[int, np.ndarray], done: int, feeds: dict[int, np.ndarray]) -> bool:
         return True

@@ -50,6 +50,7 @@ class Loop(Iterating):
         self.counter = counters[0] if counters else None
         if self.counter is not None:
             self.ins = [m for m in self.ins if m.parameter != self.counter or m.position >= 0]
+        self.counter_info = self._counter_info() if self.counter is not None else None
 
     def port_of(self, position: int) -> str:
         return self.port("trip_count") if position == 0 else \
@@ -70,7 +71,7 @@ class Loop(Iterating):
         _check_one(trip, _COUNTERS, "loop-trip-count", "the trip count", self.port("trip_count"))
         _check_one(condition, (ElementType.boolean,), "loop-condition", "the execution condition",
                    self.port("execution_condition"))
-        extra = {self.counter: self._counter_info()} if self.counter is not None else {}
+        extra = {self.counter: self.counter_info} if self.counter is not None else {}
         results = self.infer_body((trip, condition, *inputs), extra)
         _check_one(results[self.condition], (ElementType.boolean,), "loop-condition", "the body's condition", None)
         return self.output_infos(results, self._known_iterations(trip, condition, results, (trip, condition, *inputs)))
@@ -98,7 +99,7 @@ class Loop(Iterating):
             limit = 0
         first = {}
         if self.counter is not None:
-            info = self._counter_info()
+            info = self.counter_info
             first[self.counter] = np.zeros(info.shape.to_tuple(), dtype=info.etype.dtype)
         return self.iterate((trip, condition, *rest), limit, first)
 

@@ -44,4 +44,4 @@ class Assign(Op):
 
 @register("Assign", 6)
 class Assign6(Assign):
-    pass
+    """Assign-6: the same layer as Assign-3; opset6 changed only how OpenVINO builds the variable."""

@@ -56,11 +56,7 @@ class ReadValue(Op):
         value = store.read(self.attrs.variable_id) if store is not None else None
         if value is None:
             value = self.initial(init)
-            self._check_initial(value)
         return _frozen(value)
-
-    def _check_initial(self, value: np.ndarray) -> None:
-        pass
 
 
 @register("ReadValue", 6)
@@ -92,12 +88,11 @@ class ReadValue6(ReadValue):
         return core.VariableInfo(self.attrs.variable_id, etype, shape)
 
     def initial(self, init: np.ndarray | None) -> np.ndarray:
-        if init is not None:
-            return init
-        return np.zeros(self.attrs.variable_shape.to_tuple(), dtype=self.attrs.variable_type.dtype)
-
-    def _check_initial(self, value: np.ndarray) -> None:
-        if not self.attrs.variable_shape.accepts(value.shape):
-            raise ExecutionError(f"the initial value has shape {list(value.shape)}, which the variable's shape "
+        if init is None:
+            return np.zeros(self.attrs.variable_shape.to_tuple(), dtype=self.attrs.variable_type.dtype)
+        # Inference may not have known the initial value's shape; the value itself must fit.
+        if not self.attrs.variable_shape.accepts(init.shape):
+            raise ExecutionError(f"the initial value has shape {list(init.shape)}, which the variable's shape "
                                  f"{self.attrs.variable_shape} does not allow", label="variable-shape",
                                  port=self.port("init_value"))
+        return init
