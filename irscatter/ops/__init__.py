@@ -9,6 +9,7 @@ from irscatter.ops import (  # noqa: F401  (the families)
     convolution,
     elementwise,
     generation,
+    image,
     indexing,
     infrastructure,
     irscatter1,
@@ -19,8 +20,15 @@ from irscatter.ops import (  # noqa: F401  (the families)
     quantization,
     recurrent,
     reduction,
+    resampling,
     scatter,
+    sequence,
+    signal,
+    sorting,
+    sparse,
+    spatial,
     state,
+    strings,
 )
 
 # The irscatter1 opset's function forms: numpy arrays in, numpy arrays out.

@@ -1,0 +1,2 @@
+"""Resampling: interpolation and grid sampling of images and volumes.
+"""

@@ -1,0 +1,2 @@
+"""Sequence decoding: beam-search back-tracking.
+"""

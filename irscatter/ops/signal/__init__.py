@@ -1,0 +1,2 @@
+"""Discrete Fourier transforms and short-time transforms over np.fft.
+"""

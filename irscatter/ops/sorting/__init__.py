@@ -1,0 +1,2 @@
+"""Sorting and searching: top-k, unique values, bucketing, sorted search, non-zero positions.
+"""

@@ -1,0 +1,2 @@
+"""Ops that move blocks of data between the spatial, depth and batch dimensions, and patch extraction.
+"""

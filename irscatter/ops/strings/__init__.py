@@ -1,0 +1,2 @@
+"""Packing and unpacking string tensors.
+"""
