@@ -163,6 +163,9 @@ class Op:
     sink: ClassVar[bool] = False
     # Reads nothing but its inputs' shapes: it can neither see nor hold on to their buffers.
     shape_only: ClassVar[bool] = False
+    # Its `compute` takes `unused=` (a set of output positions nobody reads) and may return None
+    # in those places: MaxPool's indices cost more than its values, and are mostly not wanted.
+    skips_unused_outputs: ClassVar[bool] = False
     # The labels of the spec constraints this op checks, with what each means; labels shared
     # by many ops are in irscatter.labels.SHARED. A version inherits its base class's table.
     labels: ClassVar[dict[str, str]] = {}

@@ -95,6 +95,8 @@ class Step:
     # position, since a fed buffer may only be reused if the caller donates it.
     reuse_slot: int | None = None
     reuse_input: int | None = None
+    # Output positions no later step and no Result reads, for an op that can leave them out.
+    unused: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -153,6 +155,9 @@ class CompiledModel:
         ]
         self.param_slots = [slot_of[(p.id, 0)] for p in parameters]
         self.const_slots = [(slot_of[(lid, 0)], self.layers[lid]) for lid in self.order if self.layers[lid].type == "Const"]
+        # The decoded Const values, from the first run on (a Const is read when first used, so
+        # an unused model's weights are never touched; after that, a lookup per run is waste).
+        self._consts: list[tuple[int, np.ndarray]] | None = None
 
         self.outputs: list[OutputSpec] = []
         self.output_slots: list[int] = []
@@ -190,10 +195,18 @@ class CompiledModel:
                 release=tuple(releases.get(i, ())),
                 reuse_slot=reuse,
                 reuse_input=param_input.get(reuse) if reuse is not None else None,
+                unused=self._unused_outputs(lid, keep, last_reader, slot_of),
             ))
         self._feed_index = self._feed_names()
         self.is_static = all(spec.shape.is_static and spec.etype is not ElementType.dynamic for spec in self.inputs)
 
+
+    def _unused_outputs(self, lid: int, keep: set[int], last_reader: dict[int, int],
+                        slot_of: dict[tuple[int, int], int]) -> frozenset[int]:
+        if not self.ops[lid].skips_unused_outputs:
+            return frozenset()
+        slots = [slot_of[(lid, p)] for p in range(len(self.layers[lid].outputs))]
+        return frozenset(p for p, slot in enumerate(slots) if slot not in keep and slot not in last_reader)
 
     @staticmethod
     def _reusable(op: Op, inputs: tuple[int, ...], step: int, keep: set[int], last_reader: dict[int, int],
@@ -374,6 +387,12 @@ class CompiledModel:
                 observe.record.update(self._recorded(values, observe.prefix))
         return [values[slot] for slot in self.output_slots]
 
+    def _const(self, layer: Layer) -> np.ndarray:
+        try:
+            return layer.const_value
+        except IRError as e:
+            raise e.add_context(file=self.model.source, layer=layer.ref, line=layer.line) from None
+
     def _execute(self, bound: list[np.ndarray], intermediate: bool, hook: LayerHook | None,
                  donated: frozenset[int] = frozenset(), timings: list | None = None) -> list[Any]:
         if not self.is_static:
@@ -381,11 +400,10 @@ class CompiledModel:
         values: list[Any] = [None] * self.n_slots
         for slot, array in zip(self.param_slots, bound):
             values[slot] = array
-        for slot, layer in self.const_slots:
-            try:
-                values[slot] = layer.const_value
-            except IRError as e:
-                raise e.add_context(file=self.model.source, layer=layer.ref, line=layer.line) from None
+        if self._consts is None:
+            self._consts = [(slot, self._const(layer)) for slot, layer in self.const_slots]
+        for slot, array in self._consts:
+            values[slot] = array
         # Buffers are reused only when nothing can observe the overwritten input afterwards.
         reuse_allowed = not intermediate and hook is None
         for step in self.steps:
@@ -398,7 +416,12 @@ class CompiledModel:
             args = [values[s] for s in step.inputs]
             start = time.perf_counter() if timings is not None else 0.0
             try:
-                out = step.compute(*args, inplace=True) if reuse else step.compute(*args)
+                if reuse:
+                    out = step.compute(*args, inplace=True)
+                elif step.unused and reuse_allowed:  # a hook or a record of values sees every output
+                    out = step.compute(*args, unused=step.unused)
+                else:
+                    out = step.compute(*args)
             except IRError as e:
                 raise e.add_context(file=self.model.source, layer=step.layer.ref, line=step.layer.line) from None
             except MemoryError:  # the limits are checked before allocating; this is the last net

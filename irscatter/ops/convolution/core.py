@@ -41,6 +41,7 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.ops.base import IntList, Lower, Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common.numeric import compute_dtype, from_compute
+from irscatter.ops.common.padding import pad_constant
 from irscatter.ops.common.types import same_element_type
 
 AUTO_PADS = ("explicit", "valid", "same_upper", "same_lower")
@@ -314,6 +315,52 @@ def grouped_convolution(x: np.ndarray, w: np.ndarray, strides: Sequence[int], di
     return out
 
 
+# Past this many elements the gathered patches of `im2col_convolution` cost more memory than
+# the per-offset products save in time (and big layers are BLAS-bound either way).
+IM2COL_LIMIT = 1 << 24
+
+
+def forward_convolution(x: np.ndarray, w: np.ndarray, strides: Sequence[int], dilations: Sequence[int],
+                        begin: Sequence[int], out_dims: Sequence[int]) -> np.ndarray:
+    """`grouped_convolution`'s result, through one matrix product over gathered patches where
+    that gives the same answer and fits in memory.
+
+    Gathering patches from zero-padded data adds 0 * w for every tap in the padding. For finite
+    weights that is a zero, which changes no sum (the sums start at +0.0, so not even the sign
+    of a zero result); an infinite or NaN weight would turn it into NaN, so such filters take
+    the per-offset path, which skips those taps."""
+    n, g, c = x.shape[:3]
+    patches = n * g * c * math.prod(w.shape[3:]) * math.prod(out_dims)
+    if x.dtype.kind != "f" or patches > IM2COL_LIMIT or not np.isfinite(w).all():
+        return grouped_convolution(x, w, strides, dilations, begin, out_dims)
+    return im2col_convolution(x, w, strides, dilations, begin, out_dims)
+
+
+def im2col_convolution(x: np.ndarray, w: np.ndarray, strides: Sequence[int], dilations: Sequence[int],
+                       begin: Sequence[int], out_dims: Sequence[int]) -> np.ndarray:
+    """The convolution of `grouped_convolution` as one batched matrix product: the patch of every
+    output position is gathered (a strided window view of the zero-padded data, made contiguous
+    as [N, G, positions, C_IN * taps]) and multiplied by the filters [G, C_IN * taps, C_OUT]."""
+    n, g, c = x.shape[:3]
+    d, kernel = w.shape[1], w.shape[3:]
+    rank = len(kernel)
+    if n * g * d * math.prod(out_dims) == 0 or c == 0:
+        return np.zeros((n, g, d, *out_dims), dtype=x.dtype)
+    spans = [(k - 1) * dl + 1 for k, dl in zip(kernel, dilations)]
+    widths = [(0, 0)] * 3
+    for size, b, o, s, span in zip(x.shape[3:], begin, out_dims, strides, spans):
+        widths.append((b, max(0, (o - 1) * s + span - size - b)))
+    view = sliding_window_view(pad_constant(x, widths), spans, axis=tuple(range(3, 3 + rank)))
+    view = view[(slice(None),) * 3
+                + tuple(slice(0, (o - 1) * s + 1, s) for o, s in zip(out_dims, strides))
+                + tuple(slice(None, None, dl) for dl in dilations)]
+    # [N, G, C, out..., k...] -> [N, G, C, k..., out...]: the copy runs along output positions
+    order = (0, 1, 2, *range(3 + rank, 3 + 2 * rank), *range(3, 3 + rank))
+    positions, taps = math.prod(out_dims), c * math.prod(kernel)
+    cols = np.ascontiguousarray(view.transpose(order)).reshape(n, g, taps, positions)
+    return np.matmul(w.reshape(g, d, taps), cols).reshape(n, g, d, *out_dims)
+
+
 def grouped_transposed(x: np.ndarray, w: np.ndarray, strides: Sequence[int], dilations: Sequence[int],
                        begin: Sequence[int], out_dims: Sequence[int]) -> np.ndarray:
     """A transposed convolution of x [N, G, C_IN, *in] with w [G, C_IN, C_OUT, *kernel], both in
@@ -457,10 +504,17 @@ class ForwardConvolution(Op):
         work = work_dtype(etype)
         w = filters if self.grouped else filters[None]  # [G, C_OUT, C_IN, *k]
         groups, c_in = w.shape[0], w.shape[2]
-        begin, _, out_dims = self._geometry(data.shape[2:], w.shape[3:])
+        key = (data.shape, w.shape)
+        known = self.__dict__.setdefault("_geometry_by_shape", {})  # a layer sees one or a few shapes
+        if key not in known:
+            found = self._geometry(data.shape[2:], w.shape[3:])
+            if len(known) >= 16:
+                known.clear()
+            known[key] = found
+        begin, _, out_dims = known[key]
         x = data.reshape(data.shape[0], groups, c_in, *data.shape[2:]).astype(work, copy=False)
         with np.errstate(invalid="ignore", over="ignore"):  # inf - inf, inf * 0: IEEE answers
-            out = grouped_convolution(x, w.astype(work, copy=False), self.attrs.strides, self.attrs.dilations,
+            out = forward_convolution(x, w.astype(work, copy=False), self.attrs.strides, self.attrs.dilations,
                                       begin, out_dims)
         return to_element_type(out.reshape(data.shape[0], groups * w.shape[1], *out_dims), etype)
 

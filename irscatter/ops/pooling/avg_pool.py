@@ -21,6 +21,7 @@ in the element type, where 8-bit sums wrap; the spec defines no rounding).
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -38,22 +39,31 @@ from irscatter.ops.pooling.core import (
     in_data,
     output_shape,
     padded,
-    windows,
 )
 from irscatter.ops.registry import register
 
 
 def window_counts(axes: list[Axis], exclude_pad: bool) -> np.ndarray:
     """[out...]: what each window's sum is divided by."""
+    taps = math.prod(ax.kernel for ax in axes)
+    if not any(ax.begin or ax.reach for ax in axes):  # every tap of every window is on the data
+        return np.full(tuple(ax.out for ax in axes), taps, dtype=np.int64)
     inside = in_data(axes).sum(axis=-1)
     if exclude_pad or not any(ax.begin or ax.end for ax in axes):
         return inside
-    return np.full_like(inside, math.prod(ax.kernel for ax in axes))
+    return np.full_like(inside, taps)
 
 
 def window_sums(values: np.ndarray, axes: list[Axis]) -> np.ndarray:
-    view = windows(padded(values, axes, 0), axes)
-    return np.add.reduce(view, axis=tuple(range(view.ndim - len(axes), view.ndim)), dtype=values.dtype)
+    """[..., out...]: the sum of each window, added tap by tap over strided views of the padded
+    values (a few passes over the output, rather than a reduction over a window view)."""
+    source = padded(values, axes, 0)
+    sums = np.zeros(values.shape[:values.ndim - len(axes)] + tuple(ax.out for ax in axes), dtype=values.dtype)
+    for tap in itertools.product(*(range(ax.kernel) for ax in axes)):
+        pick = tuple(slice(t * ax.dilation, t * ax.dilation + (ax.out - 1) * ax.stride + 1 if ax.out else 0, ax.stride)
+                     for t, ax in zip(tap, axes))
+        np.add(sums, source[(..., *pick)], out=sums)
+    return sums
 
 
 def avg_pool(data: np.ndarray, axes: list[Axis], exclude_pad: bool) -> np.ndarray:
@@ -64,7 +74,11 @@ def avg_pool(data: np.ndarray, axes: list[Axis], exclude_pad: bool) -> np.ndarra
     work = data.astype(compute_dtype(etype), copy=False)
     with np.errstate(invalid="ignore", over="ignore"):  # inf - inf is NaN; a sum may overflow to inf
         sums = window_sums(work, axes)
-        means = np.where(count > 0, sums / np.maximum(count, 1).astype(work.dtype), work.dtype.type(0))
+        lowest, highest = (int(count.min()), int(count.max())) if count.size else (1, 1)
+        if lowest == highest and lowest > 0:  # one divisor for all: windows that tile the input
+            means = np.divide(sums, work.dtype.type(lowest), out=sums)
+        else:
+            means = np.where(count > 0, sums / np.maximum(count, 1).astype(work.dtype), work.dtype.type(0))
     return from_compute(means.astype(work.dtype, copy=False), etype)
 
 

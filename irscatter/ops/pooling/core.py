@@ -35,6 +35,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.ops.base import IntList, Lower, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.common.padding import pad_constant
 from irscatter.ops.common.types import arithmetic_float
 
 AutoPad = Annotated[Literal["explicit", "same_upper", "same_lower", "valid"], Lower]
@@ -167,9 +168,7 @@ def padded(array: np.ndarray, axes: list[Axis], fill) -> np.ndarray:
     """`array` ([N, C, spatial...] or [spatial...]) padded with `fill` far enough for every window."""
     lead = array.ndim - len(axes)
     widths = [(0, 0)] * lead + [(ax.begin, ax.reach) for ax in axes]
-    if not any(b or e for b, e in widths):
-        return array  # the common case of windows that tile the input: nothing to pad, nothing to copy
-    return np.pad(array, widths, mode="constant", constant_values=fill)
+    return pad_constant(array, widths, fill)  # no copy when the windows tile the input
 
 
 def windows(array: np.ndarray, axes: list[Axis]) -> np.ndarray:
@@ -268,4 +267,12 @@ class Pool(Op):
         """A rule on the pads an op adds to the common ones (AvgPool's exclude-pad rule)."""
 
     def axes(self, data: np.ndarray) -> list[Axis]:
-        return geometry(self, list(data.shape[2:]), self.dilations())
+        """The geometry for an input of this shape, worked out once per shape (a layer sees one
+        or a few): on a small layer it costs as much as the pooling itself."""
+        known = self.__dict__.setdefault("_axes_by_shape", {})
+        axes = known.get(data.shape)
+        if axes is None:
+            axes = geometry(self, list(data.shape[2:]), self.dilations())
+            if len(known) < 16:
+                known[data.shape] = axes
+        return axes
