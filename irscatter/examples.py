@@ -41,7 +41,7 @@ from irscatter.ir.loader import parse_xml
 from irscatter.ops import registry
 
 _LAYER_START = re.compile(r"^[ \t]*(<(?:layer|\.\.\.)(?=[\s>]))", re.M)  # at the start of a line: not prose
-_VERSIONED = re.compile(r"Versioned name\W*\*?\s*\*?([A-Za-z]+)-(\d+)")
+_VERSIONED = re.compile(r"Versioned name\W*\*?\s*\*?([A-Za-z][A-Za-z0-9]*)-(\d+)")
 _LAYER_KEYS = ("id", "name", "type", "version")
 
 

@@ -147,6 +147,18 @@ SHARED: dict[str, str] = {
     "conv-type": "a convolution's element type is one it does not compute (boolean, string, packed, 8-bit floats)",
     "conv-output-shape": "a transposed convolution's output_shape is not a 1-D integer tensor of one size >= 0 per spatial axis",
     "conv-output-size": "a transposed convolution's pads crop its output below size 0",
+    # the colour conversions (ops/image/core.py)
+    "image-type": "a colour conversion's element type is not u8 or a floating-point type",
+    "image-rank": "an input of a colour conversion does not have 4 dimensions (N, H, W, C)",
+    "image-channels": "an input of a colour conversion has another number of channels than its plane or format has",
+    "image-planes": "the planes of an NV12 or I420 frame disagree in batch, or the chroma planes are not half "
+                    "the Y plane's height and width",
+    "image-height": "a colour conversion's image height is odd, or a single NV12/I420 plane's height is not "
+                    "3/2 of an even image height",
+    "image-width": "a colour conversion's image width is odd",
+    # string tensors (ops/strings)
+    "string-utf8": "a string's bytes are not valid UTF-8 (or a string holds a lone surrogate, which UTF-8 cannot "
+                   "encode): irscatter's string tensors hold text",
 }
 
 # The codes `validate` uses for an error that carries no label of its own: its kind.
