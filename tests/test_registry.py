@@ -41,7 +41,7 @@ def test_the_version_an_opset_holds(type_name, opset, version):
     ("Add", "extension", "custom-domain", "is not one of OpenVINO's opsets"),
     ("Add", "irscatter1", "not-in-opset", "irscatter1 has no operation Add"),
     ("CTCGreedyDecoder", "opset1", "no-kernel", "irscatter has no kernel for CTCGreedyDecoder-1 yet (an OpenVINO op)"),
-    ("Interpolate", "opset16", "no-kernel", "Interpolate-11"),
+    ("NonMaxSuppression", "opset16", "no-kernel", "NonMaxSuppression-9"),
 ])
 def test_what_does_not_resolve_says_why(type_name, opset, label, message):
     found = registry.resolve(type_name, opset)
