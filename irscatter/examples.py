@@ -124,6 +124,14 @@ def repair(snippet: str, default_version: str) -> tuple[str, list[str]]:
     if data and not data.group(0).endswith("/>") and "</data>" not in text:
         text = text[:data.end() - 1] + "/>" + text[data.end():]
         repairs.append("closed an unclosed <data> tag")
+    # <port id="4"/> followed by its <dim>s and a </port>: the port was closed twice
+    reopened = re.sub(r'(<port\b(?:[^<>"]|"[^"<]*")*?)\s*/>(?=(?:\s|<!--(?:(?!-->).)*-->)*<dim>)', r"\1>", text, flags=re.S)
+    if reopened != text:
+        repairs.append("reopened a self-closed <port> that its <dim>s and </port> follow")
+        text = reopened
+    if re.search(r"<input>", text) and "</input>" not in text and re.search(r"<output>", text):
+        text = re.sub(r"(\s*)<output>", r"\1</input>\1<output>", text, count=1)
+        repairs.append("closed the <input> group before <output>")
     merged = re.sub(r"</input>\s*<input>", "", text)
     if merged != text:
         repairs.append("merged the ports of two <input> groups into one")
@@ -256,6 +264,24 @@ def _ports(group: etree._Element | None) -> list[_Port]:
 # --- running -------------------------------------------------------------------------------------------
 
 
+def _drop_ragged_values(inputs: list[_Port], repairs: list[str]) -> None:
+    """Values a page lists as rows of different lengths make no tensor: the port is read as an
+    input of its declared shape instead (the example is then checked for shape only)."""
+    for port in inputs:
+        if port.values is None:
+            continue
+        try:
+            np.asarray(port.values, dtype=np.float64)
+        except (ValueError, TypeError):
+            repairs.append(f"input port {port.id}: its listed values {_cut(repr(port.values))} are not a "
+                           f"rectangular array; read without values")
+            port.values = None
+
+
+def _cut(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def _array(port: _Port, repairs: list[str], what: str) -> np.ndarray:
     array = np.asarray(port.values).astype(port.guessed_type().dtype)
     if list(array.shape) != port.dims:
@@ -382,6 +408,7 @@ def run_example(file: str, index: int, line: int, snippet: str, default_version:
                 c.getparent().remove(c)
     root.set("id", "0")
     layer_xml = etree.tostring(root, encoding="unicode")
+    _drop_ragged_values(inputs, ex.repairs)
     all_values = all(p.values is not None for p in inputs)
     arrays = [_array(p, ex.repairs, f"input port {p.id}") if p.values is not None else None for p in inputs]
     try:

@@ -148,6 +148,29 @@ def test_a_port_without_precision_takes_a_type_the_op_accepts(tmp_path):
     assert any("no precision and the op refused i64 [boolean-type]: read as boolean" in r for r in ex.repairs)
 
 
+def test_ragged_values_are_read_as_an_input_without_values(tmp_path):
+    (ex,) = _write(tmp_path, """<layer ... type="Add">
+    <input>
+        <port id="0" precision="FP32">  <!-- values: [[1, 2, 3], [1, 1, 2, 3]] -->
+            <dim>2</dim>
+            <dim>3</dim>
+        </port>
+        <port id="1" precision="FP32">
+            <dim>2</dim>
+            <dim>3</dim>
+        </port>
+    </input>
+    <output>
+        <port id="2" precision="FP32">
+            <dim>2</dim>
+            <dim>3</dim>
+        </port>
+    </output>
+</layer>""")
+    assert ex.status == "shape-checked", ex.reason
+    assert any("are not a rectangular array; read without values" in r for r in ex.repairs), ex.repairs
+
+
 def test_slips_of_the_pen_are_repaired(tmp_path):
     (ex,) = _write(tmp_path, """<layer ... type="Range">
     <data output_type="i32">
