@@ -147,6 +147,11 @@ SHARED: dict[str, str] = {
     "conv-type": "a convolution's element type is one it does not compute (boolean, string, packed, 8-bit floats)",
     "conv-output-shape": "a transposed convolution's output_shape is not a 1-D integer tensor of one size >= 0 per spatial axis",
     "conv-output-size": "a transposed convolution's pads crop its output below size 0",
+    # the embedding bags and segment reductions (ops/sparse/core.py)
+    "weights-shape": "per_sample_weights does not have the shape of the indices",
+    "mean-weights": "per_sample_weights is given with reduction mean, which takes none",
+    "bag-offsets": "an embedding bag's offsets decrease, or lie outside [0, number of indices]",
+    "segment-count": "num_segments is negative",
     # the colour conversions (ops/image/core.py)
     "image-type": "a colour conversion's element type is not u8 or a floating-point type",
     "image-rank": "an input of a colour conversion does not have 4 dimensions (N, H, W, C)",
