@@ -152,6 +152,16 @@ SHARED: dict[str, str] = {
     "mean-weights": "per_sample_weights is given with reduction mean, which takes none",
     "bag-offsets": "an embedding bag's offsets decrease, or lie outside [0, number of indices]",
     "segment-count": "num_segments is negative",
+    # the Fourier transforms (ops/signal/core.py)
+    "complex-shape": "a complex input (real, imaginary pairs) does not have a last dimension of 2",
+    "axes-empty": "an axes input names no axis, where the op transforms at least one",
+    "signal-size-type": "a signal_size input is not of type i32 or i64",
+    "signal-size-shape": "a signal_size input is not a 1-D tensor with one value per axis",
+    "signal-size-value": "a signal_size value is below -1",
+    "frame-type": "frame_size or frame_step is not of type i32 or i64",
+    "frame-shape": "frame_size or frame_step is not a scalar",
+    "frame-value": "frame_size or frame_step is not positive, or a frame is longer than the signal",
+    "window-shape": "a window is not 1-D, is empty, or is longer than frame_size",
     # the colour conversions (ops/image/core.py)
     "image-type": "a colour conversion's element type is not u8 or a floating-point type",
     "image-rank": "an input of a colour conversion does not have 4 dimensions (N, H, W, C)",
