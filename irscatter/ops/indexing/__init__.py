@@ -5,4 +5,5 @@ from irscatter.ops.indexing import (  # noqa: F401  (importing a module register
     gather,
     gather_elements,
     gather_nd,
+    one_hot,
 )

@@ -1,2 +1,10 @@
 """Sorting and searching: top-k, unique values, bucketing, sorted search, non-zero positions.
 """
+
+from irscatter.ops.sorting import (  # noqa: F401  (importing a module registers its ops)
+    bucketize,
+    non_zero,
+    search_sorted,
+    top_k,
+    unique,
+)
