@@ -273,6 +273,13 @@ def _drop_ragged_values(inputs: list[_Port], repairs: list[str]) -> None:
         try:
             np.asarray(port.values, dtype=np.float64)
         except (ValueError, TypeError):
+            first = port.values[0] if isinstance(port.values, list) and port.values else None
+            if isinstance(first, list) and len(first) == int(np.prod(port.dims)):
+                # "[1, 2, 3] will be promoted to [1, 1, 2, 3]": the value, then what becomes of it
+                repairs.append(f"input port {port.id}: of the listed values {_cut(repr(port.values))}, read the "
+                               f"first, which fits the declared dims {port.dims}")
+                port.values = first
+                continue
             repairs.append(f"input port {port.id}: its listed values {_cut(repr(port.values))} are not a "
                            f"rectangular array; read without values")
             port.values = None
