@@ -72,3 +72,20 @@ def test_openvino_missing_is_unavailable_with_how_to_install_it():
     with WorkerProcess([sys.executable, "-c", hidden], name="OpenVINO") as w:
         failure = _failure(w, {"kind": "version"})
     assert failure.kind == "unavailable" and "pip install irscatter[openvino]" in failure.message
+
+
+def test_string_tensors_cross_to_openvino_and_back(tmp_path):
+    """irscatter holds strings as numpy StringDType; the OpenVINO worker feeds them and returns
+    them in the same form (so that a comparison needs no conversion)."""
+    ov = pytest.importorskip("openvino")
+    import openvino.opset15 as ops
+    from helpers import oracle, save_ov
+
+    text = ops.parameter([3], ov.Type.string, name="text")
+    begins, ends, symbols = ops.string_tensor_unpack(text).outputs()
+    packed = ops.string_tensor_pack(begins, ends, symbols)
+    xml = save_ov(ov.Model([ops.result(packed), ops.result(ends)], [text], "strings"), tmp_path)
+    feeds = {"text": np.array(["a", "", "zürich"], dtype=np.dtypes.StringDType())}
+    strings, lengths = oracle().infer(xml, feeds)
+    assert strings.dtype == np.dtypes.StringDType() and list(strings) == ["a", "", "zürich"]
+    assert list(lengths) == [1, 1, 8]

@@ -85,8 +85,8 @@ def _to_tensor(ov: Any, array: np.ndarray) -> Any:
         tensor = ov.Tensor(ov.Type.bf16, list(array.shape))
         tensor.data.view(np.uint16)[...] = array.view(np.uint16)
         return tensor
-    if array.dtype == object:
-        array = array.astype(str)
+    if array.dtype == object or array.dtype.kind == "T":  # irscatter's strings are numpy StringDType
+        array = np.array(array.tolist(), dtype=str).reshape(array.shape)
     return ov.Tensor(np.require(array, requirements="C"))  # np.ascontiguousarray turns 0-d into 1-d
 
 
@@ -95,8 +95,8 @@ def _from_tensor(ov: Any, tensor: Any) -> np.ndarray:
 
     if tensor.element_type == ov.Type.bf16:
         return np.array(tensor.data).view(np.uint16).view(ml_dtypes.bfloat16)
-    if tensor.element_type == ov.Type.string:
-        return np.array(tensor.str_data)
+    if tensor.element_type == ov.Type.string:  # as irscatter holds strings: StringDType
+        return np.array(tensor.str_data, dtype=np.dtypes.StringDType()).reshape(tuple(tensor.shape))
     return np.array(tensor.data)
 
 
