@@ -129,6 +129,10 @@ def repair(snippet: str, default_version: str) -> tuple[str, list[str]]:
     if reopened != text:
         repairs.append("reopened a self-closed <port> that its <dim>s and </port> follow")
         text = reopened
+    closed = re.sub(r"<dim>([^<>]*?)(?:</x?dim>|(?<!<)/dim>)", r"<dim>\1</dim>", text)
+    if closed != text:
+        repairs.append("mended a misspelt </dim>")
+        text = closed
     if re.search(r"<input>", text) and "</input>" not in text and re.search(r"<output>", text):
         text = re.sub(r"(\s*)<output>", r"\1</input>\1<output>", text, count=1)
         repairs.append("closed the <input> group before <output>")
