@@ -343,21 +343,23 @@ def im2col_convolution(x: np.ndarray, w: np.ndarray, strides: Sequence[int], dil
     as [N, G, positions, C_IN * taps]) and multiplied by the filters [G, C_IN * taps, C_OUT]."""
     n, g, c = x.shape[:3]
     d, kernel = w.shape[1], w.shape[3:]
-    rank = len(kernel)
     if n * g * d * math.prod(out_dims) == 0 or c == 0:
         return np.zeros((n, g, d, *out_dims), dtype=x.dtype)
     spans = [(k - 1) * dl + 1 for k, dl in zip(kernel, dilations)]
     widths = [(0, 0)] * 3
     for size, b, o, s, span in zip(x.shape[3:], begin, out_dims, strides, spans):
         widths.append((b, max(0, (o - 1) * s + span - size - b)))
-    view = sliding_window_view(pad_constant(x, widths), spans, axis=tuple(range(3, 3 + rank)))
-    view = view[(slice(None),) * 3
-                + tuple(slice(0, (o - 1) * s + 1, s) for o, s in zip(out_dims, strides))
-                + tuple(slice(None, None, dl) for dl in dilations)]
-    # [N, G, C, out..., k...] -> [N, G, C, k..., out...]: the copy runs along output positions
-    order = (0, 1, 2, *range(3 + rank, 3 + 2 * rank), *range(3, 3 + rank))
+    source = np.ascontiguousarray(pad_constant(x, widths))  # the view below reads its buffer
+    # A read-only view [N, G, C, k..., out...] of the padded data: element (.., t, o) is the
+    # source at o * stride + t * dilation along each spatial axis. Built directly from strides
+    # (what sliding_window_view does, without its checks); copying it runs along output positions.
+    spatial = source.strides[3:]
+    view = np.ndarray((n, g, c, *kernel, *out_dims), source.dtype, buffer=source, offset=0,
+                      strides=(*source.strides[:3], *(st * dl for st, dl in zip(spatial, dilations)),
+                               *(st * sd for st, sd in zip(spatial, strides))))
+    view.flags.writeable = False
     positions, taps = math.prod(out_dims), c * math.prod(kernel)
-    cols = np.ascontiguousarray(view.transpose(order)).reshape(n, g, taps, positions)
+    cols = np.ascontiguousarray(view).reshape(n, g, taps, positions)
     return np.matmul(w.reshape(g, d, taps), cols).reshape(n, g, d, *out_dims)
 
 
