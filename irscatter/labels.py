@@ -162,6 +162,11 @@ SHARED: dict[str, str] = {
     "frame-shape": "frame_size or frame_step is not a scalar",
     "frame-value": "frame_size or frame_step is not positive, or a frame is longer than the signal",
     "window-shape": "a window is not 1-D, is empty, or is longer than frame_size",
+    # the block-moving ops (ops/spatial/core.py)
+    "block-size": "a DepthToSpace or SpaceToDepth block_size is below 1",
+    "block-input-type": "block_shape and the crops or pads are not of one integer type",
+    "block-input-shape": "block_shape and the crops or pads are not 1-D tensors with one value per data axis",
+    "block-shape-value": "a block_shape value is below 1, or block_shape[0] (the batch axis) is not 1",
     # the colour conversions (ops/image/core.py)
     "image-type": "a colour conversion's element type is not u8 or a floating-point type",
     "image-rank": "an input of a colour conversion does not have 4 dimensions (N, H, W, C)",

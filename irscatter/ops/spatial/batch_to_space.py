@@ -1,0 +1,100 @@
+"""BatchToSpace-2: blocks of the batch axis moved into the spatial axes, then cropped.
+
+The data [batch, D1, ..., D(N-1)] is read as [B1, ..., B(N-1), batch / (B1 * ... * B(N-1)), D1, ...]
+(the block coordinates outermost in the batch index), each block coordinate Bi is interleaved
+after its spatial axis Di, and the result [batch', D1 * B1, ..., D(N-1) * B(N-1)] is cropped by
+crops_begin[i] and crops_end[i] on each spatial axis. A pure permutation and slice of the
+elements: every element type, exact.
+
+The spec says block_shape[0], crops_begin[0] and crops_end[0] are "expected" to be 1, 0 and 0.
+OpenVINO's shape inference divides the batch by block_shape[0] too, while its reference
+ignores block_shape[0] and crops the batch axis by crops_begin[0] and crops_end[0], so other
+values give an output that disagrees with the inferred shape; irscatter refuses them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from irscatter.ir.shapes import Dimension, PartialShape
+from irscatter.ops.base import Op, TensorInfo, check
+from irscatter.ops.registry import register
+from irscatter.ops.spatial.core import block_values, check_block_inputs, int_list, require
+
+
+@register("BatchToSpace", 2)
+class BatchToSpace(Op):
+    labels = {
+        "batch-blocks": "the batch dimension does not divide by the product of block_shape",
+        "crops-value": "a crop is negative, crops_begin[0] or crops_end[0] is not 0, or the crops of an axis "
+                       "exceed its size times its block",
+    }
+
+    inputs = ("data", "block_shape", "crops_begin", "crops_end")
+
+    def _crops(self, begin: np.ndarray, end: np.ndarray, rank: int, at_runtime: bool) -> tuple[list[int], list[int]]:
+        first, last = int_list(begin), int_list(end)
+        port = self.port("crops_begin")
+        require(len(first) == rank and len(last) == rank,
+                f"crops_begin and crops_end must hold one value per data axis ({rank}), found {len(first)} and "
+                f"{len(last)}", label="block-input-shape", port=port, at_runtime=at_runtime)
+        require(all(v >= 0 for v in first + last), f"crops must not be negative, found {first} and {last}",
+                label="crops-value", port=port, at_runtime=at_runtime)
+        require(first[0] == 0 and last[0] == 0,
+                f"crops_begin[0] and crops_end[0] (the batch axis) must be 0, found {first[0]} and {last[0]}",
+                label="crops-value", port=port, at_runtime=at_runtime)
+        return first, last
+
+    def _out_dims(self, dims: list, blocks: list[int], first: list[int], last: list[int], at_runtime: bool) -> list:
+        """The output dims from the input dims (ints or Dimensions) and the three inputs' values."""
+        total = math.prod(blocks)
+        batch, out = dims[0], []
+        if isinstance(batch, int) or batch.is_static:
+            b = int(batch)
+            require(b % total == 0, f"the batch dimension {b} does not divide by the product of block_shape "
+                    f"{blocks} ({total})", label="batch-blocks", port=self.port("data"), at_runtime=at_runtime)
+            out.append(b // total)
+        else:
+            out.append(Dimension.dynamic())
+        for axis in range(1, len(dims)):
+            d = dims[axis]
+            if not (isinstance(d, int) or d.is_static):
+                out.append(Dimension.dynamic())
+                continue
+            size = int(d) * blocks[axis]
+            crop = first[axis] + last[axis]
+            require(crop <= size, f"the crops of axis {axis} ({first[axis]} + {last[axis]}) exceed its size "
+                    f"{int(d)} times its block {blocks[axis]}", label="crops-value", port=self.port("crops_end"),
+                    at_runtime=at_runtime)
+            out.append(size - crop)
+        return out
+
+    def infer(self, data: TensorInfo, block: TensorInfo, begin: TensorInfo, end: TensorInfo) -> TensorInfo:
+        check_block_inputs(self, data, {"block_shape": block, "crops_begin": begin, "crops_end": end})
+        if not data.shape.rank_is_static:
+            return TensorInfo(data.etype, PartialShape.dynamic_rank())
+        rank = data.shape.rank
+        check(rank >= 2, "data-rank", f"data must have rank 2 or more ([batch, D1, ...]), found {data.shape}",
+              port=self.port("data"))
+        if block.value is None or begin.value is None or end.value is None:
+            return TensorInfo(data.etype, PartialShape.of([-1] * rank))
+        blocks = block_values(self, block.value, rank)
+        first, last = self._crops(begin.value, end.value, rank, False)
+        return TensorInfo(data.etype, PartialShape.of(self._out_dims(list(data.shape.dims), blocks, first, last,
+                                                                     False)))
+
+    def compute(self, data: np.ndarray, block: np.ndarray, begin: np.ndarray, end: np.ndarray) -> np.ndarray:
+        rank = data.ndim
+        blocks = block_values(self, block, rank, at_runtime=True)
+        first, last = self._crops(begin, end, rank, True)
+        self._out_dims(list(data.shape), blocks, first, last, True)
+        inner = blocks[1:]
+        batch, spatial = data.shape[0] // math.prod(blocks), data.shape[1:]
+        # [B1, ..., B(N-1), batch', D1, ..., D(N-1)]: axis i-1 is Bi, axis N-1 the batch, N-1+i is Di
+        split = data.reshape(*inner, batch, *spatial)
+        order = [rank - 1] + [a for i in range(rank - 1) for a in (rank + i, i)]
+        joined = split.transpose(order).reshape(batch, *(d * b for d, b in zip(spatial, inner)))
+        crop = (slice(None),) + tuple(slice(first[i], joined.shape[i] - last[i]) for i in range(1, rank))
+        return joined[crop]

@@ -1,0 +1,102 @@
+"""What the block-moving ops of the family share.
+
+DepthToSpace and SpaceToDepth share their `block_size` and `mode` attributes. BatchToSpace
+and SpaceToBatch share three integer inputs beside the data (`block_shape` and a pair of crops
+or pads), each a 1-D tensor with one value per data axis, whose values decide the output
+shape: inference uses them when they are constants, and the kernel checks them again when
+they arrive at run time.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import numpy as np
+
+from irscatter.errors import ExecutionError, ValidationError
+from irscatter.ir.element_types import ElementType
+from irscatter.ir.shapes import Dimension
+from irscatter.ops.base import Lower, Op, OpAttrs, TensorInfo, check
+
+
+class BlockAttrs(OpAttrs):
+    block_size: int = 1
+    mode: Annotated[Literal["blocks_first", "depth_first"], Lower]
+
+
+def require(condition: object, message: str, *, label: str, port: str, at_runtime: bool = False) -> None:
+    """A spec constraint on input values: refused at inference when the values are constants,
+    or by the kernel when they arrive at run time."""
+    if not condition:
+        if at_runtime:
+            raise ExecutionError(message, label=label, port=port)
+        raise ValidationError(message, label=label, port=port)
+
+
+def check_block_size(op: Op) -> int:
+    size = op.attrs.block_size
+    check(size >= 1, "block-size", f"block_size must be a positive integer, found {size}",
+          port=op.port("block_size"))
+    return size
+
+
+def scaled(d: Dimension, factor: int) -> Dimension:
+    """A dimension times a positive factor (bounds scale with it)."""
+    if d.is_static:
+        return Dimension.static(d.min * factor)
+    return Dimension(min=d.min * factor, max=None if d.max is None else d.max * factor)
+
+
+def divided(d: Dimension, divisor: int) -> Dimension | None:
+    """The quotients of the multiples of `divisor` a dimension allows; None when it allows none."""
+    if d.is_static:
+        return Dimension.static(d.min // divisor) if d.min % divisor == 0 else None
+    lo, hi = -(-d.min // divisor), None if d.max is None else d.max // divisor
+    return None if hi is not None and lo > hi else Dimension(min=lo, max=hi)
+
+
+# --- BatchToSpace and SpaceToBatch -------------------------------------------------------------
+
+
+def check_block_inputs(op: Op, data: TensorInfo, inputs: dict[str, TensorInfo]) -> None:
+    """The three integer inputs: one integer element type, 1-D, one value per data axis."""
+    names = list(inputs)
+    types = {i.etype for i in inputs.values()} - {ElementType.dynamic}
+    for name, info in inputs.items():
+        check(info.etype is ElementType.dynamic or info.etype.is_integral, "block-input-type",
+              f"{name} must be of an integer type, found {info.etype}", port=op.port(name))
+    check(len(types) <= 1, "block-input-type",
+          f"{', '.join(names)} must share one element type, found {', '.join(str(i.etype) for i in inputs.values())}",
+          port=op.port(names[-1]))
+    lengths = set()
+    for name, info in inputs.items():
+        if not info.shape.rank_is_static:
+            continue
+        check(info.shape.rank == 1, "block-input-shape", f"{name} must be a 1-D tensor, found shape {info.shape}",
+              port=op.port(name))
+        if info.shape[0].is_static:
+            lengths.add(info.shape[0].min)
+    check(len(lengths) <= 1, "block-input-shape",
+          f"{', '.join(names)} must have the same length, found {', '.join(str(i.shape) for i in inputs.values())}",
+          port=op.port(names[-1]))
+    if data.shape.rank_is_static and lengths:
+        rank, (n,) = data.shape.rank, lengths
+        check(n == rank, "block-input-shape",
+              f"{', '.join(names)} must hold one value per data axis ({rank}), found {n}", port=op.port(names[0]))
+
+
+def int_list(value: np.ndarray) -> list[int]:
+    return [int(v) for v in np.asarray(value).reshape(-1)]
+
+
+def block_values(op: Op, block: np.ndarray, rank: int, *, at_runtime: bool = False) -> list[int]:
+    """block_shape's values: one per data axis, each at least 1, and 1 for the batch axis."""
+    values = int_list(block)
+    port = op.port("block_shape")
+    require(len(values) == rank, f"block_shape must hold one value per data axis ({rank}), found {len(values)}",
+            label="block-input-shape", port=port, at_runtime=at_runtime)
+    require(all(v >= 1 for v in values), f"block_shape values must be at least 1, found {values}",
+            label="block-shape-value", port=port, at_runtime=at_runtime)
+    require(values[0] == 1, f"block_shape[0] (the batch axis) must be 1, found {values[0]}",
+            label="block-shape-value", port=port, at_runtime=at_runtime)
+    return values

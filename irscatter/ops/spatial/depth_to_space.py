@@ -1,0 +1,54 @@
+"""DepthToSpace-1: blocks of the channel (depth) axis moved into the spatial axes.
+
+The data [N, C, D1, ..., DK] becomes [N, C / block_size^K, D1 * block_size, ..., DK * block_size].
+In `blocks_first` mode the channel axis is read as [block_size, ..., block_size, C'] (the block
+coordinates outermost), in `depth_first` mode as [C', block_size, ..., block_size]. A pure
+permutation of the elements: every element type, exact.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from irscatter.ir.shapes import PartialShape
+from irscatter.ops.base import Op, TensorInfo, check
+from irscatter.ops.registry import register
+from irscatter.ops.spatial.core import BlockAttrs, check_block_size, divided, scaled
+
+
+@register("DepthToSpace", 1)
+class DepthToSpace(Op):
+    labels = {
+        "depth-blocks": "the channel dimension does not divide by block_size to the power of the spatial rank",
+    }
+
+    Attrs = BlockAttrs
+    inputs = ("data",)
+
+    def infer(self, data: TensorInfo) -> TensorInfo:
+        size = check_block_size(self)
+        if not data.shape.rank_is_static:
+            return TensorInfo(data.etype, data.shape)
+        rank = data.shape.rank
+        check(rank >= 3, "data-rank", f"data must have rank 3 or more ([N, C, D1, ...]), found {data.shape}",
+              port=self.port("data"))
+        divisor = size ** (rank - 2)
+        depth = divided(data.shape[1], divisor)
+        check(depth is not None, "depth-blocks",
+              f"the channel dimension {data.shape[1]} does not divide by block_size^{rank - 2} = {divisor}",
+              port=self.port("data"))
+        dims = [data.shape[0], depth, *(scaled(d, size) for d in data.shape.dims[2:])]
+        return TensorInfo(data.etype, PartialShape.of(dims))
+
+    def compute(self, data: np.ndarray) -> np.ndarray:
+        size = self.attrs.block_size
+        n, c, *spatial = data.shape
+        k = len(spatial)
+        depth = c // size**k
+        if self.attrs.mode == "blocks_first":  # channel = (b1, ..., bK, c')
+            split = data.reshape(n, *[size] * k, depth, *spatial)
+            order = [0, k + 1] + [a for i in range(k) for a in (k + 2 + i, 1 + i)]
+        else:  # channel = (c', b1, ..., bK)
+            split = data.reshape(n, depth, *[size] * k, *spatial)
+            order = [0, 1] + [a for i in range(k) for a in (k + 2 + i, 2 + i)]
+        return split.transpose(order).reshape(n, depth, *(d * size for d in spatial))
