@@ -460,14 +460,22 @@ def time_interleaved(prepared: dict[str, Prepared], runs: int) -> dict[str, floa
         p.call()
         took = time.perf_counter() - start
         burst[name] = max(1, int(SHORT_CALL / max(took, 1e-7))) if p.before is _NOTHING else 1
-    for _ in range(runs):
+    # Engines with thread pools (OpenVINO, onnxruntime) keep their threads spinning for a while
+    # after a call, on the cores the next engine needs. So samples are taken in blocks, a block
+    # per engine and round, each opened by an untimed call; the rounds still interleave the
+    # engines against drift of the machine.
+    rounds = min(runs, 5)
+    for r in range(rounds):
         for name, p in prepared.items():
             p.before()
-            n = burst[name]
-            start = time.perf_counter()
-            for _ in range(n):
-                p.call()
-            samples[name].append((time.perf_counter() - start) / n)
+            p.call()
+            for _ in range(runs // rounds + (r < runs % rounds)):
+                p.before()
+                n = burst[name]
+                start = time.perf_counter()
+                for _ in range(n):
+                    p.call()
+                samples[name].append((time.perf_counter() - start) / n)
     return {name: 1e3 * statistics.median(s) for name, s in samples.items()}
 
 

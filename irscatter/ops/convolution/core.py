@@ -321,7 +321,7 @@ IM2COL_LIMIT = 1 << 24
 
 
 def forward_convolution(x: np.ndarray, w: np.ndarray, strides: Sequence[int], dilations: Sequence[int],
-                        begin: Sequence[int], out_dims: Sequence[int]) -> np.ndarray:
+                        begin: Sequence[int], out_dims: Sequence[int], finite: bool | None = None) -> np.ndarray:
     """`grouped_convolution`'s result, through one matrix product over gathered patches where
     that gives the same answer and fits in memory.
 
@@ -331,7 +331,9 @@ def forward_convolution(x: np.ndarray, w: np.ndarray, strides: Sequence[int], di
     the per-offset path, which skips those taps."""
     n, g, c = x.shape[:3]
     patches = n * g * c * math.prod(w.shape[3:]) * math.prod(out_dims)
-    if x.dtype.kind != "f" or patches > IM2COL_LIMIT or not np.isfinite(w).all():
+    if finite is None:
+        finite = bool(np.isfinite(w).all())
+    if x.dtype.kind != "f" or patches > IM2COL_LIMIT or not finite:
         return grouped_convolution(x, w, strides, dilations, begin, out_dims)
     return im2col_convolution(x, w, strides, dilations, begin, out_dims)
 
@@ -483,6 +485,18 @@ class ForwardConvolution(Op):
         begin, end = forward_pads(a.auto_pad, in_dims, kernel, a.strides, a.dilations, a.pads_begin, a.pads_end)
         return begin, end, forward_output_dims(a.auto_pad, in_dims, kernel, a.strides, a.dilations, begin, end)
 
+    def _finite(self, filters: np.ndarray, work: np.ndarray) -> bool:
+        """Whether the filters (`work`: in the work dtype) are all finite. For read-only filters
+        (a Const's value, the same array every run) the answer is kept with the array, whose
+        identity is then safe to compare; a writable array may change between runs."""
+        known = self.__dict__.get("_finite_filters")
+        if known is not None and known[0] is filters:
+            return known[1]
+        finite = bool(np.isfinite(work).all()) if work.dtype.kind == "f" else True
+        if not filters.flags.writeable:
+            self._finite_filters = (filters, finite)
+        return finite
+
     def infer(self, data: TensorInfo, filters: TensorInfo) -> TensorInfo:
         etype = check_element_types(self, data, filters)
         lead = 3 if self.grouped else 2
@@ -516,8 +530,9 @@ class ForwardConvolution(Op):
         begin, _, out_dims = known[key]
         x = data.reshape(data.shape[0], groups, c_in, *data.shape[2:]).astype(work, copy=False)
         with np.errstate(invalid="ignore", over="ignore"):  # inf - inf, inf * 0: IEEE answers
-            out = forward_convolution(x, w.astype(work, copy=False), self.attrs.strides, self.attrs.dilations,
-                                      begin, out_dims)
+            w_work = w.astype(work, copy=False)
+            out = forward_convolution(x, w_work, self.attrs.strides, self.attrs.dilations, begin, out_dims,
+                                      self._finite(filters, w_work))
         return to_element_type(out.reshape(data.shape[0], groups * w.shape[1], *out_dims), etype)
 
 

@@ -21,7 +21,6 @@ in the element type, where 8-bit sums wrap; the spec defines no rounding).
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -39,6 +38,7 @@ from irscatter.ops.pooling.core import (
     in_data,
     output_shape,
     padded,
+    tap_picks,
 )
 from irscatter.ops.registry import register
 
@@ -59,9 +59,7 @@ def window_sums(values: np.ndarray, axes: list[Axis]) -> np.ndarray:
     values (a few passes over the output, rather than a reduction over a window view)."""
     source = padded(values, axes, 0)
     sums = np.zeros(values.shape[:values.ndim - len(axes)] + tuple(ax.out for ax in axes), dtype=values.dtype)
-    for tap in itertools.product(*(range(ax.kernel) for ax in axes)):
-        pick = tuple(slice(t * ax.dilation, t * ax.dilation + (ax.out - 1) * ax.stride + 1 if ax.out else 0, ax.stride)
-                     for t, ax in zip(tap, axes))
+    for pick in tap_picks(axes):
         np.add(sums, source[(..., *pick)], out=sums)
     return sums
 

@@ -25,6 +25,8 @@ window and every `dilation`-th tap. No output position is visited by a Python lo
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Annotated, Literal
@@ -169,6 +171,22 @@ def padded(array: np.ndarray, axes: list[Axis], fill) -> np.ndarray:
     lead = array.ndim - len(axes)
     widths = [(0, 0)] * lead + [(ax.begin, ax.reach) for ax in axes]
     return pad_constant(array, widths, fill)  # no copy when the windows tile the input
+
+
+@functools.lru_cache(maxsize=256)
+def _tap_picks(axes: tuple[Axis, ...]) -> tuple[tuple[slice, ...], ...]:
+    picks = []
+    for tap in itertools.product(*(range(ax.kernel) for ax in axes)):
+        picks.append(tuple(slice(t * ax.dilation, t * ax.dilation + (ax.out - 1) * ax.stride + 1 if ax.out else 0,
+                                 ax.stride) for t, ax in zip(tap, axes)))
+    return tuple(picks)
+
+
+def tap_picks(axes: list[Axis]) -> tuple[tuple[slice, ...], ...]:
+    """For each tap of the window in row-major order, the strided slices of a `padded` array's
+    spatial axes that hold that tap of every window: a kernel visits a few taps, each a view of
+    the whole output, instead of the windows one by one. Worked out once per geometry."""
+    return _tap_picks(tuple(axes))
 
 
 def windows(array: np.ndarray, axes: list[Axis]) -> np.ndarray:

@@ -26,7 +26,6 @@ spec's padding value is -inf, so a window holding -inf data has -inf as its maxi
 
 from __future__ import annotations
 
-import itertools
 import math
 from typing import Annotated, Literal
 
@@ -44,6 +43,7 @@ from irscatter.ops.pooling.core import (
     check_pool_type,
     output_shape,
     padded,
+    tap_picks,
 )
 from irscatter.ops.registry import register
 
@@ -70,9 +70,7 @@ def max_pool(data: np.ndarray, axes: list[Axis]) -> tuple[np.ndarray, np.ndarray
     value = np.full(shape, lowest, dtype=data.dtype)
     where = np.zeros(shape, dtype=np.int64)
     found = np.zeros(shape, dtype=bool)
-    for tap in itertools.product(*(range(ax.kernel) for ax in axes)):
-        pick = tuple(slice(t * ax.dilation, t * ax.dilation + (ax.out - 1) * ax.stride + 1 if ax.out else 0, ax.stride)
-                     for t, ax in zip(tap, axes))
+    for pick in tap_picks(axes):
         k = keys[(..., *pick)]
         take = inside[pick] & (~found | (k > best))
         if is_float:
@@ -95,12 +93,9 @@ def max_pool_values(data: np.ndarray, axes: list[Axis]) -> np.ndarray:
     key = data.astype(compute_dtype(etype), copy=False) if is_float else data  # exact: comparisons only
     lowest = np.array(-np.inf if is_float else np.iinfo(key.dtype).min).astype(key.dtype)
     values = padded(key, axes, lowest)
-    shape = data.shape[:2] + tuple(ax.out for ax in axes)
-    picks = [tuple(slice(t * ax.dilation, t * ax.dilation + (ax.out - 1) * ax.stride + 1 if ax.out else 0, ax.stride)
-                   for t, ax in zip(tap, axes))
-             for tap in itertools.product(*(range(ax.kernel) for ax in axes))]
-    best = np.full(shape, lowest, dtype=key.dtype)
-    for pick in picks:
+    picks = tap_picks(axes)
+    best = np.array(values[(..., *picks[0])], dtype=key.dtype)  # a copy of the first tap
+    for pick in picks[1:]:
         np.fmax(best, values[(..., *pick)], out=best)
     if is_float:
         np.copyto(best, lowest, where=np.isnan(best))
