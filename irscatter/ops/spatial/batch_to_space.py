@@ -18,14 +18,13 @@ import math
 
 import numpy as np
 
-from irscatter.ir.shapes import Dimension, PartialShape
-from irscatter.ops.base import Op, TensorInfo, check
+from irscatter.ir.shapes import Dimension
 from irscatter.ops.registry import register
-from irscatter.ops.spatial.core import block_values, check_block_inputs, int_list, require
+from irscatter.ops.spatial.core import BatchBlocks, block_values, int_list, require
 
 
 @register("BatchToSpace", 2)
-class BatchToSpace(Op):
+class BatchToSpace(BatchBlocks):
     labels = {
         "batch-blocks": "the batch dimension does not divide by the product of block_shape",
         "crops-value": "a crop is negative, crops_begin[0] or crops_end[0] is not 0, or the crops of an axis "
@@ -34,7 +33,7 @@ class BatchToSpace(Op):
 
     inputs = ("data", "block_shape", "crops_begin", "crops_end")
 
-    def _crops(self, begin: np.ndarray, end: np.ndarray, rank: int, at_runtime: bool) -> tuple[list[int], list[int]]:
+    def _amounts(self, begin: np.ndarray, end: np.ndarray, rank: int, at_runtime: bool) -> tuple[list[int], list[int]]:
         first, last = int_list(begin), int_list(end)
         port = self.port("crops_begin")
         require(len(first) == rank and len(last) == rank,
@@ -71,24 +70,10 @@ class BatchToSpace(Op):
             out.append(size - crop)
         return out
 
-    def infer(self, data: TensorInfo, block: TensorInfo, begin: TensorInfo, end: TensorInfo) -> TensorInfo:
-        check_block_inputs(self, data, {"block_shape": block, "crops_begin": begin, "crops_end": end})
-        if not data.shape.rank_is_static:
-            return TensorInfo(data.etype, PartialShape.dynamic_rank())
-        rank = data.shape.rank
-        check(rank >= 2, "data-rank", f"data must have rank 2 or more ([batch, D1, ...]), found {data.shape}",
-              port=self.port("data"))
-        if block.value is None or begin.value is None or end.value is None:
-            return TensorInfo(data.etype, PartialShape.of([-1] * rank))
-        blocks = block_values(self, block.value, rank)
-        first, last = self._crops(begin.value, end.value, rank, False)
-        return TensorInfo(data.etype, PartialShape.of(self._out_dims(list(data.shape.dims), blocks, first, last,
-                                                                     False)))
-
     def compute(self, data: np.ndarray, block: np.ndarray, begin: np.ndarray, end: np.ndarray) -> np.ndarray:
         rank = data.ndim
         blocks = block_values(self, block, rank, at_runtime=True)
-        first, last = self._crops(begin, end, rank, True)
+        first, last = self._amounts(begin, end, rank, True)
         self._out_dims(list(data.shape), blocks, first, last, True)
         inner = blocks[1:]
         batch, spatial = data.shape[0] // math.prod(blocks), data.shape[1:]

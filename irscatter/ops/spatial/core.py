@@ -15,7 +15,7 @@ import numpy as np
 
 from irscatter.errors import ExecutionError, ValidationError
 from irscatter.ir.element_types import ElementType
-from irscatter.ir.shapes import Dimension
+from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.ops.base import Lower, Op, OpAttrs, TensorInfo, check
 
 
@@ -100,3 +100,29 @@ def block_values(op: Op, block: np.ndarray, rank: int, *, at_runtime: bool = Fal
     require(values[0] == 1, f"block_shape[0] (the batch axis) must be 1, found {values[0]}",
             label="block-shape-value", port=port, at_runtime=at_runtime)
     return values
+
+
+class BatchBlocks(Op):
+    """What BatchToSpace and SpaceToBatch share: data, block_shape, and the amounts cropped or
+    padded at the start and end of each axis (inputs 2 and 3). The shape is known once the three
+    integer inputs are; `_amounts` reads those two, `_out_dims` applies them."""
+
+    def _amounts(self, begin: np.ndarray, end: np.ndarray, rank: int, at_runtime: bool) -> tuple[list[int], list[int]]:
+        raise NotImplementedError
+
+    def _out_dims(self, dims: list, blocks: list[int], first: list[int], last: list[int], at_runtime: bool) -> list:
+        raise NotImplementedError
+
+    def infer(self, data: TensorInfo, block: TensorInfo, begin: TensorInfo, end: TensorInfo) -> TensorInfo:
+        check_block_inputs(self, data, dict(zip(self.inputs[1:], (block, begin, end))))
+        if not data.shape.rank_is_static:
+            return TensorInfo(data.etype, PartialShape.dynamic_rank())
+        rank = data.shape.rank
+        check(rank >= 2, "data-rank", f"data must have rank 2 or more ([batch, D1, ...]), found {data.shape}",
+              port=self.port("data"))
+        if block.value is None or begin.value is None or end.value is None:
+            return TensorInfo(data.etype, PartialShape.of([-1] * rank))
+        blocks = block_values(self, block.value, rank)
+        first, last = self._amounts(begin.value, end.value, rank, False)
+        return TensorInfo(data.etype, PartialShape.of(self._out_dims(list(data.shape.dims), blocks, first, last,
+                                                                     False)))

@@ -23,15 +23,14 @@ import math
 
 import numpy as np
 
-from irscatter.ir.shapes import Dimension, PartialShape
+from irscatter.ir.shapes import Dimension
 from irscatter.limits import check_allocation
-from irscatter.ops.base import Op, TensorInfo, check
 from irscatter.ops.registry import register
-from irscatter.ops.spatial.core import block_values, check_block_inputs, int_list, require
+from irscatter.ops.spatial.core import BatchBlocks, block_values, int_list, require
 
 
 @register("SpaceToBatch", 2)
-class SpaceToBatch(Op):
+class SpaceToBatch(BatchBlocks):
     labels = {
         "pads-value": "a pad is negative, or pads_begin[0] or pads_end[0] is not 0",
         "pads-blocks": "a padded spatial dimension does not divide by its block",
@@ -39,7 +38,7 @@ class SpaceToBatch(Op):
 
     inputs = ("data", "block_shape", "pads_begin", "pads_end")
 
-    def _pads(self, begin: np.ndarray, end: np.ndarray, rank: int, at_runtime: bool) -> tuple[list[int], list[int]]:
+    def _amounts(self, begin: np.ndarray, end: np.ndarray, rank: int, at_runtime: bool) -> tuple[list[int], list[int]]:
         first, last = int_list(begin), int_list(end)
         port = self.port("pads_begin")
         require(len(first) == rank and len(last) == rank,
@@ -69,24 +68,10 @@ class SpaceToBatch(Op):
             out.append(padded // blocks[axis])
         return out
 
-    def infer(self, data: TensorInfo, block: TensorInfo, begin: TensorInfo, end: TensorInfo) -> TensorInfo:
-        check_block_inputs(self, data, {"block_shape": block, "pads_begin": begin, "pads_end": end})
-        if not data.shape.rank_is_static:
-            return TensorInfo(data.etype, PartialShape.dynamic_rank())
-        rank = data.shape.rank
-        check(rank >= 2, "data-rank", f"data must have rank 2 or more ([batch, D1, ...]), found {data.shape}",
-              port=self.port("data"))
-        if block.value is None or begin.value is None or end.value is None:
-            return TensorInfo(data.etype, PartialShape.of([-1] * rank))
-        blocks = block_values(self, block.value, rank)
-        first, last = self._pads(begin.value, end.value, rank, False)
-        return TensorInfo(data.etype, PartialShape.of(self._out_dims(list(data.shape.dims), blocks, first, last,
-                                                                     False)))
-
     def compute(self, data: np.ndarray, block: np.ndarray, begin: np.ndarray, end: np.ndarray) -> np.ndarray:
         rank = data.ndim
         blocks = block_values(self, block, rank, at_runtime=True)
-        first, last = self._pads(begin, end, rank, True)
+        first, last = self._amounts(begin, end, rank, True)
         out_dims = self._out_dims(list(data.shape), blocks, first, last, True)
         padded_shape = [d + b + e for d, b, e in zip(data.shape, first, last)]
         check_allocation(out_dims, data.dtype.itemsize)
