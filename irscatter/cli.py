@@ -15,6 +15,7 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -48,6 +49,7 @@ def _preview(array: np.ndarray) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    written = _output_path(args.output) if args.output else None  # refused before any work
     model = read_model(args.model, args.bin)
     compiled = model.compile()
     feeds: dict[str, Any] = {}
@@ -79,9 +81,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(report.table(None if args.all_layers else 30))
         else:
             outputs = compiled.run(feeds, donate=donate)
-    if args.output:
-        np.savez(args.output, **outputs)
-        print(f"wrote {len(outputs)} output{'s' if len(outputs) != 1 else ''} to {args.output}")
+    if written:
+        np.savez(written, **outputs)
+        print(f"wrote {len(outputs)} output{'s' if len(outputs) != 1 else ''} to {written}")
     else:
         for name, value in outputs.items():
             arr = np.asarray(value)
@@ -217,53 +219,88 @@ def _print_labels(ops: list, as_json: bool) -> int:
     return 0
 
 
+def _output_path(name: str) -> str:
+    """Where --output writes: the name as given when it ends in .npz, else with .npz added (as
+    numpy would); a directory or a missing folder is refused before anything is computed."""
+    path = Path(name)
+    if path.is_dir():
+        raise UsageError(f"--output {name} is a directory; give a file name, e.g. {path / 'outputs.npz'}")
+    if path.suffix != ".npz":
+        path = path.with_name(path.name + ".npz")
+    if not path.parent.is_dir():
+        raise UsageError(f"--output {name}: the folder {path.parent} does not exist")
+    return str(path)
+
+
+def _count(minimum: int):
+    """An argparse type: an integer of at least `minimum`."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} is below {minimum}")
+        return value
+    return parse
+
+
+def _global_options(parser: argparse.ArgumentParser, default) -> None:
+    """--debug and --limit, before the command or after it. The subcommands' copies default to
+    nothing at all, so that a flag given before the command is not reset after it."""
+    parser.add_argument("--debug", action="store_true", default=default(False),
+                        help="show a Python traceback on errors")
+    parser.add_argument("--limit", action="append", metavar="NAME=N", default=default(None),
+                        help="change a resource limit, e.g. tensor_bytes=1e9 (see irscatter.limits.Limits)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description="Run, inspect and check OpenVINO IR models with numpy.")
-    parser.add_argument("--debug", action="store_true", help="show a Python traceback on errors")
-    parser.add_argument("--limit", action="append", metavar="NAME=N",
-                        help="change a resource limit, e.g. tensor_bytes=1e9 (see irscatter.limits.Limits)")
+    _global_options(parser, lambda value: value)
+    common = argparse.ArgumentParser(add_help=False)
+    _global_options(common, lambda value: argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    run = sub.add_parser("run", help="run a model and print or save its outputs")
+    run = sub.add_parser("run", help="run a model and print or save its outputs", parents=[common])
     run.add_argument("model", help="the model's .xml file")
     run.add_argument("--bin", help="the weights file (default: the .xml's sibling .bin)")
     run.add_argument("--inputs", metavar="FILE.npz", help="inputs keyed by input name")
     run.add_argument("-i", "--input", action="append", metavar="NAME=FILE.npy", help="one input from a .npy file")
     run.add_argument("--random", action="store_true", help="draw every input not given otherwise at random")
-    run.add_argument("--seed", type=int, default=0, help="seed for --random (default 0)")
+    run.add_argument("--seed", type=_count(0), default=0, help="seed for --random (default 0)")
     run.add_argument("--shape", action="append", metavar="NAME=d0,d1,...", help="shape to draw for a dynamic input")
     run.add_argument("--output", metavar="OUT.npz", help="save the outputs instead of printing them")
     run.add_argument("--expected", metavar="FILE.npz", help="compare the outputs with these values")
     run.add_argument("--rtol", type=float, help="relative tolerance of --expected for floats (default 8 f32 eps)")
     run.add_argument("--atol", type=float, help="absolute tolerance of --expected for floats (default 8 f32 eps)")
-    run.add_argument("--steps", type=int, default=1, metavar="N",
+    run.add_argument("--steps", type=_count(1), default=1, metavar="N",
                      help="run N times in a row, the model's state (ReadValue/Assign) carried from run to run; "
                           "outputs are keyed step<k>/<name>, and --inputs may hold step<k>/<name> feeds")
     run.add_argument("--feed-back", action="append", metavar="OUTPUT=INPUT",
                      help="with --steps: feed this output of each step as that input of the next")
     run.add_argument("--profile", action="store_true", help="print each layer's time, slowest first")
-    run.add_argument("--runs", type=int, default=1, metavar="N", help="with --profile: median of N runs (default 1)")
+    run.add_argument("--runs", type=_count(1), default=1, metavar="N", help="with --profile: median of N runs (default 1)")
     run.add_argument("--all-layers", action="store_true", help="with --profile: list every layer, not the top 30")
     run.set_defaults(func=cmd_run)
 
-    info = sub.add_parser("info", help="describe a model without running it")
+    info = sub.add_parser("info", help="describe a model without running it", parents=[common])
     info.add_argument("model")
     info.add_argument("--bin")
     info.add_argument("--json", action="store_true")
     info.set_defaults(func=cmd_info)
 
-    check = sub.add_parser("validate", help="report every conformance finding about a model")
+    check = sub.add_parser("validate", help="report every conformance finding about a model", parents=[common])
     check.add_argument("model")
     check.add_argument("--bin")
     check.add_argument("--json", action="store_true", help="print the findings as JSON records")
     check.set_defaults(func=cmd_validate)
 
-    docs = sub.add_parser("examples", help="run the example layers of spec documents and check their values")
+    docs = sub.add_parser("examples", help="run the example layers of spec documents and check their values", parents=[common])
     docs.add_argument("files", nargs="+", metavar="FILE", help=".rst, .md, .xml or .txt documents")
     docs.add_argument("--json", action="store_true")
     docs.set_defaults(func=cmd_examples)
 
-    ops = sub.add_parser("ops", help="list the ops irscatter implements")
+    ops = sub.add_parser("ops", help="list the ops irscatter implements", parents=[common])
     ops.add_argument("--json", action="store_true")
     ops.add_argument("--labels", action="store_true", help="list every error label with its meaning")
     ops.set_defaults(func=cmd_ops)

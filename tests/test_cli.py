@@ -141,3 +141,32 @@ def test_readme_quickstart_run_command_works():
     proc = cli(*words[1:], cwd=MODELS.parent)
     assert proc.returncode == 0, proc.stderr
     assert "ok   cache_out" in proc.stdout and "ok   written" in proc.stdout
+
+
+def test_output_names_the_file_it_wrote_and_refuses_folders(tmp_path):
+    model = str(MODELS / "affine_chain" / "model.xml")
+    proc = cli("run", model, "--random", "--output", str(tmp_path / "outfile"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().endswith(f"to {tmp_path / 'outfile.npz'}") and (tmp_path / "outfile.npz").is_file()
+    _assert_one_line_error(cli("run", model, "--random", "--output", str(tmp_path)), 2)
+    _assert_one_line_error(cli("run", model, "--random", "--output", str(tmp_path / "no" / "o.npz")), 2)
+    assert not (tmp_path / "no").exists()
+
+
+def test_counts_are_checked_by_the_parser():
+    model = str(MODELS / "affine_chain" / "model.xml")
+    for flag, value in (("--seed", "-1"), ("--steps", "0"), ("--runs", "0"), ("--seed", "x")):
+        proc = cli("run", model, "--random", flag, value)
+        assert proc.returncode == 2 and f"argument {flag}" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_global_options_work_after_the_command_too():
+    model = str(MODELS / "affine_chain" / "model.xml")
+    for args in (("--limit", "tensor_elements=2", "run", model, "--random"),
+                 ("run", model, "--random", "--limit", "tensor_elements=2")):
+        proc = cli(*args)
+        assert proc.returncode != 0 and "tensor-limit" in proc.stderr, proc.stderr
+    proc = cli("run", model, "--random", "--debug", "--limit", "tensor_elements=2")
+    assert "Traceback" in proc.stderr and "tensor-limit" in proc.stderr
+    proc = cli("--debug", "info", model)
+    assert proc.returncode == 0, proc.stderr
