@@ -128,3 +128,9 @@ class UsageError(IRError):
 
     kind = "usage"
     exit_code = 2
+
+
+def elide(text: str, limit: int = 60) -> str:
+    """`text` for a message: whole when short, else its start and how long it was, so that a
+    hostile file's megabyte-long attribute does not come back as a megabyte-long error."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"

@@ -170,3 +170,10 @@ def test_global_options_work_after_the_command_too():
     assert "Traceback" in proc.stderr and "tensor-limit" in proc.stderr
     proc = cli("--debug", "info", model)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_shape_past_the_tensor_limit_is_refused_before_drawing():
+    proc = cli("run", str(MODELS / "dynamic_batch" / "model.xml"), "--random",
+               "--shape", "x=1000000000,3", "--shape", "bias=1,1")
+    _assert_one_line_error(proc, 2)
+    assert "--shape x:" in proc.stderr and "tensor_bytes" in proc.stderr

@@ -36,6 +36,7 @@ def test_the_cli_prints_one_error_line(name, capsys):
     line = lines[0]
     assert "Traceback" not in captured.err and "internal error" not in line
     assert ".xml" in line or ".npz" in line  # the file at fault is named
+    assert len(line) < 1000, f"{len(line)} characters"  # a huge value is cut, not echoed
     if case["label"]:
         assert line.endswith(f"[{case['label']}]"), line
     if case["layer"] is not None:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from lxml import etree
 
-from irscatter.errors import FileAccessError, LayerRef, LoadError, SecurityError
+from irscatter.errors import FileAccessError, LayerRef, LoadError, SecurityError, elide
 from irscatter.ir import opsets
 from irscatter.ir.element_types import ElementType, decode
 from irscatter.ir.graph import (
@@ -36,7 +36,7 @@ from irscatter.ir.graph import (
     split_names,
     trusted,
 )
-from irscatter.ir.shapes import PartialShape, is_decimal, parse_static_shape
+from irscatter.ir.shapes import PartialShape, is_decimal, parse_static_shape, read_count
 from irscatter.limits import current as current_limits
 
 SUPPORTED_IR_VERSIONS = (10, 11)
@@ -450,8 +450,11 @@ def _const_data(ctx: _Ctx, layer: Layer, weights: np.ndarray | None, bin_label: 
         raise fail("a constant cannot have element type dynamic", "const-attribute")
     for key in ("offset", "size"):
         if not is_decimal(a[key].strip()):
-            raise fail(f'{key}="{a[key]}" is not a non-negative integer', "const-attribute")
-    offset, size = int(a["offset"]), int(a["size"])
+            raise fail(f'{key}="{elide(a[key])}" is not a non-negative integer', "const-attribute")
+    try:
+        offset, size = read_count(a["offset"].strip(), "offset"), read_count(a["size"].strip(), "size")
+    except ValueError as e:  # a number past any file's size: the weights lie past its end
+        raise fail(f"{e}: the weights lie past the end of {bin_label}", "const-range") from None
     count = math.prod(shape)
     if weights is None:
         raise fail(f"needs {size} bytes at offset {offset} but there is no weights file ({bin_label})", "no-weights")

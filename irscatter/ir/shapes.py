@@ -15,6 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, model_serializer, model_validator
 
+from irscatter.errors import elide
+
 
 class Dimension(BaseModel):
     model_config = ConfigDict(frozen=True)
@@ -97,6 +99,25 @@ def _static_dim(n: int) -> Dimension:
     return d
 
 
+# 2**64 has 20 digits: a longer number is no size or offset any tensor or file can have (and
+# Python refuses to read integers of over 4300 digits at all).
+MAX_DIGITS = 20
+MAX_RANK = 64  # numpy's limit on the number of dimensions
+
+
+def read_count(text: str, what: str) -> int:
+    """A non-negative decimal integer (already checked by `is_decimal`) of at most MAX_DIGITS."""
+    if len(text) > MAX_DIGITS:
+        raise ValueError(f"{what} {elide(text, 24)} has {len(text)} digits, more than any size could need")
+    return int(text)
+
+
+def _check_rank(fields: list[str], text: str) -> None:
+    if len(fields) > MAX_RANK:
+        raise ValueError(f'shape "{elide(text)}" has rank {len(fields)}, more than the {MAX_RANK} dimensions '
+                         f"an array can have")
+
+
 def parse_dimension(text: str) -> Dimension:
     t = text.strip()
     if t in ("?", "-1"):
@@ -114,8 +135,8 @@ def parse_dimension(text: str) -> Dimension:
 def _parse_bound(text: str, whole: str, what: str) -> int:
     t = text.strip()
     if not is_decimal(t):
-        raise ValueError(f'cannot parse dimension "{whole}": {what} "{t}" is not a non-negative integer')
-    return int(t)
+        raise ValueError(f'cannot parse dimension "{elide(whole)}": {what} "{elide(t)}" is not a non-negative integer')
+    return read_count(t, f"dimension {what}")
 
 
 class PartialShape(BaseModel):
@@ -257,8 +278,9 @@ def parse_partial_shape(text: str) -> PartialShape:
     if t == "":
         return PartialShape.model_construct(dims=())
     fields = t.split(",")
+    _check_rank(fields, text)
     if any(f.strip() == "" for f in fields):
-        raise ValueError(f'shape "{text}" has an empty dimension')
+        raise ValueError(f'shape "{elide(text)}" has an empty dimension')
     return PartialShape.model_construct(dims=tuple(parse_dimension(f) for f in fields))
 
 
@@ -269,10 +291,12 @@ def parse_static_shape(text: str) -> tuple[int, ...]:
         t = t[1:-1].strip()
     if t == "":
         return ()
+    fields = t.split(",")
+    _check_rank(fields, text)
     out = []
-    for f in t.split(","):
+    for f in fields:
         f = f.strip()
         if not is_decimal(f):
-            raise ValueError(f'shape "{text}" has "{f}", which is not a non-negative integer')
-        out.append(int(f))
+            raise ValueError(f'shape "{elide(text)}" has "{elide(f)}", which is not a non-negative integer')
+        out.append(read_count(f, "dimension"))
     return tuple(out)

@@ -30,7 +30,7 @@ import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 from pydantic import ValidationError as PydanticValidationError
 
-from irscatter.errors import ExecutionError, ValidationError
+from irscatter.errors import ExecutionError, ValidationError, elide
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Body, Layer
 from irscatter.ir.shapes import PartialShape
@@ -238,5 +238,5 @@ def _describe_attr_errors(e: PydanticValidationError, raw: dict[str, str]) -> st
             parts.append(f'required attribute "{name}" is missing')
         else:
             msg = err["msg"].removeprefix("Value error, ")
-            parts.append(f'attribute {name}="{raw.get(name, "")}": {msg}')
+            parts.append(f'attribute {name}="{elide(raw.get(name, ""))}": {msg}')
     return "; ".join(parts)

@@ -13,6 +13,7 @@ import numpy as np
 
 from irscatter.errors import FileAccessError, LoadError, UsageError
 from irscatter.ir.element_types import ElementType
+from irscatter.limits import tensor_size_problem
 from irscatter.runtime.interpreter import InputSpec
 
 
@@ -21,6 +22,9 @@ def concrete_shape(spec: InputSpec, override: Sequence[int] | None) -> tuple[int
     if override is not None:
         if not spec.shape.accepts(override):
             raise UsageError(f'--shape {spec.name}={",".join(map(str, override))} does not fit the Parameter shape {spec.shape}')
+        itemsize = 8 if spec.etype in (ElementType.string, ElementType.dynamic) else spec.etype.nbytes(1)
+        if (problem := tensor_size_problem(override, itemsize)) is not None:
+            raise UsageError(f"--shape {spec.name}: {problem}")
         return tuple(override)
     if not spec.shape.is_static:
         raise UsageError(
@@ -31,8 +35,9 @@ def concrete_shape(spec: InputSpec, override: Sequence[int] | None) -> tuple[int
 
 def random_array(etype: ElementType, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
     """Values that fit `etype`: normals for floats, small integers within the type's range."""
+    # drawn in the input's own type where numpy can (no float64 or int64 array twice the size)
     if etype is ElementType.boolean:
-        return rng.integers(0, 2, shape).astype(bool)
+        return rng.integers(0, 2, shape, dtype=bool)
     if etype is ElementType.string:
         letters = np.array(list("abcdefghij"))
         return np.array(["".join(rng.choice(letters, 3)) for _ in range(int(np.prod(shape)))],
@@ -40,12 +45,12 @@ def random_array(etype: ElementType, shape: tuple[int, ...], rng: np.random.Gene
     if etype is ElementType.nf4:
         return rng.integers(0, 16, shape).astype(np.uint8)
     if etype.is_float:
-        return rng.standard_normal(shape).astype(np.float32).astype(etype.dtype)
+        return rng.standard_normal(shape, dtype=np.float32).astype(etype.dtype, copy=False)
     if etype is ElementType.dynamic:
-        return rng.standard_normal(shape).astype(np.float32)
+        return rng.standard_normal(shape, dtype=np.float32)
     hi = min(10, (1 << (etype.bitwidth - (1 if etype.is_signed else 0))) - 1)
     lo = -hi - 1 if etype.is_signed else 0
-    return rng.integers(lo, hi + 1, shape).astype(etype.dtype)
+    return rng.integers(lo, hi + 1, shape, dtype=etype.dtype)
 
 
 def random_inputs(
