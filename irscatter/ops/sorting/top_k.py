@@ -99,7 +99,7 @@ class TopK(Op):
               f"k must be a scalar, found shape {k.shape}", port=self.port("k"))
 
     def check_attrs(self) -> None:
-        pass
+        """Attribute combinations a version refuses: none before TopK-11 (which adds `stable`)."""
 
     def infer(self, data: TensorInfo, k: TensorInfo) -> tuple[TensorInfo, TensorInfo]:
         self.check_attrs()

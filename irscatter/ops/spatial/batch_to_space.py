@@ -20,7 +20,7 @@ import numpy as np
 
 from irscatter.ir.shapes import Dimension
 from irscatter.ops.registry import register
-from irscatter.ops.spatial.core import BatchBlocks, block_values, int_list, require
+from irscatter.ops.spatial.core import BatchBlocks, block_values, require
 
 
 @register("BatchToSpace", 2)
@@ -32,19 +32,7 @@ class BatchToSpace(BatchBlocks):
     }
 
     inputs = ("data", "block_shape", "crops_begin", "crops_end")
-
-    def _amounts(self, begin: np.ndarray, end: np.ndarray, rank: int, at_runtime: bool) -> tuple[list[int], list[int]]:
-        first, last = int_list(begin), int_list(end)
-        port = self.port("crops_begin")
-        require(len(first) == rank and len(last) == rank,
-                f"crops_begin and crops_end must hold one value per data axis ({rank}), found {len(first)} and "
-                f"{len(last)}", label="block-input-shape", port=port, at_runtime=at_runtime)
-        require(all(v >= 0 for v in first + last), f"crops must not be negative, found {first} and {last}",
-                label="crops-value", port=port, at_runtime=at_runtime)
-        require(first[0] == 0 and last[0] == 0,
-                f"crops_begin[0] and crops_end[0] (the batch axis) must be 0, found {first[0]} and {last[0]}",
-                label="crops-value", port=port, at_runtime=at_runtime)
-        return first, last
+    noun, value_label = "crops", "crops-value"
 
     def _out_dims(self, dims: list, blocks: list[int], first: list[int], last: list[int], at_runtime: bool) -> list:
         """The output dims from the input dims (ints or Dimensions) and the three inputs' values."""

@@ -102,13 +102,38 @@ def block_values(op: Op, block: np.ndarray, rank: int, *, at_runtime: bool = Fal
     return values
 
 
+def channel_rank(op: Op, data: TensorInfo) -> int | None:
+    """DepthToSpace and SpaceToDepth: the data's rank ([N, C, D1, ...], at least 3), or None
+    when it is dynamic."""
+    if not data.shape.rank_is_static:
+        return None
+    check(data.shape.rank >= 3, "data-rank", f"data must have rank 3 or more ([N, C, D1, ...]), found {data.shape}",
+          port=op.port("data"))
+    return data.shape.rank
+
+
 class BatchBlocks(Op):
     """What BatchToSpace and SpaceToBatch share: data, block_shape, and the amounts cropped or
     padded at the start and end of each axis (inputs 2 and 3). The shape is known once the three
     integer inputs are; `_amounts` reads those two, `_out_dims` applies them."""
 
+    noun: str  # what inputs 2 and 3 hold: "crops" or "pads"
+    value_label: str  # the label refusing a value of theirs
+
     def _amounts(self, begin: np.ndarray, end: np.ndarray, rank: int, at_runtime: bool) -> tuple[list[int], list[int]]:
-        raise NotImplementedError
+        """The values of inputs 2 and 3: one per data axis, none negative, 0 on the batch axis."""
+        first, last = int_list(begin), int_list(end)
+        begin_name, end_name = self.inputs[2:]
+        port, label = self.port(begin_name), self.value_label
+        require(len(first) == rank and len(last) == rank,
+                f"{begin_name} and {end_name} must hold one value per data axis ({rank}), found {len(first)} and "
+                f"{len(last)}", label="block-input-shape", port=port, at_runtime=at_runtime)
+        require(all(v >= 0 for v in first + last), f"{self.noun} must not be negative, found {first} and {last}",
+                label=label, port=port, at_runtime=at_runtime)
+        require(first[0] == 0 and last[0] == 0,
+                f"{begin_name}[0] and {end_name}[0] (the batch axis) must be 0, found {first[0]} and {last[0]}",
+                label=label, port=port, at_runtime=at_runtime)
+        return first, last
 
     def _out_dims(self, dims: list, blocks: list[int], first: list[int], last: list[int], at_runtime: bool) -> list:
         raise NotImplementedError

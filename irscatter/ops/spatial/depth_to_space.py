@@ -13,7 +13,7 @@ import numpy as np
 from irscatter.ir.shapes import PartialShape
 from irscatter.ops.base import Op, TensorInfo, check
 from irscatter.ops.registry import register
-from irscatter.ops.spatial.core import BlockAttrs, check_block_size, divided, scaled
+from irscatter.ops.spatial.core import BlockAttrs, channel_rank, check_block_size, divided, scaled
 
 
 @register("DepthToSpace", 1)
@@ -27,11 +27,9 @@ class DepthToSpace(Op):
 
     def infer(self, data: TensorInfo) -> TensorInfo:
         size = check_block_size(self)
-        if not data.shape.rank_is_static:
+        rank = channel_rank(self, data)
+        if rank is None:
             return TensorInfo(data.etype, data.shape)
-        rank = data.shape.rank
-        check(rank >= 3, "data-rank", f"data must have rank 3 or more ([N, C, D1, ...]), found {data.shape}",
-              port=self.port("data"))
         divisor = size ** (rank - 2)
         depth = divided(data.shape[1], divisor)
         check(depth is not None, "depth-blocks",

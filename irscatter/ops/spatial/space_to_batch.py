@@ -26,7 +26,7 @@ import numpy as np
 from irscatter.ir.shapes import Dimension
 from irscatter.limits import check_allocation
 from irscatter.ops.registry import register
-from irscatter.ops.spatial.core import BatchBlocks, block_values, int_list, require
+from irscatter.ops.spatial.core import BatchBlocks, block_values, require
 
 
 @register("SpaceToBatch", 2)
@@ -37,19 +37,7 @@ class SpaceToBatch(BatchBlocks):
     }
 
     inputs = ("data", "block_shape", "pads_begin", "pads_end")
-
-    def _amounts(self, begin: np.ndarray, end: np.ndarray, rank: int, at_runtime: bool) -> tuple[list[int], list[int]]:
-        first, last = int_list(begin), int_list(end)
-        port = self.port("pads_begin")
-        require(len(first) == rank and len(last) == rank,
-                f"pads_begin and pads_end must hold one value per data axis ({rank}), found {len(first)} and "
-                f"{len(last)}", label="block-input-shape", port=port, at_runtime=at_runtime)
-        require(all(v >= 0 for v in first + last), f"pads must not be negative, found {first} and {last}",
-                label="pads-value", port=port, at_runtime=at_runtime)
-        require(first[0] == 0 and last[0] == 0,
-                f"pads_begin[0] and pads_end[0] (the batch axis) must be 0, found {first[0]} and {last[0]}",
-                label="pads-value", port=port, at_runtime=at_runtime)
-        return first, last
+    noun, value_label = "pads", "pads-value"
 
     def _out_dims(self, dims: list, blocks: list[int], first: list[int], last: list[int], at_runtime: bool) -> list:
         """The output dims from the input dims (ints or Dimensions) and the three inputs' values."""
