@@ -203,11 +203,7 @@ def backprop_output_dims(in_dims: Sequence[Size], kernel: Sequence[Size], stride
 def pad_spatial(x: np.ndarray, begin: Sequence[int], end: Sequence[int], value=0) -> np.ndarray:
     """`x` with `value` added before and after its trailing len(begin) axes (a new array; `x`
     itself when there is nothing to add). Pads must be 0 or more."""
-    n = len(begin)
-    if not any(begin) and not any(end):
-        return x
-    widths = [(0, 0)] * (x.ndim - n) + list(zip(begin, end))
-    return np.pad(x, widths, mode="constant", constant_values=value)
+    return pad_constant(x, [(0, 0)] * (x.ndim - len(begin)) + list(zip(begin, end)), value)
 
 
 def windows(x: np.ndarray, kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int]) -> np.ndarray:

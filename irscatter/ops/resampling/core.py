@@ -17,6 +17,8 @@ import math
 
 import numpy as np
 
+from irscatter.ops.common.padding import pad_constant
+
 F32 = np.float32
 
 COORDINATE_MODES = ("half_pixel", "pytorch_half_pixel", "asymmetric", "tf_half_pixel_for_nn", "align_corners")
@@ -172,7 +174,7 @@ def apply_table(x: np.ndarray, axis: int, idx: np.ndarray, w: np.ndarray, work: 
     if idx.size and int(idx.max()) >= n:
         pad = [(0, 0)] * x.ndim
         pad[axis] = (0, 1)
-        x = np.pad(x, pad)
+        x = pad_constant(x, pad)
     out, taps = idx.shape
     g = np.take(x, idx.reshape(-1), axis=axis).astype(work, copy=False)
     g = g.reshape(x.shape[:axis] + (out, taps) + x.shape[axis + 1:])

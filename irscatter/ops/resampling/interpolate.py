@@ -50,6 +50,7 @@ from irscatter.limits import check_allocation
 from irscatter.ops.base import IntList, IRBool, Lower, Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common.axes import int_values
 from irscatter.ops.common.numeric import compute_dtype, convert_array
+from irscatter.ops.common.padding import pad_constant
 from irscatter.ops.common.types import arithmetic_float, check_float, check_integral
 from irscatter.ops.registry import register
 from irscatter.ops.resampling import core
@@ -280,7 +281,7 @@ class InterpolateBase(Op):
         except _Failure as e:
             raise ExecutionError(str(e), label=e.label, port=e.port) from None
         begin, end = self.pads(data.ndim)
-        padded = np.pad(data, list(zip(begin, end))) if any(begin + end) else data
+        padded = pad_constant(data, list(zip(begin, end)))
         padded = self.trim(padded, data.shape, axes_l)
         return resize(padded, etype, axes_l, [int(out[a]) for a in axes_l], scales, s)
 
