@@ -185,6 +185,17 @@ class Op:
                 _PARSED_ATTRS[key] = attrs
         self.attrs = attrs
 
+    def per_shape(self, key: Any, work_out: Callable[[], Any]) -> Any:
+        """`work_out()`, remembered under `key` (input shapes) for this layer: a kernel's geometry
+        costs as much as a small layer's arithmetic, and a layer sees one shape or a few. At
+        most 16 keys are kept; an error is never remembered."""
+        known = self.__dict__.setdefault("_per_shape", {})
+        if key not in known:
+            if len(known) >= 16:
+                known.clear()
+            known[key] = work_out()
+        return known[key]
+
     @classmethod
     def port(cls, name: str) -> str:
         """How messages name the input declared as `name` ("input 2"), or an attribute of the

@@ -516,14 +516,7 @@ class ForwardConvolution(Op):
         work = work_dtype(etype)
         w = filters if self.grouped else filters[None]  # [G, C_OUT, C_IN, *k]
         groups, c_in = w.shape[0], w.shape[2]
-        key = (data.shape, w.shape)
-        known = self.__dict__.setdefault("_geometry_by_shape", {})  # a layer sees one or a few shapes
-        if key not in known:
-            found = self._geometry(data.shape[2:], w.shape[3:])
-            if len(known) >= 16:
-                known.clear()
-            known[key] = found
-        begin, _, out_dims = known[key]
+        begin, _, out_dims = self.per_shape((data.shape, w.shape), lambda: self._geometry(data.shape[2:], w.shape[3:]))
         x = data.reshape(data.shape[0], groups, c_in, *data.shape[2:]).astype(work, copy=False)
         with np.errstate(invalid="ignore", over="ignore"):  # inf - inf, inf * 0: IEEE answers
             w_work = w.astype(work, copy=False)

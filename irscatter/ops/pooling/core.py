@@ -285,12 +285,5 @@ class Pool(Op):
         """A rule on the pads an op adds to the common ones (AvgPool's exclude-pad rule)."""
 
     def axes(self, data: np.ndarray) -> list[Axis]:
-        """The geometry for an input of this shape, worked out once per shape (a layer sees one
-        or a few): on a small layer it costs as much as the pooling itself."""
-        known = self.__dict__.setdefault("_axes_by_shape", {})
-        axes = known.get(data.shape)
-        if axes is None:
-            axes = geometry(self, list(data.shape[2:]), self.dilations())
-            if len(known) < 16:
-                known[data.shape] = axes
-        return axes
+        """The geometry for an input of this shape (worked out once per shape)."""
+        return self.per_shape(data.shape, lambda: geometry(self, list(data.shape[2:]), self.dilations()))
