@@ -34,7 +34,7 @@ from lxml import etree
 
 from irscatter import limits
 from irscatter.api import compile_model, parse_model
-from irscatter.errors import FileAccessError, IRError
+from irscatter.errors import FileAccessError, IRError, elide
 from irscatter.ir import opsets
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.loader import parse_xml
@@ -280,17 +280,13 @@ def _drop_ragged_values(inputs: list[_Port], repairs: list[str]) -> None:
             first = port.values[0] if isinstance(port.values, list) and port.values else None
             if isinstance(first, list) and len(first) == int(np.prod(port.dims)):
                 # "[1, 2, 3] will be promoted to [1, 1, 2, 3]": the value, then what becomes of it
-                repairs.append(f"input port {port.id}: of the listed values {_cut(repr(port.values))}, read the "
+                repairs.append(f"input port {port.id}: of the listed values {elide(repr(port.values))}, read the "
                                f"first, which fits the declared dims {port.dims}")
                 port.values = first
                 continue
-            repairs.append(f"input port {port.id}: its listed values {_cut(repr(port.values))} are not a "
+            repairs.append(f"input port {port.id}: its listed values {elide(repr(port.values))} are not a "
                            f"rectangular array; read without values")
             port.values = None
-
-
-def _cut(text: str, limit: int = 60) -> str:
-    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _array(port: _Port, repairs: list[str], what: str) -> np.ndarray:
