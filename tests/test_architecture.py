@@ -112,6 +112,8 @@ TABLE_MODULES = {  # element-wise ops that differ only in their numpy function a
 def _snake(type_name: str) -> str:
     # "to" between two capitalised words is a word of its own: RGBtoNV12 -> rgb_to_nv12
     type_name = re.sub(r"(?<=[A-Z0-9])to(?=[A-Z])", "_To", type_name)
+    # a plural acronym is one word: ExperimentalDetectronTopKROIs -> ..._top_k_rois
+    type_name = re.sub(r"ROIs(?=[A-Z]|$)", "_Rois", type_name)
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", type_name).lower()
 
 
