@@ -42,7 +42,24 @@ def test_run_with_npy_input_and_dynamic_shape(tmp_path):
     proc = cli("run", str(folder / "model.xml"), "-i", f"x={x}", "--random", "--shape", "bias=2,1")
     assert proc.returncode == 0, proc.stderr
     assert "y: float32 [2, 3]" in proc.stdout
-    _assert_one_line_error(cli("run", str(folder / "model.xml"), "--random"), 2)
+
+
+def test_random_draws_dynamic_inputs_at_their_smallest_shape_with_one_note():
+    proc = cli("run", str(MODELS / "dynamic_batch" / "model.xml"), "--random")
+    assert proc.returncode == 0, proc.stderr
+    assert "y: float32 [1, 3]" in proc.stdout
+    notes = proc.stderr.strip().splitlines()
+    assert len(notes) == 1 and "x as [1, 3], bias as [1, 1]" in notes[0], proc.stderr
+    proc = cli("run", str(MODELS / "dynamic_batch" / "model.xml"), "--random", "--shape", "x=4,3")
+    assert "y: float32 [4, 3]" in proc.stdout and "bias as [1, 1]" in proc.stderr and "x as" not in proc.stderr
+
+
+def test_random_refuses_an_input_of_dynamic_rank_with_one_line(tmp_path):
+    xml = net([layer(0, "x", "Parameter", data={"shape": "...", "element_type": "f32"}, outputs=[port(0, dims=())]),
+               result(1, "y", ())], [(0, 0, 1, 0)])
+    proc = cli("run", str(write(tmp_path, xml)), "--random")
+    _assert_one_line_error(proc, 2)
+    assert "dynamic" in proc.stderr and "--shape x=" in proc.stderr
 
 
 def test_expected_mismatch_fails(tmp_path):
@@ -177,3 +194,32 @@ def test_a_shape_past_the_tensor_limit_is_refused_before_drawing():
                "--shape", "x=1000000000,3", "--shape", "bias=1,1")
     _assert_one_line_error(proc, 2)
     assert "--shape x:" in proc.stderr and "tensor_bytes" in proc.stderr
+
+
+def test_expected_reports_every_output_with_its_errors_and_honours_ulps(tmp_path):
+    folder = MODELS / "affine_chain"
+    wrong = tmp_path / "wrong.npz"
+    with np.load(folder / "expected.npz") as want:
+        y = want["y"]
+        np.savez(wrong, y=y + np.float32(1e-5), y_f16=want["y_f16"].astype(np.float64), z=y)
+    args = ("run", str(folder / "model.xml"), "--inputs", str(folder / "inputs.npz"), "--expected", str(wrong))
+    proc = cli(*args)
+    assert proc.returncode == 1
+    lines = {line.split(":")[0]: line for line in proc.stdout.splitlines() if line[:4] in ("ok  ", "FAIL", "skip")}
+    assert "max abs 1e-05" in lines["FAIL y"] and "would pass within --atol 1e-05" in lines["FAIL y"]
+    assert "element type float16, expected float64" in lines["FAIL y_f16"]
+    assert "no output of this name" in lines["FAIL z"]
+    proc = cli(*args[:-1], str(tmp_path / "only_y.npz"), "--ulps", "100000")
+    assert proc.returncode == 2  # the file does not exist yet: a usage error, not a comparison
+    np.savez(tmp_path / "only_y.npz", y=y + np.float32(1e-5))
+    proc = cli(*args[:-1], str(tmp_path / "only_y.npz"), "--ulps", "100000")
+    assert proc.returncode == 0, proc.stdout
+    assert "ok   y:" in proc.stdout and "skip y_f16: not in the expected values" in proc.stdout
+    proc = cli(*args[:-1], str(tmp_path / "only_y.npz"), "--atol", "2e-5")
+    assert proc.returncode == 0 and "rtol 9.54e-07, atol 2e-05" in proc.stdout
+
+
+@pytest.mark.parametrize("flag", [("--atol", "-1"), ("--rtol", "nan"), ("--ulps", "x")])
+def test_tolerances_must_be_numbers_of_at_least_zero(flag):
+    proc = cli("run", str(MODELS / "affine_chain" / "model.xml"), "--random", *flag)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and flag[0] in proc.stderr

@@ -33,6 +33,26 @@ def concrete_shape(spec: InputSpec, override: Sequence[int] | None) -> tuple[int
     return spec.shape.to_tuple()
 
 
+def default_shape(spec: InputSpec) -> tuple[int, ...] | None:
+    """The shape `--random` draws for a dynamic input nobody gave a shape: each dynamic dim at
+    its lower bound, or 1 where the lower bound is 0 (and the upper bound allows 1). None when
+    the rank itself is dynamic: there is no sensible default for that."""
+    if not spec.shape.rank_is_static:
+        return None
+    return tuple(d.min if d.is_static or d.min > 0 or d.max == 0 else 1 for d in spec.shape)
+
+
+def default_shapes(inputs: Sequence[InputSpec], given: Mapping[str, Sequence[int]]) -> dict[str, tuple[int, ...]]:
+    """`default_shape` of every dynamic input in `inputs` that `given` has no shape for."""
+    out = {}
+    for spec in inputs:
+        if spec.name not in given and not spec.shape.is_static:
+            shape = default_shape(spec)
+            if shape is not None:
+                out[spec.name] = shape
+    return out
+
+
 def random_array(etype: ElementType, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
     """Values that fit `etype`: normals for floats, small integers within the type's range."""
     # drawn in the input's own type where numpy can (no float64 or int64 array twice the size)
@@ -85,46 +105,114 @@ def load_npy(path: str | Path) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Comparison:
+    """One output against its expected value. `ok` is the verdict; `detail` says why, in one
+    line; the numbers are None where they do not apply (a missing output, exact types)."""
     name: str
     ok: bool
     detail: str
+    max_abs: float | None = None
+    max_rel: float | None = None
+    max_ulps: float | None = None
+    compared: bool = True  # False for an output the expected file does not hold (not judged)
 
 
 def tolerance_for(dtype: np.dtype) -> tuple[float, float]:
-    """(rtol, atol) for comparing results of this dtype: exact for integers and booleans."""
+    """(rtol, atol) for comparing results of this dtype: exact for integers and booleans, 8 f32
+    epsilons (about 1e-6) each for 32- and 64-bit floats, 8e-3 for 16-bit floats."""
     if dtype.kind in "biuUTO":
         return 0.0, 0.0
     eps = float(np.finfo(np.float32).eps) if dtype.itemsize >= 4 else 1e-3
     return 8 * eps, 8 * eps
 
 
+def ulp_distance(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """How many representable values of `want`'s float type lie between each pair (0 for equal
+    values, including two NaNs and -0.0 against 0.0), as float64."""
+    width = np.dtype(want.dtype).itemsize
+    signed = {2: np.int16, 4: np.int32, 8: np.int64}[width]
+
+    def ordered(a: np.ndarray) -> np.ndarray:
+        bits = np.ascontiguousarray(a.astype(want.dtype)).view(signed).astype(np.float64)
+        return np.where(bits < 0, -(bits + 2.0 ** (8 * width - 1)), bits)  # a monotonic integer line
+
+    distance = np.abs(ordered(got) - ordered(want))
+    both_nan = np.isnan(got.astype(np.float64)) & np.isnan(want.astype(np.float64))
+    return np.where(both_nan, 0.0, distance)
+
+
+def _scalar(value) -> str:
+    return str(value)  # a numpy scalar prints the digits of its own type: 0.043198023, not 0.04319802299141884
+
+
+def _float_comparison(name: str, got: np.ndarray, want: np.ndarray, rtol: float, atol: float,
+                      ulps: float | None) -> Comparison:
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.abs(g - w)
+        rel = diff / np.abs(w)
+    same = (g == w) | (np.isnan(g) & np.isnan(w))
+    diff, rel = np.where(same, 0.0, diff), np.where(same, 0.0, rel)
+    distance = ulp_distance(got, want)
+    if ulps is not None:
+        passing = distance <= ulps
+        rule = f"{ulps:g} ulps"
+    else:
+        with np.errstate(invalid="ignore"):
+            passing = same | (diff <= atol + rtol * np.abs(w))
+        rule = f"rtol {rtol:.3g}, atol {atol:.3g}"
+    max_abs = float(np.nanmax(diff)) if diff.size else 0.0
+    max_rel = float(np.nanmax(rel)) if rel.size else 0.0
+    max_ulps = float(distance.max()) if distance.size else 0.0
+    stats = f"max abs {max_abs:.3g}, max rel {max_rel:.3g}, max {max_ulps:.0f} ulps"
+    ok = bool(passing.all())
+    if ok:
+        return Comparison(name, True, f"{stats} ({rule})", max_abs, max_rel, max_ulps)
+    bad = ~passing
+    worst = np.unravel_index(int(np.argmax(np.where(bad, np.nan_to_num(diff, nan=np.inf), -1.0))), diff.shape)
+    where = f"[{', '.join(map(str, worst))}]"
+    hint = (f"within --atol {max_abs:.3g} or --ulps {max_ulps:.0f}" if np.isfinite(max_abs)
+            else "a NaN or an infinity differs")
+    detail = (f"{int(bad.sum())} of {bad.size} elements outside {rule}; {stats}; worst at {where}: "
+              f"{_scalar(got[worst])} vs expected {_scalar(want[worst])}; would pass {hint}")
+    return Comparison(name, False, detail, max_abs, max_rel, max_ulps)
+
+
 def compare_outputs(actual: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray], *,
-                    rtol: float | None = None, atol: float | None = None) -> list[Comparison]:
-    """Each expected output against the actual one: exact for integers and booleans, else within
-    `rtol`/`atol` (by default 8 f32 epsilons each, or 1e-3 for 16-bit floats)."""
+                    rtol: float | None = None, atol: float | None = None,
+                    ulps: float | None = None) -> list[Comparison]:
+    """Each expected output against the actual one, then one not-judged entry per output the
+    expected values lack. Element types must match; integers, booleans and strings compare
+    exactly; floats within `rtol`/`atol` (defaults: `tolerance_for`) or, given `ulps`, within
+    that many units in the last place of the expected type."""
     out = []
     for name, want in expected.items():
         got = actual.get(name)
         if got is None:
-            out.append(Comparison(name, False, "the model has no output of this name"))
+            known = ", ".join(actual) or "none"
+            out.append(Comparison(name, False, f"the model has no output of this name (its outputs: {known})"))
+            continue
+        got, want = np.asarray(got), np.asarray(want)
+        if got.dtype != want.dtype:
+            out.append(Comparison(name, False, f"element type {got.dtype}, expected {want.dtype}"))
             continue
         if got.shape != want.shape:
             out.append(Comparison(name, False, f"shape {list(got.shape)} != expected {list(want.shape)}"))
             continue
-        default_rtol, default_atol = tolerance_for(np.dtype(want.dtype))
-        r = default_rtol if rtol is None or default_rtol == 0 else rtol
-        a = default_atol if atol is None or default_atol == 0 else atol
-        if r == 0 and a == 0:
+        default_rtol, default_atol = tolerance_for(want.dtype)
+        if default_rtol == 0 and default_atol == 0:
             diff = np.asarray(got != want)
             ok = not diff.any()
             detail = "exact" if ok else f"{int(diff.sum())} of {diff.size} elements differ"
-        else:
-            g, w = got.astype(np.float64), want.astype(np.float64)
-            close = np.isclose(g, w, rtol=r, atol=a, equal_nan=True)
-            ok = bool(close.all())
-            err = float(np.nanmax(np.abs(g - w))) if g.size else 0.0
-            detail = f"max abs diff {err:.3g}" + ("" if ok else f", {int((~close).sum())} elements outside tolerance")
-        out.append(Comparison(name, ok, detail))
+            if not ok:
+                first = tuple(int(i) for i in np.argwhere(diff)[0])
+                detail += f"; first at {list(first)}: {_scalar(got[first])} vs expected {_scalar(want[first])}"
+            out.append(Comparison(name, ok, detail))
+            continue
+        out.append(_float_comparison(name, got, want, default_rtol if rtol is None else rtol,
+                                     default_atol if atol is None else atol, ulps))
+    for name in actual:
+        if name not in expected:
+            out.append(Comparison(name, True, "not in the expected values: not compared", compared=False))
     return out
 
 
