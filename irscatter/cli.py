@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from irscatter import examples, labels, limits
+from irscatter import __version__, examples, labels, limits
 from irscatter.api import read_model, validate
 from irscatter.checks.conformance import finding_line
 from irscatter.errors import IRError, UsageError
@@ -45,10 +45,28 @@ def _parse_shape(text: str) -> tuple[str, tuple[int, ...]]:
 def _preview(array: np.ndarray) -> str:
     with np.printoptions(threshold=12, edgeitems=3, precision=5, linewidth=100):
         text = np.array2string(np.asarray(array), separator=", ")
-    return text.replace("\n", "\n    ")
+    return "\n".join(line.rstrip() for line in text.replace("\n", "\n    ").split("\n"))
+
+
+def _refuse_orphan_flags(args: argparse.Namespace) -> None:
+    """A flag that only means something beside another one is refused without it, rather than
+    silently ignored."""
+    for flag, value, parent, present in [
+        ("--seed", args.seed, "--random", args.random), ("--shape", args.shape, "--random", args.random),
+        ("--runs", args.runs, "--profile", args.profile), ("--all-layers", args.all_layers, "--profile", args.profile),
+        ("--rtol", args.rtol, "--expected", args.expected), ("--atol", args.atol, "--expected", args.expected),
+        ("--ulps", args.ulps, "--expected", args.expected),
+    ]:
+        if value not in (None, False) and not present:
+            raise UsageError(f"{flag} only applies with {parent}")
+    if args.ulps is not None and (args.rtol is not None or args.atol is not None):
+        raise UsageError("--ulps replaces --rtol/--atol; give one or the other")
+    if args.json and args.output:
+        raise UsageError("--json prints the outputs and --output saves them; give one or the other")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    _refuse_orphan_flags(args)
     written = _output_path(args.output) if args.output else None  # refused before any work
     model = read_model(args.model, args.bin)
     compiled = model.compile()
@@ -69,9 +87,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             drawn = ", ".join(f"{name} as [{', '.join(map(str, shape))}]" for name, shape in defaulted.items())
             print(f"{PROG}: note: dynamic inputs drawn at their smallest shape (lower bound, or 1): {drawn}; "
                   "--shape NAME=d0,d1,... chooses another", file=sys.stderr)
-        feeds.update(model_inputs.random_inputs(missing, args.seed, {**shapes, **defaulted}))
-    elif args.shape:
-        raise UsageError("--shape only applies with --random")
+        feeds.update(model_inputs.random_inputs(missing, args.seed or 0, {**shapes, **defaulted}))
     if args.steps < 1:
         raise UsageError(f"--steps must be at least 1, got {args.steps}")
     if args.steps > 1 or args.feed_back or model_inputs.has_steps(feeds):
@@ -81,7 +97,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         # is an input's only reader updates it in place, as a serving runtime would.
         donate = [name for name in feeds if name in compiled.input_names]
         if args.profile:
-            report = profile(compiled, feeds, args.runs, donate)
+            report = profile(compiled, feeds, args.runs or 1, donate)
             outputs = report.outputs
             print(report.table(None if args.all_layers else 30))
         else:
@@ -89,7 +105,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if written:
         np.savez(written, **outputs)
         print(f"wrote {len(outputs)} output{'s' if len(outputs) != 1 else ''} to {written}")
-    else:
+    elif args.json:
+        print(json.dumps({name: _as_json(value) for name, value in outputs.items()}))
+    elif not args.profile:  # the profile is what was asked for; --output keeps the values
         for name, value in outputs.items():
             arr = np.asarray(value)
             print(f"{name}: {arr.dtype} {list(arr.shape)}\n    {_preview(arr)}")
@@ -101,6 +119,23 @@ def cmd_run(args: argparse.Namespace) -> int:
         if not all(c.ok for c in results):
             return 1
     return 0
+
+
+def _as_json(value: np.ndarray) -> dict[str, Any]:
+    """An output as JSON: element type, shape and the values as nested lists. Floats are written
+    with the shortest digits of their own type (0.1 for an f32 0.1, not 0.10000000149011612),
+    and NaN and the infinities, which JSON lacks, as the strings "nan", "inf" and "-inf"."""
+    array = np.asarray(value)
+    if array.dtype.kind == "f" or array.dtype.name.startswith(("bfloat16", "float8")):
+        texts = (array if array.dtype.kind == "f" else array.astype(np.float32)).astype(str).ravel()
+        numbers = [float(t) for t in texts]
+        flat = [n if np.isfinite(n) else t for n, t in zip(numbers, texts)]
+        values = np.array(flat, dtype=object).reshape(array.shape).tolist()
+    elif array.dtype.kind == "S":
+        values = np.char.decode(array, "utf-8", "replace").tolist()
+    else:
+        values = array.tolist()
+    return {"element_type": str(array.dtype), "shape": list(array.shape), "values": values}
 
 
 def _run_steps(compiled, feeds: dict[str, Any], args: argparse.Namespace) -> dict[str, np.ndarray]:
@@ -273,6 +308,7 @@ def _global_options(parser: argparse.ArgumentParser, default) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description="Run, inspect and check OpenVINO IR models with numpy.")
     _global_options(parser, lambda value: value)
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     common = argparse.ArgumentParser(add_help=False)
     _global_options(common, lambda value: argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -283,9 +319,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--inputs", metavar="FILE.npz", help="inputs keyed by input name")
     run.add_argument("-i", "--input", action="append", metavar="NAME=FILE.npy", help="one input from a .npy file")
     run.add_argument("--random", action="store_true", help="draw every input not given otherwise at random")
-    run.add_argument("--seed", type=_count(0), default=0, help="seed for --random (default 0)")
+    run.add_argument("--seed", type=_count(0), help="with --random: the seed (default 0)")
     run.add_argument("--shape", action="append", metavar="NAME=d0,d1,...", help="shape to draw for a dynamic input")
     run.add_argument("--output", metavar="OUT.npz", help="save the outputs instead of printing them")
+    run.add_argument("--json", action="store_true",
+                     help="print the outputs as one JSON object: name -> element_type, shape, values")
     run.add_argument("--expected", metavar="FILE.npz", help="compare the outputs with these values")
     run.add_argument("--rtol", type=_tolerance, help="with --expected: relative tolerance for floats "
                      "(default 8 f32 eps, about 1e-6; 8e-3 for f16 and bf16)")
@@ -297,30 +335,32 @@ def build_parser() -> argparse.ArgumentParser:
                           "outputs are keyed step<k>/<name>, and --inputs may hold step<k>/<name> feeds")
     run.add_argument("--feed-back", action="append", metavar="OUTPUT=INPUT",
                      help="with --steps: feed this output of each step as that input of the next")
-    run.add_argument("--profile", action="store_true", help="print each layer's time, slowest first")
-    run.add_argument("--runs", type=_count(1), default=1, metavar="N", help="with --profile: median of N runs (default 1)")
+    run.add_argument("--profile", action="store_true",
+                     help="print each layer's time, slowest first, instead of the outputs")
+    run.add_argument("--runs", type=_count(1), metavar="N", help="with --profile: median of N runs (default 1)")
     run.add_argument("--all-layers", action="store_true", help="with --profile: list every layer, not the top 30")
     run.set_defaults(func=cmd_run)
 
     info = sub.add_parser("info", help="describe a model without running it", parents=[common])
-    info.add_argument("model")
-    info.add_argument("--bin")
-    info.add_argument("--json", action="store_true")
+    info.add_argument("model", help="the model's .xml file")
+    info.add_argument("--bin", help="the weights file (default: the .xml's sibling .bin; only its size is read)")
+    info.add_argument("--json", action="store_true", help="print the description as one JSON object")
     info.set_defaults(func=cmd_info)
 
     check = sub.add_parser("validate", help="report every conformance finding about a model", parents=[common])
-    check.add_argument("model")
-    check.add_argument("--bin")
+    check.add_argument("model", help="the model's .xml file")
+    check.add_argument("--bin", help="the weights file (default: the .xml's sibling .bin)")
     check.add_argument("--json", action="store_true", help="print the findings as JSON records")
     check.set_defaults(func=cmd_validate)
 
     docs = sub.add_parser("examples", help="run the example layers of spec documents and check their values", parents=[common])
     docs.add_argument("files", nargs="+", metavar="FILE", help=".rst, .md, .xml or .txt documents")
-    docs.add_argument("--json", action="store_true")
+    docs.add_argument("--json", action="store_true", help="print each example's result as JSON records")
     docs.set_defaults(func=cmd_examples)
 
     ops = sub.add_parser("ops", help="list the ops irscatter implements", parents=[common])
-    ops.add_argument("--json", action="store_true")
+    ops.add_argument("--json", action="store_true",
+                     help="print every registered op version with its module and labels as JSON")
     ops.add_argument("--labels", action="store_true", help="list every error label with its meaning")
     ops.set_defaults(func=cmd_ops)
     return parser

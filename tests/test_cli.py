@@ -223,3 +223,42 @@ def test_expected_reports_every_output_with_its_errors_and_honours_ulps(tmp_path
 def test_tolerances_must_be_numbers_of_at_least_zero(flag):
     proc = cli("run", str(MODELS / "affine_chain" / "model.xml"), "--random", *flag)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and flag[0] in proc.stderr
+
+
+def test_flags_that_belong_to_another_flag_are_refused_without_it():
+    xml = str(MODELS / "affine_chain" / "model.xml")
+    for flags, parent in [(("--seed", "3"), "--random"), (("--runs", "3", "--random"), "--profile"),
+                          (("--all-layers", "--random"), "--profile"), (("--rtol", "1e-3", "--random"), "--expected"),
+                          (("--ulps", "4", "--random"), "--expected")]:
+        proc = cli("run", xml, *flags)
+        _assert_one_line_error(proc, 2)
+        assert f"only applies with {parent}" in proc.stderr
+    for runs in ("0", "-5"):
+        assert cli("run", xml, "--random", "--profile", "--runs", runs).returncode == 2
+
+
+def test_profile_prints_the_table_not_the_outputs():
+    proc = cli("run", str(MODELS / "paged_kv_cache" / "model.xml"), "--random", "--profile", "--runs", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert "median of 2 runs" in proc.stdout and "float32 [" not in proc.stdout
+    assert all(line == line.rstrip() for line in proc.stdout.splitlines())
+
+
+def test_run_json_and_version():
+    proc = cli("run", str(MODELS / "affine_chain" / "model.xml"), "--random", "--json")
+    outputs = json.loads(proc.stdout)
+    assert outputs["y"]["element_type"] == "float32" and outputs["y"]["shape"] == [2, 4]
+    assert np.asarray(outputs["y"]["values"]).shape == (2, 4)
+    version = cli("--version")
+    assert version.returncode == 0 and version.stdout.startswith("irscatter 0.")
+
+
+def test_every_argument_is_explained_in_help():
+    import argparse
+
+    from irscatter.cli import build_parser
+
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    unexplained = [f"{name} {action.dest}" for name, sub in commands.choices.items()
+                   for action in sub._actions if not action.help]
+    assert unexplained == []

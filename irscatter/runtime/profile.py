@@ -39,11 +39,11 @@ class Profile:
         for t in self.layers[:limit]:
             name = t.name if len(t.name) <= name_width else t.name[: name_width - 1] + "~"
             lines.append(f"{name:<{name_width}}  {t.type:<{type_width}}  {1e3 * t.seconds:10.3f}  "
-                         f"{100 * t.seconds / total:5.1f}%  {'yes' if t.in_place else ''}")
+                         f"{100 * t.seconds / total:5.1f}%  {'yes' if t.in_place else ''}".rstrip())
         if limit is not None and len(self.layers) > limit:
             rest = self.layers[limit:]
             lines.append(f"... {len(rest)} more layers, {1e3 * sum(t.seconds for t in rest):.3f} ms")
-        lines.append(f"total {1e3 * self.total:.3f} ms in {len(self.layers)} layers "
+        lines.append(f"total {1e3 * self.total:.3f} ms in {len(self.layers)} layer{'s' if len(self.layers) != 1 else ''} "
                      f"(median of {self.runs} run{'s' if self.runs != 1 else ''})")
         return "\n".join(lines)
 
