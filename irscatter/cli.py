@@ -27,7 +27,7 @@ from irscatter.errors import IRError, UsageError
 from irscatter.ops import registry
 from irscatter.runtime import inputs as model_inputs
 from irscatter.runtime.profile import profile
-from irscatter.summary import summarize
+from irscatter.summary import describe
 
 PROG = "irscatter"
 
@@ -168,20 +168,26 @@ def _run_steps(compiled, feeds: dict[str, Any], args: argparse.Namespace) -> dic
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    info = summarize(read_model(args.model, args.bin))
+    info = describe(args.model, args.bin)
     if args.json:
         print(json.dumps(info, indent=2, default=str))
         return 0
     print(f"model:      {info['name'] or '(unnamed)'}  ({info['file']})")
     print(f"IR version: {info['ir_version']}")
     print(f"layers:     {info['layers']}")
-    print(f"weights:    {info['bin_file'] or '(none)'}" + (f", {info['bin_size']} bytes" if info["bin_size"] is not None else ""))
+    if info["missing_weights"]:
+        missing = info["missing_weights"]
+        print(f"weights:    missing: {missing['file']} not found, and {missing['constants']} "
+              f"constant{'s need' if missing['constants'] != 1 else ' needs'} it")
+    else:
+        print(f"weights:    {info['bin_file'] or '(none)'}"
+              + (f", {info['bin_size']} bytes" if info["bin_size"] is not None else ""))
     print("inputs:")
     for i in info["inputs"]:
-        print(f"  {i['name']}: {i['element_type']} [{i['shape']}]")
+        print(f"  {i['name']}: {i['element_type']} {_shape_text(i['shape'])}")
     print("outputs:")
     for o in info["outputs"]:
-        print(f"  {o['name']}: {o['precision'] or '?'} [{o['shape'] or '?'}]")
+        print(f"  {o['name']}: {o['element_type'] or '?'} {_shape_text(o['shape'])}")
     print("opsets:     " + ", ".join(f"{k} ({v})" for k, v in info["opsets"].items()))
     print("ops:")
     for name, count in info["ops"].items():
@@ -191,6 +197,11 @@ def cmd_info(args: argparse.Namespace) -> int:
         for layer in info["layers_without_kernel"]:
             print(f"  layer {layer['id']} \"{layer['name']}\" ({layer['type']}, {layer['version']})")
     return 0
+
+
+def _shape_text(dims: list | None) -> str:
+    """A shape record as errors print shapes: [?, 3]."""
+    return "[?]" if dims is None else "[" + ", ".join(map(str, dims)) + "]"
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

@@ -1,12 +1,16 @@
 """What `irscatter info` reports: a model's header, interface and op mix, from the XML alone
-(no weights are read and nothing is computed)."""
+(no weights are read and nothing is computed; a missing weights file is reported, not refused)."""
 
 from __future__ import annotations
 
+import os
+import re
 from collections import Counter
 from typing import Any
 
+from irscatter.ir import loader
 from irscatter.ir.graph import Graph, Model, output_name
+from irscatter.ir.shapes import PartialShape, parse_partial_shape
 from irscatter.ops import registry
 
 
@@ -15,6 +19,44 @@ def _walk(graph: Graph):
         yield layer
         for body in layer.bodies.values():
             yield from _walk(body.graph)
+
+
+def describe(xml_path: str | os.PathLike, bin_path: str | os.PathLike | None = None) -> dict[str, Any]:
+    """`summarize` of the model at `xml_path`. Without its weights file the description is still
+    made, and says which file is missing and how many constants need it; any other defect of
+    the model is raised as the loader raises it."""
+    model, problems = loader.read_model_collecting(xml_path, bin_path)
+    other = [p for p in problems if p.label != "no-weights"]
+    if other:
+        raise other[0]
+    info = summarize(model)
+    if problems:
+        default = os.path.splitext(str(xml_path))[0] + ".bin"
+        info["missing_weights"] = {"file": str(bin_path) if bin_path is not None else default,
+                                   "constants": len(problems)}
+    return info
+
+
+def shape_record(shape: PartialShape | None) -> list[int | str] | None:
+    """A shape for JSON: a list whose static dims are numbers and dynamic ones their text ("?",
+    "1..8"); None for an unknown shape, and ["..."] for a dynamic rank."""
+    if shape is None:
+        return None
+    if not shape.rank_is_static:
+        return ["..."]
+    return [int(d) if d.is_static else str(d) for d in shape]
+
+
+def _opset_order(name: str) -> tuple[int, str, int]:
+    m = re.fullmatch(r"([A-Za-z_]*?)(\d+)", name)
+    return (0, m.group(1), int(m.group(2))) if m and m.group(1) == "opset" else (1, name, 0)
+
+
+def _declared_shape(text: Any) -> PartialShape | None:
+    try:
+        return parse_partial_shape(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
 
 
 def summarize(model: Model) -> dict[str, Any]:
@@ -41,8 +83,8 @@ def summarize(model: Model) -> dict[str, Any]:
         outputs.append({
             "name": output_name(r, port),
             "layer": r.name,
-            "precision": str(port.precision) if port and port.precision else None,
-            "shape": port.shape.to_text() if port else None,
+            "element_type": str(port.precision) if port and port.precision else None,
+            "shape": shape_record(port.shape) if port else None,
         })
     return {
         "file": model.xml_path,
@@ -54,15 +96,16 @@ def summarize(model: Model) -> dict[str, Any]:
                 "name": p.name,
                 "names": list(p.outputs[0].names) if p.outputs else [],
                 "element_type": p.attrs.get("element_type"),
-                "shape": p.attrs.get("shape"),
+                "shape": shape_record(_declared_shape(p.attrs.get("shape"))),
             }
             for p in model.parameters
         ],
         "outputs": outputs,
-        "opsets": dict(sorted(opsets.items())),
+        "opsets": dict(sorted(opsets.items(), key=lambda item: _opset_order(item[0]))),
         "ops": dict(sorted(histogram.items())),
         "layers_without_kernel": missing,
         "bin_file": model.bin_path,
         "bin_size": model.bin_size,
+        "missing_weights": None,
         "rt_info": model.rt_info,
     }

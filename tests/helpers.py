@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -212,3 +213,20 @@ def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     exe = shutil.which("irscatter")
     command = [exe] if exe else [sys.executable, "-m", "irscatter.cli"]
     return subprocess.run([*command, *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+@contextmanager
+def kernel_hidden(type_name: str, version: int):
+    """OpenVINO's `type_name`-`version` as if irscatter had no kernel for it: the opset is
+    complete, so the `no-kernel` path is reached only this way (or by a future opset)."""
+    from irscatter.ops import registry
+
+    registry.resolve(type_name, "opset1")  # loads the registry
+    versions = registry._REGISTRY[("opset", type_name.lower())]
+    cls = versions.pop(version)
+    registry._RESOLVED.clear()
+    try:
+        yield cls
+    finally:
+        versions[version] = cls
+        registry._RESOLVED.clear()

@@ -80,6 +80,30 @@ def test_info_text_and_json():
     assert [i["name"] for i in doc["inputs"]] == ["a", "scale"] and doc["layers_without_kernel"] == []
 
 
+def test_info_records_are_consistent_and_opsets_sort_by_number(tmp_path):
+    doc = json.loads(cli("info", str(MODELS / "dynamic_batch" / "model.xml"), "--json").stdout)
+    assert doc["inputs"][0]["shape"] == ["?", 3] and doc["inputs"][1]["shape"] == ["1..8", 1]
+    assert doc["outputs"][0] == {"name": "y", "layer": doc["outputs"][0]["layer"], "element_type": "f32",
+                                 "shape": ["?", 3]}
+    text = cli("info", str(MODELS / "dynamic_batch" / "model.xml")).stdout
+    assert "x: f32 [?, 3]" in text and "bias: f32 [1..8, 1]" in text
+    layers = [param(0, "x", [2]), layer(1, "a", "Abs", "opset15", inputs=[port(0, "FP32", [2])],
+                                       outputs=[port(1, "FP32", [2])]),
+              layer(2, "b", "Abs", "opset3", inputs=[port(0, "FP32", [2])], outputs=[port(1, "FP32", [2])]),
+              result(3, "r", [2])]
+    xml = write(tmp_path, net(layers, [(0, 0, 1, 0), (1, 1, 2, 0), (2, 1, 3, 0)]))
+    assert list(json.loads(cli("info", str(xml), "--json").stdout)["opsets"]) == ["opset1", "opset3", "opset15"]
+
+
+def test_info_describes_a_model_whose_weights_file_is_missing(tmp_path):
+    (tmp_path / "model.xml").write_bytes((MODELS / "dynamic_batch" / "model.xml").read_bytes())
+    proc = cli("info", str(tmp_path / "model.xml"))
+    assert proc.returncode == 0, proc.stderr
+    assert "weights:    missing:" in proc.stdout and "1 constant needs it" in proc.stdout
+    assert "x: f32 [?, 3]" in proc.stdout
+    assert cli("run", str(tmp_path / "model.xml"), "--random").returncode == 1  # running still needs them
+
+
 def test_info_lists_layers_without_kernel(tmp_path):
     layers = [param(0, "x", [2]), layer(1, "g", "Frobnicate", "opset8", inputs=[port(0, "FP32", [2])],
                                        outputs=[port(1, "FP32", [2])]), result(2, "r", [2])]
@@ -262,3 +286,17 @@ def test_every_argument_is_explained_in_help():
     unexplained = [f"{name} {action.dest}" for name, sub in commands.choices.items()
                    for action in sub._actions if not action.help]
     assert unexplained == []
+
+
+def test_run_names_every_layer_without_an_op_at_once(tmp_path):
+    def unknown(lid, name, type_, opset):
+        return layer(lid, name, type_, opset, inputs=[port(0, "FP32", [2])], outputs=[port(1, "FP32", [2])])
+
+    layers = [param(0, "x", [2]), unknown(1, "a", "Frobnicate", "opset1"), unknown(2, "b", "Frob", "ext1"),
+              unknown(3, "c", "Twiddle", "ext1"), result(4, "r", [2])]
+    xml = write(tmp_path, net(layers, [(0, 0, 1, 0), (1, 1, 2, 0), (2, 1, 3, 0), (3, 1, 4, 0)]))
+    proc = cli("run", str(xml), "--random")
+    _assert_one_line_error(proc, 1)
+    assert 'layer 1 "a" (Frobnicate, opset1): opset1 has no operation Frobnicate' in proc.stderr
+    assert '2 more layers name no op irscatter runs: layer 2 "b" (Frob, ext1) (custom-domain), ' \
+           'layer 3 "c" (Twiddle, ext1) (custom-domain) [not-in-opset]' in proc.stderr

@@ -23,7 +23,7 @@ from irscatter.checks.infer import compare_declared, infer_layer
 from irscatter.errors import IRError
 from irscatter.findings import Finding
 from irscatter.ir.element_types import ElementType
-from irscatter.ir.graph import Model
+from irscatter.ir.graph import Layer, Model
 from irscatter.ir.topology import Source, Wiring, wire
 from irscatter.ops import registry
 from irscatter.ops.base import Op, TensorInfo
@@ -32,6 +32,7 @@ from irscatter.ops.state.core import VariableInfo
 from irscatter.ops.state.read_value import ReadValue
 
 WARNED_UNRESOLVED = ("no-kernel", "custom-domain")
+UNRESOLVED = (*WARNED_UNRESOLVED, "not-in-opset", "unknown-opset")  # a layer that names no op irscatter runs
 
 
 @dataclass
@@ -141,6 +142,7 @@ class _Pass:
 
     def _resolve(self, wiring: Wiring, layers: list[int]) -> dict[int, Op]:
         ops: dict[int, Op] = {}
+        unresolved: list[tuple[Layer, IRError]] = []  # compiling: every layer without an op, at once
         for lid in layers:
             layer = wiring.by_id[lid]
             try:
@@ -148,6 +150,9 @@ class _Pass:
             except IRError as e:
                 if lid in self.loaded_badly:
                     continue  # the loader's finding already names what is wrong with it
+                if not self.collect and e.label in UNRESOLVED:
+                    unresolved.append((layer, e))
+                    continue
                 if self.collect and layer.bodies:
                     inner = self._inside_bodies(layer)
                     if inner:  # every finding inside, rather than the first one that stopped the layer
@@ -158,7 +163,21 @@ class _Pass:
                                         f"are not checked", layer.ref, line=layer.line))
                 else:
                     self.report(Finding("error", e.label or "invalid", e.message, layer.ref, e.port, layer.line), e)
+        if unresolved:
+            self._refuse_unresolved(unresolved)
         return ops
+
+    def _refuse_unresolved(self, unresolved: list[tuple[Layer, IRError]]) -> None:
+        """One error for every layer that names no op irscatter runs: the first in full, the
+        others listed after it, so one run tells everything that is missing."""
+        layer, first = unresolved[0]
+        if len(unresolved) > 1:
+            others = ", ".join(f"{other.ref} ({e.label})" for other, e in unresolved[1:6])
+            more = f" and {len(unresolved) - 6} more" if len(unresolved) > 6 else ""
+            count = len(unresolved) - 1
+            first = type(first)(f"{first.message}; {count} more layer{'s name' if count > 1 else ' names'} "
+                                f"no op irscatter runs: {others}{more}", label=first.label)
+        raise first.add_context(file=self.file, layer=layer.ref, line=layer.line)
 
     def _inside_bodies(self, layer) -> list[Finding]:
         """The findings of a layer's bodies, each checked as a graph of its own (with its

@@ -66,7 +66,12 @@ def finding_line(f: Finding, file: str) -> str:
 def finding_record(f: Finding) -> dict[str, Any]:
     layer = None
     if f.layer is not None:
-        layer = {"id": f.layer.id, "name": f.layer.name, "type": f.layer.type, "version": f.layer.version}
+        # a resolved op's version is a number (Const -> 1); an unresolved layer keeps its raw
+        # version attribute under "opset" (a Frobnicate in "opset8"), so neither field mixes kinds
+        resolved = f.layer.version.isascii() and f.layer.version.isdigit()
+        layer = {"id": f.layer.id, "name": f.layer.name, "type": f.layer.type,
+                 "version": int(f.layer.version) if resolved else None,
+                 "opset": None if resolved else (f.layer.version or None)}
     return {"severity": f.severity, "code": f.code, "message": f.message, "layer": layer, "port": f.port,
             "line": f.line, "column": f.column}
 
