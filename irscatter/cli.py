@@ -220,7 +220,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_examples(args: argparse.Namespace) -> int:
-    found = [ex for path in args.files for ex in examples.run_document(path)]
+    found, empty = [], []
+    for path in args.files:
+        document = examples.run_document(path)
+        found += document
+        if not document:
+            empty.append(path)
     if args.json:
         print(json.dumps({"examples": [ex.to_json() for ex in found], "summary": examples.summary_line(found)},
                          indent=2, default=str))
@@ -230,7 +235,9 @@ def cmd_examples(args: argparse.Namespace) -> int:
             if ex.repairs:
                 print("    repaired: " + "; ".join(ex.repairs))
         print(examples.summary_line(found))
-    return 0 if all(ex.ok for ex in found) else 1
+    for path in empty:  # asked to check a document with nothing to check: say so, and fail
+        print(f"{PROG}: {path}: no examples found (no <layer> element at the start of a line)", file=sys.stderr)
+    return 0 if all(ex.ok for ex in found) and not empty else 1
 
 
 def cmd_ops(args: argparse.Namespace) -> int:

@@ -210,8 +210,9 @@ def comment_values(comments: list[str]) -> Any:
     joined = " ".join(texts).replace("{", "[").replace("}", "]")
     groups = [g for g in _balanced_groups(joined) if "..." not in g]
     if not groups:
-        # "axis = 1" gives a value; "10 tokens, K=64" describes a shape and gives none
-        m = re.search(r"=\s*(-?\d+(?:\.\d+)?)", joined) if joined.count("=") == 1 and "," not in joined else None
+        # "axis = 1" and "axis: 1" give a value; "10 tokens, K=64" describes a shape and gives none
+        single = joined.count("=") + joined.count(":") == 1 and "," not in joined
+        m = re.search(r"[=:]\s*(-?\d+(?:\.\d+)?)\s*$", joined.strip()) if single else None
         return _literal(m.group(1)) if m else None
     try:
         values = [_literal(g) for g in groups]
@@ -241,6 +242,7 @@ class _Port:
     values: Any
     role: str = ""  # the comment that names the port ("indices", "axis"), if any
     precision_given: bool = True
+    unread: str = ""  # a comment that looks like values but could not be read as any
 
     def guessed_type(self) -> ElementType:
         """A port without a precision: integer for index-like roles or integer values, else f32."""
@@ -261,7 +263,9 @@ def _ports(group: etree._Element | None) -> list[_Port]:
         dims = [int((d.text or "").strip()) for d in p.iterchildren("dim")]
         comments = _port_comments(p)
         role = " ".join(c for c in comments if not re.search(r"[\d\[{]", c))
-        ports.append(_Port(int(p.get("id", "0")), etype, dims, comment_values(comments), role, etype is not None))
+        values = comment_values(comments)
+        unread = "" if values is not None else " ".join(c.strip() for c in comments if re.search(r"[\d\[{]", c))
+        ports.append(_Port(int(p.get("id", "0")), etype, dims, values, role, etype is not None, unread))
     return ports
 
 
@@ -426,7 +430,7 @@ def run_example(file: str, index: int, line: int, snippet: str, default_version:
         if not all_values:
             mismatched = [f for f in compiled.findings if f.code == "declared-shape"]
             ex.status = "failed" if mismatched else "shape-checked"
-            ex.reason = mismatched[0].message if mismatched else "inputs without values: output dims checked"
+            ex.reason = mismatched[0].message if mismatched else _why_shape_only(inputs)
             return ex
         results = compiled.run({})
     except IRError as e:
@@ -452,18 +456,32 @@ def run_example(file: str, index: int, line: int, snippet: str, default_version:
     return ex
 
 
+def _why_shape_only(inputs: list[_Port]) -> str:
+    """Which inputs had no values, and for each whether the page gave none or gave a comment
+    that could not be read as values (then the documented output was not checked: say so)."""
+    unread = [f"input port {p.id} ({elide(p.unread, 60)})" for p in inputs if p.values is None and p.unread]
+    silent = [f"input port {p.id}" for p in inputs if p.values is None and not p.unread]
+    parts = []
+    if unread:
+        parts.append("value comments that could not be read: " + ", ".join(unread))
+    if silent:
+        parts.append("no values given for " + ", ".join(silent))
+    return "; ".join(parts) + ": output dims checked only"
+
+
 def summary_line(examples: list[Example]) -> str:
-    passed = sum(e.ok for e in examples)
+    passed = sum(e.status == "passed" for e in examples)
     failed = sum(e.status == "failed" for e in examples)
-    shape_only = sum(e.status == "shape-checked" for e in examples)
+    shape_only = [e for e in examples if e.status == "shape-checked"]
+    unread = sum("could not be read" in e.reason for e in shape_only)
     not_runnable = sum(e.status == "not runnable" for e in examples)
-    return (f"{passed} passed, {failed} failed ({shape_only} of the passed checked for shape only, "
-            f"{not_runnable} not runnable)")
+    return (f"{passed} passed, {len(shape_only)} checked for shape only ({unread} of them with value comments "
+            f"that could not be read), {failed} failed, {not_runnable} not runnable")
 
 
 def example_line(e: Example) -> str:
     head = f"{e.file}:{e.line}: example {e.index} ({e.type}): {e.status}"
-    return head + (f": {e.reason}" if e.reason and e.status != "shape-checked" else "")
+    return head + (f": {e.reason}" if e.reason else "")
 
 
 def run_document(path: str | Path) -> list[Example]:
