@@ -245,7 +245,8 @@ def cmd_ops(args: argparse.Namespace) -> int:
     if args.labels:
         return _print_labels(ops, args.json)
     if args.json:
-        print(json.dumps([{"domain": c.domain, "type": c.type_name, "version": c.version, "module": c.__module__,
+        print(json.dumps([{"domain": c.domain, "type": c.type_name, "version": c.version,
+                           "opsets": registry.opsets_of(c), "module": c.__module__,
                            "labels": c.constraint_labels()} for c in ops], indent=2))
         return 0
     by_domain: dict[str, list[str]] = {}

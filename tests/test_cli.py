@@ -118,6 +118,8 @@ def test_ops_lists_registered_kernels():
     doc = json.loads(cli("ops", "--json").stdout)
     add = next(op for op in doc if op["type"] == "Add")
     assert add["domain"] == "opset" and add["version"] == 1 and add["module"] == "irscatter.ops.elementwise.binary"
+    gather8 = next(op for op in doc if op["type"] == "Gather" and op["version"] == 8)
+    assert gather8["opsets"][0] == "opset8" and "opset15" in gather8["opsets"] and "opset7" not in gather8["opsets"]
     transpose = next(op for op in doc if op["type"] == "Transpose")
     assert "order-permutation" in transpose["labels"]
 

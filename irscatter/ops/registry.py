@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from irscatter.errors import IRError, ValidationError
-from irscatter.ir import opsets
+from irscatter.ir import opset_tables, opsets
 
 if TYPE_CHECKING:
     from irscatter.ir.graph import Layer
@@ -97,6 +97,16 @@ def _resolve(type_name: str, opset: str) -> Resolution:
         return Resolution(None, "not-in-opset",
                           f"{opset} has no operation {type_name}{opsets.did_you_mean(type_name, names)}")
     return Resolution(versions[max(eligible)])
+
+
+def opsets_of(cls: type[Op]) -> list[str]:
+    """The OpenVINO opsets whose tables name this op version (Gather-8: opset8 to opset17);
+    empty for ops outside OpenVINO's opsets."""
+    if cls.domain != "opset":
+        return []
+    name = "constant" if cls.type_name == "Const" else cls.type_name.lower()
+    return [f"opset{n}" for n, types in sorted(opset_tables.OPSETS.items())
+            if any(t.lower() == name and v == cls.version for t, v in types.items())]
 
 
 def _others(type_name: str) -> str:
