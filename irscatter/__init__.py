@@ -1,7 +1,7 @@
 """irscatter: a numpy reference interpreter and conformance tool for OpenVINO IR models."""
 
 from irscatter import limits
-from irscatter.api import compile_model, parse_model, read_model, validate
+from irscatter.api import compile_model, parse_layer, parse_model, read_model, run_layer, validate
 from irscatter.checks.conformance import Report
 from irscatter.errors import (
     ExecutionError,
@@ -14,7 +14,6 @@ from irscatter.errors import (
 )
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Edge, Graph, Layer, Model, Port
-from irscatter.ir.loader import parse_layer
 from irscatter.ir.shapes import Dimension, PartialShape
 
 __version__ = "0.1.0"
@@ -41,5 +40,6 @@ __all__ = [
     "parse_layer",
     "parse_model",
     "read_model",
+    "run_layer",
     "validate",
 ]

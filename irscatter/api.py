@@ -7,12 +7,19 @@ ops find the interpreter's body compiler installed (importing `irscatter.runtime
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from irscatter.checks import conformance
-from irscatter.ir import loader
-from irscatter.ir.graph import Model
+from irscatter.errors import FileAccessError, LoadError
+from irscatter.ir import loader, opsets, snippets
+from irscatter.ir.element_types import ElementType
+from irscatter.ir.graph import Layer, Model
+from irscatter.ops import registry
+from irscatter.ops.functional import run_op
 from irscatter.runtime.interpreter import CompiledModel
 from irscatter.runtime.model import RunnableModel
 from irscatter.runtime.model import compile_model as _compile
@@ -37,6 +44,58 @@ def compile_model(model: Model | str | os.PathLike, bin_path: str | os.PathLike 
     if not isinstance(model, Model):
         model = read_model(model, bin_path)
     return _compile(model).new_request()
+
+
+def parse_layer(xml: bytes | str | os.PathLike, *, source: str | None = None) -> Layer:
+    """A bare `<layer>` element (text, bytes, or the path of a file holding one), as the op
+    specifications show them. A missing id, name or version takes a default (see
+    `irscatter.ir.loader.parse_layer`). A snippet that does not parse as written is mended as
+    the `examples` command mends spec pages (`irscatter.ir.snippets.repair`: a literal `...`
+    in the tag, attributes on `<layer>` rather than `<data>`, ...) and parsed again; if that
+    fails too, the error is the one about the text as written."""
+    if isinstance(xml, os.PathLike):
+        path = os.fspath(xml)
+        try:
+            with open(path, "rb") as f:
+                xml = f.read()
+        except OSError as e:
+            raise FileAccessError(f"cannot read the layer file: {e.strerror}", file=path) from None
+        source = source or path
+    source = source or "<memory>"
+    try:
+        return loader.parse_layer(xml, source=source)
+    except LoadError as first:
+        text = xml.decode("utf-8", "replace") if isinstance(xml, bytes) else xml
+        kind = re.search(r'\btype\s*=\s*"([^"]*)"', text)
+        mended, _ = snippets.repair(text.strip(), opsets.newest_opset_holding(kind.group(1) if kind else ""))
+        try:
+            return loader.parse_layer(mended, source=source)
+        except LoadError:
+            raise first from None
+
+
+def run_layer(layer: Layer | bytes | str, inputs: Sequence[Any]) -> list[np.ndarray]:
+    """Run one layer on numpy inputs (one per input port, in port order) and return its
+    outputs in port order: what unit-testing an example layer of the op spec means.
+
+    The layer's attributes are parsed with its op's schema and every inference check of the
+    op applies, as in a model. A Python list or scalar takes the element type its port
+    declares (f32 where it declares none); an array keeps its own. The outputs are the
+    caller's own arrays (never views of the inputs); the inputs are never written."""
+    if not isinstance(layer, Layer):
+        layer = parse_layer(layer)
+    op = registry.instantiate(layer)
+    arrays = []
+    for i, value in enumerate(inputs):
+        if isinstance(value, (np.ndarray, np.generic)):
+            arrays.append(np.asarray(value))
+        else:
+            declared = layer.inputs[i].precision if i < len(layer.inputs) else None
+            arrays.append(np.asarray(value, dtype=(declared or ElementType.f32).dtype))
+    out = run_op(op, arrays)
+    outputs = list(out) if isinstance(out, tuple) else [out]
+    return [o.copy() if isinstance(o, np.ndarray) and (not o.flags.writeable or any(
+        np.may_share_memory(o, a) for a in arrays)) else o for o in outputs]
 
 
 validate = conformance.validate  # re-exported here, above the runtime that bodies need

@@ -38,11 +38,10 @@ from irscatter.errors import FileAccessError, IRError, elide
 from irscatter.ir import opsets
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.loader import parse_xml
+from irscatter.ir.snippets import find_snippets, repair
 from irscatter.ops import registry
 
-_LAYER_START = re.compile(r"^[ \t]*(<(?:layer|\.\.\.)(?=[\s>]))", re.M)  # at the start of a line: not prose
 _VERSIONED = re.compile(r"Versioned name\W*\*?\s*\*?([A-Za-z][A-Za-z0-9]*)-(\d+)")
-_LAYER_KEYS = ("id", "name", "type", "version")
 
 
 @dataclass
@@ -68,116 +67,6 @@ class Example:
                 "reason": self.reason, "repairs": self.repairs,
                 "computed": {k: np.asarray(v).tolist() for k, v in self.computed.items()},
                 "documented": {k: np.asarray(v).tolist() for k, v in self.documented.items()}}
-
-
-# --- finding and repairing snippets -------------------------------------------------------------
-
-
-def find_snippets(text: str) -> list[tuple[int, str]]:
-    """(line, text) of every `<layer ...>...</layer>` in a document."""
-    found = []
-    pos = 0
-    while (m := _LAYER_START.search(text, pos)) is not None:
-        end = text.find("</layer>", m.end())
-        if end < 0:
-            break
-        found.append((text.count("\n", 0, m.start(1)) + 1, text[m.start(1): end + len("</layer>")]))
-        pos = end
-    return found
-
-
-def _repair_tag(tag: str, repairs: list[str]) -> str:
-    fixed = re.sub(r"(?<=\s)\.\.\.(?=[\s/>])", "", tag)
-    if fixed != tag:
-        repairs.append("removed literal '...' from a tag")
-    separated = re.sub(r'"\s*,\s*(?=[\w:-]+=)', '" ', fixed)
-    if separated != fixed:
-        repairs.append("dropped commas between attributes")
-        fixed = separated
-    quoted = re.sub(r"(\s[\w:-]+)=([^\s\"'>/]+)", r'\1="\2"', fixed)
-    if quoted != fixed:
-        repairs.append("quoted unquoted attribute values")
-    return quoted
-
-
-# a tag, reading quoted attribute values whole: Einsum's equation="ij,jk->ik" holds a '>'
-_TAG = r'<(?!!--)(?:[^<>"]|"[^"<]*")*>'
-
-
-def repair(snippet: str, default_version: str) -> tuple[str, list[str]]:
-    """Make a spec snippet parse as one `<layer>`; returns the text and what was changed."""
-    repairs: list[str] = []
-    text = snippet
-    if text.startswith("<..."):
-        text = "<layer" + text[len("<..."):]
-        repairs.append("renamed the '<...' opening tag to <layer")
-    opened = re.sub(r"<\s+!?\s*--|<\s*!\s+--|<--", "<!--", text)
-    if opened != text:
-        repairs.append("mended a comment opened as '< --'")
-        text = opened
-    text = re.sub(_TAG, lambda m: _repair_tag(m.group(0), repairs), text)
-    doubled = re.sub(f"({_TAG})>", r"\1", text)
-    if doubled != text:
-        repairs.append("dropped a stray '>' after a tag")
-        text = doubled
-    data = re.search(r'<data\b(?:[^<>"]|"[^"<]*")*>', text)
-    if data and not data.group(0).endswith("/>") and "</data>" not in text:
-        text = text[:data.end() - 1] + "/>" + text[data.end():]
-        repairs.append("closed an unclosed <data> tag")
-    # <port id="4"/> followed by its <dim>s and a </port>: the port was closed twice
-    reopened = re.sub(r'(<port\b(?:[^<>"]|"[^"<]*")*?)\s*/>(?=(?:\s|<!--(?:(?!-->).)*-->)*<dim>)', r"\1>", text, flags=re.S)
-    if reopened != text:
-        repairs.append("reopened a self-closed <port> that its <dim>s and </port> follow")
-        text = reopened
-    closed = re.sub(r"<dim>([^<>]*?)(?:</x?dim>|(?<!<)/dim>)", r"<dim>\1</dim>", text)
-    if closed != text:
-        repairs.append("mended a misspelt </dim>")
-        text = closed
-    if re.search(r"<input>", text) and "</input>" not in text and re.search(r"<output>", text):
-        text = re.sub(r"(\s*)<output>", r"\1</input>\1<output>", text, count=1)
-        repairs.append("closed the <input> group before <output>")
-    merged = re.sub(r"</input>\s*<input>", "", text)
-    if merged != text:
-        repairs.append("merged the ports of two <input> groups into one")
-        text = merged
-    text = _renumber_duplicate_ports(text, repairs)
-    head = re.match(_TAG, text)
-    head_end = head.end() if head else text.index(">") + 1
-    head = text[:head_end]
-    attrs = dict(re.findall(r'([\w:-]+)="([^"]*)"', head))
-    moved = {k: v for k, v in attrs.items() if k not in _LAYER_KEYS}
-    kept = {k: v for k, v in attrs.items() if k in _LAYER_KEYS}
-    added = [f'{key}="{value}"' for key, value in (("id", "0"), ("name", "example"), ("version", default_version))
-             if key not in kept]
-    for item in added:
-        key, _, value = item.partition("=")
-        kept[key] = value.strip('"')
-    if added:
-        repairs.append("added " + " ".join(added) + " to <layer>")
-    body = text[head_end:]
-    if moved:
-        repairs.append("moved " + ", ".join(moved) + " from <layer> into <data>")
-        data_attrs = " ".join(f'{k}="{v}"' for k, v in moved.items())
-        if re.search(r"<data[\s/>]", body):
-            body = re.sub(r"<data(?=[\s/>])", f"<data {data_attrs}", body, count=1)
-        else:
-            body = f"<data {data_attrs}/>" + body
-    head = "<layer " + " ".join(f'{k}="{v}"' for k, v in kept.items()) + ">"
-    return head + body, sorted(set(repairs), key=repairs.index)
-
-
-def _renumber_duplicate_ports(text: str, repairs: list[str]) -> str:
-    """Two ports of one layer with one id (a copy-paste slip): the later one takes the next free id,
-    and every port after it shifts, so that ids stay in document order."""
-    ids = [int(m.group(1)) for m in re.finditer(r'<port\s+id="(\d+)"', text)]
-    if len(set(ids)) == len(ids):
-        return text
-    fresh = iter(range(len(ids)))
-    renumbered = re.sub(r'(<port\s+id=")(\d+)(")', lambda m: f"{m.group(1)}{next(fresh)}{m.group(3)}", text)
-    if sorted(ids) != ids or ids[0] != 0:
-        return text  # ids out of order as well: no safe renumbering
-    repairs.append(f"renumbered ports with duplicate ids {ids} as 0..{len(ids) - 1}")
-    return renumbered
 
 
 # --- values in comments ----------------------------------------------------------------------------

@@ -75,6 +75,7 @@ SHARED: dict[str, str] = {
     "out-of-memory": "the machine could not allocate an output",
     "iteration-limit": "a Loop or TensorIterator would run more iterations than the loop_iterations limit",
     "unknown-input": "a feed names no Parameter of the model",
+    "unknown-output": "a requested output names no tensor of the model",
     "fed-twice": "one Parameter is fed twice (by name and by position)",
     "missing-input": "a Parameter is not fed",
     "feed-dtype": "a feed's element type differs from its Parameter's",

@@ -557,10 +557,17 @@ def parse_model(xml: bytes | str, weights: bytes | np.ndarray | None = None, *, 
 
 
 def parse_layer(xml: bytes | str, *, source: str = "<memory>") -> Layer:
-    """Parse a bare `<layer>` element, as the op specifications show them."""
+    """Parse a bare `<layer>` element, as the op specifications show them. The spec's snippets
+    often leave out what a model file must have: a missing `id` is 0, a missing `name` is the
+    type, and a missing `version` is the newest opset that holds the type."""
     data = xml.encode() if isinstance(xml, str) else xml
     ctx = _Ctx(source)
     root = parse_xml(data, source)
     if root.tag != "layer":
         raise ctx.error(f"expected a <layer> element, found <{root.tag}>", root)
+    if root.get("type"):
+        for key, default in (("id", "0"), ("name", root.get("type")),
+                             ("version", opsets.newest_opset_holding(root.get("type")))):
+            if root.get(key) is None:
+                root.set(key, default)
     return parse_layer_element(ctx, root)

@@ -103,6 +103,13 @@ def opset_holding(type_name: str, version: int) -> str:
     return f"opset{held[0] if held else version}"
 
 
+def newest_opset_holding(type_name: str) -> str:
+    """The newest OpenVINO opset that holds `type_name` (the newest complete opset when none
+    does, so that resolving the layer says why)."""
+    held = [n for n in sorted(OPSETS) if type_name.lower() in _BY_LOWER[n]]
+    return f"opset{held[-1]}" if held else newest_complete_opset()
+
+
 def newest_complete_opset() -> str:
     """The newest OpenVINO opset that is complete (one under development lists only its new ops)."""
     return f"opset{max(n for n, types in OPSETS.items() if 'Result' in types)}"

@@ -99,9 +99,10 @@ class Step:
     unused: frozenset[int] = frozenset()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared and hashed by identity: a dict of feeds may key by it
 class InputSpec:
-    """A model input as `run()` expects it."""
+    """A model input as `run()` expects it: its name, every tensor name it answers to, its
+    element type and (partial) shape after inference, and its Parameter layer."""
 
     name: str
     names: tuple[str, ...]
@@ -109,13 +110,50 @@ class InputSpec:
     shape: PartialShape
     layer: Layer
 
+    @property
+    def element_type(self) -> ElementType:
+        return self.etype
 
-@dataclass(frozen=True)
+    def __repr__(self) -> str:
+        return f"<input {self.name!r}: {self.etype} {self.shape}>"
+
+
+@dataclass(frozen=True, eq=False)
 class OutputSpec:
+    """A model output: the key `run()` returns it under, the tensor names of the port that
+    feeds its Result, its element type and (partial) shape, and its Result layer."""
+
     name: str
     etype: ElementType
     shape: PartialShape
     layer: Layer
+    names: tuple[str, ...] = ()
+
+    @property
+    def element_type(self) -> ElementType:
+        return self.etype
+
+    def __repr__(self) -> str:
+        return f"<output {self.name!r}: {self.etype} {self.shape}>"
+
+
+class Outputs(dict):
+    """The outputs of a run: a dict keyed by output name, in the order of the model's
+    outputs, that also answers to an output's position (`out[0]`) and to its `OutputSpec`
+    (`out[compiled.outputs[0]]`), as OpenVINO's results do."""
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            values = list(self.values())
+            if not -len(values) <= key < len(values):
+                raise IndexError(f"output {key} out of range: the run has {len(values)} outputs")
+            return values[key]
+        if isinstance(key, OutputSpec):
+            key = key.name
+        return super().__getitem__(key)
+
+    def to_tuple(self) -> tuple[np.ndarray, ...]:
+        return tuple(self.values())
 
 
 class CompiledModel:
@@ -165,8 +203,8 @@ class CompiledModel:
             src = self.sources[r.id][0]
             assert src is not None
             info = self.infos[src]
-            name = output_name(r, self.layers[src[0]].outputs[src[1]])
-            self.outputs.append(OutputSpec(name, info.etype, info.shape, r))
+            port = self.layers[src[0]].outputs[src[1]]
+            self.outputs.append(OutputSpec(output_name(r, port), info.etype, info.shape, r, tuple(port.names)))
             self.output_slots.append(slot_of[src])
 
         keep = set(self.output_slots) | {s for s, _ in self.const_slots}
@@ -225,9 +263,23 @@ class CompiledModel:
         return slot
 
     @property
-    def input_names(self) -> set[str]:
-        """Every name a feed may be given under (Parameter names and tensor names)."""
-        return set(self._feed_index)
+    def input_names(self) -> list[str]:
+        """Every name a feed may be given under, in input order: each input's Parameter name,
+        then its tensor names."""
+        return list(self._feed_index)
+
+    def get_ordered_ops(self) -> list[Layer]:
+        """The layers in the order they run (producers before consumers), Parameters, Consts
+        and Results included."""
+        return [self.layers[lid] for lid in self.order]
+
+    def __call__(self, inputs: Any = None, **kwargs: Any) -> Outputs:
+        """`compiled(inputs)`: the same as `run(inputs, ...)`."""
+        return self.run(inputs if inputs is not None else {}, **kwargs)
+
+    def infer(self, inputs: Any = None, **kwargs: Any) -> Outputs:
+        """OpenVINO's spelling of `run`."""
+        return self.run(inputs if inputs is not None else {}, **kwargs)
 
     def _feed_names(self) -> dict[str, int]:
         index: dict[str, int] = {}
@@ -238,15 +290,45 @@ class CompiledModel:
 
     # --- running ----------------------------------------------------------------------------
 
-    def _bind(self, feeds: Mapping[str, Any]) -> list[np.ndarray]:
+    def _input_index(self, key: Any) -> int:
+        """The position of the input a feed key names: a name, a position, or an InputSpec."""
+        file = self.model.source
+        known = ", ".join(f'"{s.name}"' for s in self.inputs) or "none"
+        if isinstance(key, InputSpec):
+            key = key.name
+        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            if not 0 <= key < len(self.inputs):
+                raise ExecutionError(f"there is no input {key}: the model has {len(self.inputs)} inputs ({known})",
+                                     file=file, label="unknown-input")
+            return int(key)
+        i = self._feed_index.get(key) if isinstance(key, str) else None
+        if i is None:
+            raise ExecutionError(f'there is no input named "{key}" (the inputs are {known})', file=file,
+                                 label="unknown-input")
+        return i
+
+    def _as_mapping(self, feeds: Any) -> Mapping[Any, Any]:
+        """Feeds as a mapping: a dict as given, a list or tuple as the inputs in order, a single
+        array as the only input."""
+        if isinstance(feeds, Mapping):
+            return feeds
+        if isinstance(feeds, np.ndarray) and len(self.inputs) == 1:
+            return {0: feeds}
+        if isinstance(feeds, (list, tuple)):
+            if len(feeds) != len(self.inputs):
+                raise ExecutionError(f"{len(feeds)} inputs given in a list, the model has {len(self.inputs)} "
+                                     f"({', '.join(s.name for s in self.inputs) or 'none'})",
+                                     file=self.model.source, label="missing-input")
+            return dict(enumerate(feeds))
+        raise ExecutionError(f"feeds must be a dict (by name, position or input), a list in input order, or one "
+                             f"array for a one-input model; got {type(feeds).__name__}", file=self.model.source,
+                             label="unknown-input")
+
+    def _bind(self, feeds: Any) -> list[np.ndarray]:
         file = self.model.source
         bound: list[np.ndarray | None] = [None] * len(self.inputs)
-        for key, value in feeds.items():
-            i = self._feed_index.get(key)
-            if i is None:
-                known = ", ".join(f'"{s.name}"' for s in self.inputs) or "none"
-                raise ExecutionError(f'there is no input named "{key}" (the inputs are {known})', file=file,
-                                     label="unknown-input")
+        for key, value in self._as_mapping(feeds).items():
+            i = self._input_index(key)
             spec = self.inputs[i]
             if bound[i] is not None:
                 raise ExecutionError(f'input "{spec.name}" is fed twice (under two of its names)', file=file,
@@ -300,34 +382,85 @@ class CompiledModel:
         if len(self._shape_cache) > _SHAPE_CACHE_SIZE:
             self._shape_cache.popitem(last=False)
 
-    def _donated(self, names: Iterable[str]) -> frozenset[int]:
-        if isinstance(names, str):
+    def _donated(self, names: Iterable[Any]) -> frozenset[int]:
+        if isinstance(names, (str, int, InputSpec)):
             names = (names,)
         out = set()
         for name in names:
-            i = self._feed_index.get(name)
-            if i is None:
-                raise ExecutionError(f'cannot donate "{name}": there is no input of that name', file=self.model.source)
-            out.add(i)
+            try:
+                out.add(self._input_index(name))
+            except ExecutionError as e:
+                raise ExecutionError(f'cannot donate "{name}": {e.message}', file=self.model.source,
+                                     label="unknown-input") from None
         return frozenset(out)
 
     def run(
         self,
-        feeds: Mapping[str, Any],
+        feeds: Any,
         *,
         intermediate: bool = False,
         hook: LayerHook | None = None,
-        donate: Iterable[str] = (),
+        donate: Iterable[Any] = (),
+        outputs: Iterable[str] | None = None,
         timings: list[tuple[Layer, float, bool]] | None = None,
-    ) -> dict[str, np.ndarray]:
-        """Run on `feeds`; see `Model.run`. `timings`, when given, receives (layer, seconds,
-        whether the kernel wrote in place) for every kernel call, in execution order."""
+    ) -> Outputs:
+        """Run on `feeds`; see `RunnableModel.run`. `timings`, when given, receives (layer,
+        seconds, whether the kernel wrote in place) for every kernel call, in execution order."""
         bound = self._bind(feeds)
         donated = self._donated(donate)
         # A donated buffer that another feed also reaches (the same array fed twice, or a
         # view of it) stays untouched: the other input must still see what was fed.
         donated = frozenset(i for i in donated
                             if not any(j != i and np.may_share_memory(bound[i], b) for j, b in enumerate(bound)))
+        wanted = None if outputs is None else self._selection(outputs)
+        intermediate_run = intermediate or wanted is not None
+        results = self._run_bound(bound, donated, intermediate_run, hook, timings)
+        if intermediate:
+            return Outputs(results)
+        if wanted is not None:
+            results = {name: results[key] for name, key in wanted.items()}
+        return self._owned(results, bound, donated)
+
+    def _selection(self, names: Iterable[str]) -> dict[str, str]:
+        """Each requested name with the key its value is recorded under ("<layer>:<port>"):
+        an output name, a tensor name of any layer's output port, or "<layer name>:<port id>"."""
+        if isinstance(names, str):
+            names = [names]
+        keys: dict[str, str] = {}
+        for (lid, pos) in self.slot_of:
+            layer = self.layers[lid]
+            key = f"{layer.name}:{layer.outputs[pos].id}"
+            keys.setdefault(key, key)
+            for tensor in layer.outputs[pos].names:
+                keys.setdefault(tensor, key)
+        for spec, slot in zip(self.outputs, self.output_slots):
+            lid, pos = next(src for src, s in self.slot_of.items() if s == slot)
+            keys.setdefault(spec.name, f"{self.layers[lid].name}:{self.layers[lid].outputs[pos].id}")
+        chosen = {}
+        for name in names:
+            if name not in keys:
+                raise ExecutionError(f'outputs=: no tensor is named "{name}" (give an output name, a tensor name '
+                                     f'or "<layer name>:<port id>")', file=self.model.source, label="unknown-output")
+            chosen[name] = keys[name]
+        return chosen
+
+    def _owned(self, results: Mapping[str, Any], bound: list[np.ndarray], donated: frozenset[int]) -> Outputs:
+        """The outputs, each an array of its own: never a view of a fed array (unless that
+        input was donated), never sharing memory with another output, and writable (a Const's
+        cached value, or a view of one, is copied)."""
+        fed = [b for i, b in enumerate(bound) if i not in donated]
+        out = Outputs()
+        for name, value in results.items():
+            if isinstance(value, np.ndarray) and (
+                    not value.flags.writeable
+                    or any(np.may_share_memory(value, b) for b in fed)
+                    or any(np.may_share_memory(value, o) for o in out.values() if isinstance(o, np.ndarray))):
+                value = value.copy()
+            out[name] = value
+        return out
+
+    def _run_bound(self, bound: list[np.ndarray], donated: frozenset[int], intermediate: bool,
+                   hook: LayerHook | None, timings: list | None) -> dict[str, Any]:
         watching = Observer(hook, {} if intermediate else None) if (intermediate or hook is not None) else None
         token = _OBSERVER.set(watching)
         try:

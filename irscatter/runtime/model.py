@@ -6,14 +6,15 @@ returns; the graph classes in `irscatter.ir` stay plain data that know nothing o
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
-import numpy as np
 from pydantic import PrivateAttr
 
-from irscatter.ir.graph import Model, gc_paused
-from irscatter.runtime.interpreter import CompiledModel
+from irscatter.checks import conformance
+from irscatter.checks.conformance import Report
+from irscatter.ir.graph import Layer, Model, gc_paused
+from irscatter.runtime.interpreter import CompiledModel, InputSpec, Outputs, OutputSpec
 
 
 def compile_model(model: Model) -> CompiledModel:
@@ -29,7 +30,12 @@ def compile_model(model: Model) -> CompiledModel:
 
 
 class RunnableModel(Model):
-    """A loaded IR model that `run()` interprets; the fields describe the graph as written."""
+    """A loaded IR model that `run()` interprets; the fields describe the graph as written.
+
+    Its namespace holds irscatter's verbs only: `compile`, `run`, `validate`, `inputs`,
+    `outputs`, `get_ordered_ops` (and pydantic's `model_*` methods, which the graph classes
+    use). Pydantic's deprecated spellings (`json`, `dict`, `copy`, `parse_obj`, ...) are not
+    there: `model.validate()` checks the model, it does not build another."""
 
     _compiled: Any = PrivateAttr(default=None)
 
@@ -37,24 +43,68 @@ class RunnableModel(Model):
         """Check the graph, resolve every op and plan the run (done once, then cached)."""
         return compile_model(self)
 
+    @property
+    def inputs(self) -> list[InputSpec]:  # type: ignore[override]
+        """The model's inputs in Parameter order, with their inferred types and shapes (the
+        same objects as the compiled model's; asking compiles the model)."""
+        return self.compile().inputs
+
+    @property
+    def outputs(self) -> list[OutputSpec]:  # type: ignore[override]
+        """The model's outputs in Result order, with their inferred types and shapes."""
+        return self.compile().outputs
+
+    def get_ordered_ops(self) -> list[Layer]:
+        """The layers in the order they run."""
+        return self.compile().get_ordered_ops()
+
+    def validate(self) -> Report:  # type: ignore[override]
+        """Every conformance finding about this model (`irscatter.validate`)."""
+        return conformance.validate(self)
+
     def run(
         self,
-        feeds: Mapping[str, Any] | None = None,
+        feeds: Any = None,
         *,
         intermediate: bool = False,
         hook: Any = None,
-        donate: Iterable[str] = (),
-    ) -> dict[str, np.ndarray]:
-        """Run the model on `feeds` (keyed by Parameter name or tensor name).
+        donate: Iterable[Any] = (),
+        outputs: Iterable[str] | None = None,
+    ) -> Outputs:
+        """Run the model on `feeds`: a dict keyed by input name, tensor name, position or
+        `InputSpec`; a list in input order; or one array for a one-input model.
 
-        Returns the outputs keyed by output tensor name in the XML order of Results, or with
-        `intermediate=True` every computed tensor keyed by `"<layer name>:<port id>"`.
-        `hook(layer, inputs, outputs)` is called after each layer's kernel has run.
+        Returns the outputs keyed by output name in the XML order of Results (the result also
+        answers to positions and `OutputSpec`s). `outputs=[...]` computes other tensors
+        instead: any output name, tensor name, or `"<layer name>:<port id>"`. With
+        `intermediate=True` every computed tensor is returned, keyed by
+        `"<layer name>:<port id>"`. `hook(layer, inputs, outputs)` is called after each
+        layer's kernel has run.
 
-        Fed arrays are never written, except those named in `donate`: their buffers are
-        handed over, and a scatter that is their only reader may write its output into
-        them (an output may then share memory with the donated array, whose contents are
-        unspecified after the run). Intermediate buffers are reused the same way whenever
-        nothing else can see them; `intermediate=True` and a `hook` turn all reuse off.
+        The arrays returned are the caller's own: writable, sharing memory with no fed array
+        and with no other output (values of `intermediate=True` are the interpreter's arrays
+        as computed, and may view each other). Fed arrays are never written, except those
+        named in `donate`: their buffers are handed over, and a scatter that is their only
+        reader may write its output into them (an output may then share memory with the
+        donated array, whose contents are unspecified after the run). Intermediate buffers
+        are reused the same way whenever nothing else can see them; `intermediate=True` and a
+        `hook` turn all reuse off.
         """
-        return self.compile().run(feeds or {}, intermediate=intermediate, hook=hook, donate=donate)
+        return self.compile().run(feeds if feeds is not None else {}, intermediate=intermediate, hook=hook,
+                                  donate=donate, outputs=outputs)
+
+    def __call__(self, feeds: Any = None, **kwargs: Any) -> Outputs:
+        return self.run(feeds, **kwargs)
+
+
+def _absent(name: str) -> property:
+    """A pydantic v1 spelling hidden from the model's namespace (`hasattr` is False)."""
+    def get(self: Any) -> Any:
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+    return property(get)
+
+
+for _name in ("json", "dict", "copy", "parse_obj", "parse_raw", "parse_file", "from_orm", "construct",
+              "schema", "schema_json", "update_forward_refs", "_iter", "_copy_and_set_values",
+              "_get_value", "_calculate_keys"):
+    setattr(RunnableModel, _name, _absent(_name))

@@ -1,0 +1,151 @@
+"""The Python API as OpenVINO users expect it: compiled models called with dicts (by name,
+position or input object), lists or one array; ordered inputs and outputs; a chosen set of
+outputs; outputs the caller owns; and model objects whose namespace is irscatter's own."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import layer, net, one_layer_ir, param, port, result, write
+
+import irscatter
+
+MODELS = Path(__file__).resolve().parent.parent / "models"
+X = np.arange(6, dtype=np.float32).reshape(2, 3)
+BIAS = np.full((1, 1), 0.5, np.float32)
+
+
+@pytest.fixture
+def compiled():
+    return irscatter.compile_model(MODELS / "dynamic_batch" / "model.xml")
+
+
+def test_feeds_by_name_position_input_object_list_or_one_array(compiled):
+    want = compiled.run({"x": X, "bias": BIAS})["y"]
+    for feeds in ({0: X, 1: BIAS}, {compiled.inputs[0]: X, "bias": BIAS}, [X, BIAS], (X, BIAS)):
+        np.testing.assert_array_equal(compiled(feeds)["y"], want)
+        np.testing.assert_array_equal(compiled.infer(feeds)[0], want)
+
+
+def test_a_one_input_model_takes_its_array_alone(tmp_path):
+    single = irscatter.compile_model(one_layer_ir(tmp_path, "Abs", "opset1", {}, [("a", X)], [((2, 3), np.float32)]))
+    np.testing.assert_array_equal(single(-X)[0], X)
+
+
+@pytest.mark.parametrize("feeds, message", [
+    ({5: X}, "there is no input 5: the model has 2 inputs"),
+    ([X], "1 inputs given in a list, the model has 2"),
+    ({"nope": X}, 'there is no input named "nope"'),
+    (X, "feeds must be a dict"),
+])
+def test_bad_feed_keys_say_what_the_inputs_are(compiled, feeds, message):
+    with pytest.raises(irscatter.ExecutionError, match=message):
+        compiled(feeds)
+
+
+def test_inputs_and_outputs_are_ordered_specs_on_model_and_compiled_model(compiled):
+    model = irscatter.read_model(MODELS / "dynamic_batch" / "model.xml")
+    for owner in (model, compiled):
+        assert [s.name for s in owner.inputs] == ["x", "bias"]
+        assert [str(s.element_type) for s in owner.inputs] == ["f32", "f32"]
+        assert str(owner.inputs[1].shape) == "[1..8, 1]" and owner.outputs[0].name == "y"
+    assert compiled.input_names == ["x", "bias"]
+    assert [layer.type for layer in compiled.get_ordered_ops()] == \
+        ["Parameter", "Parameter", "Const", "Multiply", "Add", "Result"]
+    out = compiled([X, BIAS])
+    assert out[compiled.outputs[0]] is out["y"] is out[0] and out.to_tuple()[0] is out["y"]
+
+
+def test_outputs_chooses_any_tensor_by_output_tensor_or_layer_port_name(compiled):
+    full = compiled.run({"x": X, "bias": BIAS}, intermediate=True)
+    multiply = next(key for key in full if key.startswith("Multiply"))
+    chosen = compiled.run({"x": X, "bias": BIAS}, outputs=[multiply, "y"])
+    assert list(chosen) == [multiply, "y"]
+    np.testing.assert_array_equal(chosen[multiply], full[multiply])
+    with pytest.raises(irscatter.ExecutionError, match='no tensor is named "z"') as caught:
+        compiled.run([X, BIAS], outputs=["z"])
+    assert caught.value.label == "unknown-output"
+
+
+def _reshape_model(tmp_path):
+    return irscatter.compile_model(one_layer_ir(tmp_path, "Reshape", "opset1", {"special_zero": "false"},
+                                                [("data", X), ("shape", np.array([3, 2], np.int64))],
+                                                [((3, 2), np.float32)]))
+
+
+def test_outputs_never_view_the_feeds_and_are_writable(tmp_path):
+    data = X.copy()
+    out = _reshape_model(tmp_path)({"data": data, "shape": np.array([3, 2], np.int64)})["out0"]
+    assert not np.may_share_memory(out, data) and out.flags.writeable
+    out[...] = -1
+    np.testing.assert_array_equal(data, X)  # writing an output leaves the caller's array alone
+
+    layers = [param(0, "x", [2, 3]), result(1, "same", [2, 3])]
+    (tmp_path / "p").mkdir()
+    passthrough = irscatter.compile_model(write(tmp_path / "p", net(layers, [(0, 0, 1, 0)])))
+    got = passthrough({"x": data})[0]
+    assert got is not data and not np.may_share_memory(got, data)
+
+
+def test_two_outputs_of_one_tensor_do_not_share_memory(tmp_path):
+    layers = [param(0, "x", [2, 3]),
+              layer(1, "a", "Abs", inputs=[port(0, "FP32", [2, 3])], outputs=[port(1, "FP32", [2, 3])]),
+              result(2, "r1", [2, 3]), result(3, "r2", [2, 3])]
+    model = irscatter.compile_model(write(tmp_path, net(layers, [(0, 0, 1, 0), (1, 1, 2, 0), (1, 1, 3, 0)])))
+    first, second = model([X]).to_tuple()
+    assert not np.may_share_memory(first, second)
+
+
+def test_const_outputs_are_writable(tmp_path):
+    model = irscatter.compile_model(MODELS / "quantized_mlp" / "model.xml")
+    ones = {s.name: np.ones([d.min for d in s.shape], s.element_type.dtype) for s in model.inputs}
+    for value in model(ones).values():
+        assert value.flags.writeable
+
+
+def test_the_model_namespace_holds_irscatters_verbs_only():
+    model = irscatter.read_model(MODELS / "dynamic_batch" / "model.xml")
+    for name in ("json", "dict", "copy", "parse_obj", "schema", "construct"):
+        assert not hasattr(model, name), name
+    report = model.validate()
+    assert isinstance(report, irscatter.Report) and report.ok
+    np.testing.assert_array_equal(model([X, BIAS])["y"], model.run({"x": X, "bias": BIAS})["y"])
+
+
+SPEC_SNIPPET = """<layer ... type="Add">
+    <data auto_broadcast="numpy"/>
+    <input>
+        <port id="0"><dim>2</dim></port>
+        <port id="1"><dim>2</dim></port>
+    </input>
+    <output>
+        <port id="2"><dim>2</dim></port>
+    </output>
+</layer>"""
+
+
+def test_parse_layer_takes_the_specs_own_snippets():
+    layer_ = irscatter.parse_layer(SPEC_SNIPPET)  # a literal "..." and no id, name or version
+    assert (layer_.type, layer_.id, layer_.name) == ("Add", 0, "example")  # named as `examples` names it
+    assert layer_.version == "opset16"  # the newest opset that holds Add
+    with pytest.raises(irscatter.LoadError, match="malformed XML"):
+        irscatter.parse_layer("<layer type='Add'><input></layer>")
+
+
+def test_run_layer_runs_one_layer_on_arrays_and_applies_its_checks():
+    (out,) = irscatter.run_layer(SPEC_SNIPPET, [[1, 2], np.array([3, 4], np.float32)])
+    assert out.dtype == np.float32 and out.tolist() == [4.0, 6.0]
+    with pytest.raises(irscatter.ValidationError) as caught:
+        irscatter.run_layer(SPEC_SNIPPET, [np.zeros(2, np.float32), np.zeros(2, np.int32)])
+    assert caught.value.label == "same-element-type" and caught.value.layer.type == "Add"
+
+
+def test_run_layer_gives_outputs_of_its_own(tmp_path):
+    reshape = irscatter.parse_layer("""<layer type="Reshape" version="opset1"><data special_zero="false"/>
+        <input><port id="0" precision="FP32"><dim>2</dim><dim>3</dim></port>
+               <port id="1" precision="I64"><dim>2</dim></port></input>
+        <output><port id="2" precision="FP32"><dim>3</dim><dim>2</dim></port></output></layer>""")
+    data = X.copy()
+    (out,) = irscatter.run_layer(reshape, [data, [3, 2]])
+    assert out.shape == (3, 2) and not np.may_share_memory(out, data)
+    np.testing.assert_array_equal(data, X)
