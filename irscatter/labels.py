@@ -177,6 +177,19 @@ SHARED: dict[str, str] = {
     "image-height": "a colour conversion's image height is odd, or a single NV12/I420 plane's height is not "
                     "3/2 of an even image height",
     "image-width": "a colour conversion's image width is odd",
+    # the CTC decoders and loss (ops/sequence)
+    "ctc-shape": "an input of a CTC op does not have the rank it takes, or their batch or time dimensions disagree",
+    "ctc-index-type": "a length, labels or blank_index input of a CTC op is not of type i32 or i64",
+    "ctc-classes": "a CTC decoder has a step to decode over 0 classes",
+    # ROIPooling and ROIAlign (ops/roi)
+    "rois-shape": "the rois input is not a 2-D tensor with one row of the op's box values per region",
+    "pooled-size": "pooled_h or pooled_w is below the least the op takes (1, or 0 where the spec allows it)",
+    "spatial-scale": "spatial_scale is not a positive, finite f32 number",
+    # PSROIPooling and DeformablePSROIPooling (ops/roi)
+    "psroi-attribute": "a position-sensitive pooling's output_dim, group_size, spatial_bins_x, spatial_bins_y or "
+                       "part_size is below 1",
+    "psroi-channels": "the data's channels are not output_dim * group_size^2 (output_dim * spatial_bins_x * "
+                      "spatial_bins_y in PSROIPooling's bilinear mode)",
     # string tensors (ops/strings)
     "string-utf8": "a string's bytes are not valid UTF-8 (or a string holds a lone surrogate, which UTF-8 cannot "
                    "encode): irscatter's string tensors hold text",

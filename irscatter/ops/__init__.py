@@ -21,6 +21,7 @@ from irscatter.ops import (  # noqa: F401  (the families)
     recurrent,
     reduction,
     resampling,
+    roi,
     scatter,
     sequence,
     signal,
