@@ -190,6 +190,11 @@ SHARED: dict[str, str] = {
                        "part_size is below 1",
     "psroi-channels": "the data's channels are not output_dim * group_size^2 (output_dim * spatial_bins_x * "
                       "spatial_bins_y in PSROIPooling's bilinear mode)",
+    # PriorBox and PriorBoxClustered (ops/detection)
+    "prior-size-type": "a prior box op's output_size or image_size is not of an integer type",
+    "prior-size-shape": "a prior box op's output_size or image_size is not a 1-D tensor of two values",
+    "prior-size-value": "a prior box op's output_size has a negative value",
+    "prior-variance": "a prior box op's variance has other than 0, 1 or 4 values, or a negative one",
     # string tensors (ops/strings)
     "string-utf8": "a string's bytes are not valid UTF-8 (or a string holds a lone surrogate, which UTF-8 cannot "
                    "encode): irscatter's string tensors hold text",

@@ -7,6 +7,7 @@ from irscatter.ops import (  # noqa: F401  (the families)
     control,
     conversion,
     convolution,
+    detection,
     elementwise,
     generation,
     image,
