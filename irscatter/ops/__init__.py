@@ -8,6 +8,7 @@ from irscatter.ops import (  # noqa: F401  (the families)
     conversion,
     convolution,
     detection,
+    detectron,
     elementwise,
     generation,
     image,
