@@ -181,6 +181,18 @@ SHARED: dict[str, str] = {
     "ctc-shape": "an input of a CTC op does not have the rank it takes, or their batch or time dimensions disagree",
     "ctc-index-type": "a length, labels or blank_index input of a CTC op is not of type i32 or i64",
     "ctc-classes": "a CTC decoder has a step to decode over 0 classes",
+    # MatrixNms and MulticlassNms (ops/suppression)
+    "nms-boxes-shape": "NMS boxes are not a [batches or classes, boxes, 4] tensor ([batches, boxes, 5] for rotated "
+                       "boxes)",
+    "nms-scores-shape": "NMS scores do not have the rank the op's form takes, or disagree with the boxes' dims",
+    "nms-attribute-range": "an NMS attribute lies outside its range (nms_top_k, keep_top_k or background_class "
+                           "below -1, nms_eta outside [0, 1])",
+    # NonMaxSuppression and NMSRotated (ops/suppression)
+    "nms-type": "NMS boxes, scores or thresholds are not f32, f16 or bf16, or max_output_boxes_per_class is "
+                "not of an integer type",
+    "nms-scalar": "an NMS max_output_boxes_per_class or threshold is not a scalar (or a 1-element 1-D tensor, "
+                  "where the op allows one)",
+    "nms-max-boxes": "an NMS max_output_boxes_per_class is negative",
     # ROIPooling and ROIAlign (ops/roi)
     "rois-shape": "the rois input is not a 2-D tensor with one row of the op's box values per region",
     "pooled-size": "pooled_h or pooled_w is below the least the op takes (1, or 0 where the spec allows it)",

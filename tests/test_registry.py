@@ -3,11 +3,11 @@ labelled errors an IR file produces end to end."""
 
 import numpy as np
 import pytest
+from helpers import kernel_hidden, layer, net, param, port, result, write
 
 import irscatter
 from irscatter.ops import registry
 from irscatter.ops.base import Op
-from helpers import kernel_hidden, layer, net, param, port, result, write
 
 
 @pytest.mark.parametrize(
@@ -76,6 +76,7 @@ def test_the_tables_match_the_installed_openvino():
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
     import make_opset_tables
+
     from irscatter.ir import opset_tables
 
     folder = Path(make_opset_tables.openvino.__file__).parent / "include" / "openvino" / "opsets"
@@ -187,3 +188,24 @@ def test_a_valid_scatter_ir_runs(tmp_path):
     model = _scatter_nd_ir(tmp_path, [5, 4])
     out = model.run({"data": np.zeros((4, 4), np.float32), "upd": np.ones((5, 4), np.float32)})["out"]
     assert out.tolist() == [[1] * 4, [2] * 4, [1] * 4, [1] * 4]
+
+
+def test_every_op_of_every_opset_openvino_defines_has_a_kernel():
+    """The opset is complete: each type in each of OpenVINO's opset tables resolves to a kernel,
+    and `irscatter ops --json` lists that version under that opset."""
+    import json
+
+    from irscatter.cli import main
+    from irscatter.ir.opset_tables import OPSETS
+
+    missing = [f"{t} in opset{n}" for n, types in OPSETS.items() for t in types
+               if registry.resolve(t, f"opset{n}").cls is None]
+    assert missing == []
+    import contextlib
+    import io
+    listing = io.StringIO()
+    with contextlib.redirect_stdout(listing):
+        assert main(["ops", "--json"]) == 0
+    listed = {(op["type"].lower(), n) for op in json.loads(listing.getvalue()) for n in op["opsets"]}
+    wanted = {("const" if t == "Constant" else t.lower(), f"opset{n}") for n, types in OPSETS.items() for t in types}
+    assert wanted - listed == set()

@@ -32,6 +32,7 @@ from irscatter.ops import (  # noqa: F401  (the families)
     spatial,
     state,
     strings,
+    suppression,
 )
 
 # The irscatter1 opset's function forms: numpy arrays in, numpy arrays out.
