@@ -76,6 +76,12 @@ def tensor_size_problem(shape: Sequence[int], itemsize: float) -> str | None:
     if nbytes > limits.tensor_bytes:
         return (f"a tensor of shape {list(shape)} takes {nbytes} bytes, over the limit of "
                 f"{limits.tensor_bytes} (irscatter.limits: tensor_bytes)")
+    # an empty tensor holds nothing, but numpy still multiplies its other dims (into the
+    # strides): past 2^63 bytes it cannot even describe the array
+    spread = math.prod(d for d in shape if d != 0) * max(1, math.ceil(itemsize))
+    if count == 0 and spread >= 2**63:
+        return (f"a tensor of shape {list(shape)} is empty, but its other dims span {spread} bytes, "
+                f"more than numpy can describe (irscatter.limits: tensor_elements)")
     return None
 
 

@@ -133,3 +133,16 @@ def test_a_flood_of_tiny_elements_is_refused_before_the_tree_is_built(monkeypatc
     with limits.using(xml_elements=10_000), pytest.raises(irscatter.SecurityError) as err:
         irscatter.parse_model(doc)
     assert err.value.label == "xml-elements"
+
+
+def test_an_empty_tensor_whose_other_dims_numpy_cannot_describe_is_refused():
+    from irscatter.limits import tensor_size_problem
+
+    assert tensor_size_problem([1, 4, 0, 576460752303423504], 4) is not None  # found by the model fuzzer
+    assert tensor_size_problem([0, 10**10], 4) is None  # empty and describable: fine
+    from irscatter.ops import registry
+    from irscatter.ops.functional import call
+
+    with pytest.raises(irscatter.IRError, match="more than numpy can describe"):
+        call(registry.find("Broadcast", "opset3"), [np.float32(0), np.array([1, 4, 0, 576460752303423504])],
+             {"mode": "numpy"})
