@@ -91,6 +91,18 @@ def _int_list(value: Any) -> Any:
     return value
 
 
+def _float_list(value: Any) -> Any:
+    if isinstance(value, str):
+        t = value.strip()
+        if t == "":
+            return ()
+        try:
+            return tuple(float(f.strip()) for f in t.split(","))
+        except ValueError:
+            raise ValueError(f'"{value}" is not a comma-separated list of numbers') from None
+    return value
+
+
 def _lower(value: Any) -> Any:
     return value.strip().lower() if isinstance(value, str) else value
 
@@ -101,6 +113,7 @@ def _element_type(value: Any) -> Any:
 
 IRBool = Annotated[bool, BeforeValidator(_ir_bool)]
 IntList = Annotated[tuple[int, ...], BeforeValidator(_int_list)]
+FloatList = Annotated[tuple[float, ...], BeforeValidator(_float_list)]
 ElementTypeAttr = Annotated[ElementType, BeforeValidator(_element_type)]
 Lower = BeforeValidator(_lower)  # for enum attributes: Annotated[Literal[...], Lower]
 

@@ -16,6 +16,9 @@ IoU of exactly that value is decided by the rounding of the IoU.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 
@@ -76,21 +79,27 @@ def greedy_keep(boxes: np.ndarray, threshold: float, *, offset: float = 0.0,
     Walks the boxes in order; each box still alive is kept and suppresses every later box
     whose IoU with it exceeds `threshold` (or reaches it, with `inclusive=True`: the ops
     differ on this, so the caller says which its spec uses). Stops after `limit` kept boxes.
-    Returns the positions of the kept boxes, ascending. The loop runs once per kept box, each
-    pass one vectorized IoU against the boxes after it.
-    """
-    count = boxes.shape[0]
+    Returns the positions of the kept boxes, ascending."""
+    thr = boxes.dtype.type(threshold) if boxes.dtype.kind == "f" else threshold
+    return greedy_walk(boxes.shape[0], lambda i, rest: iou(boxes[i], boxes[rest], offset), thr,
+                       inclusive=inclusive, limit=limit)
+
+
+def greedy_walk(count: int, overlap: Callable[[int, np.ndarray], np.ndarray], threshold: Any, *,
+                inclusive: bool = False, limit: int | None = None) -> np.ndarray:
+    """`greedy_keep` with the overlap of one's own: `overlap(i, rest)` gives the overlap of box
+    `i` with each box of the positions `rest` (rotated IoU, or a reference's own variant of the
+    axis-aligned one). The loop runs once per kept box, each pass one vectorized overlap
+    against the boxes after it still alive."""
     alive = np.ones(count, dtype=bool)
     kept: list[int] = []
-    thr = boxes.dtype.type(threshold) if boxes.dtype.kind == "f" else threshold
     position = 0
     while position < count and (limit is None or len(kept) < limit):
         kept.append(position)
         rest = np.flatnonzero(alive[position + 1:]) + position + 1
         if rest.size:
-            overlap = iou(boxes[position], boxes[rest], offset)
-            alive[rest[overlap >= thr if inclusive else overlap > thr]] = False
-        alive[position] = False
+            found = overlap(position, rest)
+            alive[rest[found >= threshold if inclusive else found > threshold]] = False
         following = np.flatnonzero(alive[position + 1:])
         if not following.size:
             break

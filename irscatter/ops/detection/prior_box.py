@@ -55,34 +55,17 @@ Departures and choices:
 from __future__ import annotations
 
 import math
-from typing import Annotated
 
 import numpy as np
-from pydantic import BeforeValidator
 
 from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import PartialShape
 from irscatter.limits import check_allocation, check_inferred
-from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.base import FloatList, IRBool, Op, OpAttrs, TensorInfo, check
 from irscatter.ops.registry import register
 
 F32 = np.float32
-
-
-def _float_list(value):
-    if isinstance(value, str):
-        text = value.strip()
-        if not text:
-            return ()
-        try:
-            return tuple(float(v) for v in text.split(","))
-        except ValueError:
-            raise ValueError(f'"{value}" is not a comma-separated list of numbers') from None
-    return value
-
-
-FloatList = Annotated[tuple[float, ...], BeforeValidator(_float_list)]
 
 
 # --- what the prior box ops share (PriorBoxClustered imports these) -------------------------------

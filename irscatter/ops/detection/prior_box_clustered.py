@@ -25,10 +25,9 @@ from __future__ import annotations
 import numpy as np
 
 from irscatter.limits import check_allocation
-from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.base import FloatList, IRBool, Op, OpAttrs, TensorInfo, check
 from irscatter.ops.detection.prior_box import (
     F32,
-    FloatList,
     check_size_inputs,
     check_variance,
     grid_size,

@@ -48,32 +48,17 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import BeforeValidator, Field
+from pydantic import Field
 
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.limits import check_allocation
-from irscatter.ops.base import IRBool, Lower, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.base import FloatList, IRBool, Lower, Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common.boxes import iou
 from irscatter.ops.common.numeric import from_compute
 from irscatter.ops.registry import register
 
 F32 = np.float32
-
-
-def _float_list(value: Any) -> Any:
-    if isinstance(value, str):
-        t = value.strip()
-        if t == "":
-            return ()
-        try:
-            return tuple(float(f.strip()) for f in t.split(","))
-        except ValueError:
-            raise ValueError(f'"{value}" is not a comma-separated list of numbers') from None
-    return value
-
-
-FloatList = Annotated[tuple[float, ...], BeforeValidator(_float_list)]
 
 
 # --- pieces shared with GenerateProposals -------------------------------------------------------

@@ -38,11 +38,10 @@ import numpy as np
 
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
-from irscatter.ops.base import IntList, IRBool, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.base import FloatList, IntList, IRBool, Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common.axes import normalized_axis
 from irscatter.ops.common.numeric import from_compute
 from irscatter.ops.common.types import check_float
-from irscatter.ops.detection.prior_box import FloatList
 from irscatter.ops.registry import register
 
 

@@ -8,32 +8,15 @@ are computed in f32 too, and the f32 results widened).
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import numpy as np
-from pydantic import BeforeValidator
 
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.ops.base import Op, TensorInfo, check
+from irscatter.ops.common.boxes import greedy_walk
 
 FLOATS = (ElementType.f16, ElementType.bf16, ElementType.f32, ElementType.f64)
 F32 = np.float32
-
-
-def _float_list(value):
-    if isinstance(value, str):
-        text = value.strip()
-        if not text:
-            return ()
-        try:
-            return tuple(float(v) for v in text.split(","))
-        except ValueError:
-            raise ValueError(f'"{value}" is not a comma-separated list of numbers') from None
-    return value
-
-
-FloatList = Annotated[tuple[float, ...], BeforeValidator(_float_list)]
 
 
 def float_inputs(op: Op, infos: list[TensorInfo], names: list[str]) -> ElementType:
@@ -115,23 +98,9 @@ def covered_overlap(box: np.ndarray, area: np.float32, others: np.ndarray, other
 def greedy_covered(boxes: np.ndarray, box_areas: np.ndarray, threshold: np.float32, limit: int) -> np.ndarray:
     """Hard NMS over boxes in priority order with `covered_overlap`: a box is dropped when its
     overlap with a kept box exceeds `threshold`. At most `limit` boxes are kept; returns their
-    positions, ascending. One vectorized pass per kept box."""
-    count = boxes.shape[0]
-    alive = np.ones(count, dtype=bool)
-    kept: list[int] = []
-    position = 0
-    while position < count and len(kept) < limit:
-        kept.append(position)
-        rest = np.flatnonzero(alive[position + 1:]) + position + 1
-        if rest.size:
-            overlap = covered_overlap(boxes[position], box_areas[position], boxes[rest], box_areas[rest])
-            alive[rest[overlap > threshold]] = False
-        alive[position] = False
-        following = np.flatnonzero(alive[position + 1:])
-        if not following.size:
-            break
-        position = position + 1 + int(following[0])
-    return np.asarray(kept, dtype=np.int64)
+    positions, ascending."""
+    return greedy_walk(boxes.shape[0], lambda i, rest: covered_overlap(boxes[i], box_areas[i], boxes[rest],
+                                                                       box_areas[rest]), threshold, limit=limit)
 
 
 def descending(scores: np.ndarray) -> np.ndarray:

@@ -37,11 +37,10 @@ from pydantic import Field
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.limits import check_inferred
-from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.base import FloatList, IRBool, Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common.numeric import from_compute
 from irscatter.ops.detectron.core import (
     F32,
-    FloatList,
     descending,
     f32_clamp,
     float_inputs,

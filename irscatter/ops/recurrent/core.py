@@ -46,7 +46,7 @@ from pydantic import BeforeValidator, Field
 from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
-from irscatter.ops.base import Lower, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.base import FloatList, Lower, Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.common.types import check_float, check_integral, same_element_type
 
@@ -57,21 +57,8 @@ def _name_list(value):
     return value
 
 
-def _float_list(value):
-    if isinstance(value, str):
-        text = value.strip()
-        if not text:
-            return ()
-        try:
-            return tuple(float(v) for v in text.split(","))
-        except ValueError:
-            raise ValueError(f'"{value}" is not a comma-separated list of numbers') from None
-    return value
-
-
 ActivationName = Literal["relu", "sigmoid", "tanh"]
 Activations = Annotated[tuple[ActivationName, ...], BeforeValidator(_name_list)]
-FloatList = Annotated[tuple[float, ...], BeforeValidator(_float_list)]
 Direction = Annotated[Literal["forward", "reverse", "bidirectional"], Lower]
 HiddenSize = Annotated[int, Field(gt=0)]
 

@@ -116,8 +116,8 @@ class MulticlassNms(Op):
             check(ss.rank == want, "nms-scores-shape",
                   f"scores must be {'[num_batches, num_classes, num_boxes]' if shared else '[num_classes, num_boxes]'}"
                   f"{'' if shared else ' with roisnum'}, found {ss}", port=self.port("scores"))
-        if not shared:
-            self.check_roisnum(roisnum)
+        if not shared:  # only -9 takes roisnum
+            _check_roisnum(self, roisnum)
         if bs.rank_is_static and ss.rank_is_static:
             last = ss[2] if shared else ss[1]
             check(bs[0].compatible(ss[0]) and bs[1].compatible(last), "nms-scores-shape",
@@ -134,9 +134,6 @@ class MulticlassNms(Op):
         if bs.rank_is_static and ss.rank_is_static and (shared or roisnum.shape.rank_is_static):
             count = selected_bound(bs[1], ss[1] if shared else bs[0], images, self.attrs)
         return output_infos(etype, self.attrs, count, images)
-
-    def check_roisnum(self, roisnum: TensorInfo) -> None:  # only -9 takes roisnum
-        pass
 
     def _select(self, boxes: np.ndarray, scores: np.ndarray) -> np.ndarray:
         """Positions of the boxes kept for one image and class, best first."""
@@ -199,9 +196,10 @@ class MulticlassNms9(MulticlassNms):
     inputs = ("boxes", "scores", "roisnum")
     optional_inputs = 1
 
-    def check_roisnum(self, roisnum: TensorInfo) -> None:
-        check(roisnum.etype in (ElementType.i32, ElementType.i64, ElementType.dynamic), "index-type",
-              f"roisnum must be i32 or i64, found {roisnum.etype}", port=self.port("roisnum"))
-        if roisnum.shape.rank_is_static:
-            check(roisnum.shape.rank == 1, "index-rank", f"roisnum must be a 1-D tensor, found {roisnum.shape}",
-                  port=self.port("roisnum"))
+
+def _check_roisnum(op: MulticlassNms, roisnum: TensorInfo) -> None:
+    check(roisnum.etype in (ElementType.i32, ElementType.i64, ElementType.dynamic), "index-type",
+          f"roisnum must be i32 or i64, found {roisnum.etype}", port=op.port("roisnum"))
+    if roisnum.shape.rank_is_static:
+        check(roisnum.shape.rank == 1, "index-rank", f"roisnum must be a 1-D tensor, found {roisnum.shape}",
+              port=op.port("roisnum"))

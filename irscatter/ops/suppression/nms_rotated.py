@@ -36,6 +36,7 @@ import numpy as np
 
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo
+from irscatter.ops.common.boxes import greedy_walk
 from irscatter.ops.registry import register
 from irscatter.ops.suppression.non_max_suppression import (
     F32,
@@ -45,7 +46,6 @@ from irscatter.ops.suppression.non_max_suppression import (
     as_f32,
     check_nms_inputs,
     dynamic_outputs,
-    greedy_by,
     max_boxes,
     pack_outputs,
     read_scalar,
@@ -145,7 +145,8 @@ class RotatedBoxes(Geometry):
         return np.where((mine > 0) & (theirs > 0) & (union > 0), ratio, F32(0)).astype(F32)
 
     def greedy(self, order: np.ndarray, threshold: np.float32, limit: int) -> np.ndarray:
-        return greedy_by(lambda p, rest: self.overlap(int(order[p]), order[rest]), order.size, threshold, limit)
+        return greedy_walk(order.size, lambda p, rest: self.overlap(int(order[p]), order[rest]), threshold,
+                           limit=limit)
 
 
 @register("NMSRotated", 13)

@@ -159,27 +159,6 @@ class AxisAligned(Geometry):
             return greedy_keep(self.corners[order], float(threshold), inclusive=False, limit=limit)
 
 
-def greedy_by(overlap: Callable[[int, np.ndarray], np.ndarray], count: int, threshold: np.float32,
-              limit: int) -> np.ndarray:
-    """Hard suppression (IoU > threshold) over `count` boxes in priority order with an IoU
-    function of positions; one vectorized pass per kept box (what `boxes.greedy_keep` does for
-    axis-aligned boxes)."""
-    alive = np.ones(count, dtype=bool)
-    kept: list[int] = []
-    position = 0
-    while position < count and len(kept) < limit:
-        kept.append(position)
-        rest = np.flatnonzero(alive[position + 1:]) + position + 1
-        if rest.size:
-            found = overlap(position, rest)
-            alive[rest[found > threshold]] = False
-        following = np.flatnonzero(alive[position + 1:])
-        if not following.size:
-            break
-        position = position + 1 + int(following[0])
-    return np.asarray(kept, dtype=np.int64)
-
-
 def _queue_order(positions: np.ndarray, score: np.ndarray) -> np.ndarray:
     """`positions` in priority-queue order: score descending, then position (box index) ascending."""
     return positions[np.lexsort((positions, -score[positions]))]
