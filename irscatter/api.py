@@ -20,7 +20,7 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Layer, Model
 from irscatter.ops import registry
 from irscatter.ops.functional import run_op
-from irscatter.runtime.interpreter import CompiledModel
+from irscatter.runtime.interpreter import CompiledModel, caller_owned
 from irscatter.runtime.model import RunnableModel
 from irscatter.runtime.model import compile_model as _compile
 
@@ -93,9 +93,7 @@ def run_layer(layer: Layer | bytes | str, inputs: Sequence[Any]) -> list[np.ndar
             declared = layer.inputs[i].precision if i < len(layer.inputs) else None
             arrays.append(np.asarray(value, dtype=(declared or ElementType.f32).dtype))
     out = run_op(op, arrays)
-    outputs = list(out) if isinstance(out, tuple) else [out]
-    return [o.copy() if isinstance(o, np.ndarray) and (not o.flags.writeable or any(
-        np.may_share_memory(o, a) for a in arrays)) else o for o in outputs]
+    return caller_owned(list(out) if isinstance(out, tuple) else [out], arrays)
 
 
 validate = conformance.validate  # re-exported here, above the runtime that bodies need

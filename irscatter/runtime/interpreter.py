@@ -236,6 +236,7 @@ class CompiledModel:
                 unused=self._unused_outputs(lid, keep, last_reader, slot_of),
             ))
         self._feed_index = self._feed_names()
+        self._keys: dict[str, str] | None = None  # what `outputs=` accepts (see _tensor_keys)
         self.is_static = all(spec.shape.is_static and spec.etype is not ElementType.dynamic for spec in self.inputs)
 
 
@@ -426,16 +427,7 @@ class CompiledModel:
         an output name, a tensor name of any layer's output port, or "<layer name>:<port id>"."""
         if isinstance(names, str):
             names = [names]
-        keys: dict[str, str] = {}
-        for (lid, pos) in self.slot_of:
-            layer = self.layers[lid]
-            key = f"{layer.name}:{layer.outputs[pos].id}"
-            keys.setdefault(key, key)
-            for tensor in layer.outputs[pos].names:
-                keys.setdefault(tensor, key)
-        for spec, slot in zip(self.outputs, self.output_slots):
-            lid, pos = next(src for src, s in self.slot_of.items() if s == slot)
-            keys.setdefault(spec.name, f"{self.layers[lid].name}:{self.layers[lid].outputs[pos].id}")
+        keys = self._tensor_keys()
         chosen = {}
         for name in names:
             if name not in keys:
@@ -444,20 +436,28 @@ class CompiledModel:
             chosen[name] = keys[name]
         return chosen
 
+    def _tensor_keys(self) -> dict[str, str]:
+        """Every name `outputs=` accepts, with the key its value is recorded under (made once)."""
+        if self._keys is None:
+            keys: dict[str, str] = {}
+            key_of_slot: dict[int, str] = {}
+            for (lid, pos), slot in self.slot_of.items():
+                layer = self.layers[lid]
+                key = key_of_slot[slot] = f"{layer.name}:{layer.outputs[pos].id}"
+                keys.setdefault(key, key)
+                for tensor in layer.outputs[pos].names:
+                    keys.setdefault(tensor, key)
+            for spec, slot in zip(self.outputs, self.output_slots):
+                keys.setdefault(spec.name, key_of_slot[slot])
+            self._keys = keys
+        return self._keys
+
     def _owned(self, results: Mapping[str, Any], bound: list[np.ndarray], donated: frozenset[int]) -> Outputs:
         """The outputs, each an array of its own: never a view of a fed array (unless that
         input was donated), never sharing memory with another output, and writable (a Const's
         cached value, or a view of one, is copied)."""
         fed = [b for i, b in enumerate(bound) if i not in donated]
-        out = Outputs()
-        for name, value in results.items():
-            if isinstance(value, np.ndarray) and (
-                    not value.flags.writeable
-                    or any(np.may_share_memory(value, b) for b in fed)
-                    or any(np.may_share_memory(value, o) for o in out.values() if isinstance(o, np.ndarray))):
-                value = value.copy()
-            out[name] = value
-        return out
+        return Outputs(zip(results, caller_owned(list(results.values()), fed)))
 
     def _run_bound(self, bound: list[np.ndarray], donated: frozenset[int], intermediate: bool,
                    hook: LayerHook | None, timings: list | None) -> dict[str, Any]:
@@ -574,6 +574,21 @@ class CompiledModel:
                 for slot in step.release:
                     values[slot] = None
         return values
+
+
+def caller_owned(values: list[Any], fed: list[np.ndarray]) -> list[Any]:
+    """`values` as arrays a caller may keep and write: each is copied when it is read-only (a
+    Const's cached value, or a view of one), views an array in `fed`, or shares memory with an
+    earlier value of the list."""
+    out: list[Any] = []
+    for value in values:
+        if isinstance(value, np.ndarray) and (
+                not value.flags.writeable
+                or any(np.may_share_memory(value, b) for b in fed)
+                or any(np.may_share_memory(value, o) for o in out if isinstance(o, np.ndarray))):
+            value = value.copy()
+        out.append(value)
+    return out
 
 
 def _owned(values: list[Any], slot: int) -> bool:
