@@ -175,7 +175,7 @@ def test_readme_quickstart_run_command_works():
     import shlex
 
     readme = (MODELS.parent / "README.md").read_text()
-    block = re.search(r"## Quickstart\s+```sh\n(.*?)```", readme, re.S).group(1).strip().splitlines()
+    block = re.search(r"## Quickstart.*?```sh\n(.*?)```", readme, re.S).group(1).strip().splitlines()
     assert len(block) == 2 and block[1].strip() == 'pip install -e ".[test]" && pytest'
     install, _, run = block[0].partition(" && ")
     assert install == "pip install ."
