@@ -1,0 +1,212 @@
+"""Writing IR: a new `model.xml` + `model.bin` built from layers of a loaded graph.
+
+The graph keeps every layer as written (raw attributes, port ids, bodies), so a layer can be
+copied into a new network as it stands; what changes is its id, where its inputs come from,
+and the declared dims and precisions of its ports, which the writer takes from values the
+caller knows (irscatter's own results). New boundaries are made as needed: a Parameter for a
+tensor the new network is fed, a Const for a value it carries in its weights, a Result for a
+tensor it returns. Const values, also those inside bodies, are written into a fresh `.bin`.
+
+What comes out is IR v11 as OpenVINO's serializer writes it, so that OpenVINO reads it back.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from lxml import etree
+
+from irscatter.ir.element_types import ElementType, encode
+from irscatter.ir.graph import Body, Graph, Layer, Port
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A tensor of the network being written: the producing layer's new id and its output port id."""
+
+    layer: int
+    port: int
+
+
+@dataclass
+class _Written:
+    element: etree._Element
+    output_ports: list[int]
+
+
+@dataclass
+class IRWriter:
+    """A network written layer by layer; `save(path)` writes the `.xml` and its `.bin`."""
+
+    name: str = "model"
+    _layers: etree._Element = field(init=False)
+    _edges: list[tuple[int, int, int, int]] = field(default_factory=list)
+    _weights: bytearray = field(default_factory=bytearray)
+    _next_id: int = 0
+
+    def __post_init__(self) -> None:
+        self._layers = etree.Element("layers")
+
+    # --- boundaries ---------------------------------------------------------------------------
+
+    def parameter(self, name: str, etype: ElementType, shape: tuple[int, ...] | None,
+                  tensor_names: tuple[str, ...] = ()) -> Tensor:
+        """A network input; `shape` None is a dynamic rank, a -1 dim a dynamic dim."""
+        dims = None if shape is None else list(shape)
+        node = self._layer_element(name, "Parameter", "opset1", {
+            "shape": "..." if dims is None else ",".join("?" if d < 0 else str(d) for d in dims),
+            "element_type": etype.value})
+        self._ports(node, "output", [(0, etype, dims, tensor_names)])
+        return Tensor(int(node.get("id")), 0)
+
+    def const(self, name: str, value: np.ndarray, etype: ElementType | None = None) -> Tensor:
+        """A value carried in the weights."""
+        value = np.asarray(value)
+        etype = etype or ElementType.from_dtype(value.dtype)
+        offset, size = self._store(value, etype)
+        node = self._layer_element(name, "Const", "opset1", {
+            "element_type": etype.value, "shape": ",".join(map(str, value.shape)),
+            "offset": str(offset), "size": str(size)})
+        self._ports(node, "output", [(0, etype, list(value.shape), ())])
+        return Tensor(int(node.get("id")), 0)
+
+    def result(self, name: str, source: Tensor, etype: ElementType | None, shape: tuple[int, ...] | None) -> int:
+        """A network output fed by `source`; returns the Result's id."""
+        node = self._layer_element(name, "Result", "opset1", {})
+        self._ports(node, "input", [(0, etype, None if shape is None else list(shape), ())])
+        self._edges.append((source.layer, source.port, int(node.get("id")), 0))
+        return int(node.get("id"))
+
+    # --- copied layers ------------------------------------------------------------------------
+
+    def copy(self, layer: Layer, sources: list[Tensor | None],
+             input_types: list[tuple[ElementType | None, tuple[int, ...] | None]],
+             output_types: list[tuple[ElementType | None, tuple[int, ...] | None]], *,
+             name: str | None = None) -> list[Tensor]:
+        """`layer` as written, fed by `sources` (one per input port, in port order; None leaves
+        a port unconnected), its ports declared with the given (element type, shape) pairs;
+        returns its outputs in port order."""
+        node = self._layer_element(name or layer.name, layer.type, layer.version, layer.attrs, extra=layer.extra)
+        self._ports(node, "input", [(p.id, et, None if sh is None else list(sh), ())
+                                    for p, (et, sh) in zip(layer.inputs, input_types)])
+        self._ports(node, "output", [(p.id, et, None if sh is None else list(sh), p.names)
+                                     for p, (et, sh) in zip(layer.outputs, output_types)])
+        for tag, body in layer.bodies.items():
+            self._body(node, tag, body)
+        new_id = int(node.get("id"))
+        for port, source in zip(layer.inputs, sources):
+            if source is not None:
+                self._edges.append((source.layer, source.port, new_id, port.id))
+        return [Tensor(new_id, p.id) for p in layer.outputs]
+
+    # --- output -------------------------------------------------------------------------------
+
+    def to_bytes(self, bin_name: str = "model.bin") -> tuple[bytes, bytes]:
+        """The `.xml` text and the `.bin` bytes."""
+        net = etree.Element("net", name=self.name, version="11")
+        net.append(self._layers)
+        edges = etree.SubElement(net, "edges")
+        for fl, fp, tl, tp in self._edges:
+            etree.SubElement(edges, "edge", {"from-layer": str(fl), "from-port": str(fp),
+                                             "to-layer": str(tl), "to-port": str(tp)})
+        xml = etree.tostring(net, pretty_print=True, xml_declaration=True, encoding="utf-8")
+        net.remove(self._layers)  # the writer may go on adding layers
+        return xml, bytes(self._weights)
+
+    def save(self, xml_path: str | os.PathLike) -> Path:
+        """Write the `.xml` and, beside it, the `.bin` of the same stem; returns the `.xml` path."""
+        path = Path(xml_path)
+        xml, weights = self.to_bytes(path.with_suffix(".bin").name)
+        path.write_bytes(xml)
+        path.with_suffix(".bin").write_bytes(weights)
+        return path
+
+    @property
+    def layer_count(self) -> int:
+        return len(self._layers)
+
+    # --- internals ----------------------------------------------------------------------------
+
+    def _store(self, value: np.ndarray, etype: ElementType) -> tuple[int, int]:
+        data = encode(value, etype)
+        # Aligned like OpenVINO's own weights, so that its reader can map them without a copy.
+        self._weights.extend(b"\0" * (-len(self._weights) % 64))
+        offset = len(self._weights)
+        self._weights.extend(data)
+        return offset, len(data)
+
+    def _layer_element(self, name: str, type_name: str, version: str, attrs: dict[str, str], *,
+                       extra: dict[str, str] | None = None, parent: etree._Element | None = None,
+                       layer_id: int | None = None) -> etree._Element:
+        if layer_id is None:
+            layer_id, self._next_id = self._next_id, self._next_id + 1
+        node = etree.SubElement(self._layers if parent is None else parent, "layer",
+                                {"id": str(layer_id), "name": name, "type": type_name, "version": version,
+                                 **(extra or {})})
+        if attrs or type_name in ("Parameter", "Const"):
+            etree.SubElement(node, "data", dict(attrs))
+        return node
+
+    @staticmethod
+    def _ports(node: etree._Element, tag: str,
+               ports: list[tuple[int, ElementType | None, list[int] | None, tuple[str, ...]]]) -> None:
+        if not ports:
+            return
+        group = etree.SubElement(node, tag)
+        for port_id, etype, dims, names in ports:
+            attrib = {"id": str(port_id)}
+            if etype is not None and etype is not ElementType.dynamic:
+                attrib["precision"] = etype.precision
+            if names:
+                attrib["names"] = ",".join(n.replace(",", "\\,") for n in names)
+            port = etree.SubElement(group, "port", attrib)
+            for d in dims or ():
+                etree.SubElement(port, "dim").text = str(d)
+
+    def _body(self, owner: etree._Element, tag: str, body: Body) -> None:
+        """A body as written, its Consts re-stored in this writer's weights."""
+        map_tag = {"body": "port_map", "then_body": "then_port_map", "else_body": "else_port_map"}[tag]
+        node = etree.SubElement(owner, tag)
+        self._graph(node, body.graph)
+        port_map = etree.SubElement(owner, map_tag)
+        for direction, entries in (("input", body.inputs), ("output", body.outputs)):
+            for entry in entries:
+                values = entry.model_dump(exclude_none=True)
+                etree.SubElement(port_map, direction, {k: str(v) for k, v in values.items()})
+        if body.back_edges:
+            back = etree.SubElement(owner, "back_edges")
+            for e in body.back_edges:
+                etree.SubElement(back, "edge", {"from-layer": str(e.from_layer), "to-layer": str(e.to_layer)})
+
+    def _graph(self, parent: etree._Element, graph: Graph) -> None:
+        layers = etree.SubElement(parent, "layers")
+        for layer in graph.layers:
+            attrs = dict(layer.attrs)
+            if layer.type == "Const" and layer._const is not None:
+                value = layer.const_value
+                offset, size = self._store(value, layer._const.etype)
+                attrs.update(offset=str(offset), size=str(size))
+            node = self._layer_element(layer.name, layer.type, layer.version, attrs, extra=layer.extra,
+                                       parent=layers, layer_id=layer.id)
+            self._declared_ports(node, "input", layer.inputs)
+            self._declared_ports(node, "output", layer.outputs)
+            for tag, body in layer.bodies.items():
+                self._body(node, tag, body)
+        edges = etree.SubElement(parent, "edges")
+        for e in graph.edges:
+            etree.SubElement(edges, "edge", {"from-layer": str(e.from_layer), "from-port": str(e.from_port),
+                                             "to-layer": str(e.to_layer), "to-port": str(e.to_port)})
+
+    def _declared_ports(self, node: etree._Element, tag: str, ports: list[Port]) -> None:
+        self._ports(node, tag, [(p.id, p.precision, _dims(p), p.names) for p in ports])
+
+
+def _dims(port: Port) -> list[int] | None:
+    """A port's declared dims as the IR writes them (-1 for a dynamic dim); None for a dynamic rank."""
+    shape = port.shape
+    if not shape.rank_is_static:
+        return None
+    return [d.min if d.is_static else -1 for d in shape]
