@@ -102,6 +102,10 @@ SHARED: dict[str, str] = {
     "channel-shape": "a per-channel input is not a 1-D tensor as long as the data's channel axis",
     "indices-type": "indices are not of an integer type",
     "index-range": "an index lies outside the range the op allows",
+    # strict mode (ops/common/strict.py): behaviour the spec leaves undefined, reported, not refused
+    "duplicate-indices": "strict mode: two indices write one place without a reduction, which the spec leaves "
+                         "undefined",
+    "negative-index": "strict mode: a negative index where the op's spec expects [0, d-1]",
     "data-rank": "the data input has a rank the op does not take",
     "indices-rank": "the indices have a rank the op does not take",
     "updates-shape": "the updates' shape is not the one the data and indices require",

@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from irscatter.checks import strict as strict_probe
 from irscatter.checks.infer import compare_declared, infer_layer
 from irscatter.errors import IRError
 from irscatter.findings import Finding
@@ -27,6 +28,7 @@ from irscatter.ir.graph import Layer, Model
 from irscatter.ir.topology import Source, Wiring, wire
 from irscatter.ops import registry
 from irscatter.ops.base import Op, TensorInfo
+from irscatter.ops.common import strict
 from irscatter.ops.state.assign import Assign
 from irscatter.ops.state.core import VariableInfo
 from irscatter.ops.state.read_value import ReadValue
@@ -46,8 +48,9 @@ class Analysis:
 
 
 class _Pass:
-    def __init__(self, model: Model, collect: bool, loaded_badly: Iterable[int]) -> None:
+    def __init__(self, model: Model, collect: bool, loaded_badly: Iterable[int], strict: bool = False) -> None:
         self.model = model
+        self.strict = strict  # validate --strict: the active strict collector hears this pass's kernels
         self.file = model.source
         self.collect = collect
         self.loaded_badly = set(loaded_badly)
@@ -62,6 +65,12 @@ class _Pass:
         self.findings.append(finding)
 
     def run(self) -> Analysis:
+        if self.strict:
+            return self._run()
+        with strict.collecting(None):  # folding while compiling (a body, too) reports nothing
+            return self._run()
+
+    def _run(self) -> Analysis:
         model = self.model
         wiring = wire(model)
         for finding in wiring.findings:
@@ -193,17 +202,23 @@ class _Pass:
 
     def _infer(self, wiring: Wiring, ops: dict[int, Op], order: list[int]) -> dict[Source, TensorInfo]:
         infos: dict[Source, TensorInfo] = {}
+        collector = strict.collector() if self.strict else None
         for lid in order:
             layer, op, srcs = wiring.by_id[lid], ops.get(lid), wiring.sources[lid]
             if op is None or any(s is None or s not in infos for s in srcs):
                 continue  # already reported upstream: its outputs stay unknown
             if layer.type == "Const" and layer._const is None:
                 continue  # its data was reported by the loader
+            if collector is not None:
+                collector.layer = layer
             try:
                 outs = infer_layer(op, [infos[s] for s in srcs])  # type: ignore[index]
             except IRError as e:
                 self.report(Finding("error", e.label or "inference", e.message, layer.ref, e.port, layer.line), e)
                 continue
+            if collector is not None:
+                strict_probe.probe(collector, op, layer, [infos[s] for s in srcs],  # type: ignore[index]
+                                   [wiring.by_id[s[0]] for s in srcs], outs)  # type: ignore[index]
             for pos, info in enumerate(outs):
                 infos[(lid, pos)] = info
                 self.findings += compare_declared(layer, pos, info)
@@ -254,9 +269,12 @@ def _is_sink(layer) -> bool:
     return found.cls is not None and found.cls.sink
 
 
-def analyze(model: Model, *, collect: bool = False, loaded_badly: Iterable[int] = ()) -> Analysis:
-    """The pass; see the module doc. `loaded_badly`: layers the loader already reported."""
-    return _Pass(model, collect, loaded_badly).run()
+def analyze(model: Model, *, collect: bool = False, loaded_badly: Iterable[int] = (),
+            strict: bool = False) -> Analysis:
+    """The pass; see the module doc. `loaded_badly`: layers the loader already reported.
+    `strict`: the kernels this pass runs report into the strict collector the caller has made
+    active (`validate --strict`, see checks/strict.py); otherwise strict mode is off in here."""
+    return _Pass(model, collect, loaded_badly, strict).run()
 
 
 def _strongly_connected(nodes: Iterable[int], edges: dict[int, list[int]]) -> list[list[int]]:

@@ -25,6 +25,7 @@ from irscatter.errors import FileAccessError, IRError
 from irscatter.findings import Finding
 from irscatter.ir.graph import Model
 from irscatter.ir.loader import read_model_collecting
+from irscatter.ops.common import strict as strict_mode
 
 
 @dataclass
@@ -33,6 +34,9 @@ class Report:
 
     file: str
     findings: list[Finding] = field(default_factory=list)
+    # With `validate(..., strict=True)`: the strict-mode findings (also in `findings`), each a
+    # warning that the model relies on behaviour the spec leaves undefined.
+    strict_findings: list[Finding] = field(default_factory=list)
 
     @property
     def errors(self) -> list[Finding]:
@@ -80,10 +84,16 @@ def from_error(e: IRError, severity: str = "error", default_code: str = "invalid
     return Finding(severity, e.label or default_code, e.message, e.layer, e.port, e.line, e.column)  # type: ignore[arg-type]
 
 
-def validate(model: Model | str | os.PathLike, bin_path: str | os.PathLike | None = None) -> Report:
-    """Every finding about `model` (a loaded Model, or the path of its `.xml`)."""
+def validate(model: Model | str | os.PathLike, bin_path: str | os.PathLike | None = None, *,
+             strict: bool = False) -> Report:
+    """Every finding about `model` (a loaded Model, or the path of its `.xml`).
+
+    `strict=True` adds the strict-mode findings that the model's constants decide without a
+    run (duplicate constant scatter indices, a constant negative index where the spec expects
+    none, ...; see `irscatter.checks.strict`), also listed in `Report.strict_findings`. Those
+    that depend on fed values show only in `run(..., strict=True)`."""
     if isinstance(model, Model):
-        return Report(model.source, check_model(model))
+        return _with_strict(Report(model.source), model, (), strict)
     try:
         loaded, problems = read_model_collecting(model, bin_path)
     except FileAccessError:
@@ -91,8 +101,21 @@ def validate(model: Model | str | os.PathLike, bin_path: str | os.PathLike | Non
     except IRError as e:  # the document as a whole is not an IR: one finding says why
         return Report(str(model), [from_error(e, default_code=e.kind)])
     loaded_badly = {p.layer.id for p in problems if p.layer is not None}
-    return Report(loaded.source, [from_error(p, default_code="load") for p in problems]
-                  + check_model(loaded, loaded_badly))
+    report = Report(loaded.source, [from_error(p, default_code="load") for p in problems])
+    return _with_strict(report, loaded, loaded_badly, strict)
+
+
+def _with_strict(report: Report, model: Model, loaded_badly: set[int] | tuple, strict: bool) -> Report:
+    """The report with the checks after loading added, and in strict mode their strict findings."""
+    if not strict:
+        report.findings += check_model(model, loaded_badly)
+        return report
+    collector = strict_mode.Collector()
+    with strict_mode.collecting(collector):
+        report.findings += analyze(model, collect=True, loaded_badly=loaded_badly, strict=True).findings
+    report.findings += collector.findings
+    report.strict_findings = collector.findings
+    return report
 
 
 # --- the checks --------------------------------------------------------------------------------

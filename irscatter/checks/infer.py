@@ -23,6 +23,7 @@ from irscatter.ir.shapes import PartialShape
 from irscatter.ir.topology import Source
 from irscatter.limits import FOLD_LIMIT, check_inferred
 from irscatter.ops.base import Op, TensorInfo
+from irscatter.ops.common import strict
 
 
 def _as_tuple(value: object) -> tuple:
@@ -57,7 +58,17 @@ def infer_graph(
     overrides: Mapping[int, TensorInfo] | None = None,
     file: str | None = None,
 ) -> dict[Source, TensorInfo]:
-    """Infer every output in `order`; `overrides` replaces a layer's (a Parameter's) output."""
+    """Infer every output in `order`; `overrides` replaces a layer's (a Parameter's) output.
+
+    Strict mode is off in here: this pass runs again while a model runs (new input shapes, a
+    body's outer shapes), and the run's own kernels report what the folding here would."""
+    with strict.collecting(None):
+        return _infer_in_order(order, layers, ops, sources, overrides, file)
+
+
+def _infer_in_order(order: Sequence[int], layers: Mapping[int, Layer], ops: Mapping[int, Op],
+                    sources: Mapping[int, Sequence[Source | None]], overrides: Mapping[int, TensorInfo] | None,
+                    file: str | None) -> dict[Source, TensorInfo]:
     infos: dict[Source, TensorInfo] = {}
     for lid in order:
         layer = layers[lid]

@@ -8,6 +8,7 @@ import numpy as np
 
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import ElementTypeAttr, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.common import strict
 from irscatter.ops.common.numeric import check_convertible, convert_array
 from irscatter.ops.registry import register
 
@@ -16,6 +17,7 @@ from irscatter.ops.registry import register
 class Convert(Op):
     labels = {
         "destination-type": "destination_type is not a concrete element type",
+        "convert-range": "strict mode: a float converted to an integer type is NaN or outside the type's range",
     }
 
     class Attrs(OpAttrs):
@@ -33,4 +35,18 @@ class Convert(Op):
 
     def compute(self, data: np.ndarray) -> np.ndarray:
         src = self.src if self.src is not ElementType.dynamic else ElementType.from_dtype(data.dtype)
+        dst = self.attrs.destination_type
+        if src.is_float and dst.dtype.kind in "iu" and strict.active():
+            self._report_unrepresentable(data, dst)
         return convert_array(data, src, self.attrs.destination_type)
+
+    def _report_unrepresentable(self, data: np.ndarray, dst: ElementType) -> None:
+        """Strict mode: floats whose integer part `dst` cannot hold (and NaN), which the spec
+        leaves undefined; irscatter saturates them (NaN gives 0). The bounds are powers of two,
+        exact in every float type."""
+        bits = dst.dtype.itemsize * 8
+        low, past_high = (-(2.0 ** (bits - 1)), 2.0 ** (bits - 1)) if dst.dtype.kind == "i" else (0.0, 2.0 ** bits)
+        whole = np.trunc(data.astype(np.float64))
+        strict.report_values(np.isnan(whole) | (whole < low) | (whole >= past_high), data, label="convert-range",
+                             port=self.port("data"), what=f"value outside {dst}", consequence="the spec leaves the "
+                             "result undefined; irscatter saturates to the type's range (NaN gives 0)")

@@ -43,6 +43,7 @@ from irscatter.errors import ExecutionError
 from irscatter.ir.broadcast import BroadcastError, broadcast
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import IRBool, Lower, OpAttrs, TensorInfo, check
+from irscatter.ops.common import strict
 from irscatter.ops.common.types import same_element_type
 from irscatter.ops.elementwise.table import Row, TableOp, declare
 
@@ -59,6 +60,10 @@ class BinaryElementwise(TableOp):
 
     Attrs = BroadcastAttrs
     inputs = ("a", "b")
+    labels = {
+        "integer-overflow": "strict mode: integer arithmetic leaves the type's range, and irscatter wraps it",
+        "shift-count": "strict mode: a shift count is negative or not less than the type's width",
+    }
 
     def infer(self, a: TensorInfo, b: TensorInfo) -> TensorInfo:
         etype = same_element_type(a, b, "inputs must have the same element type", "same-element-type", self.port("b"))
@@ -80,6 +85,73 @@ def _check_nonzero_divisor(b: np.ndarray) -> None:
         raise ExecutionError(f"integer division by zero: the divisor is 0 at {list(where)}", port=DIVISOR)
 
 
+def _report_overflow(bad: np.ndarray, a: np.ndarray, b: np.ndarray, symbol: str) -> None:
+    """Strict mode: where `a symbol b` leaves the integer type's range (the mask `bad`)."""
+    count = int(np.count_nonzero(bad))
+    if count == 0:
+        return
+    left, right = np.broadcast_arrays(a, b)
+    shown = ", ".join(f"{[int(i) for i in w]} ({left[tuple(w)]} {symbol} {right[tuple(w)]})"
+                      for w in np.argwhere(bad)[:strict.SHOWN])
+    more = f" ({count} positions in all)" if count > strict.SHOWN else ""
+    bits = left.dtype.itemsize * 8
+    strict.report(label="integer-overflow", message=f"{left.dtype} result out of range at {shown}{more}; the spec "
+                  f"leaves overflow undefined, irscatter wraps modulo 2^{bits} as OpenVINO's reference does (its CPU "
+                  f"plugin saturates 8-bit types)")
+
+
+def _wrapped_sum_overflows(a: np.ndarray, b: np.ndarray, out: np.ndarray, subtract: bool) -> np.ndarray:
+    """Where the wrapped `out` = a + b (or a - b) differs from the exact result, by the signs
+    (signed) or the order (unsigned) of the operands: no wider type needed, 64 bits included."""
+    if out.dtype.kind == "u":
+        return np.broadcast_to(a < b if subtract else out < a, out.shape)
+    if subtract:
+        return ((a ^ b) & (a ^ out)) < 0
+    return ((a ^ out) & (b ^ out)) < 0
+
+
+def _wrapped_product_overflows(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """Where the wrapped product differs from the exact one: dividing it back does not give `b`
+    (exact for any width), and -1 times the type's minimum, whose quotient wraps back too."""
+    a, b = np.broadcast_arrays(a, b)
+    nonzero = a != 0
+    with np.errstate(divide="ignore", over="ignore"):
+        quotient = np.floor_divide(out, np.where(nonzero, a, 1))
+    bad = nonzero & (quotient != b)
+    if out.dtype.kind == "i":
+        lowest = np.iinfo(out.dtype).min
+        bad |= ((a == -1) & (b == lowest)) | ((b == -1) & (a == lowest))
+    return bad
+
+
+def add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    out = np.add(a, b)
+    if out.dtype.kind in "iu" and strict.active():
+        _report_overflow(_wrapped_sum_overflows(a, b, out, subtract=False), a, b, "+")
+    return out
+
+
+def subtract(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    out = np.subtract(a, b)
+    if out.dtype.kind in "iu" and strict.active():
+        _report_overflow(_wrapped_sum_overflows(a, b, out, subtract=True), a, b, "-")
+    return out
+
+
+def multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    out = np.multiply(a, b)
+    if out.dtype.kind in "iu" and strict.active():
+        _report_overflow(_wrapped_product_overflows(a, b, out), a, b, "*")
+    return out
+
+
+def _report_lowest_by_minus_one(a: np.ndarray, b: np.ndarray, symbol: str) -> None:
+    """Strict mode: the signed minimum divided by -1, whose quotient the type cannot hold (C++
+    leaves it, and the remainder of the same division, undefined)."""
+    if a.dtype.kind == "i" and strict.active():
+        _report_overflow((a == np.iinfo(a.dtype).min) & (b == -1), a, b, symbol)
+
+
 class DivideAttrs(BroadcastAttrs):
     m_pythondiv: IRBool = True
 
@@ -89,6 +161,7 @@ def divide(a: np.ndarray, b: np.ndarray, *, m_pythondiv: bool) -> np.ndarray:
     if a.dtype.kind not in "iu":
         return np.divide(a, b)
     _check_nonzero_divisor(b)
+    _report_lowest_by_minus_one(a, b, "/")
     if m_pythondiv or a.dtype.kind == "u":
         return np.floor_divide(a, b)
     quotient = np.floor_divide(a, b)
@@ -138,6 +211,7 @@ def floor_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The remainder with the sign of the divisor (Python's %); an integer divisor 0 is an error."""
     if a.dtype.kind in "iu":
         _check_nonzero_divisor(b)
+        _report_lowest_by_minus_one(a, b, "floor-mod")
     return np.mod(a, b)
 
 
@@ -145,6 +219,7 @@ def mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The remainder with the sign of the dividend (C's fmod); an integer divisor 0 is an error."""
     if a.dtype.kind in "iu":
         _check_nonzero_divisor(b)
+        _report_lowest_by_minus_one(a, b, "mod")
     return np.fmod(a, b)
 
 
@@ -158,6 +233,12 @@ def _shift(a: np.ndarray, b: np.ndarray, left: bool) -> np.ndarray:
     else:
         wide = np.dtype(np.int32)  # C++ promotes narrower types (and i32) to int
     bits = wide.itemsize * 8
+    if strict.active():
+        width = np.dtype(dtype).itemsize * 8
+        strict.report_values((np.asarray(b) < 0) | (np.asarray(b) >= width), b, label="shift-count",
+                             port=DIVISOR, what="shift count", consequence=f"the spec leaves counts outside "
+                             f"[0, {width - 1}] to the implementation; irscatter shifts as OpenVINO's reference "
+                             f"does on x86-64 (count modulo {bits}, in {bits} bits)")
     count = (np.asarray(b).astype(np.int64) & (bits - 1)).astype(wide)
     value = np.asarray(a).astype(wide)
     out = np.left_shift(value, count) if left else np.right_shift(value, count)
@@ -187,9 +268,9 @@ def shift_right(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 BOOL = ElementType.boolean
 
 OPS = declare(BinaryElementwise, (
-    Row("Add", 1, np.add),
-    Row("Subtract", 1, np.subtract),
-    Row("Multiply", 1, np.multiply),
+    Row("Add", 1, add),
+    Row("Subtract", 1, subtract),
+    Row("Multiply", 1, multiply),
     Row("Divide", 1, divide, attrs=DivideAttrs),
     Row("Maximum", 1, select_max),
     Row("Minimum", 1, select_min),

@@ -19,6 +19,7 @@ import numpy as np
 from irscatter.errors import ExecutionError
 from irscatter.ir.shapes import PartialShape
 from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
+from irscatter.ops.common import strict
 from irscatter.ops.common.axes import check_axis_input, constant_axis, normalized_axis, runtime_axis
 from irscatter.ops.common.types import check_integral
 from irscatter.ops.registry import register
@@ -54,10 +55,12 @@ class Gather1(Op):
 
     labels = {
         "batch-dims-axis": "batch_dims is greater than axis",
+        "gather-zero-fill": "strict mode: an index outside [-d, d-1] gives zeros, which only Gather-8's spec defines",
     }
 
     inputs = ("data", "indices", "axis")
     has_batch_dims: ClassVar[bool] = False
+    spec_wraps_and_fills: ClassVar[bool] = False  # Gather-8's spec defines negatives and the zero fill
 
     def batch_dims(self, indices_rank: int) -> int:
         b = self.attrs.batch_dims if self.has_batch_dims else 0
@@ -89,7 +92,21 @@ class Gather1(Op):
         b = self.batch_dims(indices.ndim)
         if not (0 <= b <= min(indices.ndim, a)):
             raise ExecutionError(f"batch_dims {b} must lie in [0, min(rank(indices), axis)]")
+        if not self.spec_wraps_and_fills and strict.active():
+            self._report_outside_spec(indices, data.shape[a])
         return gather_with_zero_fill(data, indices, a, b, self.port("indices"))
+
+
+    def _report_outside_spec(self, indices: np.ndarray, size: int) -> None:
+        """Strict mode: Gather-1/7's spec says indices lie in [0, d-1]; irscatter applies
+        Gather-8's rule (OpenVINO's shared reference) to the others."""
+        port = self.port("indices")
+        strict.report_values((indices < 0) & (indices >= -size), indices, label="negative-index", port=port,
+                             what="negative index", consequence="the spec expects [0, d-1]; irscatter counts it from "
+                             "the end, as Gather-8 and OpenVINO's reference do")
+        strict.report_values((indices < -size) | (indices >= size), indices, label="gather-zero-fill", port=port,
+                             what=f"index outside [-{size}, {size - 1}]", consequence="the spec expects [0, d-1]; "
+                             "irscatter gives zeros, as Gather-8 and OpenVINO's reference do")
 
 
 register("Gather", 1)(Gather1)
@@ -105,3 +122,5 @@ class Gather7(Gather1):
 class Gather8(Gather7):
     """Gather-8 adds negative indices and the zero fill to the spec; irscatter's Gather-1/7
     already behave so, as OpenVINO's shared reference does."""
+
+    spec_wraps_and_fills = True

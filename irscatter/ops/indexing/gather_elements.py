@@ -9,6 +9,7 @@ import numpy as np
 from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
+from irscatter.ops.common import strict
 from irscatter.ops.common.axes import normalized_axis
 from irscatter.ops.common.indices import normalize_indices
 from irscatter.ops.registry import register
@@ -52,4 +53,8 @@ class GatherElements(Op):
             raise ExecutionError(f"indices shape {list(indices.shape)} does not fit data shape {list(data.shape)}",
                                  port=self.port("indices"))
         idx = normalize_indices(indices, data.shape[a], allow_negative=True, port=self.port("indices"))
+        if strict.active():
+            strict.report_values(indices < 0, indices, label="negative-index", port=self.port("indices"),
+                                 what="negative index", consequence="the spec expects [0, d-1]; irscatter counts it "
+                                 "from the end, as OpenVINO's CPU plugin does (its core reference refuses it)")
         return np.take_along_axis(data, idx, axis=a)

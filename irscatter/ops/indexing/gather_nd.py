@@ -12,6 +12,7 @@ import numpy as np
 from irscatter.errors import ExecutionError
 from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.ops.base import Op, TensorInfo, check
+from irscatter.ops.common import strict
 from irscatter.ops.common.indices import normalize_indices
 from irscatter.ops.common.types import check_integral
 from irscatter.ops.indexing.gather import GatherAttrs
@@ -66,6 +67,10 @@ class GatherND5(Op):
         tuples = indices.reshape(nb, math.prod(indices.shape[b:-1]), k)
         norm = normalize_indices(tuples, np.array(picked, np.int64), allow_negative=True, port=self.port("indices"),
                                  what="index component")
+        if strict.active():
+            strict.report_values(indices < 0, indices, label="negative-index", port=self.port("indices"),
+                                 what="negative index component", consequence="the spec requires [0, s-1]; "
+                                 "irscatter counts it from the end, as OpenVINO's reference does")
         rows = np.ravel_multi_index(tuple(np.moveaxis(norm, -1, 0)), picked) if k else np.zeros(tuples.shape[:2], np.int64)
         table = data.reshape(nb, math.prod(picked), math.prod(data.shape[b + k:]))
         out = table[np.arange(nb)[:, None], rows]

@@ -28,6 +28,7 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.limits import check_allocation
 from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
+from irscatter.ops.common import strict
 from irscatter.ops.common.axes import normalized_axis
 from irscatter.ops.common.types import same_element_type
 from irscatter.ops.registry import register
@@ -60,6 +61,10 @@ class OneHot(Op):
     inputs = ("indices", "depth", "on_value", "off_value")
 
     def normalize(self) -> bool:
+        return False
+
+    def defines_negative(self) -> bool:
+        """Whether the spec says what a negative index gives (OneHot-16's negative_indices_mode)."""
         return False
 
     def infer(self, indices: TensorInfo, depth: TensorInfo, on_value: TensorInfo,
@@ -98,6 +103,10 @@ class OneHot(Op):
         shape = indices.shape[:axis] + (count,) + indices.shape[axis:]
         check_allocation(shape, on_value.dtype.itemsize)
         idx = indices.astype(np.int64)
+        if not self.defines_negative() and strict.active():
+            strict.report_values(idx < 0, idx, label="negative-index", port=self.port("indices"),
+                                 what="negative index", consequence="the spec leaves it undefined; irscatter gives "
+                                 "a row of off_value, as OpenVINO does")
         if self.normalize():
             idx = np.where((idx < 0) & (idx >= -count), idx + count, idx)
         classes = np.arange(count, dtype=np.int64).reshape((count,) + (1,) * (indices.ndim - axis))
@@ -113,3 +122,6 @@ class OneHot16(OneHot):
 
     def normalize(self) -> bool:
         return self.attrs.negative_indices_mode == "normalize"
+
+    def defines_negative(self) -> bool:
+        return True

@@ -31,13 +31,20 @@ from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import PartialShape
 from irscatter.ops.base import Lower, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.common import strict
 from irscatter.ops.common.axes import normalized_axis
 from irscatter.ops.common.indices import normalize_indices
 from irscatter.ops.common.numeric import as_rows, from_compute, to_compute
 from irscatter.ops.common.types import same_element_type
 from irscatter.ops.functional import call
 from irscatter.ops.registry import register
-from irscatter.ops.scatter.core import flat_rows_along_axis, scatter_rows
+from irscatter.ops.scatter.core import (
+    LAST_WINS_HERE,
+    flat_rows_along_axis,
+    report_duplicate_rows,
+    report_duplicate_slices,
+    scatter_rows,
+)
 
 DOMAIN = "irscatter"
 
@@ -112,6 +119,9 @@ class BNNSScatter(Op):
             if input.shape != expected:
                 raise ExecutionError(f"input has shape {list(input.shape)}, slice mode needs {list(expected)}",
                                      port=self.port("input"))
+            if reduction == "none" and strict.active():  # BNNS leaves the order of duplicates undefined
+                report_duplicate_slices(idx, indices.shape, output.ndim, axis, port=self.port("indices"),
+                                        name="output", rule=LAST_WINS_HERE)
             moved = to_compute(np.moveaxis(output, axis, 0), etype)  # slices become rows
             upd2d = as_rows(np.moveaxis(input, axis, 0)).astype(moved.dtype, copy=False)
             scatter_rows(as_rows(moved), idx, upd2d, reduction)
@@ -122,6 +132,9 @@ class BNNSScatter(Op):
                                  f"output {list(output.shape)} in element mode", port=self.port("indices"))
         out = to_compute(output, etype)
         rows = flat_rows_along_axis(idx, output.shape, axis)
+        if reduction == "none" and strict.active():
+            report_duplicate_rows(rows, indices.shape, output.shape, 0, port=self.port("indices"), name="output",
+                                  rule=LAST_WINS_HERE)
         scatter_rows(out.reshape(-1), rows, input.reshape(-1).astype(out.dtype, copy=False), reduction)
         return from_compute(out, etype)
 

@@ -41,9 +41,10 @@ from irscatter.ops.base import (
     check,
     compile_body,
 )
+from irscatter.ops.common import strict
 from irscatter.ops.functional import make_op, run_op
 from irscatter.ops.registry import register
-from irscatter.ops.scatter.core import BITWISE, occurrence_rank, scatter_rows
+from irscatter.ops.scatter.core import BITWISE, occurrence_rank, place, scatter_rows
 
 DOMAIN = "irscatter"
 
@@ -214,6 +215,9 @@ class HloScatter(Op):
         positions, in_bounds = result_positions(self.attrs, operands[0].shape, indices, updates[0].shape)
         self._check_promises(positions, in_bounds, indices, n)
         targets = positions[in_bounds]
+        if (strict.active() and self.region is None and self.function is None
+                and self.attrs.update_computation == "replace"):
+            self._report_duplicates(targets, np.flatnonzero(in_bounds), operands[0].shape, updates[0].shape, n)
         if self.region is None and self.function is None:
             reduction = COMBINERS[self.attrs.update_computation]
             results = []
@@ -228,6 +232,17 @@ class HloScatter(Op):
         vals = [u.reshape(-1)[in_bounds].astype(e.dtype) for u, e in zip(updates, types)]
         apply_in_rounds(combine, [o.reshape(-1) for o in outs], targets, vals)
         return tuple(outs)
+
+    @staticmethod
+    def _report_duplicates(targets: np.ndarray, sources: np.ndarray, operand: tuple[int, ...],
+                           update: tuple[int, ...], n: int) -> None:
+        """Strict mode: update elements that replace one result element (the spec leaves the order
+        of updates to one element to the implementation). The other combiners are reported by
+        nothing: their order changes at most the rounding of floats."""
+        strict.report_duplicates(
+            targets, port=f"input {n}", rule="irscatter keeps the last in row-major order of updates",
+            position=lambda p: "updates" + strict.coordinates(int(sources[p]), update),
+            target=lambda t: place("operand", [int(i) for i in np.unravel_index(t, operand)]))
 
     def _check_promises(self, positions: np.ndarray, in_bounds: np.ndarray, indices: np.ndarray, n: int) -> None:
         a = self.attrs

@@ -42,6 +42,7 @@ import numpy as np
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.common import strict
 from irscatter.ops.common.axes import normalized_axis
 from irscatter.ops.common.numeric import compute_dtype, convert_array, from_compute
 from irscatter.ops.common.types import check_integral
@@ -60,9 +61,14 @@ def _axes(values, rank: int, port: str, at_runtime: bool = False) -> tuple[int, 
 
 
 class Reduce(Op):
+    labels = {
+        "empty-reduction": "strict mode: ReduceMax or ReduceMin over an axis of size 0 (undefined in the spec)",
+    }
+
     Attrs = ReduceAttrs
     inputs = ("data", "axes")
     kernel: ClassVar[np.ufunc]
+    empty_is_undefined: ClassVar[bool] = False  # the spec defines the empty sum (0) and product (1)
 
     def infer(self, data: TensorInfo, axes: TensorInfo) -> TensorInfo:
         check_integral(axes, "axes", self.port("axes"), "axes-type")
@@ -83,6 +89,8 @@ class Reduce(Op):
     def compute(self, data: np.ndarray, axes: np.ndarray) -> np.ndarray:
         reduced = _axes(axes, data.ndim, self.port("axes"), at_runtime=True)
         etype = ElementType.from_dtype(data.dtype)
+        if self.empty_is_undefined and strict.active():
+            self._report_empty(data.shape, reduced)
         work = data.astype(compute_dtype(etype), copy=False) if etype.is_float else data
         with np.errstate(invalid="ignore", over="ignore", under="ignore"):  # inf - inf, x^2: IEEE answers
             out = self.reduce(work, reduced)
@@ -96,6 +104,15 @@ class Reduce(Op):
     def start(self, dtype: np.dtype) -> dict:
         """Extra arguments of the reduction: a starting value where the op has one."""
         return {}
+
+    def _report_empty(self, shape: tuple[int, ...], reduced: tuple[int, ...]) -> None:
+        """Strict mode: a reduction over an axis of size 0 that still has outputs to fill."""
+        empty = [a for a in reduced if shape[a] == 0]
+        kept = [n for a, n in enumerate(shape) if a not in reduced]
+        if empty and 0 not in kept:
+            strict.report(label="empty-reduction", port=self.port("axes"),
+                          message=f"reduces data of shape {list(shape)} over axis {empty[0]}, of size 0; the spec "
+                          f"leaves the result undefined, irscatter gives the reference's starting value")
 
 
 @register("ReduceSum", 1)
@@ -111,6 +128,7 @@ class ReduceProd(Reduce):
 @register("ReduceMax", 1)
 class ReduceMax(Reduce):
     kernel = np.fmax  # fmax never returns a NaN it can avoid, and the start is never NaN
+    empty_is_undefined = True
 
     def start(self, dtype: np.dtype) -> dict:
         if dtype.kind == "b":
@@ -121,6 +139,7 @@ class ReduceMax(Reduce):
 @register("ReduceMin", 1)
 class ReduceMin(Reduce):
     kernel = np.fmin
+    empty_is_undefined = True
 
     def start(self, dtype: np.dtype) -> dict:
         if dtype.kind == "b":

@@ -34,11 +34,43 @@ from collections.abc import Sequence
 import numpy as np
 
 from irscatter.ir.element_types import ElementType
+from irscatter.ops.common import strict
 from irscatter.ops.common.numeric import compute_dtype, output_buffer, reusable
 
 
 def shape_text(dims) -> str:
     return "[" + ", ".join(str(d) for d in dims) + "]"
+
+
+LAST_WINS = "irscatter keeps the last in row-major order of the indices (OpenVINO's reference order)"
+LAST_WINS_HERE = "irscatter keeps the last in row-major order of the indices"  # no reference to follow
+
+
+def place(name: str, coordinates: Sequence[object]) -> str:
+    """An element or slice of a tensor as a message names it: "data[2, :]"."""
+    return f"{name}[{', '.join(str(c) for c in coordinates)}]"
+
+
+def report_duplicate_rows(rows: np.ndarray, positions_shape: Sequence[int], rows_shape: Sequence[int],
+                          trailing: int, *, port: str, name: str = "data", rule: str = LAST_WINS) -> None:
+    """Strict mode: the updates (in row-major order over `positions_shape`, one per entry of
+    `rows`) that write one row more than once without a reduction. A row is a flat position in
+    `rows_shape`, followed by `trailing` whole axes of the destination `name`."""
+    def target(row: int) -> str:
+        return place(name, [int(i) for i in np.unravel_index(row, tuple(rows_shape))] + [":"] * trailing)
+
+    strict.report_duplicates(rows, port=port, rule=rule, target=target,
+                             position=lambda p: "indices" + strict.coordinates(p, positions_shape))
+
+
+def report_duplicate_slices(idx: np.ndarray, indices_shape: Sequence[int], rank: int, axis: int, *, port: str,
+                            name: str = "data", rule: str = LAST_WINS) -> None:
+    """Strict mode: indices (flattened, in row-major order over `indices_shape`) that name one
+    slice along `axis` of a rank-`rank` destination more than once, without a reduction."""
+    strict.report_duplicates(
+        idx, port=port, rule=rule,
+        position=lambda p: "indices" + strict.coordinates(p, indices_shape),
+        target=lambda t: place(name, [":"] * axis + [t] + [":"] * (rank - axis - 1)))
 
 
 class ReductionAttribute:

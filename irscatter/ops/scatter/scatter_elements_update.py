@@ -12,12 +12,18 @@ import numpy as np
 from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import IRBool, Lower, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.common import strict
 from irscatter.ops.common.axes import check_axis_input, constant_axis, normalized_axis, runtime_axis
 from irscatter.ops.common.indices import check_indices
 from irscatter.ops.common.numeric import from_compute
 from irscatter.ops.common.types import check_integral, require_shape, same_element_type
 from irscatter.ops.registry import register
-from irscatter.ops.scatter.core import ReductionAttribute, scatter_along_axis
+from irscatter.ops.scatter.core import (
+    ReductionAttribute,
+    flat_rows_along_axis,
+    report_duplicate_rows,
+    scatter_along_axis,
+)
 
 
 class ElementsAttrs12(OpAttrs):
@@ -76,6 +82,10 @@ class ScatterElementsUpdate3(Op):
         idx, lowest = check_indices(indices, data.shape[a], allow_negative=self.allow_negative, port=self.port("indices"))
         etype = ElementType.from_dtype(data.dtype)
         wrap = lowest < 0
+        if self.reduction == "none" and strict.active():
+            wrapped = np.where(idx < 0, idx + data.shape[a], idx) if wrap else idx
+            report_duplicate_rows(flat_rows_along_axis(wrapped, data.shape, a), indices.shape, data.shape, 0,
+                                  port=self.port("indices"))
         out = scatter_along_axis(data, idx, updates, a, self.reduction, etype, inplace=inplace,
                                  use_init_val=self.use_init_val, wrap_negative=wrap, incomparable="update")
         return from_compute(out, etype)

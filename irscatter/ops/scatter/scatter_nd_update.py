@@ -13,11 +13,12 @@ from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import PartialShape
 from irscatter.ops.base import Lower, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.common import strict
 from irscatter.ops.common.indices import normalize_indices
 from irscatter.ops.common.numeric import as_rows, from_compute, output_buffer
 from irscatter.ops.common.types import require_shape, same_element_type
 from irscatter.ops.registry import register
-from irscatter.ops.scatter.core import ReductionAttribute, scatter_rows, shape_text
+from irscatter.ops.scatter.core import ReductionAttribute, report_duplicate_rows, scatter_rows, shape_text
 
 
 class NDAttrs15(OpAttrs):
@@ -77,6 +78,8 @@ class ScatterNDUpdate4(Op):
         norm = normalize_indices(tuples, np.array(data.shape[:k], np.int64), allow_negative=self.allow_negative,
                                  port=self.port("indices"), what="index component")
         rows = np.ravel_multi_index(tuple(norm.T), data.shape[:k]) if k else np.zeros(len(tuples), np.int64)
+        if self.reduction == "none" and strict.active():
+            report_duplicate_rows(rows, indices.shape[:-1], data.shape[:k], data.ndim - k, port=self.port("indices"))
         upd2d = as_rows(updates, indices.ndim - 1).astype(out.dtype, copy=False)
         scatter_rows(out2d, np.asarray(rows, np.int64), upd2d, self.reduction, incomparable="keep")
         return from_compute(out, etype)

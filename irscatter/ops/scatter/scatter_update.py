@@ -13,12 +13,13 @@ import numpy as np
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import PartialShape
 from irscatter.ops.base import Op, TensorInfo, check
+from irscatter.ops.common import strict
 from irscatter.ops.common.axes import check_axis_input, constant_axis, normalized_axis, runtime_axis
 from irscatter.ops.common.indices import normalize_indices
 from irscatter.ops.common.numeric import from_compute, output_buffer
 from irscatter.ops.common.types import check_integral, require_shape, same_element_type
 from irscatter.ops.registry import register
-from irscatter.ops.scatter.core import last_occurrence, shape_text
+from irscatter.ops.scatter.core import last_occurrence, report_duplicate_slices, shape_text
 
 
 @register("ScatterUpdate", 3)
@@ -53,6 +54,8 @@ class ScatterUpdate(Op):
         expected = data.shape[:a] + indices.shape + data.shape[a + 1:]
         require_shape(updates.shape, expected, "updates", self.port("updates"))
         idx = normalize_indices(indices, data.shape[a], allow_negative=False, port=self.port("indices")).reshape(-1)
+        if strict.active():  # the spec: "the order of updating the values is undefined"
+            report_duplicate_slices(idx, indices.shape, data.ndim, a, port=self.port("indices"))
         etype = ElementType.from_dtype(data.dtype)
         out = output_buffer(data, etype, inplace)
         # Slices along the axis: out[:, idx[j], :] = updates[:, j, :], seen as (outer, size, inner).
