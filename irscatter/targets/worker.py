@@ -31,6 +31,7 @@ from typing import Any, BinaryIO
 
 _HEADER = struct.Struct("<Q")
 _MAX_FRAME = 1 << 36  # 64 GiB: a length beyond this is a corrupted channel, not data
+_POLL_SECONDS = 0.25
 
 
 class TargetFailure(Exception):
@@ -156,11 +157,17 @@ class WorkerProcess:
             sel.register(fd, selectors.EVENT_READ)
             while need:
                 remaining = deadline - time.monotonic()
-                if remaining <= 0 or not sel.select(remaining):
+                if remaining <= 0:
                     proc.kill()
                     proc.wait()
                     self.close()
                     raise TargetFailure("hung", f"{self.name} gave no answer within {self.timeout:g} s and was stopped")
+                # Waiting in short slices, so that a worker that died is noticed even while the
+                # pipe stays open: a process it forked (a library's helper) may still hold it.
+                if not sel.select(min(remaining, _POLL_SECONDS)):
+                    if proc.poll() is not None:
+                        raise self._died("before it answered")
+                    continue
                 chunk = os.read(fd, min(need, 1 << 24))
                 if not chunk:
                     raise self._died("before it answered")
