@@ -23,11 +23,14 @@ import numpy as np
 from irscatter import __version__, examples, labels, limits
 from irscatter.api import read_model, validate
 from irscatter.checks.conformance import finding_line
+from irscatter.debug import dump
 from irscatter.errors import IRError, UsageError
 from irscatter.ops import registry
 from irscatter.runtime import inputs as model_inputs
+from irscatter.runtime.precision import PRECISIONS, emulating
 from irscatter.runtime.profile import profile
 from irscatter.summary import describe
+from irscatter.targets import TargetFailure
 
 PROG = "irscatter"
 
@@ -56,9 +59,13 @@ def _refuse_orphan_flags(args: argparse.Namespace) -> None:
         ("--runs", args.runs, "--profile", args.profile), ("--all-layers", args.all_layers, "--profile", args.profile),
         ("--rtol", args.rtol, "--expected", args.expected), ("--atol", args.atol, "--expected", args.expected),
         ("--ulps", args.ulps, "--expected", args.expected),
+        ("--layers", args.layers, "--dump or --stats", args.dump or args.stats),
+        ("--types", args.types, "--dump or --stats", args.dump or args.stats),
+        ("--all", args.all, "--check-numerics", args.check_numerics),
     ]:
         if value not in (None, False) and not present:
             raise UsageError(f"{flag} only applies with {parent}")
+    _refuse_debug_conflicts(args)
     if args.ulps is not None and (args.rtol is not None or args.atol is not None):
         raise UsageError("--ulps replaces --rtol/--atol; give one or the other")
     if args.json and args.output:
@@ -70,6 +77,75 @@ def cmd_run(args: argparse.Namespace) -> int:
     written = _output_path(args.output) if args.output else None  # refused before any work
     model = read_model(args.model, args.bin)
     compiled = model.compile()
+    feeds = _gather_feeds(args, compiled)
+    if args.steps < 1:
+        raise UsageError(f"--steps must be at least 1, got {args.steps}")
+    _refuse_strict_beside(args, feeds)
+    debug_status = 0  # 1 when --check-numerics finds a layer that makes NaN or Inf
+    if args.steps > 1 or args.feed_back or model_inputs.has_steps(feeds):
+        outputs = _run_steps(compiled, feeds, args)
+    else:
+        # The feeds were read for this run alone, so their buffers are donated: a scatter that
+        # is an input's only reader updates it in place, as a serving runtime would.
+        donate = [name for name in feeds if name in compiled.input_names]
+        if args.profile:
+            report = profile(compiled, feeds, args.runs or 1, donate)
+            outputs = report.outputs
+            print(report.table(None if args.all_layers else 30))
+        elif _debugging(args):
+            outputs, debug_status = _run_debugging(compiled, feeds, args)
+        else:
+            outputs = compiled.run(feeds, donate=donate, strict=args.strict)
+    if written:
+        np.savez(written, **outputs)
+        print(f"wrote {len(outputs)} output{'s' if len(outputs) != 1 else ''} to {written}")
+    elif args.stats or args.check_numerics:
+        pass  # the statistics or the numerics report is what was asked for; --output keeps the values
+    elif args.json:
+        print(json.dumps({name: _as_json(value) for name, value in outputs.items()}))
+    elif not args.profile:  # the profile is what was asked for; --output keeps the values
+        for name, value in outputs.items():
+            arr = np.asarray(value)
+            print(f"{name}: {arr.dtype} {list(arr.shape)}\n    {_preview(arr)}")
+    strict_status = _print_strict_findings(outputs, compiled.model.source) if args.strict else 0
+    if args.expected:
+        results = model_inputs.compare_outputs(outputs, model_inputs.load_npz(args.expected),
+                                               rtol=args.rtol, atol=args.atol, ulps=args.ulps)
+        for c in results:
+            print(f"{'skip' if not c.compared else 'ok  ' if c.ok else 'FAIL'} {c.name}: {c.detail}")
+        if not all(c.ok for c in results):
+            return 1
+    return debug_status or strict_status
+
+
+def _refuse_strict_beside(args: argparse.Namespace, feeds: dict[str, Any]) -> None:
+    """--strict reports on one plain run; the other ways of running do not collect findings."""
+    if not args.strict:
+        return
+    if args.steps > 1 or args.feed_back or model_inputs.has_steps(feeds):
+        raise UsageError("--strict checks one run; it does not combine with --steps, --feed-back or stepped inputs")
+    if args.profile:
+        raise UsageError("--strict checks one run; it does not combine with --profile")
+    if _debugging(args):
+        raise UsageError("--strict does not combine with --dump, --stats or --check-numerics")
+
+
+def _print_strict_findings(outputs, file: str) -> int:
+    """Each strict-mode finding of the run as one line on stderr (as `validate` prints findings);
+    1 when there is any."""
+    for finding in outputs.findings:
+        print(finding_line(finding, file), file=sys.stderr)
+    return 1 if outputs.findings else 0
+
+
+def cmd_run_at_precision(args: argparse.Namespace) -> int:
+    """`run`, every run of it emulating --precision when one is given."""
+    with emulating(args.precision):
+        return cmd_run(args)
+
+
+def _gather_feeds(args: argparse.Namespace, compiled) -> dict[str, Any]:
+    """The feeds `run` and `compare` take: --inputs, then -i, then --random for what is left."""
     feeds: dict[str, Any] = {}
     if args.inputs:
         feeds.update(model_inputs.load_npz(args.inputs))
@@ -88,37 +164,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"{PROG}: note: dynamic inputs drawn at their smallest shape (lower bound, or 1): {drawn}; "
                   "--shape NAME=d0,d1,... chooses another", file=sys.stderr)
         feeds.update(model_inputs.random_inputs(missing, args.seed or 0, {**shapes, **defaulted}))
-    if args.steps < 1:
-        raise UsageError(f"--steps must be at least 1, got {args.steps}")
-    if args.steps > 1 or args.feed_back or model_inputs.has_steps(feeds):
-        outputs = _run_steps(compiled, feeds, args)
-    else:
-        # The feeds were read for this run alone, so their buffers are donated: a scatter that
-        # is an input's only reader updates it in place, as a serving runtime would.
-        donate = [name for name in feeds if name in compiled.input_names]
-        if args.profile:
-            report = profile(compiled, feeds, args.runs or 1, donate)
-            outputs = report.outputs
-            print(report.table(None if args.all_layers else 30))
-        else:
-            outputs = compiled.run(feeds, donate=donate)
-    if written:
-        np.savez(written, **outputs)
-        print(f"wrote {len(outputs)} output{'s' if len(outputs) != 1 else ''} to {written}")
-    elif args.json:
-        print(json.dumps({name: _as_json(value) for name, value in outputs.items()}))
-    elif not args.profile:  # the profile is what was asked for; --output keeps the values
-        for name, value in outputs.items():
-            arr = np.asarray(value)
-            print(f"{name}: {arr.dtype} {list(arr.shape)}\n    {_preview(arr)}")
-    if args.expected:
-        results = model_inputs.compare_outputs(outputs, model_inputs.load_npz(args.expected),
-                                               rtol=args.rtol, atol=args.atol, ulps=args.ulps)
-        for c in results:
-            print(f"{'skip' if not c.compared else 'ok  ' if c.ok else 'FAIL'} {c.name}: {c.detail}")
-        if not all(c.ok for c in results):
-            return 1
-    return 0
+    return feeds
 
 
 def _as_json(value: np.ndarray) -> dict[str, Any]:
@@ -143,6 +189,9 @@ def _run_steps(compiled, feeds: dict[str, Any], args: argparse.Namespace) -> dic
     outputs of every step are keyed `step<k>/<name>`."""
     if args.profile:
         raise UsageError("--profile times one run; it does not combine with --steps or --feed-back")
+    if _debugging(args):  # step-keyed inputs are only known once the feeds are read
+        raise UsageError("--dump, --stats and --check-numerics look at one run; they do not combine with "
+                         "--steps, --feed-back or step-keyed inputs")
     links = []
     for item in args.feed_back or []:
         out, sep, name = item.partition("=")
@@ -165,6 +214,116 @@ def _run_steps(compiled, feeds: dict[str, Any], args: argparse.Namespace) -> dic
         for out, name in links:
             current[name] = outputs[out]
     return results
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from irscatter.debug import compare
+
+    tolerances = compare.Tolerances(args.target_precision, args.rtol, args.atol,
+                                    tuple(compare.parse_override(t) for t in args.tol or []))
+    if len(args.files) == 2:
+        return _compare_dumps(args, tolerances)
+    if len(args.files) != 1:
+        raise UsageError("compare takes MODEL.xml, or two .npz files of saved tensors")
+    for flag, value, parent in [("--seed", args.seed, "--random"), ("--shape", args.shape, "--random"),
+                                ("--bisect", args.bisect, "--whole")]:
+        if value not in (None, False) and not getattr(args, parent[2:]):
+            raise UsageError(f"{flag} only applies with {parent}")
+    compiled = read_model(args.files[0], args.bin).compile()
+    feeds = _gather_feeds(args, compiled)
+    target = compare.open_target(args.target, args.target_precision, args.timeout)
+    try:
+        target.describe()  # fails here, once, when the target cannot start
+        values = compare.reference_values(compiled, feeds, args.reference_precision)
+        if args.whole:
+            report = compare.compare_whole(compiled, feeds, target, tolerances, bisect=args.bisect, values=values)
+        else:
+            report = compare.compare_layers(compiled, feeds, target, tolerances, values=values)
+    except TargetFailure as e:
+        raise UsageError(f"--target {args.target}: {e.message}") from None
+    finally:
+        target.close()
+    _print_comparison(report, args)
+    return 0 if report.ok else 1
+
+
+def _compare_dumps(args: argparse.Namespace, tolerances) -> int:
+    from irscatter.debug import compare
+
+    if args.whole or args.bisect or args.random or args.inputs or args.input or args.reference_precision:
+        raise UsageError("comparing two .npz files takes no model inputs and no --whole, --bisect or "
+                         "--reference-precision")
+    first, second = (model_inputs.load_npz(path) for path in args.files)
+    report = compare.compare_dumps(first, second, tolerances, names=tuple(args.files))
+    _print_comparison(report, args)
+    return 0 if report.ok else 1
+
+
+def _print_comparison(report, args: argparse.Namespace) -> None:
+    from irscatter.debug import compare
+
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        print(compare.table(report, every=args.all))
+
+
+# --- run --dump / --stats / --check-numerics (irscatter.debug.dump) ---------------------------------
+
+
+def _debugging(args: argparse.Namespace) -> bool:
+    return bool(args.dump or args.stats or args.check_numerics)
+
+
+def _refuse_debug_conflicts(args: argparse.Namespace) -> None:
+    if _debugging(args) and args.profile:
+        raise UsageError("--profile times a run; it does not combine with --dump, --stats or --check-numerics")
+    if args.dump:
+        _output_path(args.dump, "--dump")  # refused before any work
+
+
+def _run_debugging(compiled, feeds: dict[str, Any], args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    """--dump, --stats and --check-numerics: print what they find, and return the run's outputs
+    (empty when nothing needs them) and the exit status (1 when a layer makes NaN or Inf)."""
+    selection = dump.select(compiled, args.layers, args.types)
+    outputs: dict[str, Any] | None = None
+    stats = None
+    if args.dump:
+        result = dump.dump_tensors(compiled, feeds, selection)
+        path = _output_path(args.dump, "--dump")
+        np.savez(path, **result.arrays())
+        print(f"wrote {len(result.tensors)} tensor{'s' if len(result.tensors) != 1 else ''} and "
+              f"{len(result.outputs)} output{'s' if len(result.outputs) != 1 else ''} to {path}",
+              file=sys.stderr if args.json else sys.stdout)  # --json keeps stdout one JSON document
+        outputs, picked = result.outputs, result.tensors
+        if args.stats:
+            stats = {key: dump.tensor_stats(value) for key, value in result.tensors.items()}
+    elif args.stats:
+        stats, outputs = dump.run_stats(compiled, feeds, selection)
+        picked = stats
+    if (args.dump or args.stats) and not selection.everything and not picked:
+        print(f"{PROG}: note: --layers/--types select no tensor of this run", file=sys.stderr)
+    if outputs is None:
+        outputs = compiled.run(feeds) if args.output or args.expected else {}
+    # Its own run on fresh state, so that a stateful model's variables are those of the run above.
+    found = dump.find_nonfinite(compiled.new_request(), feeds, first_only=not args.all) if args.check_numerics else None
+    _print_debugging(stats, found, args.json)
+    return outputs, int(found is not None and any(f.origin == "layer" for f in found))
+
+
+def _print_debugging(stats, found, as_json: bool) -> None:
+    if as_json:
+        records = {"stats": dump.stats_json(stats) if stats is not None else None,
+                   "nonfinite": [f.to_json() for f in found] if found is not None else None}
+        chosen = {name: value for name, value in records.items() if value is not None}
+        print(json.dumps(next(iter(chosen.values())) if len(chosen) == 1 else chosen, indent=2))
+        return
+    if stats is not None:
+        print(dump.stats_table(stats))
+    if found is not None:
+        for finding in found:
+            print(finding.describe())
+        print(dump.nonfinite_summary(found))
 
 
 def cmd_info(args: argparse.Namespace) -> int:
@@ -205,7 +364,7 @@ def _shape_text(dims: list | None) -> str:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    report = validate(args.model, args.bin)
+    report = validate(args.model, args.bin, strict=args.strict)
     if args.json:
         print(json.dumps(report.to_json(), indent=2, default=str))
     else:
@@ -216,7 +375,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             print(f"{report.file}: {n_err} error{'s' if n_err != 1 else ''}, {n_warn} warning{'s' if n_warn != 1 else ''}")
         else:
             print(f"{report.file}: no findings")
-    return 0 if report.ok else 1
+    return 0 if report.ok and not report.strict_findings else 1
 
 
 def cmd_examples(args: argparse.Namespace) -> int:
@@ -278,16 +437,16 @@ def _print_labels(ops: list, as_json: bool) -> int:
     return 0
 
 
-def _output_path(name: str) -> str:
-    """Where --output writes: the name as given when it ends in .npz, else with .npz added (as
-    numpy would); a directory or a missing folder is refused before anything is computed."""
+def _output_path(name: str, flag: str = "--output") -> str:
+    """Where --output (or --dump) writes: the name as given when it ends in .npz, else with .npz
+    added (as numpy would); a directory or a missing folder is refused before anything is computed."""
     path = Path(name)
     if path.is_dir():
-        raise UsageError(f"--output {name} is a directory; give a file name, e.g. {path / 'outputs.npz'}")
+        raise UsageError(f"{flag} {name} is a directory; give a file name, e.g. {path / 'outputs.npz'}")
     if path.suffix != ".npz":
         path = path.with_name(path.name + ".npz")
     if not path.parent.is_dir():
-        raise UsageError(f"--output {name}: the folder {path.parent} does not exist")
+        raise UsageError(f"{flag} {name}: the folder {path.parent} does not exist")
     return str(path)
 
 
@@ -358,7 +517,69 @@ def build_parser() -> argparse.ArgumentParser:
                      help="print each layer's time, slowest first, instead of the outputs")
     run.add_argument("--runs", type=_count(1), metavar="N", help="with --profile: median of N runs (default 1)")
     run.add_argument("--all-layers", action="store_true", help="with --profile: list every layer, not the top 30")
-    run.set_defaults(func=cmd_run)
+    run.add_argument("--strict", action="store_true",
+                     help="report each place the run relies on behaviour the spec leaves undefined (duplicate "
+                          "scatter indices, an index outside the range the spec expects, integer overflow, ...), "
+                          "one line each on stderr after the outputs; exit 1 if there is any")
+    run.add_argument("--precision", choices=PRECISIONS,
+                     help="emulate a device inferring in f16 or bf16 (a GPU, a CPU with bf16/f16 units): every "
+                          "f32 value a layer produces, every f32 input and Const is rounded to it (nearest even) "
+                          "and kept as f32, except in the layers OpenVINO keeps in f32; in f16 a value beyond "
+                          "65504 becomes inf")
+    run.add_argument("--dump", metavar="OUT.npz",
+                     help='save every intermediate tensor (or those --layers/--types select), keyed '
+                          '"<layer name>:<port id>" as in run(intermediate=True), and the outputs by name')
+    run.add_argument("--layers", metavar="REGEX", help="with --dump or --stats: only the layers whose name "
+                     "(with its body path, e.g. loop/body[2]/add) the regular expression finds (re.search)")
+    run.add_argument("--types", metavar="TYPE,...", help="with --dump or --stats: only the layers of these op "
+                     "types, e.g. Convolution,MatMul, or Convolution-1 for one version")
+    run.add_argument("--stats", action="store_true",
+                     help="print per tensor (the dumped ones, or every intermediate) its element type, shape, "
+                          "min, max, mean, std and counts of NaN, +Inf, -Inf and zeros, instead of the outputs; "
+                          "floats in f64 over their finite values; --json: a list of records")
+    run.add_argument("--check-numerics", action="store_true",
+                     help="report the first layer that makes NaN or Inf from inputs that are all finite, with "
+                          "its inputs' statistics, instead of the outputs; exit status 1 when a layer does "
+                          "(NaN/Inf fed as inputs are reported and do not fail the run)")
+    run.add_argument("--all", action="store_true",
+                     help="with --check-numerics: every layer that makes NaN or Inf, not only the first")
+    run.set_defaults(func=cmd_run_at_precision)
+
+    cmp = sub.add_parser("compare", parents=[common],
+                         help="find the layer that went wrong: irscatter's values against another runtime's",
+                         description="Compare every layer of a model on a target runtime with irscatter's values "
+                                     "(each layer run alone on the target, fed irscatter's inputs), or the whole "
+                                     "model with --whole; or compare two .npz files of saved tensors. Exit status: "
+                                     "0 all within tolerance, 1 a divergence, 2 a usage error or unreadable file.")
+    cmp.add_argument("files", nargs="+", metavar="MODEL.xml | A.npz B.npz",
+                     help="the model, or two saved sets of tensors (the first judged against the second)")
+    cmp.add_argument("--bin", help="the weights file (default: the .xml's sibling .bin)")
+    cmp.add_argument("--target", default="openvino", metavar="openvino[:DEVICE]",
+                     help="the runtime to judge (default: openvino on CPU); it runs in a separate process")
+    cmp.add_argument("--target-precision", default="f32", choices=["f32", "f16", "bf16"],
+                     help="the target's inference precision (OpenVINO's INFERENCE_PRECISION_HINT, default f32); "
+                          "it also picks the tolerance presets")
+    cmp.add_argument("--reference-precision", choices=list(PRECISIONS),
+                     help="irscatter's values as it emulates a device inferring in f16 or bf16 (see run --precision)")
+    cmp.add_argument("--inputs", metavar="FILE.npz", help="inputs keyed by input name")
+    cmp.add_argument("-i", "--input", action="append", metavar="NAME=FILE.npy", help="one input from a .npy file")
+    cmp.add_argument("--random", action="store_true", help="draw every input not given otherwise at random")
+    cmp.add_argument("--seed", type=_count(0), help="with --random: the seed (default 0)")
+    cmp.add_argument("--shape", action="append", metavar="NAME=d0,d1,...", help="shape to draw for a dynamic input")
+    cmp.add_argument("--whole", action="store_true",
+                     help="run the whole model on the target, as it compiles it, and compare its outputs")
+    cmp.add_argument("--bisect", action="store_true",
+                     help="with --whole: find the first layer that diverges by running prefixes of the graph")
+    cmp.add_argument("--rtol", type=_tolerance, help="relative tolerance for floats (default: the precision's preset)")
+    cmp.add_argument("--atol", type=_tolerance, help="absolute tolerance for floats, in units of the tensor's "
+                     "largest magnitude when that is over 1 (default: the precision's preset)")
+    cmp.add_argument("--tol", action="append", metavar="PATTERN=RTOL[,ATOL]",
+                     help="a tolerance for the tensors whose \"<layer name>:<port>\" matches the regular expression")
+    cmp.add_argument("--all", action="store_true", help="list every layer, not only those that diverged")
+    cmp.add_argument("--json", action="store_true", help="print the report as JSON records")
+    cmp.add_argument("--timeout", type=_tolerance, default=120.0, metavar="SECONDS",
+                     help="how long the target may take on one batch of layers before it counts as hung")
+    cmp.set_defaults(func=cmd_compare)
 
     info = sub.add_parser("info", help="describe a model without running it", parents=[common])
     info.add_argument("model", help="the model's .xml file")
@@ -370,6 +591,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("model", help="the model's .xml file")
     check.add_argument("--bin", help="the weights file (default: the .xml's sibling .bin)")
     check.add_argument("--json", action="store_true", help="print the findings as JSON records")
+    check.add_argument("--strict", action="store_true",
+                       help="also report what the model's constants make rely on behaviour the spec leaves "
+                            "undefined (as run --strict does, without running); exit 1 if there is any")
     check.set_defaults(func=cmd_validate)
 
     docs = sub.add_parser("examples", help="run the example layers of spec documents and check their values", parents=[common])

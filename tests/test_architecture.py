@@ -5,7 +5,7 @@
     ops                           op declarations (schema, inference, kernel) and the registry
     checks                        shape/type inference over a graph, conformance findings
     runtime                       the interpreter, regions, profiling, input helpers
-    api, summary, examples        what users call
+    api, summary, examples, debug what users call (debug: compare, dumps, numerics)
     cli, the package itself       the command line and the public namespace
 
 `targets` (other runtimes in worker processes) imports nothing of irscatter's but itself.
@@ -22,7 +22,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "irscatter"
 LAYERS = {
     "irscatter.errors": 0, "irscatter.limits": 0, "irscatter.findings": 0, "irscatter.labels": 0,
     "irscatter.ir": 1, "irscatter.ops": 2, "irscatter.checks": 3, "irscatter.runtime": 4,
-    "irscatter.api": 5, "irscatter.summary": 5, "irscatter.examples": 5,
+    "irscatter.api": 5, "irscatter.summary": 5, "irscatter.examples": 5, "irscatter.debug": 5,
     "irscatter.cli": 6, "irscatter": 6,
 }
 

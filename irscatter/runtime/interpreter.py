@@ -34,7 +34,9 @@ from irscatter.ir.graph import Layer, Model, output_name
 from irscatter.ir.shapes import PartialShape
 from irscatter.ir.topology import Source
 from irscatter.ops.base import Op, TensorInfo
+from irscatter.ops.common import strict as strict_mode
 from irscatter.ops.state import core as state
+from irscatter.runtime.precision import active_plan, emulating
 from irscatter.runtime.variables import VariableState
 
 _BOUNDARY = ("Parameter", "Const", "Result")
@@ -140,7 +142,12 @@ class OutputSpec:
 class Outputs(dict):
     """The outputs of a run: a dict keyed by output name, in the order of the model's
     outputs, that also answers to an output's position (`out[0]`) and to its `OutputSpec`
-    (`out[compiled.outputs[0]]`), as OpenVINO's results do."""
+    (`out[compiled.outputs[0]]`), as OpenVINO's results do.
+
+    `findings` holds what a `run(..., strict=True)` found the model relying on (warnings whose
+    code is the label); it is empty otherwise."""
+
+    findings: tuple[Finding, ...] | list[Finding] = ()  # a strict run gives the instance its list
 
     def __getitem__(self, key: Any) -> np.ndarray:
         if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
@@ -325,6 +332,10 @@ class CompiledModel:
                              f"array for a one-input model; got {type(feeds).__name__}", file=self.model.source,
                              label="unknown-input")
 
+    def feed_arrays(self, feeds: Any) -> list[np.ndarray]:
+        """The fed arrays in input order, as a run would bind and check them."""
+        return self._bind(feeds)
+
     def _bind(self, feeds: Any) -> list[np.ndarray]:
         file = self.model.source
         bound: list[np.ndarray | None] = [None] * len(self.inputs)
@@ -404,9 +415,14 @@ class CompiledModel:
         donate: Iterable[Any] = (),
         outputs: Iterable[str] | None = None,
         timings: list[tuple[Layer, float, bool]] | None = None,
+        strict: bool = False,
+        precision: str | None = None,
     ) -> Outputs:
         """Run on `feeds`; see `RunnableModel.run`. `timings`, when given, receives (layer,
-        seconds, whether the kernel wrote in place) for every kernel call, in execution order."""
+        seconds, whether the kernel wrote in place) for every kernel call, in execution order.
+        `strict=True` also reports each use of behaviour the spec leaves undefined, in
+        `Outputs.findings` (see `RunnableModel.run`). `precision="f16"|"bf16"` emulates a device
+        inferring in that precision (see `runtime/precision.py`)."""
         bound = self._bind(feeds)
         donated = self._donated(donate)
         # A donated buffer that another feed also reaches (the same array fed twice, or a
@@ -415,12 +431,14 @@ class CompiledModel:
                             if not any(j != i and np.may_share_memory(bound[i], b) for j, b in enumerate(bound)))
         wanted = None if outputs is None else self._selection(outputs)
         intermediate_run = intermediate or wanted is not None
-        results = self._run_bound(bound, donated, intermediate_run, hook, timings)
+        with strict_mode.collecting(strict_mode.Collector() if strict else None) as collector:
+            with emulating(precision):  # a no-op without a precision
+                results = self._run_bound(bound, donated, intermediate_run, hook, timings)
         if intermediate:
-            return Outputs(results)
+            return _with_findings(Outputs(results), collector)
         if wanted is not None:
             results = {name: results[key] for name, key in wanted.items()}
-        return self._owned(results, bound, donated)
+        return _with_findings(self._owned(results, bound, donated), collector)
 
     def _selection(self, names: Iterable[str]) -> dict[str, str]:
         """Each requested name with the key its value is recorded under ("<layer>:<port>"):
@@ -537,8 +555,12 @@ class CompiledModel:
             self._consts = [(slot, self._const(layer)) for slot, layer in self.const_slots]
         for slot, array in self._consts:
             values[slot] = array
+        rounding = active_plan(self)  # None unless a run emulates f16 or bf16
+        if rounding is not None:
+            rounding.round_boundary(values, self.param_slots, donated)
         # Buffers are reused only when nothing can observe the overwritten input afterwards.
         reuse_allowed = not intermediate and hook is None
+        strict = strict_mode.collector()  # looked up once per run: strict mode off costs nothing per step
         for step in self.steps:
             reuse = False
             if step.reuse_slot is not None and reuse_allowed:
@@ -547,6 +569,10 @@ class CompiledModel:
                 else:
                     reuse = _owned(values, step.reuse_slot)
             args = [values[s] for s in step.inputs]
+            if rounding is not None:
+                rounding.round_inputs(step.layer.id, args, step.inputs)
+            if strict is not None:
+                strict.layer = step.layer
             start = time.perf_counter() if timings is not None else 0.0
             try:
                 if reuse:
@@ -562,6 +588,8 @@ class CompiledModel:
                                      layer=step.layer.ref, line=step.layer.line, label="out-of-memory") from None
             if timings is not None:
                 timings.append((step.layer, time.perf_counter() - start, reuse))
+            if rounding is not None:
+                out = rounding.round_outputs(step.layer.id, out, args)
             if isinstance(out, tuple):
                 for slot, array in zip(step.outputs, out):
                     values[slot] = array
@@ -573,7 +601,16 @@ class CompiledModel:
             if not intermediate:
                 for slot in step.release:
                     values[slot] = None
+        if rounding is not None:
+            rounding.round_results(values)
         return values
+
+
+def _with_findings(outputs: Outputs, collector: strict_mode.Collector | None) -> Outputs:
+    """The outputs of a run, carrying the findings of its strict collector (if strict)."""
+    if collector is not None:
+        outputs.findings = collector.findings
+    return outputs
 
 
 def caller_owned(values: list[Any], fed: list[np.ndarray]) -> list[Any]:

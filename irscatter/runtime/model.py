@@ -58,9 +58,10 @@ class RunnableModel(Model):
         """The layers in the order they run."""
         return self.compile().get_ordered_ops()
 
-    def validate(self) -> Report:  # type: ignore[override]
-        """Every conformance finding about this model (`irscatter.validate`)."""
-        return conformance.validate(self)
+    def validate(self, *, strict: bool = False) -> Report:  # type: ignore[override]
+        """Every conformance finding about this model (`irscatter.validate`); `strict=True` adds
+        the strict-mode findings its constants decide."""
+        return conformance.validate(self, strict=strict)
 
     def run(
         self,
@@ -70,6 +71,8 @@ class RunnableModel(Model):
         hook: Any = None,
         donate: Iterable[Any] = (),
         outputs: Iterable[str] | None = None,
+        strict: bool = False,
+        precision: str | None = None,
     ) -> Outputs:
         """Run the model on `feeds`: a dict keyed by input name, tensor name, position or
         `InputSpec`; a list in input order; or one array for a one-input model.
@@ -89,9 +92,28 @@ class RunnableModel(Model):
         donated array, whose contents are unspecified after the run). Intermediate buffers
         are reused the same way whenever nothing else can see them; `intermediate=True` and a
         `hook` turn all reuse off.
+
+        `strict=True` reports every place where the run relies on behaviour the spec leaves
+        undefined or only "expects" (duplicate scatter indices without a reduction, an index
+        outside the range the spec expects, integer overflow, ...), where irscatter otherwise
+        silently makes its one documented choice. The outputs are the same either way; the
+        findings are in `outputs.findings`, `Finding`s of severity "warning" whose code is the
+        label, each naming the layer (for a layer inside an If, Loop or TensorIterator body,
+        the outer layer, with the body and inner layer in the message), the port and the
+        positions. A model whose strict runs find nothing computes the same on any conforming
+        runtime. Without `strict` the cost is nil and `outputs.findings` is empty.
+
+        `precision="f16"` or `"bf16"` emulates a device that infers in that precision: every
+        f32 value a layer produces (and every f32 input and Const) is rounded to it, round to
+        nearest even, and stored back as f32, except in the layers OpenVINO keeps in f32
+        (`irscatter.runtime.precision` says which). In f16 a magnitude beyond 65504 becomes inf,
+        so `intermediate=True` shows the first layer that overflows. The values recorded and
+        those a hook sees are the rounded ones, inside If, Loop and TensorIterator bodies too.
+        Without a precision the run is the plain f32 one.
         """
         return self.compile().run(feeds if feeds is not None else {}, intermediate=intermediate, hook=hook,
-                                  donate=donate, outputs=outputs)
+                                  donate=donate, outputs=outputs, strict=strict,
+                                  precision=precision)
 
     def __call__(self, feeds: Any = None, **kwargs: Any) -> Outputs:
         return self.run(feeds, **kwargs)

@@ -16,6 +16,7 @@ import numpy as np
 from irscatter.errors import IRError, ValidationError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Body, Layer
+from irscatter.ops.common import strict
 from irscatter.runtime.interpreter import CompiledModel
 from irscatter.runtime.subgraph import inside
 
@@ -53,7 +54,8 @@ class Region:
     def __call__(self, *vectors: np.ndarray) -> list[np.ndarray]:
         n = len(vectors[0]) if vectors else 0
         try:
-            outs = self._vector.run_positional(list(vectors))
+            with strict.inside("body"):  # the combiner's own layers run here, under the owner's
+                outs = self._vector.run_positional(list(vectors))
         except IRError as e:
             raise inside(e) from None
         return [np.broadcast_to(o, (n,)) if o.ndim == 0 else o.reshape(n) for o in outs]

@@ -24,6 +24,7 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Body, Layer
 from irscatter.ir.shapes import PartialShape
 from irscatter.ops.base import TensorInfo
+from irscatter.ops.common import strict
 from irscatter.runtime.interpreter import CompiledModel, Observer, observer
 
 
@@ -77,10 +78,11 @@ class Subgraph:
         arrays = [feeds[pid] for pid in self.parameter_ids]
         watching = observer()
         try:
-            if watching is None:
-                outs = self.model.run_positional(arrays)
-            else:
-                outs = self.model.run_positional(arrays, observe=watching.enter(owner, scope))
+            with strict.inside(scope):  # a strict finding in here names the outer layer, then this body
+                if watching is None:
+                    outs = self.model.run_positional(arrays)
+                else:
+                    outs = self.model.run_positional(arrays, observe=watching.enter(owner, scope))
         except IRError as e:
             raise inside(e, scope) from None
         return dict(zip(self.result_ids, outs))

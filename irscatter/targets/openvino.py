@@ -48,6 +48,11 @@ class OpenVINOProcess:
         return self._worker.request({"kind": "infer", "xml": os.fspath(xml), "feeds": _plain(feeds),
                                      "device": device, "config": dict(config or {}), "check_stable": check_stable})
 
+    def output_names(self, xml: str | os.PathLike) -> list[list[str]]:
+        """The tensor names of each output of the model as OpenVINO reads it, in the order
+        `infer` returns the outputs (which need not be the order of the Results in the file)."""
+        return self._worker.request({"kind": "output_names", "xml": os.fspath(xml)})
+
     def infer_steps(self, xml: str | os.PathLike, steps: Sequence[Feeds], *, device: str = "CPU",
                     config: Mapping[str, str] | None = None, check_stable: bool = True) -> list[list[np.ndarray]]:
         """One infer request run on each feed in turn, so that a stateful model's variables carry
@@ -137,6 +142,8 @@ class _Handler:
             return self.infer(request)
         if kind == "evaluate":
             return self.evaluate(request)
+        if kind == "output_names":
+            return [sorted(port.get_names()) for port in self.core.read_model(request["xml"]).outputs]
         raise TargetFailure("refused", f"unknown request {kind!r}")
 
     def infer(self, request: dict[str, Any]) -> list[np.ndarray]:

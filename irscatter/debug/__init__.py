@@ -1,0 +1,13 @@
+"""Finding what went wrong: irscatter as the reference that other runtimes are judged against.
+
+It sits beside `api.py`, above the runtime, and may drive other runtimes through
+`irscatter.targets`:
+
+* `metrics`: how far one tensor is from another (absolute, relative, ulp, cosine, NRMSE) and
+  the tolerance presets a comparison judges by;
+* `compare`: irscatter's values of every tensor against a target's, layer by layer (each
+  layer run alone on the target, fed irscatter's inputs) or on the whole model, with a
+  bisection over the graph to find the first layer that diverges;
+* `dump`: saving intermediate values, their statistics, and the first layer that turns finite
+  inputs into NaN or infinity.
+"""

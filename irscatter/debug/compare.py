@@ -1,0 +1,646 @@
+"""Which layer went wrong: irscatter's value of every tensor against a target runtime's.
+
+irscatter computes every tensor of the model once, without changing the graph, and is the
+reference. Two ways to ask the target:
+
+* Layer by layer (`compare_layers`): each layer runs on the target alone, fed irscatter's
+  values of its inputs, so every kernel is judged on identical inputs, with no fusion and no
+  error carried from upstream. Inputs that are constants in the model (Consts, and values
+  irscatter's inference folds, such as shape arithmetic) stay constants, as the target would
+  see them after its own folding; the others become Parameters. Many layers go into one
+  target model, so that a target compiles once per batch; when a batch fails (the target
+  refuses it, crashes or hangs), it is halved until the layer at fault stands alone.
+* The whole model (`compare_whole`): the target runs the model file as it compiles it, fusions
+  and all, and its outputs are compared. `bisect=True` then looks for the first layer whose
+  value diverges, by running prefixes of the graph in topological order (each prefix returns
+  every tensor that later layers read) and halving the range between a clean prefix and a
+  diverging one.
+
+The target runs in a worker process (`irscatter.targets`): a crash or a hang on one layer is a
+finding about that layer, never the end of the comparison.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from irscatter.debug.metrics import TensorDiff, Tolerance, diff, preset_for
+from irscatter.errors import UsageError
+from irscatter.ir.element_types import ElementType
+from irscatter.ir.graph import Layer
+from irscatter.ir.writer import IRWriter, Tensor
+from irscatter.runtime.interpreter import CompiledModel
+from irscatter.targets.worker import TargetFailure
+
+Source = tuple[int, int]
+_BOUNDARY = ("Parameter", "Const", "Result")
+# Layers whose value on a target cannot be judged against irscatter's from the layer alone.
+_NO_STANDALONE_FORM = {
+    "ReadValue": "a variable's value belongs to the model's state, which a layer alone does not carry",
+    "Assign": "it writes the model's state and has no output to compare",
+    "Multinomial": "it draws from the target's own random generator",
+}
+PRECISIONS = ("f32", "f16", "bf16")
+
+
+class Target(Protocol):
+    """A runtime to compare with: it runs an IR file on named feeds."""
+
+    name: str
+
+    def infer(self, xml: Path, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]: ...
+
+    def output_names(self, xml: Path) -> list[list[str]]: ...
+
+    def describe(self) -> str: ...
+
+    def close(self) -> None: ...
+
+
+class OpenVINOTarget:
+    """OpenVINO on a device, in a worker process, at an inference precision (its
+    INFERENCE_PRECISION_HINT; f32 unless asked otherwise, since a CPU with bf16 units would
+    otherwise pick bf16 by itself)."""
+
+    def __init__(self, device: str = "CPU", precision: str = "f32", timeout: float = 120.0) -> None:
+        from irscatter.targets.openvino import OpenVINOProcess
+
+        self.device, self.precision = device, precision
+        self.name = f"openvino:{device}"
+        self._process = OpenVINOProcess(timeout=timeout)
+
+    def infer(self, xml: Path, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        return self._process.infer(xml, dict(feeds), device=self.device,
+                                   config={"INFERENCE_PRECISION_HINT": self.precision})
+
+    def output_names(self, xml: Path) -> list[list[str]]:
+        return self._process.output_names(xml)
+
+    def describe(self) -> str:
+        release = self._process.version().split("-")[0]  # 2026.4.1, without the build string
+        return f"OpenVINO {release} {self.device} at {self.precision}"
+
+    def close(self) -> None:
+        self._process.close()
+
+
+def open_target(spec: str, precision: str = "f32", timeout: float = 120.0) -> OpenVINOTarget:
+    """A target from its command-line spelling: `openvino` or `openvino:DEVICE`."""
+    kind, _, device = spec.partition(":")
+    if kind != "openvino":
+        raise UsageError(f'--target {spec}: the targets are "openvino" and "openvino:DEVICE"')
+    if precision not in PRECISIONS:
+        raise UsageError(f"--target-precision must be one of {', '.join(PRECISIONS)}, got {precision}")
+    return OpenVINOTarget(device or "CPU", precision, timeout)
+
+
+# --- tolerances ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    """How tensors are judged: the presets of the target's precision, unless `rtol`/`atol`
+    are given; `overrides` are (pattern, tolerance) pairs whose pattern (a regular
+    expression, searched in the tensor's `"<layer name>:<port>"` key) picks the tensors they
+    apply to, the last matching one winning."""
+
+    precision: str = "f32"
+    rtol: float | None = None
+    atol: float | None = None
+    overrides: tuple[tuple[re.Pattern[str], Tolerance], ...] = ()
+
+    def for_tensor(self, key: str, dtype: np.dtype) -> Tolerance | None:
+        preset = preset_for(dtype, self.precision)
+        if preset is None:
+            return None  # integers, booleans and strings are exact whatever is asked
+        chosen = Tolerance(preset.rtol if self.rtol is None else self.rtol,
+                           preset.atol if self.atol is None else self.atol)
+        for pattern, tolerance in self.overrides:
+            if pattern.search(key):
+                chosen = tolerance
+        return chosen
+
+
+def parse_override(text: str) -> tuple[re.Pattern[str], Tolerance]:
+    """`PATTERN=RTOL[,ATOL]`, as `--tol` takes it."""
+    pattern, sep, numbers = text.rpartition("=")
+    try:
+        values = [float(v) for v in numbers.split(",")] if sep else []
+        compiled = re.compile(pattern)
+    except (ValueError, re.error) as e:
+        raise UsageError(f'--tol {text}: expected PATTERN=RTOL[,ATOL] ({e})') from None
+    if not sep or not pattern or not 1 <= len(values) <= 2 or not all(v >= 0 and np.isfinite(v) for v in values):
+        raise UsageError(f'--tol {text}: expected PATTERN=RTOL[,ATOL] with tolerances of at least 0')
+    return compiled, Tolerance(values[0], values[1] if len(values) > 1 else values[0])
+
+
+# --- the report ----------------------------------------------------------------------------------
+
+
+@dataclass
+class TensorResult:
+    key: str  # "<layer name>:<port id>"
+    diff: TensorDiff
+
+
+@dataclass
+class LayerResult:
+    """One layer's verdict: `passed`, `failed` (a tensor outside tolerance), `not compared`
+    (with the reason), or the target's failure on it: `crashed`, `hung`, `refused`, `unstable`."""
+
+    position: int  # in topological order
+    id: int
+    name: str
+    op: str  # Type-version
+    line: int | None
+    status: str
+    reason: str | None = None
+    tensors: list[TensorResult] = field(default_factory=list)
+
+    @property
+    def diverged(self) -> bool:
+        return self.status in ("failed", "crashed", "hung", "unstable")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"position": self.position, "id": self.id, "name": self.name, "op": self.op, "line": self.line,
+                "status": self.status, "reason": self.reason,
+                "tensors": [{"key": t.key, **t.diff.to_json()} for t in self.tensors]}
+
+
+@dataclass
+class Report:
+    model: str
+    target: str
+    mode: str  # "layers", "whole" or "dumps"
+    layers: list[LayerResult] = field(default_factory=list)
+    outputs: list[LayerResult] = field(default_factory=list)  # whole mode: one record per model output
+    bisect: LayerResult | None = None  # whole mode with bisect: the first layer found diverging
+    bisect_note: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def records(self) -> list[LayerResult]:
+        return self.layers if self.mode != "whole" else self.outputs
+
+    @property
+    def first_divergence(self) -> LayerResult | None:
+        if self.bisect is not None:
+            return self.bisect
+        return next((r for r in self.records if r.diverged), None)
+
+    @property
+    def ok(self) -> bool:
+        return not any(r.diverged for r in self.records) and self.bisect is None
+
+    def to_json(self) -> dict[str, Any]:
+        first = self.first_divergence
+        return {"model": self.model, "target": self.target, "mode": self.mode, "ok": self.ok,
+                "seconds": round(self.seconds, 3),
+                "first_divergence": None if first is None else {"id": first.id, "name": first.name, "op": first.op},
+                "records": [r.to_json() for r in self.records],
+                "bisect": None if self.bisect is None else self.bisect.to_json(), "bisect_note": self.bisect_note}
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for r in self.records:
+            out[r.status] = out.get(r.status, 0) + 1
+        return out
+
+
+# --- irscatter's values ---------------------------------------------------------------------------
+
+
+def reference_values(compiled: CompiledModel, feeds: Any, precision: str | None = None) -> dict[Source, np.ndarray]:
+    """Every tensor of the model as irscatter computes it, keyed (layer id, output position);
+    with `precision` ("f16", "bf16"), as irscatter emulates a device inferring in it.
+
+    Read through a hook, not `intermediate=True`, so that two layers of one name cannot
+    collide; the hook also turns buffer reuse off, so no value is overwritten later."""
+    values: dict[Source, np.ndarray] = {}
+    outer = compiled.layers
+
+    def keep(layer: Layer, _inputs: tuple, outputs: tuple) -> None:
+        if outer.get(layer.id) is layer:  # a layer of a body is reported renamed: not ours
+            for pos, value in enumerate(outputs):
+                if value is not None:
+                    values[(layer.id, pos)] = value
+
+    compiled.run(feeds, hook=keep, precision=precision)
+    for spec, array in zip(compiled.inputs, compiled.feed_arrays(feeds)):
+        values[(spec.layer.id, 0)] = array
+    for lid in compiled.order:
+        layer = compiled.layers[lid]
+        if layer.type == "Const":
+            values[(lid, 0)] = layer.const_value
+    return values
+
+
+# --- layer by layer ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Batching:
+    """How many layers go into one target model: at most `layers`, and at most `feed_bytes` of
+    fed values (a batch that would pass it is closed before the layer that would)."""
+
+    layers: int = 256
+    feed_bytes: int = 256 << 20
+
+
+def compare_layers(compiled: CompiledModel, feeds: Any, target: Target, tolerances: Tolerances, *,
+                   values: dict[Source, np.ndarray] | None = None, batching: Batching = Batching(),
+                   progress: Callable[[int, int], None] | None = None) -> Report:
+    """Every layer of `compiled` run alone on `target`, fed irscatter's values of its inputs."""
+    start = time.perf_counter()
+    values = reference_values(compiled, feeds) if values is None else values
+    report = Report(compiled.model.source, target.describe(), "layers")
+    candidates = []
+    for position, lid in enumerate(lid for lid in compiled.order if compiled.layers[lid].type not in _BOUNDARY):
+        record = _record(compiled, lid, position)
+        reason = _no_standalone_form(compiled, lid, values)
+        if reason:
+            record.status, record.reason = "not compared", reason
+        else:
+            candidates.append(record)
+        report.layers.append(record)
+    with tempfile.TemporaryDirectory(prefix="irscatter-compare-") as folder:
+        runner = _LayerRunner(compiled, values, target, tolerances, Path(folder))
+        done = 0
+        for batch in _batches(candidates, compiled, values, batching):
+            runner.run(batch)
+            done += len(batch)
+            if progress is not None:
+                progress(done, len(candidates))
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _record(compiled: CompiledModel, lid: int, position: int) -> LayerResult:
+    layer, op = compiled.layers[lid], compiled.ops[lid]
+    return LayerResult(position, lid, layer.name, f"{op.type_name}-{op.version}", layer.line, "pending")
+
+
+def _no_standalone_form(compiled: CompiledModel, lid: int, values: Mapping[Source, np.ndarray]) -> str | None:
+    layer = compiled.layers[lid]
+    if layer.type in _NO_STANDALONE_FORM:
+        return _NO_STANDALONE_FORM[layer.type]
+    if compiled.ops[lid].domain != "opset":
+        return f"its op belongs to irscatter's own {compiled.ops[lid].domain} opset, which the target does not have"
+    for src in compiled.sources[lid]:
+        if src is not None and src not in values:
+            return "irscatter did not compute one of its inputs"
+    if not any((lid, pos) in values for pos in range(len(layer.outputs))):
+        return "irscatter did not compute its outputs"
+    return None
+
+
+def _batches(records: list[LayerResult], compiled: CompiledModel, values: Mapping[Source, np.ndarray],
+             batching: Batching) -> Iterable[list[LayerResult]]:
+    batch: list[LayerResult] = []
+    size = 0
+    for record in records:
+        fed = sum(values[src].nbytes for src in compiled.sources[record.id] if src is not None)
+        if batch and (len(batch) >= batching.layers or size + fed > batching.feed_bytes):
+            yield batch
+            batch, size = [], 0
+        batch.append(record)
+        size += fed
+    if batch:
+        yield batch
+
+
+class _LayerRunner:
+    """Runs batches of layers on the target, halving a batch that fails."""
+
+    def __init__(self, compiled: CompiledModel, values: dict[Source, np.ndarray], target: Target,
+                 tolerances: Tolerances, folder: Path) -> None:
+        self.compiled, self.values, self.target, self.tolerances, self.folder = (
+            compiled, values, target, tolerances, folder)
+        self._count = 0
+
+    def run(self, batch: list[LayerResult]) -> None:
+        xml, feeds, results = self._write(batch)
+        try:
+            outputs = self.target.infer(xml, feeds)
+        except TargetFailure as failure:
+            if len(batch) > 1:
+                half = len(batch) // 2
+                self.run(batch[:half])
+                self.run(batch[half:])
+                return
+            batch[0].status, batch[0].reason = failure.kind, failure.message
+            return
+        for (record, pos), got in zip(results, outputs):
+            key = self._key(record.id, pos)
+            want = self.values[(record.id, pos)]
+            record.tensors.append(TensorResult(key, diff(got, want, self.tolerances.for_tensor(key, want.dtype))))
+        for record in batch:
+            record.status = "failed" if any(not t.diff.passed for t in record.tensors) else "passed"
+
+    def _key(self, lid: int, pos: int) -> str:
+        layer = self.compiled.layers[lid]
+        return f"{layer.name}:{layer.outputs[pos].id}"
+
+    def _write(self, batch: list[LayerResult]) -> tuple[Path, dict[str, np.ndarray], list[tuple[LayerResult, int]]]:
+        compiled, values = self.compiled, self.values
+        writer = IRWriter("layers")
+        feeds: dict[str, np.ndarray] = {}
+        results: list[tuple[LayerResult, int]] = []
+        for record in batch:
+            lid = record.id
+            layer = compiled.layers[lid]
+            sources = []
+            for i, src in enumerate(compiled.sources[lid]):
+                if src is None:
+                    sources.append(None)
+                    continue
+                name = f"l{lid}_in{i}"
+                if _constant_on_target(compiled, src):
+                    sources.append(writer.const(name, values[src], compiled.infos[src].etype))
+                else:
+                    sources.append(writer.parameter(name, compiled.infos[src].etype, values[src].shape, (name,)))
+                    feeds[name] = values[src]
+            inputs = [_typed(compiled, values, src) for src in compiled.sources[lid]]
+            outputs = [_typed(compiled, values, (lid, pos)) for pos in range(len(layer.outputs))]
+            produced = writer.copy(layer, sources, inputs, outputs)
+            for pos, tensor in enumerate(produced):
+                if (lid, pos) in values:
+                    etype, shape = outputs[pos]
+                    writer.result(f"l{lid}_out{pos}", tensor, etype, shape)
+                    results.append((record, pos))
+        self._count += 1
+        xml = writer.save(self.folder / f"batch{self._count}.xml")
+        return xml, feeds, results
+
+
+def _constant_on_target(compiled: CompiledModel, src: Source) -> bool:
+    """Whether the target sees this input as a constant: a Const, or a value irscatter's
+    inference folded (shape arithmetic), which the target folds too. Packed element types
+    (u4, i4, ...) go as constants as well, since they cannot be fed as arrays."""
+    info = compiled.infos[src]
+    return (compiled.layers[src[0]].type == "Const" or info.value is not None
+            or info.etype.is_packed)
+
+
+def _typed(compiled: CompiledModel, values: Mapping[Source, np.ndarray],
+           src: Source | None) -> tuple[ElementType | None, tuple[int, ...] | None]:
+    if src is None:
+        return None, None
+    info = compiled.infos[src]
+    value = values.get(src)
+    return info.etype, (tuple(value.shape) if value is not None else
+                        info.shape.to_tuple() if info.shape.is_static else None)
+
+
+# --- the whole model ----------------------------------------------------------------------------
+
+
+def compare_whole(compiled: CompiledModel, feeds: Any, target: Target, tolerances: Tolerances, *,
+                  bisect: bool = False, values: dict[Source, np.ndarray] | None = None) -> Report:
+    """The model file as the target compiles it, its outputs against irscatter's; with
+    `bisect`, then the first layer whose value diverges."""
+    start = time.perf_counter()
+    values = reference_values(compiled, feeds) if values is None else values
+    report = Report(compiled.model.source, target.describe(), "whole")
+    xml = Path(compiled.model.source)
+    named = _named_feeds(compiled, values)
+    try:
+        got = target.infer(xml, named)
+        names = target.output_names(xml)
+    except TargetFailure as failure:
+        report.outputs = [_output_record(compiled, i, failure.kind, failure.message) for i in range(len(compiled.outputs))]
+        report.seconds = time.perf_counter() - start
+        return report
+    for i, spec in enumerate(compiled.outputs):
+        record = _output_record(compiled, i, "pending")
+        j = _match_output(spec.names, spec.name, names, i)
+        src = compiled.sources[spec.layer.id][0]
+        if j is None:
+            record.status, record.reason = "not compared", "the target has no output of this name"
+        else:
+            want = values[src]
+            tensor = TensorResult(spec.name, diff(got[j], want, tolerances.for_tensor(_key_of(compiled, src), want.dtype)))
+            record.tensors.append(tensor)
+            record.status = "passed" if tensor.diff.passed else "failed"
+        report.outputs.append(record)
+    if bisect and not report.ok:
+        with tempfile.TemporaryDirectory(prefix="irscatter-bisect-") as folder:
+            report.bisect, report.bisect_note = _bisect(compiled, values, target, tolerances, Path(folder))
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _named_feeds(compiled: CompiledModel, values: Mapping[Source, np.ndarray]) -> dict[str, np.ndarray]:
+    """The feeds under a name the target knows each input by: its first tensor name, else its
+    Parameter's name."""
+    return {(spec.names[0] if spec.names else spec.name): values[(spec.layer.id, 0)] for spec in compiled.inputs}
+
+
+def _match_output(names: tuple[str, ...], name: str, target_names: list[list[str]], position: int) -> int | None:
+    wanted = set(names) | {name}
+    for j, theirs in enumerate(target_names):
+        if wanted & set(theirs):
+            return j
+    if not any(target_names) and position < len(target_names):
+        return position  # neither side names its outputs: the order of the Results decides
+    return None
+
+
+def _output_record(compiled: CompiledModel, i: int, status: str, reason: str | None = None) -> LayerResult:
+    spec = compiled.outputs[i]
+    lid, _ = compiled.sources[spec.layer.id][0]
+    layer, op = compiled.layers[lid], compiled.ops[lid]
+    position = [x for x in compiled.order if compiled.layers[x].type not in _BOUNDARY].index(lid) \
+        if layer.type not in _BOUNDARY else -1
+    return LayerResult(position, lid, layer.name, f"{op.type_name}-{op.version}", layer.line, status, reason)
+
+
+def _key_of(compiled: CompiledModel, src: Source) -> str:
+    layer = compiled.layers[src[0]]
+    return f"{layer.name}:{layer.outputs[src[1]].id}"
+
+
+def _bisect(compiled: CompiledModel, values: dict[Source, np.ndarray], target: Target, tolerances: Tolerances,
+            folder: Path) -> tuple[LayerResult | None, str]:
+    """The first prefix of the topological order whose cut tensors diverge on the target, by
+    halving; returns its last layer (with the tensors that diverged) and a note on the search."""
+    steps = [lid for lid in compiled.order if compiled.layers[lid].type not in _BOUNDARY]
+    tried = 0
+
+    def diverging(end: int) -> tuple[LayerResult, bool] | None:
+        nonlocal tried
+        tried += 1
+        return _run_prefix(compiled, values, target, tolerances, steps, end, folder / f"prefix{tried}.xml")
+
+    low, high = -1, len(steps) - 1  # prefix `low` is clean (or empty), prefix `high` is to be shown diverging
+    last = diverging(high)
+    if last is None or not last[1]:
+        note = ("the whole graph as irscatter writes it runs clean on the target; the divergence depends on "
+                "something of the original file (its rt_info, or fusions only the full model allows)")
+        return None, note
+    found = last[0]
+    while high - low > 1:
+        middle = (low + high) // 2
+        outcome = diverging(middle)
+        if outcome is not None and outcome[1]:
+            high, found = middle, outcome[0]
+        else:
+            low = middle
+    note = f"{tried} prefixes run; the prefix ending at position {high} is the first that diverges"
+    return found, note
+
+
+def _run_prefix(compiled: CompiledModel, values: dict[Source, np.ndarray], target: Target, tolerances: Tolerances,
+                steps: list[int], end: int, xml: Path) -> tuple[LayerResult, bool] | None:
+    """Run layers steps[0..end] on the target, returning every tensor that a later layer or a
+    Result reads; (the record of steps[end] holding the diverging tensors, whether any did).
+    None when the target could not run the prefix."""
+    inside = set(steps[: end + 1])
+    later_readers = {src for lid in compiled.order if lid not in inside and compiled.layers[lid].type != "Const"
+                     for src in compiled.sources[lid] if src is not None}
+    writer = IRWriter("prefix")
+    made: dict[Source, Tensor] = {}
+    feeds: dict[str, np.ndarray] = {}
+    for lid in compiled.order:
+        layer = compiled.layers[lid]
+        if layer.type == "Parameter":
+            spec = next(s for s in compiled.inputs if s.layer.id == lid)
+            name = spec.names[0] if spec.names else spec.name
+            made[(lid, 0)] = writer.parameter(name, spec.etype, values[(lid, 0)].shape, spec.names or (name,))
+            feeds[name] = values[(lid, 0)]
+        elif layer.type == "Const":
+            made[(lid, 0)] = writer.const(layer.name, values[(lid, 0)], compiled.infos[(lid, 0)].etype)
+        elif lid in inside:
+            sources = [made.get(src) if src is not None else None for src in compiled.sources[lid]]
+            inputs = [_typed(compiled, values, src) for src in compiled.sources[lid]]
+            outputs = [_typed(compiled, values, (lid, pos)) for pos in range(len(layer.outputs))]
+            for pos, tensor in enumerate(writer.copy(layer, sources, inputs, outputs)):
+                made[(lid, pos)] = tensor
+    cut = [src for src in made if src[0] in inside and src in later_readers and src in values]
+    for k, src in enumerate(cut):
+        etype, shape = _typed(compiled, values, src)
+        writer.result(f"cut{k}", made[src], etype, shape)
+    writer.save(xml)
+    used_feeds = {name: value for name, value in feeds.items()}
+    try:
+        got = target.infer(xml, used_feeds)
+    except TargetFailure:
+        return None
+    record = _record(compiled, steps[end], end)
+    diverged = False
+    for src, array in zip(cut, got):
+        key = _key_of(compiled, src)
+        want = values[src]
+        result = TensorResult(key, diff(array, want, tolerances.for_tensor(key, want.dtype)))
+        if not result.diff.passed:
+            diverged = True
+            record.tensors.append(result)
+    record.status = "failed" if diverged else "passed"
+    return record, diverged
+
+
+# --- two dumps ----------------------------------------------------------------------------------
+
+
+def compare_dumps(target: Mapping[str, np.ndarray], reference: Mapping[str, np.ndarray], tolerances: Tolerances,
+                  names: Sequence[str] = ("A", "B")) -> Report:
+    """Two saved sets of tensors (from any runtime), key by key: `target` judged against
+    `reference`. A key on one side only is listed as not compared."""
+    report = Report(f"{names[1]} (reference)", f"{names[0]}", "dumps")
+    keys = list(reference) + [k for k in target if k not in reference]
+    for position, key in enumerate(keys):
+        record = LayerResult(position, position, key, "", None, "pending")
+        if key not in target or key not in reference:
+            record.status = "not compared"
+            record.reason = f"only in {names[1] if key in reference else names[0]}"
+        else:
+            want = np.asarray(reference[key])
+            tensor = TensorResult(key, diff(np.asarray(target[key]), want, tolerances.for_tensor(key, want.dtype)))
+            record.tensors.append(tensor)
+            record.status = "passed" if tensor.diff.passed else "failed"
+        report.layers.append(record)
+    return report
+
+
+# --- the printed report --------------------------------------------------------------------------
+
+_HEADER = ("pos", "layer", "op", "tensor", "verdict", "max abs", "max rel", "cosine", "ulps", "bad")
+_VERDICT = {"passed": "ok", "failed": "FAIL", "not compared": "skip", "crashed": "CRASH", "hung": "HUNG",
+            "refused": "refused", "unstable": "UNSTABLE"}
+
+
+def table(report: Report, every: bool = False) -> str:
+    """The report as an aligned table in topological order: the records that diverged (or,
+    with `every`, all), the first divergence marked, then one summary line."""
+    first = report.first_divergence
+    rows: list[tuple[str, ...]] = []
+    notes: list[str] = []
+    for record in report.records:
+        if not every and record.status == "passed":
+            continue
+        if not every and record.status == "not compared" and report.mode != "dumps":
+            continue  # counted in the summary; --all lists them with their reasons
+        mark = "> " if record is first else "  "
+        pos = "" if record.position < 0 or report.mode == "dumps" else str(record.position)
+        tensors = record.tensors if (every or record.status != "failed") else [
+            t for t in record.tensors if not t.diff.passed]
+        if not tensors:
+            rows.append((mark + pos, record.name, record.op, "", _VERDICT[record.status], "", "", "", "", ""))
+            if record.reason:
+                notes.append(f"{record.name}: {record.reason}")
+            continue
+        for t in tensors:
+            d = t.diff
+            rows.append((mark + pos, record.name, record.op, t.key.rpartition(":")[2] if report.mode != "dumps" else "",
+                         _VERDICT["passed" if d.passed else "failed"] if record.status in ("passed", "failed")
+                         else _VERDICT[record.status],
+                         _number(d.max_abs), _number(d.max_rel), _number(d.cosine, 6), _number(d.max_ulps, 0),
+                         f"{d.mismatches}/{d.count}" if d.problem is None else d.problem))
+            if not d.passed:
+                notes.append(f"{t.key}: {d.summary()}")
+            mark = "  "
+    lines = []
+    if rows:
+        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(_HEADER)]
+        lines.append("  ".join(h.ljust(w) for h, w in zip(_HEADER, widths)).rstrip())
+        lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines += notes
+    if report.bisect_note:
+        lines.append(f"bisect: {report.bisect_note}")
+    lines.append(summary_line(report))
+    return "\n".join(lines)
+
+
+def summary_line(report: Report) -> str:
+    counts = report.counts()
+    what = {"layers": "layer", "whole": "output", "dumps": "tensor"}[report.mode] + (
+        "s" if len(report.records) != 1 else "")
+    done = ", ".join(f"{n} {status}" for status, n in counts.items()) or "nothing to compare"
+    head = f"{len(report.records)} {what} against {report.target} in {report.seconds:.2f} s: {done}"
+    first = report.first_divergence
+    if first is None:
+        return head + "; no divergence"
+    where = f" (line {first.line})" if first.line else ""
+    label = f'layer {first.id} "{first.name}" ({first.op}){where}' if report.mode != "dumps" else f'"{first.name}"'
+    if report.mode == "whole" and report.bisect is None:
+        output = first.tensors[0].key if first.tensors else first.name
+        return (head + f'; output "{output}" of {label} diverges'
+                + ("" if report.bisect_note else "; --bisect looks for the first layer that does"))
+    found = "first diverging layer (bisect)" if report.bisect is not None else "first divergence"
+    return head + f"; {found}: {label}"
+
+
+def _number(value: float | None, digits: int = 3) -> str:
+    if value is None:
+        return ""
+    if digits == 0:
+        return f"{value:.0f}"
+    return f"{value:.{digits}g}" if digits != 6 else f"{value:.6f}"

@@ -1,0 +1,320 @@
+"""`irscatter compare`: tensor metrics, tolerances, the IR writer it builds target models with,
+and the comparison itself against OpenVINO's CPU plugin (always in a worker process)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from chains import chain
+from helpers import cli
+
+import irscatter
+from irscatter.debug import compare
+from irscatter.debug.metrics import PRESETS, Tolerance, diff, preset_for
+from irscatter.ir.writer import IRWriter
+from irscatter.targets.worker import WorkerProcess
+
+MODELS = Path(__file__).resolve().parent.parent / "models"
+DATA = Path(__file__).resolve().parent / "data"
+needs_openvino = pytest.mark.skipif(importlib.util.find_spec("openvino") is None,
+                                    reason="openvino is not installed, so the differential tests against it did not run")
+
+
+# --- metrics -------------------------------------------------------------------------------------
+
+
+def test_exact_types_compare_exactly_and_name_the_first_difference():
+    want = np.array([[1, 2], [3, 4]], np.int32)
+    assert diff(want.copy(), want, PRESETS["f32"]).passed
+    got = want.copy()
+    got[1, 0] = 5
+    d = diff(got, want, PRESETS["f32"])  # a tolerance given for an integer tensor is not used
+    assert not d.passed and d.tolerance is None
+    assert (d.mismatches, d.worst, int(d.worst_target), int(d.worst_reference)) == (1, (1, 0), 5, 3)
+    assert "1 of 4 elements differ; first at [1, 0]: 5 vs 3" == d.summary()
+
+
+def test_the_tolerance_rule_scales_atol_with_the_largest_magnitude():
+    want = np.array([1000.0, 0.0, 1.0], np.float32)
+    tol = Tolerance(rtol=0.0, atol=1e-3)
+    # 1e-3 of the largest magnitude (1000) is 1: an error of 0.9 at the zero passes, 1.1 does not
+    assert diff(want + np.array([0, 0.9, 0], np.float32), want, tol).passed
+    failed = diff(want + np.array([0, 1.1, 0], np.float32), want, tol)
+    assert not failed.passed and failed.worst == (1,) and failed.mismatches == 1
+    # the smallest tolerances that would pass, each at the other as given
+    assert failed.required.atol == pytest.approx(1.1e-3, rel=1e-6)
+    assert math.isinf(failed.required.rtol)  # no rtol passes an error at a zero reference
+    assert diff(want + np.array([0, 1.1, 0], np.float32), want, Tolerance(0.0, failed.required.atol * 1.0001)).passed
+
+
+def test_float_metrics_on_known_values():
+    want = np.array([3.0, 4.0, 0.0, -1.0], np.float32)
+    got = np.array([3.0, 4.5, 0.0, -1.0], np.float32)
+    d = diff(got, want, Tolerance(1e-3, 1e-3))
+    assert not d.passed
+    assert d.max_abs == pytest.approx(0.5) and d.max_rel == pytest.approx(0.125)
+    assert d.mean_abs == pytest.approx(0.125)
+    g, w = got.astype(np.float64), want.astype(np.float64)  # computed in f64
+    assert d.cosine == pytest.approx(float(g @ w) / (np.linalg.norm(g) * np.linalg.norm(w)), rel=1e-12)
+    assert d.nrmse == pytest.approx(math.sqrt(0.25 / 4) / math.sqrt(26 / 4))
+    assert d.max_ulps == float(np.float32(4.5).view(np.int32) - np.float32(4.0).view(np.int32))
+
+
+def test_nan_and_infinity_on_one_side_always_fail():
+    want = np.array([np.nan, np.inf, -np.inf, 1.0], np.float32)
+    assert diff(want.copy(), want, Tolerance(0, 0)).passed  # NaN equals NaN, inf equals inf
+    got = np.array([np.nan, np.inf, np.inf, np.nan], np.float32)
+    d = diff(got, want, Tolerance(1e9, 1e9))
+    assert not d.passed and d.mismatches == 2
+    assert "2 NaN or infinite on one side only, first at [2]" in d.nonfinite
+
+
+@pytest.mark.parametrize("got, problem", [
+    (np.zeros((2, 3), np.float32), "shape [2, 3], irscatter's is [3, 2]"),
+    (np.zeros((3, 2), np.float64), "element type float64, irscatter's is float32"),
+])
+def test_shape_and_type_mismatches_are_the_whole_verdict(got, problem):
+    d = diff(got, np.zeros((3, 2), np.float32), PRESETS["f32"])
+    assert not d.passed and d.summary() == problem
+
+
+@pytest.mark.parametrize("shape", [(), (0,), (2, 0, 3), (1,), (2, 3, 1, 2, 2)])
+def test_every_rank_and_empty_tensors(shape):
+    want = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    d = diff(want.copy(), want, PRESETS["f32"])
+    assert d.passed and d.count == want.size and d.max_abs == 0.0
+    json.dumps(d.to_json())  # always JSON-serialisable
+
+
+def test_presets_follow_the_coarser_of_the_target_precision_and_the_tensor_type():
+    import ml_dtypes
+
+    assert preset_for(np.dtype(np.int64), "bf16") is None
+    assert preset_for(np.dtype(np.bool_)) is None
+    assert preset_for(np.dtype(np.float32), "f32") == PRESETS["f32"]
+    assert preset_for(np.dtype(np.float32), "f16") == PRESETS["f16"]
+    assert preset_for(np.dtype(np.float16), "f32") == PRESETS["f16"]
+    assert preset_for(np.dtype(ml_dtypes.bfloat16), "f16") == PRESETS["bf16"]
+    assert preset_for(np.dtype(np.float64), "f32") == PRESETS["f32"]
+
+
+def test_tolerance_overrides_by_pattern_and_their_errors():
+    tolerances = compare.Tolerances("f32", rtol=1e-3, overrides=(compare.parse_override("^soft.*:1$=0.5,0.25"),))
+    assert tolerances.for_tensor("softmax:1", np.dtype(np.float32)) == Tolerance(0.5, 0.25)
+    assert tolerances.for_tensor("matmul:2", np.dtype(np.float32)) == Tolerance(1e-3, PRESETS["f32"].atol)
+    assert tolerances.for_tensor("softmax:1", np.dtype(np.int32)) is None
+    for bad in ("nopattern", "=1e-3", "x=a", "x=1,2,3", "(=1e-3", "x=-1"):
+        with pytest.raises(irscatter.IRError, match="--tol"):
+            compare.parse_override(bad)
+
+
+# --- the writer ----------------------------------------------------------------------------------
+
+
+def _copy_through_writer(xml: Path, folder: Path) -> Path:
+    """Every layer of a model copied into a new IR by the writer, with the declared types and
+    shapes irscatter infers."""
+    compiled = irscatter.read_model(xml).compile()
+    writer = IRWriter("copy")
+    made = {}
+    for layer in compiled.get_ordered_ops():
+        sources = [made.get(s) for s in compiled.sources[layer.id]]
+        info = lambda src: (compiled.infos[src].etype, compiled.infos[src].shape.to_tuple()  # noqa: E731
+                            if compiled.infos[src].shape.is_static else None)
+        if layer.type == "Parameter":
+            made[(layer.id, 0)] = writer.parameter(layer.name, *info((layer.id, 0)), layer.outputs[0].names)
+        elif layer.type == "Const":
+            made[(layer.id, 0)] = writer.const(layer.name, layer.const_value, compiled.infos[(layer.id, 0)].etype)
+        elif layer.type == "Result":
+            writer.result(layer.name, sources[0], *info(compiled.sources[layer.id][0]))
+        else:
+            outs = writer.copy(layer, sources, [info(s) for s in compiled.sources[layer.id]],
+                               [info((layer.id, p)) for p in range(len(layer.outputs))])
+            made.update({(layer.id, p): t for p, t in enumerate(outs)})
+    return writer.save(folder / "copy.xml")
+
+
+@pytest.mark.parametrize("model", ["small_cnn", "transformer_block", "lstm_sequence", "quantized_mlp",
+                                   "paged_kv_cache", "mixed_types_v10"])
+def test_the_writer_copies_a_model_that_computes_the_same(tmp_path, model):
+    original = irscatter.read_model(MODELS / model / "model.xml")
+    feeds = dict(np.load(MODELS / model / "inputs.npz"))
+    copied = irscatter.read_model(_copy_through_writer(MODELS / model / "model.xml", tmp_path))
+    want, got = original.run(feeds), copied.run(feeds)
+    by_value = {k: v for k, v in got.items()}
+    for name, value in want.items():
+        assert np.array_equal(by_value[name], value, equal_nan=value.dtype.kind == "f"), name
+
+
+@pytest.mark.parametrize("model", ["if_loop_inside", "loop_scan", "ti_reverse"])
+def test_the_writer_copies_bodies_with_their_constants(tmp_path, model):
+    xml = DATA / "control" / f"{model}.xml"
+    feeds = dict(np.load(xml.with_suffix(".npz")))
+    want = irscatter.read_model(xml).run(feeds)
+    got = irscatter.read_model(_copy_through_writer(xml, tmp_path)).run(feeds)
+    for name, value in want.items():
+        assert np.array_equal(got[name], value), name
+
+
+# --- comparing with OpenVINO -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def target():
+    t = compare.OpenVINOTarget("CPU", "f32")
+    yield t
+    t.close()
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    """A 2000-layer chain whose layer 300 departs on OpenVINO's CPU plugin."""
+    xml, feeds, name = chain(tmp_path_factory.mktemp("chain"), 2000, 300)
+    return irscatter.read_model(xml).compile(), feeds, name
+
+
+@needs_openvino
+def test_layer_by_layer_names_the_planted_layer_and_only_it(target, planted):
+    compiled, feeds, name = planted
+    report = compare.compare_layers(compiled, feeds, target, compare.Tolerances())
+    assert len(report.layers) == 2000
+    failed = [r for r in report.layers if r.status != "passed"]
+    assert [r.name for r in failed] == [name] and report.first_divergence.name == name
+    (tensor,) = failed[0].tensors
+    assert tensor.diff.tolerance is None and tensor.diff.mismatches > 0  # i32: judged exactly
+    # floor (irscatter, the spec) against truncation (the plugin), element by element
+    worst = tensor.diff
+    assert int(worst.worst_reference) == int(worst.worst_target) - 1
+    assert not report.ok and "first divergence: layer" in compare.summary_line(report)
+
+
+@needs_openvino
+def test_a_clean_model_reports_no_divergence_in_either_mode(target, tmp_path):
+    xml, feeds, _ = chain(tmp_path, 300, None)
+    compiled = irscatter.read_model(xml).compile()
+    layers = compare.compare_layers(compiled, feeds, target, compare.Tolerances())
+    assert layers.ok and layers.counts() == {"passed": 300}
+    whole = compare.compare_whole(compiled, feeds, target, compare.Tolerances(), bisect=True)
+    assert whole.ok and whole.bisect is None and whole.counts() == {"passed": 1}
+
+
+@needs_openvino
+def test_whole_model_bisect_finds_the_planted_layer(target, planted):
+    compiled, feeds, name = planted
+    report = compare.compare_whole(compiled, feeds, target, compare.Tolerances(), bisect=True)
+    assert report.counts() == {"failed": 1}
+    assert report.bisect is not None and report.bisect.name == name
+    assert any(t.key.startswith(name) for t in report.bisect.tensors)
+    assert "prefixes run" in report.bisect_note
+
+
+@needs_openvino
+def test_a_target_crash_costs_one_layer(tmp_path):
+    xml, feeds, _ = chain(tmp_path, 40, None)
+    text = xml.read_text().replace('name="negative_22"', 'name="crash_here_22"')
+    xml.write_text(text)
+    compiled = irscatter.read_model(xml).compile()
+    crashing = compare.OpenVINOTarget("CPU", "f32")
+    crashing._process._worker = WorkerProcess([sys.executable, str(DATA / "crashing_openvino.py")],
+                                              name="OpenVINO", timeout=60)
+    try:
+        report = compare.compare_layers(compiled, feeds, crashing, compare.Tolerances())
+    finally:
+        crashing.close()
+    statuses = {r.name: r.status for r in report.layers}
+    assert statuses.pop("crash_here_22") == "crashed"
+    assert set(statuses.values()) == {"passed"}
+    crashed = next(r for r in report.layers if r.status == "crashed")
+    assert "killed by SIGKILL" in crashed.reason and report.first_divergence is crashed
+
+
+@needs_openvino
+def test_state_and_irscatter_ops_are_listed_as_not_compared(target):
+    compiled = irscatter.read_model(MODELS / "stateful_decoder" / "model.xml").compile()
+    feeds = {"x": np.random.default_rng(0).standard_normal((1, 1, 64)).astype(np.float32)}
+    report = compare.compare_layers(compiled, feeds, target, compare.Tolerances())
+    skipped = {r.op.split("-")[0]: r.reason for r in report.layers if r.status == "not compared"}
+    assert set(skipped) == {"ReadValue", "Assign"} and "state" in skipped["ReadValue"]
+    assert report.ok
+    hlo = irscatter.read_model(MODELS / "stablehlo_scatter" / "model.xml").compile()
+    report = compare.compare_layers(hlo, dict(np.load(MODELS / "stablehlo_scatter" / "inputs.npz")), target,
+                                    compare.Tolerances())
+    assert any("irscatter's own" in (r.reason or "") for r in report.layers)
+
+
+@needs_openvino
+def test_reduced_precision_targets_pass_a_real_model_within_their_presets(target):
+    compiled = irscatter.read_model(MODELS / "transformer_block" / "model.xml").compile()
+    feeds = dict(np.load(MODELS / "transformer_block" / "inputs.npz"))
+    for precision in ("f16", "bf16"):
+        low = compare.OpenVINOTarget("CPU", precision)
+        try:
+            report = compare.compare_layers(compiled, feeds, low, compare.Tolerances(precision))
+        finally:
+            low.close()
+        if report.counts().get("refused"):
+            pytest.skip(f"this CPU does not run OpenVINO at {precision}")
+        assert report.ok, compare.table(report)
+        # ... and the f32 presets are too tight for it: the precision is really used
+        strict = compare.Tolerances("f32")
+        worst = max(t.diff.max_abs or 0 for r in report.layers for t in r.tensors)
+        assert worst > strict.for_tensor("x:0", np.dtype(np.float32)).atol
+
+
+# --- the command line ----------------------------------------------------------------------------
+
+
+@needs_openvino
+def test_cli_compare_exit_status_table_and_json(tmp_path):
+    xml, feeds, name = chain(tmp_path, 60, 30)
+    np.savez(tmp_path / "inputs.npz", **feeds)
+    bad = cli("compare", str(xml), "--inputs", str(tmp_path / "inputs.npz"))
+    assert bad.returncode == 1, bad.stderr
+    assert re.search(rf"^> \s*\d+\s+{name}\s+Divide-1\s+2\s+FAIL", bad.stdout, re.M), bad.stdout
+    assert f'first divergence: layer' in bad.stdout and name in bad.stdout.splitlines()[-1]
+    as_json = cli("compare", str(xml), "--inputs", str(tmp_path / "inputs.npz"), "--json")
+    record = json.loads(as_json.stdout)
+    assert record["ok"] is False and record["first_divergence"]["name"] == name
+    assert {r["status"] for r in record["records"]} == {"passed", "failed"}
+    whole = cli("compare", str(xml), "--inputs", str(tmp_path / "inputs.npz"), "--whole", "--bisect")
+    assert whole.returncode == 1 and "first diverging layer (bisect)" in whole.stdout
+    good = cli("compare", str(MODELS / "small_cnn" / "model.xml"), "--random", "--all")
+    # 15 layers, 16 tensors: MaxPool has two outputs
+    assert good.returncode == 0 and good.stdout.count(" ok ") == 16 and "no divergence" in good.stdout
+
+
+def test_cli_compare_two_dumps(tmp_path):
+    a = {"x:0": np.arange(6, dtype=np.float32), "n:1": np.array([1, 2]), "only_a": np.zeros(1)}
+    b = {"x:0": np.arange(6, dtype=np.float32) + np.float32(1e-7), "n:1": np.array([1, 3])}
+    np.savez(tmp_path / "a.npz", **a)
+    np.savez(tmp_path / "b.npz", **b)
+    out = cli("compare", str(tmp_path / "a.npz"), str(tmp_path / "b.npz"))
+    assert out.returncode == 1
+    assert "n:1: 1 of 2 elements differ; first at [1]: 2 vs 3" in out.stdout
+    assert "only_a" in out.stdout and "only in" in out.stdout
+    same = cli("compare", str(tmp_path / "a.npz"), str(tmp_path / "a.npz"), "--json")
+    assert same.returncode == 0 and json.loads(same.stdout)["ok"] is True
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--bisect"], "--bisect only applies with --whole"),
+    (["--seed", "3"], "--seed only applies with --random"),
+    (["--random", "--tol", "oops"], "--tol oops"),
+    (["--random", "--target", "tensorrt"], 'the targets are "openvino"'),
+])
+def test_cli_compare_usage_errors(args, message):
+    out = cli("compare", str(MODELS / "small_cnn" / "model.xml"), *args)
+    assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr
+
+
+def test_cli_compare_dumps_refuse_model_flags(tmp_path):
+    np.savez(tmp_path / "a.npz", x=np.zeros(2))
+    out = cli("compare", str(tmp_path / "a.npz"), str(tmp_path / "a.npz"), "--whole")
+    assert out.returncode == 2 and "takes no model inputs" in out.stderr
