@@ -85,15 +85,17 @@ class IRWriter:
     def copy(self, layer: Layer, sources: list[Tensor | None],
              input_types: list[tuple[ElementType | None, tuple[int, ...] | None]],
              output_types: list[tuple[ElementType | None, tuple[int, ...] | None]], *,
-             name: str | None = None) -> list[Tensor]:
+             name: str | None = None, output_names: list[tuple[str, ...]] | None = None) -> list[Tensor]:
         """`layer` as written, fed by `sources` (one per input port, in port order; None leaves
         a port unconnected), its ports declared with the given (element type, shape) pairs;
-        returns its outputs in port order."""
+        returns its outputs in port order. `output_names` replaces the tensor names of its
+        output ports (a runtime reports an output by them)."""
         node = self._layer_element(name or layer.name, layer.type, layer.version, layer.attrs, extra=layer.extra)
         self._ports(node, "input", [(p.id, et, None if sh is None else list(sh), ())
                                     for p, (et, sh) in zip(layer.inputs, input_types)])
-        self._ports(node, "output", [(p.id, et, None if sh is None else list(sh), p.names)
-                                     for p, (et, sh) in zip(layer.outputs, output_types)])
+        names = output_names or [p.names for p in layer.outputs]
+        self._ports(node, "output", [(p.id, et, None if sh is None else list(sh), n)
+                                     for p, (et, sh), n in zip(layer.outputs, output_types, names)])
         for tag, body in layer.bodies.items():
             self._body(node, tag, body)
         new_id = int(node.get("id"))

@@ -1,0 +1,247 @@
+"""Cutting a model down: the part of the graph that computes some tensors from others, as a
+standalone IR, with the values that go in and come out.
+
+A cut is named by tensors: `outputs` are what the new model returns, `inputs` the tensors it
+is fed instead of computing them (they become Parameters with the types and shapes irscatter
+infers). Everything between is copied as written; the original model's Parameters and Consts
+that the outputs need come along as they are. Tensors are named as `run(outputs=...)` names
+them: an output name, a tensor name, or `"<layer name>:<port id>"`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from irscatter.errors import UsageError
+from irscatter.ir.element_types import ElementType
+from irscatter.ir.writer import IRWriter, Tensor
+from irscatter.runtime.interpreter import CompiledModel
+
+Source = tuple[int, int]
+_SAFE = re.compile(r"[^A-Za-z0-9_.\-]")
+
+
+@dataclass(frozen=True)
+class Cut:
+    """What a cut model computes: its outputs from its inputs, through `layers` (ids, in the
+    order they run)."""
+
+    outputs: tuple[Source, ...]
+    inputs: tuple[Source, ...]
+    layers: tuple[int, ...]
+
+    @property
+    def size(self) -> int:
+        return len(self.layers)
+
+
+def tensor_key(compiled: CompiledModel, src: Source) -> str:
+    layer = compiled.layers[src[0]]
+    return f"{layer.name}:{layer.outputs[src[1]].id}"
+
+
+def tensor_index(compiled: CompiledModel) -> dict[str, Source]:
+    """Every name a tensor answers to: "<layer name>:<port id>", its tensor names, and the
+    model's output names."""
+    index: dict[str, Source] = {}
+    for lid in compiled.order:
+        layer = compiled.layers[lid]
+        for pos, port in enumerate(layer.outputs):
+            index.setdefault(f"{layer.name}:{port.id}", (lid, pos))
+            for name in port.names:
+                index.setdefault(name, (lid, pos))
+    for spec in compiled.outputs:
+        src = compiled.sources[spec.layer.id][0]
+        if src is not None:
+            index.setdefault(spec.name, src)
+    return index
+
+
+def resolve(compiled: CompiledModel, names: Iterable[str], what: str) -> tuple[Source, ...]:
+    index = tensor_index(compiled)
+    found = []
+    for name in names:
+        if name not in index:
+            raise UsageError(f'{what}: the model has no tensor named "{name}" (give an output name, a tensor name '
+                             f'or "<layer name>:<port id>")')
+        found.append(index[name])
+    return tuple(dict.fromkeys(found))
+
+
+def plan(compiled: CompiledModel, outputs: Sequence[Source], inputs: Sequence[Source] = (), *,
+         require_used: bool = True) -> Cut:
+    """The layers that compute `outputs` when `inputs` are given; an input the outputs do not
+    depend on is an error, or with `require_used=False` left out."""
+    if not outputs:
+        raise UsageError("a cut needs at least one output tensor")
+    given = set(inputs)
+    needed: set[int] = set()
+    used_inputs: set[Source] = set()
+    stack = [src for src in outputs if src not in given]
+    used_inputs.update(src for src in outputs if src in given)
+    while stack:
+        lid = stack.pop()[0]
+        if lid in needed:
+            continue
+        needed.add(lid)
+        for src in compiled.sources[lid]:
+            if src is None:
+                continue
+            if src in given:
+                used_inputs.add(src)
+            elif src[0] not in needed:
+                stack.append(src)
+    unused = [tensor_key(compiled, s) for s in inputs if s not in used_inputs]
+    if unused and require_used:
+        raise UsageError(f"--inputs: the outputs do not depend on {', '.join(unused)}")
+    order = tuple(lid for lid in compiled.order if lid in needed)
+    return Cut(tuple(dict.fromkeys(outputs)), tuple(s for s in inputs if s in used_inputs), order)
+
+
+def around(compiled: CompiledModel, layer_name: str, hops: int) -> Cut:
+    """The layers within `hops` edges of the named layer (either direction): its outputs are
+    the tensors of that neighbourhood read outside it (or by a Result), its inputs the tensors
+    from outside that it reads."""
+    matches = [lid for lid in compiled.order if compiled.layers[lid].name == layer_name]
+    if not matches:
+        raise UsageError(f'--around: the model has no layer named "{layer_name}"')
+    readers: dict[int, set[int]] = {}
+    for lid in compiled.order:
+        for src in compiled.sources[lid]:
+            if src is not None:
+                readers.setdefault(src[0], set()).add(lid)
+    inside = {matches[0]}
+    frontier = set(inside)
+    for _ in range(hops):
+        reached = set()
+        for lid in frontier:
+            reached |= {s[0] for s in compiled.sources[lid] if s is not None} | readers.get(lid, set())
+        frontier = {lid for lid in reached - inside if compiled.layers[lid].type not in ("Result",)}
+        inside |= frontier
+    inside = {lid for lid in inside if compiled.layers[lid].type not in ("Parameter", "Const", "Result")}
+    outputs, inputs = [], []
+    for lid in compiled.order:
+        if lid in inside:
+            for pos in range(len(compiled.layers[lid].outputs)):
+                outside = [r for r in readers.get(lid, ()) if r not in inside]
+                if any(_reads(compiled, r, (lid, pos)) for r in outside):
+                    outputs.append((lid, pos))
+            for src in compiled.sources[lid]:
+                if src is not None and src[0] not in inside and compiled.layers[src[0]].type != "Const":
+                    inputs.append(src)
+    if not outputs:  # nothing reads the neighbourhood: return the named layer's own outputs
+        outputs = [(matches[0], pos) for pos in range(len(compiled.layers[matches[0]].outputs))]
+    return plan(compiled, outputs, list(dict.fromkeys(inputs)))
+
+
+def _reads(compiled: CompiledModel, reader: int, src: Source) -> bool:
+    return src in compiled.sources[reader]
+
+
+@dataclass(frozen=True)
+class Written:
+    xml: Path
+    input_names: dict[Source, str]  # each cut input's Parameter name
+    output_names: dict[Source, str]  # each output's name, as `run` keys it
+
+
+def write(compiled: CompiledModel, cut: Cut, xml: str | Path, values: Mapping[Source, np.ndarray] | None = None,
+          *, frozen: Mapping[Source, np.ndarray] | None = None, name: str | None = None) -> Written:
+    """Write `cut` as a standalone IR at `xml` (and its `.bin`). With `values` (irscatter's
+    value of every tensor), also `inputs.npz` and `expected.npz` beside it. `frozen` inputs
+    are written as Consts holding the value given, not as Parameters."""
+    xml = Path(xml)
+    frozen = frozen or {}
+    writer = IRWriter(name or f"{compiled.model.name or 'model'}_cut")
+    made: dict[Source, Tensor] = {}
+    input_names: dict[Source, str] = {}
+    taken: set[str] = set()
+    for src in cut.inputs:
+        info = compiled.infos[src]
+        if src in frozen:
+            made[src] = writer.const(_unique(tensor_key(compiled, src), taken), frozen[src], info.etype)
+            continue
+        port = compiled.layers[src[0]].outputs[src[1]]
+        pname = _unique(port.names[0] if port.names else tensor_key(compiled, src), taken)
+        shape = tuple(values[src].shape) if values is not None and src in values else (
+            info.shape.to_tuple() if info.shape.is_static else None)
+        made[src] = writer.parameter(pname, info.etype, shape, (pname, *[n for n in port.names if n != pname]))
+        input_names[src] = pname
+    for lid in cut.layers:
+        layer = compiled.layers[lid]
+        if layer.type == "Parameter":
+            spec = next(s for s in compiled.inputs if s.layer.id == lid)
+            shape = tuple(values[(lid, 0)].shape) if values is not None else (
+                spec.shape.to_tuple() if spec.shape.is_static else None)
+            pname = _unique(spec.name, taken)
+            made[(lid, 0)] = writer.parameter(pname, spec.etype, shape, spec.names or (pname,))
+            input_names[(lid, 0)] = pname
+        elif layer.type == "Const":
+            made[(lid, 0)] = writer.const(layer.name, layer.const_value, compiled.infos[(lid, 0)].etype)
+        else:
+            sources = [made.get(s) if s is not None else None for s in compiled.sources[lid]]
+            ins = [_typed(compiled, values, s) for s in compiled.sources[lid]]
+            outs = [_typed(compiled, values, (lid, p)) for p in range(len(layer.outputs))]
+            # An output with no tensor name gets its "<layer>:<port>" key, so that every runtime
+            # reports it under the name irscatter gives it.
+            names = [p.names or (((tensor_key(compiled, (lid, pos)),) if (lid, pos) in cut.outputs else ()))
+                     for pos, p in enumerate(layer.outputs)]
+            for pos, tensor in enumerate(writer.copy(layer, sources, ins, outs, output_names=names)):
+                made[(lid, pos)] = tensor
+    output_names: dict[Source, str] = {}
+    for src in cut.outputs:
+        port = compiled.layers[src[0]].outputs[src[1]]
+        out_name = port.names[0] if port.names else tensor_key(compiled, src)
+        if src in input_names:  # an output that is also fed: the Parameter's own name
+            out_name = input_names[src]
+        etype, shape = _typed(compiled, values, src)
+        writer.result(f"{out_name}/result", made[src], etype, shape)
+        output_names[src] = out_name
+    xml.parent.mkdir(parents=True, exist_ok=True)
+    writer.save(xml)
+    if values is not None:
+        np.savez(xml.parent / "inputs.npz", **{n: values[s] for s, n in input_names.items()})
+        np.savez(xml.parent / "expected.npz", **{n: values[s] for s, n in output_names.items()})
+    return Written(xml, input_names, output_names)
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    base, n = name, 1
+    while name in taken:
+        n += 1
+        name = f"{base}_{n}"
+    taken.add(name)
+    return name
+
+
+def _typed(compiled: CompiledModel, values: Mapping[Source, np.ndarray] | None,
+           src: Source | None) -> tuple[ElementType | None, tuple[int, ...] | None]:
+    if src is None:
+        return None, None
+    info = compiled.infos[src]
+    if values is not None and src in values:
+        return info.etype, tuple(values[src].shape)
+    return info.etype, info.shape.to_tuple() if info.shape.is_static else None
+
+
+def values_from_dump(compiled: CompiledModel, dump: Mapping[str, np.ndarray]) -> dict[Source, np.ndarray]:
+    """A dump keyed `"<layer name>:<port id>"` (run --dump) as values keyed by tensor."""
+    index = tensor_index(compiled)
+    out = {}
+    for key, value in dump.items():
+        if key in index:
+            out[index[key]] = np.asarray(value)
+    for lid in compiled.order:
+        if compiled.layers[lid].type == "Const":
+            out.setdefault((lid, 0), compiled.layers[lid].const_value)
+    return out
+
+
+def file_safe(name: str) -> str:
+    """A tensor or layer name as a file name."""
+    return _SAFE.sub("_", name)[:80] or "tensor"
