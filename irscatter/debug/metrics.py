@@ -86,6 +86,9 @@ class TensorDiff:
     cosine: float | None = None
     nrmse: float | None = None
     max_ulps: float | None = None
+    # the largest |target - reference| / allowed over the elements: over 1 fails; inf for a NaN or
+    # an infinity on one side only, or an error where nothing is allowed; 0 when every element equals
+    worst_ratio: float | None = None
     worst: tuple[int, ...] | None = None  # where the largest excess over the tolerance is
     worst_target: object = None
     worst_reference: object = None
@@ -119,8 +122,8 @@ class TensorDiff:
 
     def to_json(self) -> dict:
         record = {k: getattr(self, k) for k in ("shape", "dtype", "passed", "mismatches", "count", "max_abs",
-                                                 "max_rel", "mean_abs", "cosine", "nrmse", "max_ulps", "nonfinite",
-                                                 "problem")}
+                                                 "max_rel", "mean_abs", "cosine", "nrmse", "max_ulps", "worst_ratio",
+                                                 "nonfinite", "problem")}
         record["shape"] = list(self.shape)
         record["tolerance"] = None if self.tolerance is None else vars(self.tolerance)
         record["required"] = None if self.required is None else vars(self.required)
@@ -168,14 +171,15 @@ def _inexact(target: np.ndarray, reference: np.ndarray, tol: Tolerance) -> Tenso
         allowed = tol.atol * scale + tol.rtol * np.abs(w)
         fails = one_sided | (error > allowed)
         relative = np.where(error > 0, error / np.abs(w), 0.0)
+        ratio = np.where(one_sided, np.inf, np.where(error > 0, error / allowed, 0.0))
     both = np.isfinite(g) & np.isfinite(w)
     record = dict(count=count, mismatches=int(fails.sum()))
     if count:
         record.update(max_abs=float(error.max()), max_rel=float(relative.max()), mean_abs=float(error.mean()),
                       cosine=_cosine(g[both], w[both]), nrmse=_nrmse(g[both], w[both]),
-                      max_ulps=_max_ulps(target, reference))
+                      max_ulps=_max_ulps(target, reference), worst_ratio=float(ratio.max()))
     else:
-        record.update(max_abs=0.0, max_rel=0.0, mean_abs=0.0, cosine=1.0, nrmse=0.0, max_ulps=0.0)
+        record.update(max_abs=0.0, max_rel=0.0, mean_abs=0.0, cosine=1.0, nrmse=0.0, max_ulps=0.0, worst_ratio=0.0)
     passed = record["mismatches"] == 0
     if not passed:
         excess = np.where(fails, np.where(one_sided, np.inf, error - allowed), -np.inf)
