@@ -12,6 +12,7 @@ import argparse
 import dataclasses
 import json
 import os
+import shlex
 import sys
 import traceback
 from collections.abc import Sequence
@@ -221,6 +222,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     tolerances = compare.Tolerances(args.target_precision, args.rtol, args.atol,
                                     tuple(compare.parse_override(t) for t in args.tol or []))
+    if args.report:
+        args.report = _report_path(args.report)  # refused before any work
     if len(args.files) == 2:
         return _compare_dumps(args, tolerances)
     if len(args.files) != 1:
@@ -266,6 +269,11 @@ def _print_comparison(report, args: argparse.Namespace) -> None:
         print(json.dumps(report.to_json(), indent=2))
     else:
         print(compare.table(report, every=args.all))
+    if args.report:
+        from irscatter.debug import html
+
+        html.write(report, args.report, command=shlex.join([PROG, *args.argv]))
+        print(f"wrote {args.report}", file=sys.stderr)
 
 
 # --- run --dump / --stats / --check-numerics (irscatter.debug.dump) ---------------------------------
@@ -324,6 +332,88 @@ def _print_debugging(stats, found, as_json: bool) -> None:
         for finding in found:
             print(finding.describe())
         print(dump.nonfinite_summary(found))
+
+
+def cmd_extract(args: argparse.Namespace) -> int:
+    from irscatter.debug import compare, extract
+
+    if bool(args.outputs) == bool(args.around):
+        raise UsageError("extract takes --outputs NAME[,NAME...] or --around LAYER, one of the two")
+    if args.around and args.inputs:
+        raise UsageError("--inputs names the cut of --outputs; --around finds its own")
+    if args.values and (args.feeds or args.input or args.random):
+        raise UsageError("--values gives every tensor's value; the model's inputs are not needed beside it")
+    compiled = read_model(args.model, args.bin).compile()
+    if args.around:
+        cut = extract.around(compiled, args.around, args.hops)
+    else:
+        cut = extract.plan(compiled, extract.resolve(compiled, _names(args.outputs), "--outputs"),
+                           extract.resolve(compiled, _names(args.inputs or ""), "--inputs"))
+    values = None
+    if args.values:
+        values = extract.values_from_dump(compiled, model_inputs.load_npz(args.values))
+    elif args.feeds or args.input or args.random:
+        feeds = _gather_feeds(argparse.Namespace(**{**vars(args), "inputs": args.feeds}), compiled)
+        values = compare.reference_values(compiled, feeds)
+    xml = _output_path(args.output, flag="-o", suffix=".xml")
+    written = extract.write(compiled, cut, xml, values)
+    kept = [compiled.layers[lid].name for lid in cut.layers if compiled.layers[lid].type not in ("Parameter", "Const")]
+    beside = ", with inputs.npz and expected.npz beside it" if values is not None else ""
+    print(f"wrote {written.xml} ({len(kept)} layer{'s' if len(kept) != 1 else ''}: {', '.join(kept[:8])}"
+          f"{', ...' if len(kept) > 8 else ''}){beside}", file=sys.stderr)
+    return 0
+
+
+def _names(text: str) -> list[str]:
+    return [n for n in (part.strip() for part in text.split(",")) if n]
+
+
+def cmd_reduce(args: argparse.Namespace) -> int:
+    from irscatter.debug import compare, reduce
+
+    if args.check and (args.target or args.target_precision or args.tol or args.rtol is not None
+                       or args.atol is not None):
+        raise UsageError("--check decides by its command; --target, --target-precision and the tolerances "
+                         "belong to a target")
+    if args.fail_regex and not args.check:
+        raise UsageError("--fail-regex only applies with --check")
+    out = Path(args.output)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise UsageError(f"-o {args.output}: give a new or empty folder for the reproducer")
+    compiled = read_model(args.model, args.bin).compile()
+    feeds = _gather_feeds(args, compiled)
+    values = compare.reference_values(compiled, feeds)
+    target = None
+    if args.check:
+        check = reduce.CommandCheck(args.check, args.fail_regex, args.timeout)
+    else:
+        precision = args.target_precision or "f32"
+        target = compare.open_target(args.target or "openvino", precision, args.timeout)
+        tolerances = compare.Tolerances(precision, args.rtol, args.atol,
+                                        tuple(compare.parse_override(t) for t in args.tol or []))
+        check = reduce.TargetCheck(compiled, target, tolerances)
+    try:
+        if target is not None:
+            target.describe()  # fails here, once, when the target cannot start
+        reduction = reduce.reduce_model(compiled, values, check)
+        if not reduction.reproducible:
+            print(f"not reproducible: {reduction.note} ({reduction.checks} check{'s' if reduction.checks != 1 else ''}, "
+                  f"{reduction.seconds:.1f} s)")
+            return 1
+        reduce.write_reproducer(compiled, values, reduction, check, out, " ".join(["irscatter", *sys.argv[1:]]))
+    except TargetFailure as e:
+        raise UsageError(f"--target {args.target or 'openvino'}: {e.message}") from None
+    finally:
+        if target is not None:
+            target.close()
+    kept = [compiled.layers[lid].name for lid in reduction.cut.layers
+            if compiled.layers[lid].type not in ("Parameter", "Const")]
+    print(f"reduced to {len(kept)} layer{'s' if len(kept) != 1 else ''} ({', '.join(kept[:8])}"
+          f"{', ...' if len(kept) > 8 else ''}) in {reduction.checks} checks, {reduction.seconds:.1f} s; "
+          f"wrote the reproducer to {out}/")
+    if reduction.note:
+        print(f"note: {reduction.note}")
+    return 0
 
 
 def cmd_info(args: argparse.Namespace) -> int:
@@ -437,17 +527,32 @@ def _print_labels(ops: list, as_json: bool) -> int:
     return 0
 
 
-def _output_path(name: str, flag: str = "--output") -> str:
-    """Where --output (or --dump) writes: the name as given when it ends in .npz, else with .npz
-    added (as numpy would); a directory or a missing folder is refused before anything is computed."""
+def _output_path(name: str, flag: str = "--output", suffix: str = ".npz") -> str:
+    """Where --output (or --dump, or extract's -o) writes: the name as given when it ends in
+    `suffix`, else with it added (as numpy does for .npz); a directory or a missing folder is
+    refused before anything is computed."""
     path = Path(name)
     if path.is_dir():
-        raise UsageError(f"{flag} {name} is a directory; give a file name, e.g. {path / 'outputs.npz'}")
-    if path.suffix != ".npz":
-        path = path.with_name(path.name + ".npz")
+        raise UsageError(f"{flag} {name} is a directory; give a file name, e.g. {path / ('outputs' + suffix)}")
+    if path.suffix != suffix:
+        path = path.with_name(path.name + suffix)
     if not path.parent.is_dir():
         raise UsageError(f"{flag} {name}: the folder {path.parent} does not exist")
     return str(path)
+
+
+def _report_path(name: str) -> str:
+    """Where --report writes, as given; a directory, a missing folder or a missing matplotlib
+    is refused before anything is computed."""
+    from irscatter.debug import html
+
+    path = Path(name)
+    if path.is_dir():
+        raise UsageError(f"--report {name} is a directory; give a file name, e.g. {path / 'report.html'}")
+    if not path.parent.is_dir():
+        raise UsageError(f"--report {name}: the folder {path.parent} does not exist")
+    html.require_matplotlib()
+    return name
 
 
 def _count(minimum: int):
@@ -483,6 +588,16 @@ def _global_options(parser: argparse.ArgumentParser, default) -> None:
                         help="change a resource limit, e.g. tensor_bytes=1e9 (see irscatter.limits.Limits)")
 
 
+def _feed_arguments(parser: argparse.ArgumentParser, npz_flag: str = "--inputs") -> None:
+    """The model's inputs, as run, compare, reduce and extract take them (`_gather_feeds`)."""
+    parser.add_argument(npz_flag, metavar="FILE.npz", dest="inputs" if npz_flag == "--inputs" else "feeds",
+                        help="the model's inputs keyed by input name")
+    parser.add_argument("-i", "--input", action="append", metavar="NAME=FILE.npy", help="one input from a .npy file")
+    parser.add_argument("--random", action="store_true", help="draw every input not given otherwise at random")
+    parser.add_argument("--seed", type=_count(0), help="with --random: the seed (default 0)")
+    parser.add_argument("--shape", action="append", metavar="NAME=d0,d1,...", help="shape to draw for a dynamic input")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description="Run, inspect and check OpenVINO IR models with numpy.")
     _global_options(parser, lambda value: value)
@@ -494,11 +609,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a model and print or save its outputs", parents=[common])
     run.add_argument("model", help="the model's .xml file")
     run.add_argument("--bin", help="the weights file (default: the .xml's sibling .bin)")
-    run.add_argument("--inputs", metavar="FILE.npz", help="inputs keyed by input name")
-    run.add_argument("-i", "--input", action="append", metavar="NAME=FILE.npy", help="one input from a .npy file")
-    run.add_argument("--random", action="store_true", help="draw every input not given otherwise at random")
-    run.add_argument("--seed", type=_count(0), help="with --random: the seed (default 0)")
-    run.add_argument("--shape", action="append", metavar="NAME=d0,d1,...", help="shape to draw for a dynamic input")
+    _feed_arguments(run)
     run.add_argument("--output", metavar="OUT.npz", help="save the outputs instead of printing them")
     run.add_argument("--json", action="store_true",
                      help="print the outputs as one JSON object: name -> element_type, shape, values")
@@ -561,11 +672,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "it also picks the tolerance presets")
     cmp.add_argument("--reference-precision", choices=list(PRECISIONS),
                      help="irscatter's values as it emulates a device inferring in f16 or bf16 (see run --precision)")
-    cmp.add_argument("--inputs", metavar="FILE.npz", help="inputs keyed by input name")
-    cmp.add_argument("-i", "--input", action="append", metavar="NAME=FILE.npy", help="one input from a .npy file")
-    cmp.add_argument("--random", action="store_true", help="draw every input not given otherwise at random")
-    cmp.add_argument("--seed", type=_count(0), help="with --random: the seed (default 0)")
-    cmp.add_argument("--shape", action="append", metavar="NAME=d0,d1,...", help="shape to draw for a dynamic input")
+    _feed_arguments(cmp)
     cmp.add_argument("--whole", action="store_true",
                      help="run the whole model on the target, as it compiles it, and compare its outputs")
     cmp.add_argument("--bisect", action="store_true",
@@ -577,9 +684,56 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a tolerance for the tensors whose \"<layer name>:<port>\" matches the regular expression")
     cmp.add_argument("--all", action="store_true", help="list every layer, not only those that diverged")
     cmp.add_argument("--json", action="store_true", help="print the report as JSON records")
+    cmp.add_argument("--report", metavar="REPORT.html",
+                     help="also write the report as one self-contained HTML page: a chart of every layer's error "
+                          "along the topological order and a sortable table (needs pip install irscatter[report])")
     cmp.add_argument("--timeout", type=_tolerance, default=120.0, metavar="SECONDS",
                      help="how long the target may take on one batch of layers before it counts as hung")
     cmp.set_defaults(func=cmd_compare)
+
+    ext = sub.add_parser("extract", parents=[common],
+                         help="write the part of a model that computes some tensors as a standalone IR",
+                         description="Write the subgraph that computes the --outputs tensors from the --inputs "
+                                     "tensors (or the model's inputs) as a standalone IR: cut tensors become "
+                                     "Parameters with their inferred types and shapes. Given values (--values, or "
+                                     "the model's inputs to compute them from), inputs.npz and expected.npz are "
+                                     "written beside it. Tensors are output names, tensor names or "
+                                     "\"<layer name>:<port id>\".")
+    ext.add_argument("model", help="the model's .xml file")
+    ext.add_argument("--bin", help="the weights file (default: the .xml's sibling .bin)")
+    ext.add_argument("--outputs", metavar="NAME[,NAME...]", help="the tensors the new model returns")
+    ext.add_argument("--inputs", metavar="NAME[,NAME...]", help="with --outputs: tensors fed instead of computed")
+    ext.add_argument("--around", metavar="LAYER", help="instead: the layers within --hops edges of this layer")
+    ext.add_argument("--hops", type=_count(0), default=1, metavar="K", help="with --around: how far (default 1)")
+    ext.add_argument("-o", "--output", required=True, metavar="SUB.xml", help="where to write the new model")
+    ext.add_argument("--values", metavar="DUMP.npz", help="every tensor's value, as run --dump saves them")
+    _feed_arguments(ext, npz_flag="--feeds")
+    ext.set_defaults(func=cmd_extract)
+
+    red = sub.add_parser("reduce", parents=[common],
+                         help="shrink a model that fails on a target to a minimal reproducer",
+                         description="Shrink a model to a minimal one that still fails: on a target runtime "
+                                     "(its outputs outside irscatter's tolerance, or a crash), or under a command "
+                                     "(--check). Writes a reproducer folder: model.xml, model.bin, inputs.npz, "
+                                     "expected.npz (irscatter's values), actual.npz (the target's) and README.md. "
+                                     "Exit status: 0 a reproducer written, 1 the failure does not reproduce, 2 a "
+                                     "usage error.")
+    red.add_argument("model", help="the model's .xml file")
+    red.add_argument("--bin", help="the weights file (default: the .xml's sibling .bin)")
+    red.add_argument("-o", "--output", required=True, metavar="DIR", help="a new or empty folder for the reproducer")
+    _feed_arguments(red)
+    red.add_argument("--target", metavar="openvino[:DEVICE]", help="the runtime that fails (default: openvino)")
+    red.add_argument("--target-precision", choices=["f32", "f16", "bf16"],
+                     help="the target's inference precision (default f32)")
+    red.add_argument("--rtol", type=_tolerance, help="relative tolerance for floats (default: the precision's preset)")
+    red.add_argument("--atol", type=_tolerance, help="absolute tolerance for floats (see compare)")
+    red.add_argument("--tol", action="append", metavar="PATTERN=RTOL[,ATOL]", help="a tolerance for matching tensors")
+    red.add_argument("--check", metavar="CMD", help="instead of a target: a shell command given {model} and {inputs} "
+                     "(the candidate's files) that fails by a non-zero exit status")
+    red.add_argument("--fail-regex", metavar="REGEX", help="with --check: fail when the command's output matches")
+    red.add_argument("--timeout", type=_tolerance, default=120.0, metavar="SECONDS",
+                     help="how long one check may take before it counts as hung")
+    red.set_defaults(func=cmd_reduce)
 
     info = sub.add_parser("info", help="describe a model without running it", parents=[common])
     info.add_argument("model", help="the model's .xml file")
@@ -627,6 +781,7 @@ def _apply_limits(items: list[str]) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # the command as given, for reports to quote
     try:
         _apply_limits(args.limit or [])
         return args.func(args)

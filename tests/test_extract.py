@@ -1,0 +1,200 @@
+"""`irscatter extract` and `irscatter reduce`: standalone cuts of a model that OpenVINO reads and
+agrees with, and failing models shrunk to a reproducer (OpenVINO always in a worker process)."""
+
+from __future__ import annotations
+
+import importlib.util
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from chains import chain
+from helpers import cli
+
+import irscatter
+from irscatter.debug import compare, extract, reduce
+from irscatter.debug.metrics import diff
+
+MODELS = Path(__file__).resolve().parent.parent / "models"
+DATA = Path(__file__).resolve().parent / "data"
+needs_openvino = pytest.mark.skipif(importlib.util.find_spec("openvino") is None,
+                                    reason="openvino is not installed, so the differential tests against it did not run")
+
+CUTS = [  # model, outputs, inputs
+    ("small_cnn", ["Relu_22:1"], ["MaxPool_9:1"]),
+    ("small_cnn", ["probs"], []),
+    ("small_cnn", ["MaxPool_9:1", "MaxPool_9:2", "Add_28:2"], ["Relu_8:1"]),
+    ("transformer_block", ["MatMul_37:2"], []),
+    ("lstm_sequence", [], []),  # every output, from the model's own inputs
+    ("relative_position_bias", ["probs"], ["Divide_12:2"]),
+    ("paged_kv_cache", ["written"], ["slot_mapping"]),
+]
+
+
+@pytest.fixture(scope="module")
+def target():
+    t = compare.OpenVINOTarget("CPU", "f32")
+    yield t
+    t.close()
+
+
+def _cut(model: str, outputs: list[str], inputs: list[str], folder: Path):
+    compiled = irscatter.read_model(MODELS / model / "model.xml").compile()
+    feeds = dict(np.load(MODELS / model / "inputs.npz"))
+    values = compare.reference_values(compiled, feeds)
+    outs = extract.resolve(compiled, outputs, "--outputs") if outputs else tuple(
+        compiled.sources[s.layer.id][0] for s in compiled.outputs)
+    cut = extract.plan(compiled, outs, extract.resolve(compiled, inputs, "--inputs"))
+    return compiled, values, cut, extract.write(compiled, cut, folder / "sub.xml", values)
+
+
+@pytest.mark.parametrize("model, outputs, inputs", CUTS)
+def test_a_cut_computes_the_original_tensors_in_irscatter(tmp_path, model, outputs, inputs):
+    compiled, values, cut, written = _cut(model, outputs, inputs, tmp_path)
+    got = irscatter.read_model(written.xml).run(dict(np.load(tmp_path / "inputs.npz")))
+    expected = np.load(tmp_path / "expected.npz")
+    assert set(got) == set(expected.files) == set(written.output_names.values())
+    for src, name in written.output_names.items():
+        assert np.array_equal(got[name], values[src]) and np.array_equal(expected[name], values[src])
+    assert set(np.load(tmp_path / "inputs.npz").files) == set(written.input_names.values())
+
+
+@needs_openvino
+@pytest.mark.parametrize("model, outputs, inputs", CUTS)
+def test_a_cut_loads_in_openvino_and_matches_the_original_tensors(tmp_path, target, model, outputs, inputs):
+    compiled, values, cut, written = _cut(model, outputs, inputs, tmp_path)
+    feeds = dict(np.load(tmp_path / "inputs.npz"))
+    got = target.infer(written.xml, feeds)
+    names = target.output_names(written.xml)
+    by_name = {n: array for theirs, array in zip(names, got) for n in theirs}
+    tolerances = compare.Tolerances()
+    for src, name in written.output_names.items():
+        key = extract.tensor_key(compiled, src)
+        verdict = diff(by_name[name], values[src], tolerances.for_tensor(key, values[src].dtype))
+        if model == "relative_position_bias" and name == "probs":
+            assert verdict.passed  # fed the spec's Divide output, the rest of the model agrees
+        elif model != "relative_position_bias":
+            assert verdict.passed, (name, verdict.summary())
+
+
+def test_around_takes_a_neighbourhood_and_its_boundary(tmp_path):
+    compiled = irscatter.read_model(MODELS / "small_cnn" / "model.xml").compile()
+    cut = extract.around(compiled, "BatchNormInference_21", 1)
+    names = [compiled.layers[lid].name for lid in cut.layers if compiled.layers[lid].type not in ("Const",)]
+    assert names == ["GroupConvolution_12", "BatchNormInference_21", "Relu_22"]
+    assert [extract.tensor_key(compiled, s) for s in cut.inputs] == ["MaxPool_9:1"]
+    assert [extract.tensor_key(compiled, s) for s in cut.outputs] == ["Relu_22:1"]
+    assert extract.around(compiled, "BatchNormInference_21", 0).size < cut.size
+
+
+def test_cli_extract_with_values_from_a_dump(tmp_path):
+    model = MODELS / "small_cnn" / "model.xml"
+    dumped = cli("run", str(model), "--inputs", str(MODELS / "small_cnn" / "inputs.npz"), "--dump",
+                 str(tmp_path / "dump.npz"))
+    assert dumped.returncode == 0, dumped.stderr
+    out = cli("extract", str(model), "--outputs", "Add_28:2", "--inputs", "Relu_22:1", "-o", str(tmp_path / "sub"),
+              "--values", str(tmp_path / "dump.npz"))
+    assert out.returncode == 0, out.stderr
+    assert "wrote" in out.stderr and "Convolution_25, Add_28" in out.stderr
+    check = cli("run", str(tmp_path / "sub.xml"), "--inputs", str(tmp_path / "inputs.npz"), "--expected",
+                str(tmp_path / "expected.npz"))
+    assert check.returncode == 0 and "ok   Add_28:2" in check.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--outputs", "nope:1"], 'no tensor named "nope:1"'),
+    (["--outputs", "Relu_22:1", "--inputs", "Softmax_40:1"], "do not depend on Softmax_40:1"),
+    ([], "--outputs NAME[,NAME...] or --around LAYER"),
+    (["--outputs", "Relu_22:1", "--around", "Relu_22"], "one of the two"),
+    (["--around", "nobody"], 'no layer named "nobody"'),
+    (["--outputs", "probs", "--values", "x.npz", "--random"], "--values gives every tensor's value"),
+])
+def test_cli_extract_usage_errors(tmp_path, args, message):
+    out = cli("extract", str(MODELS / "small_cnn" / "model.xml"), *args, "-o", str(tmp_path / "sub.xml"))
+    assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr
+
+
+# --- reduce --------------------------------------------------------------------------------------
+
+
+@needs_openvino
+def test_reduce_shrinks_a_planted_divergence_to_its_layer_and_the_readme_reproduces_it(tmp_path, target):
+    xml, feeds, name = chain(tmp_path, 2000, 300)
+    compiled = irscatter.read_model(xml).compile()
+    values = compare.reference_values(compiled, feeds)
+    check = reduce.TargetCheck(compiled, target, compare.Tolerances())
+    reduction = reduce.reduce_model(compiled, values, check)
+    assert reduction.reproducible and reduction.deterministic
+    kept = [compiled.layers[lid].name for lid in reduction.cut.layers if compiled.layers[lid].type != "Const"]
+    assert kept == [name]
+    out = tmp_path / "repro"
+    reduce.write_reproducer(compiled, values, reduction, check, out, "irscatter reduce chain.xml")
+    assert {p.name for p in out.iterdir()} == {"model.xml", "model.bin", "inputs.npz", "expected.npz",
+                                               "actual.npz", "README.md"}
+    readme = (out / "README.md").read_text()
+    assert f'to 1 layer: "{name}" (Divide-1)' in readme
+    command = next(line.strip() for line in readme.splitlines() if line.strip().startswith("irscatter compare"))
+    again = subprocess.run(shlex.split(command), cwd=out, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 1 and name in again.stdout
+    one_liner = next(line.strip() for line in readme.splitlines() if line.strip().startswith("python -c"))
+    ov_only = subprocess.run(one_liner, shell=True, cwd=out, capture_output=True, text=True, timeout=120)
+    assert ov_only.returncode == 0 and float(ov_only.stdout.split()[-1]) == 1.0  # floor against truncation
+    assert not np.array_equal(np.load(out / "actual.npz")[f"{name}:2"], np.load(out / "expected.npz")[f"{name}:2"])
+
+
+@needs_openvino
+def test_cli_reduce_a_clean_model_is_not_reproducible(tmp_path):
+    out = cli("reduce", str(MODELS / "small_cnn" / "model.xml"), "--random", "-o", str(tmp_path / "r"))
+    assert out.returncode == 1 and "not reproducible" in out.stdout
+    assert not (tmp_path / "r").exists()
+
+
+@needs_openvino
+def test_cli_reduce_writes_the_reproducer(tmp_path):
+    folder = MODELS / "relative_position_bias"
+    out = cli("reduce", str(folder / "model.xml"), "--inputs", str(folder / "inputs.npz"), "-o", str(tmp_path / "r"))
+    assert out.returncode == 0, out.stderr
+    assert "reduced to 1 layer (Divide_12)" in out.stdout
+    assert "Divide_12:2: 54 of 144 elements differ" in (tmp_path / "r" / "README.md").read_text()
+
+
+def test_reduce_with_a_command_and_a_pattern(tmp_path):
+    model = MODELS / "relative_position_bias" / "model.xml"
+    out = cli("reduce", str(model), "--inputs", str(MODELS / "relative_position_bias" / "inputs.npz"),
+              "-o", str(tmp_path / "r"), "--check", "cat {model}", "--fail-regex", 'type="Gather"')
+    assert out.returncode == 0, out.stderr
+    assert "reduced to 1 layer (Gather_" in out.stdout
+    readme = (tmp_path / "r" / "README.md").read_text()
+    assert "cat model.xml" in readme and not (tmp_path / "r" / "actual.npz").exists()
+
+
+def test_reduce_says_when_the_check_is_not_deterministic(tmp_path):
+    counter = tmp_path / "calls"
+    check = reduce.CommandCheck(f"{shlex.quote(sys.executable)} {shlex.quote(str(DATA / 'flaky_check.py'))} "
+                                f"{{model}} {shlex.quote(str(counter))}")
+    compiled = irscatter.read_model(MODELS / "relative_position_bias" / "model.xml").compile()
+    values = compare.reference_values(compiled, dict(np.load(MODELS / "relative_position_bias" / "inputs.npz")))
+    reduction = reduce.reduce_model(compiled, values, check)
+    assert reduction.reproducible and not reduction.deterministic
+    assert "not deterministic" in reduction.note
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--check", "true", "--target", "openvino"], "--check decides by its command"),
+    (["--fail-regex", "x"], "--fail-regex only applies with --check"),
+    (["--check", "true"], "must name the candidate model as {model}"),
+    (["--check", "cat {model}", "--fail-regex", "("], "--fail-regex ("),
+])
+def test_cli_reduce_usage_errors(tmp_path, args, message):
+    out = cli("reduce", str(MODELS / "small_cnn" / "model.xml"), "--random", "-o", str(tmp_path / "r"), *args)
+    assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr
+
+
+def test_cli_reduce_refuses_a_folder_with_files(tmp_path):
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "keep.txt").write_text("mine")
+    out = cli("reduce", str(MODELS / "small_cnn" / "model.xml"), "--random", "-o", str(tmp_path / "r"))
+    assert out.returncode == 2 and "new or empty folder" in out.stderr
