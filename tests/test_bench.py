@@ -76,3 +76,21 @@ def test_bench_decoder_step_sees_the_primed_cache(tmp_path):
     by_hand.run({"x": feeds["step0/x"]})
     np.testing.assert_array_equal(results[0], results[1])
     np.testing.assert_array_equal(results[0], by_hand.run({"x": feeds["step1/x"]})["y"])
+
+
+def test_bench_scaling_fits_an_exponent_and_plots(tmp_path):
+    """--scaling writes W1, W2 and W8 at four sizes spanning 16x, each with its fitted exponent,
+    and --plot the curves as a PNG beside the JSON."""
+    out = tmp_path / "scaling.json"
+    done = subprocess.run([sys.executable, str(BENCH), "--scaling", "--small", "--runs", "1", "--json", str(out),
+                           "--plot"], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    curves = {c["key"]: c for c in json.loads(out.read_text())["scaling"]}
+    assert set(curves) == {"W1", "W2", "W8"}
+    for curve in curves.values():
+        sizes = curve["sizes"]
+        assert len(sizes) == 4 and sizes == sorted(sizes) and 15 <= sizes[-1] / sizes[0] <= 17
+        assert len(curve["times_ms"]["irscatter"]) == 4 and isinstance(curve["exponents"]["irscatter"], float)
+    assert out.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    refused = subprocess.run([sys.executable, str(BENCH), "--plot"], capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and "--plot only applies with --scaling" in refused.stderr

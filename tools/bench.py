@@ -575,8 +575,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--small", action="store_true", help="tiny sizes: checks the script, measures nothing")
     parser.add_argument("--no-memory", action="store_true", help="skip the per-engine memory probes")
     parser.add_argument("--workdir", type=Path, help="keep the generated models here")
+    parser.add_argument("--scaling", action="store_true",
+                        help="instead: W1, W2 and W8 at four sizes spanning 16x, with the fitted exponent k of "
+                             "time ~ size^k (tools/scaling.py)")
+    parser.add_argument("--plot", action="store_true", help="with --scaling: draw the curves into a PNG beside the JSON")
     parser.add_argument("--probe", nargs=3, metavar=("WORKLOAD", "ENGINE", "FOLDER"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.plot and not args.scaling:
+        parser.error("--plot only applies with --scaling")
+    if args.scaling:
+        return _scaling(args)
 
     if args.probe:
         key, engine, folder = args.probe
@@ -595,6 +603,21 @@ def main(argv: list[str] | None = None) -> int:
     args.json.write_text(json.dumps({"engines": installed_engines(), "runs": args.runs, "small": args.small,
                                      "rows": [row.__dict__ for row in rows]}, indent=2))
     print(f"wrote {args.json}")
+    return 0
+
+
+def _scaling(args: argparse.Namespace) -> int:
+    import scaling
+
+    with tempfile.TemporaryDirectory(prefix="irscatter-scaling-") as tmp:
+        curves = scaling.measure(args.workdir or Path(tmp), args.runs, args.small)
+    args.json.write_text(json.dumps({"engines": installed_engines(), "runs": args.runs, "small": args.small,
+                                     "scaling": scaling.as_json(curves)}, indent=2))
+    print(f"wrote {args.json}")
+    if args.plot:
+        png = args.json.with_suffix(".png")
+        scaling.plot(curves, png)
+        print(f"wrote {png}")
     return 0
 
 
