@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from irscatter.errors import ExecutionError
 from irscatter.ir.broadcast import BroadcastError, broadcast_numpy
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import PartialShape
@@ -155,8 +156,26 @@ class ScaledDotProductAttention(Op):
             return logits + np.where(above, work.type(-np.inf), work.type(0))
         if mask is None:
             return logits
+        self._check_mask_fits(logits.shape, mask.shape)
         if mask.dtype == np.bool_:
             bias = np.where(mask, work.type(0), work.type(-np.inf))
         else:
             bias = mask.astype(work, copy=False)
         return logits + bias
+
+    def _check_mask_fits(self, logits: tuple[int, ...], mask: tuple[int, ...]) -> None:
+        """The inference checks again on the shapes of a run: a mask whose shape inference could
+        not know (fed through the model's state, say) must still broadcast to the logits."""
+        problem = None
+        if len(mask) == 1:
+            problem = f"the attention mask must be a scalar or have rank 2 or more, found {list(mask)}"
+        elif mask:
+            try:
+                np.broadcast_shapes(logits, mask)
+            except ValueError:
+                problem = f"the attention mask {list(mask)} does not broadcast to the logits {list(logits)}"
+            else:
+                if mask[-1] != logits[-1] and logits[-1] == 1:
+                    problem = f"the attention mask's last dimension {mask[-1]} stretches the source length 1"
+        if problem:
+            raise ExecutionError(problem, label="sdpa-mask-shape", port=self.port("attention_mask"))

@@ -20,6 +20,8 @@ dimensions (it reads the wrong mask elements), S = 0 or E = 0 (it returns memory
 written), and bf16 with a size-0 dimension (it fails to compile), and f64.
 """
 
+import re
+
 import harness
 import ml_dtypes
 import numpy as np
@@ -206,3 +208,24 @@ CASES = _cases() + _errors()
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_scaled_dot_product_attention(case):
     harness.check(case, CASES)
+
+
+@pytest.mark.parametrize("mask_shape, message", [
+    ((0, 2), "does not broadcast to the logits [1, 4, 2, 2]"),
+    ((3,), "must be a scalar or have rank 2 or more"),
+])
+def test_a_mask_inference_could_not_see_is_checked_at_run_time(mask_shape, message):
+    """A mask whose shape inference cannot know (here a layer run on arrays with its ports left
+    dynamic; in a model, one read from the state) is refused with the inference label, not a
+    numpy error. Found by the model fuzzer on the bundled stateful decoder."""
+    import irscatter
+
+    layer = irscatter.parse_layer(
+        '<layer id="0" name="sdpa" type="ScaledDotProductAttention" version="opset13"><data causal="false"/>'
+        '<input><port id="0" precision="FP32"/><port id="1" precision="FP32"/><port id="2" precision="FP32"/>'
+        '<port id="3" precision="FP32"/></input><output><port id="4" precision="FP32"/></output></layer>')
+    q = np.zeros((1, 4, 2, 16), np.float32)
+    compiled_op = irscatter.ops.registry.instantiate(layer)
+    with pytest.raises(irscatter.ExecutionError, match=re.escape(message)) as caught:
+        compiled_op.compute(q, q, q, np.zeros(mask_shape, np.float32))
+    assert caught.value.label == "sdpa-mask-shape" and caught.value.port == "input 3"
