@@ -421,6 +421,14 @@ def prepare(engine: str, workload: Workload, folder: Path) -> Prepared | None:
     raise ValueError(engine)
 
 
+def scatter_backend() -> str:
+    """The path irscatter's scatter kernels take in this run: numba when it is installed, unless
+    IRSCATTER_BACKEND=numpy (see irscatter/ops/common/accel.py)."""
+    from irscatter.ops.common import accel
+
+    return "numba" if accel.enabled() else "numpy"
+
+
 def installed_engines() -> list[str]:
     engines = [IRSCATTER]
     for module, name in (("openvino", OPENVINO), ("onnxruntime", ORT), ("onnx.reference", ONNX_REF)):
@@ -597,10 +605,12 @@ def main(argv: list[str] | None = None) -> int:
         selected = [w for w in WORKLOADS if w.key in keys or re.match(r"W\d+", w.key).group() in keys]
         if not selected:
             parser.error(f"no workload matches {args.only}")
+    print(f"irscatter's scatter backend: {scatter_backend()}", flush=True)
     with tempfile.TemporaryDirectory(prefix="irscatter-bench-") as tmp:
         root = args.workdir or Path(tmp)
         rows = bench(selected, root, args.runs, args.small, not args.no_memory)
-    args.json.write_text(json.dumps({"engines": installed_engines(), "runs": args.runs, "small": args.small,
+    args.json.write_text(json.dumps({"engines": installed_engines(), "scatter_backend": scatter_backend(),
+                                     "runs": args.runs, "small": args.small,
                                      "rows": [row.__dict__ for row in rows]}, indent=2))
     print(f"wrote {args.json}")
     return 0
@@ -611,7 +621,8 @@ def _scaling(args: argparse.Namespace) -> int:
 
     with tempfile.TemporaryDirectory(prefix="irscatter-scaling-") as tmp:
         curves = scaling.measure(args.workdir or Path(tmp), args.runs, args.small)
-    args.json.write_text(json.dumps({"engines": installed_engines(), "runs": args.runs, "small": args.small,
+    args.json.write_text(json.dumps({"engines": installed_engines(), "scatter_backend": scatter_backend(),
+                                     "runs": args.runs, "small": args.small,
                                      "scaling": scaling.as_json(curves)}, indent=2))
     print(f"wrote {args.json}")
     if args.plot:

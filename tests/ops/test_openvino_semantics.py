@@ -178,8 +178,13 @@ def test_scatter_max_min_with_nan_fold_as_the_reference(tmp_path, kind, reductio
 
 
 def test_scatter_nan_rules_hold_in_the_tiled_kernel(monkeypatch):
-    """The tiled path of ScatterElementsUpdate (large data) keeps the same NaN rule."""
+    """The tiled path of ScatterElementsUpdate (large data) keeps the same NaN rule. This is
+    numpy's tiling (numba, when installed, takes tiled scatters itself, and
+    tests/ops/scatter/test_fast_backend.py holds it to the same bits)."""
+    from irscatter.ops.common import accel
     from irscatter.ops.scatter import core as scatter_core
+
+    monkeypatch.setenv(accel.ENVIRONMENT_VARIABLE, "numpy")
 
     rng = np.random.default_rng(11)
     data = rng.standard_normal((64, 33)).astype(np.float32)

@@ -35,7 +35,8 @@ import numpy as np
 
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.common import strict
-from irscatter.ops.common.numeric import compute_dtype, output_buffer, reusable
+from irscatter.ops.common import accel as fast
+from irscatter.ops.common.numeric import compute_dtype, reusable
 
 
 def shape_text(dims) -> str:
@@ -134,6 +135,10 @@ def scatter_rows(
     """Apply `updates[i]` to `out[rows[i]]` in place; `out` is (R, W) or (R,), `updates` (N, W) or (N,)."""
     if len(rows) == 0:
         return
+    starts_from = None if use_init_val or reduction == "none" else _identity(reduction, out.dtype)
+    if fast.scatter_rows(out, rows, updates, reduction, use_init_val=use_init_val, incomparable=incomparable,
+                         identity=starts_from):
+        return
     if reduction == "none":
         keep = last_occurrence(rows, out.shape[0])
         if keep is None:
@@ -142,7 +147,7 @@ def scatter_rows(
             out[rows[keep]] = updates[keep]
         return
     if not use_init_val:
-        out[rows] = _identity(reduction, out.dtype)
+        out[rows] = starts_from
     if reduction == "mean":
         _mean(out, rows, updates, use_init_val)
         return
@@ -244,13 +249,14 @@ def scatter_along_axis(
     """Element-wise scatter along `axis`, returning the result in the compute dtype: for
     every coordinate c of `indices`, the element at c with c[axis] replaced by indices[c]
     receives updates[c]. Indices must be range-checked already; `wrap_negative` wraps the
-    negative ones. `inplace` lets the result overwrite `data` (see `output_buffer`).
+    negative ones. `inplace` lets the result overwrite `data` (see `scatter_output`).
 
     Random targets spread over a large output miss the cache on every update. When the
     indices span the data everywhere but along the axis, the work is cut into tiles of
     whole fibers along the axis (a few rows and columns around it) that fit in L2: each
     tile's updates stay in row-major order, and a target only ever receives updates from
-    its own tile, so every reduction sees its updates in exactly the sequential order.
+    its own tile, so every reduction sees its updates in exactly the sequential order. The
+    same property lets the fast backend (`ops/common/accel.py`) run the tiles on all cores at once.
     """
     shape = data.shape
     outer, size, inner = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
@@ -259,8 +265,14 @@ def scatter_along_axis(
         p_step, q_step = max(1, TILE_ELEMENTS // max(1, size * inner)), inner
     else:
         p_step, q_step = 1, max(1, TILE_ELEMENTS // size)
-    if not spans or indices.size < TILE_ELEMENTS or (inner > 1 and q_step < MIN_TILE_WIDTH):
-        out = output_buffer(data, etype, inplace)
+    tileable = spans and not (inner > 1 and q_step < MIN_TILE_WIDTH)
+    if tileable:
+        out = _scatter_tiles_fast(data, indices, updates, axis, (p_step, q_step), reduction, etype,
+                                  inplace=inplace, use_init_val=use_init_val, incomparable=incomparable)
+        if out is not None:  # the fast backend ran the same tiles on all cores
+            return out
+    if not tileable or indices.size < TILE_ELEMENTS:
+        out = scatter_output(data, etype, inplace)
         idx = np.where(indices < 0, indices + size, indices) if wrap_negative else indices
         rows = flat_rows_along_axis(idx, shape, axis)
         scatter_rows(out.reshape(-1), rows, updates.reshape(-1).astype(out.dtype, copy=False), reduction,
@@ -301,6 +313,39 @@ def scatter_along_axis(
                          incomparable=incomparable)
             out3[window] = tile
     return out
+
+
+def _scatter_tiles_fast(data: np.ndarray, indices: np.ndarray, updates: np.ndarray, axis: int,
+                        steps: tuple[int, int], reduction: str, etype: ElementType, *, inplace: bool,
+                        use_init_val: bool, incomparable: str) -> np.ndarray | None:
+    """`scatter_along_axis`'s tiles run by the fast backend, on all cores; None when it does not
+    take the call. `steps` are a tile's fibers and columns."""
+    dtype = compute_dtype(etype)
+    if not fast.takes_tiles(reduction, dtype, tiled=indices.size >= TILE_ELEMENTS):
+        return None
+    shape = data.shape
+    outer, size, inner = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
+    n = indices.shape[axis]
+    out = data if reusable(data, inplace, dtype) else np.empty(shape, dtype)
+    starts_from = None if use_init_val or reduction == "none" else _identity(reduction, dtype)
+    fast.scatter_tiles(data.reshape(outer, size, inner), out.reshape(outer, size, inner),
+                       indices.reshape(outer, n, inner), updates.reshape(outer, n, inner), *steps, reduction,
+                       use_init_val=use_init_val, incomparable=incomparable, identity=starts_from)
+    return out
+
+
+def copy_array(data: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """A fresh C-contiguous copy of `data` in `dtype`; a large one is split across cores when the
+    fast backend is on (the copy before a scatter into an input that was not handed over)."""
+    copied = fast.copy_of(data, np.dtype(dtype))
+    return copied if copied is not None else np.array(data, dtype=dtype, order="C", copy=True)
+
+
+def scatter_output(data: np.ndarray, etype: ElementType, inplace: bool) -> np.ndarray:
+    """The buffer a scatter writes into: `data` itself when it is `reusable` (handed over),
+    otherwise a fresh copy in the compute dtype made by `copy_array`."""
+    dtype = compute_dtype(etype)
+    return data if reusable(data, inplace, dtype) else copy_array(data, dtype)
 
 
 def flat_rows_along_axis(indices: np.ndarray, shape: Sequence[int], axis: int) -> np.ndarray:

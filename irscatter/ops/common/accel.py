@@ -1,0 +1,359 @@
+"""The optional numba backend of the scatter arithmetic in `irscatter.ops.scatter.core` (`core`
+below; the irscatter1 scatters use it too): the same updates, applied in
+the same order to every target element, on all cores (`pip install irscatter[fast]`).
+
+Which path runs is chosen per call:
+
+* `IRSCATTER_BACKEND=numpy`: numpy only, as without the extra.
+* `IRSCATTER_BACKEND=numba`: numba for every call it covers, whatever its size (what the tests
+  use to put small cases through the kernels); an error if numba is not installed.
+* unset or `auto` (the default): numba when it can be imported, for calls large enough to gain
+  from threads; smaller ones stay in numpy, where nothing needs compiling.
+
+`use("numpy" | "numba" | "auto")` overrides the variable for a block of code (a context
+variable, so one test can run both paths side by side), and `enabled()` tells whether large
+scatters go through numba.
+
+Identical bits. Threads never share a target element: the element scatter along an axis runs
+`core`'s tiles (whole fibers along the axis, which no update leaves), one tile per thread at a
+time, and a row scatter gives each thread a range of target rows, every thread reading all the
+updates in index order and applying only those aimed at its own rows. So each element receives
+its updates in exactly the row-major order numpy's `ufunc.at` uses, one at a time, in the
+dtype of the output (f32 arithmetic stays f32: no fast-math, no reassociation). Where numpy's
+choice between two values depends on more than the numbers (equal values of opposite sign, a
+NaN), `_combine` spells out the choice numpy's loop makes: `maximum`/`minimum` keep an
+accumulated NaN and otherwise take the update unless the accumulator is strictly greater
+(smaller), `fmax`/`fmin` the same with a NaN update ignored; see `core`'s module doc for the
+three NaN rules. Means divide by the count converted to the output's dtype, as numpy does.
+
+Numba is imported only when a call first goes through it, so importing irscatter, and any model
+without a large scatter, pays nothing for it; compiled kernels are cached on disk (`cache=True`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+from collections.abc import Iterator
+from contextvars import ContextVar
+from functools import cache
+
+import numpy as np
+
+BACKENDS = ("numpy", "numba", "auto")
+
+ENVIRONMENT_VARIABLE = "IRSCATTER_BACKEND"
+
+_chosen: ContextVar[str | None] = ContextVar("irscatter_scatter_backend", default=None)
+
+
+# In `auto`, calls smaller than these stay in numpy: below them, waking a second thread costs
+# about what it saves.
+MIN_PARALLEL_UPDATES = 1 << 16  # update elements of one scatter
+MIN_PARALLEL_COPY_BYTES = 1 << 22  # bytes of one copy of an input
+
+
+def mode() -> str:
+    """The backend asked for: `use`'s, else the environment variable's, else `auto`."""
+    chosen = _chosen.get() or os.environ.get(ENVIRONMENT_VARIABLE, "").strip().lower() or "auto"
+    if chosen not in BACKENDS:
+        raise ValueError(f"{ENVIRONMENT_VARIABLE} must be one of {', '.join(BACKENDS)}, not {chosen!r}")
+    return chosen
+
+
+@cache
+def available() -> bool:
+    """Whether numba can be imported (looked up without importing it)."""
+    return importlib.util.find_spec("numba") is not None
+
+
+def enabled() -> bool:
+    """Whether large scatters go through numba."""
+    chosen = mode()
+    return chosen == "numba" or (chosen == "auto" and available())
+
+
+def forced() -> bool:
+    """Whether every call numba covers goes through it, however small."""
+    return mode() == "numba"
+
+
+@contextlib.contextmanager
+def use(backend: str) -> Iterator[None]:
+    """Run the block with `backend` ("numpy", "numba" or "auto") whatever the environment says."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+    token = _chosen.set(backend)
+    try:
+        yield
+    finally:
+        _chosen.reset(token)
+
+
+def _worth_it(elements: int) -> bool:
+    return forced() or (enabled() and elements >= MIN_PARALLEL_UPDATES)
+
+
+# --- what the kernels are told -------------------------------------------------------------------
+
+NONE, ADD, SUB, MUL, MAX, MIN, AND, OR, XOR, MEAN = range(10)
+
+_NUMERIC_OPS = {"none": NONE, "sum": ADD, "sub": SUB, "prod": MUL, "max": MAX, "min": MIN,
+                "and": AND, "or": OR, "xor": XOR, "mean": MEAN}
+
+_BOOL_OPS = {"none": NONE, "sum": OR, "max": OR, "or": OR, "prod": AND, "min": AND, "and": AND,
+             "sub": XOR, "xor": XOR}  # as core's table of logical ufuncs
+
+RULE_NAN, RULE_KEEP, RULE_UPDATE = range(3)
+
+_RULES = {"nan": RULE_NAN, "keep": RULE_KEEP, "update": RULE_UPDATE}
+
+# numpy dtypes the kernels take; f16 and bf16 reach `core` as f32 already.
+_SUPPORTED = {np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
+                                    np.uint32, np.uint64, np.float32, np.float64)}
+
+
+def _opcode(reduction: str, dtype: np.dtype) -> int | None:
+    return (_BOOL_OPS if dtype == np.bool_ else _NUMERIC_OPS).get(reduction)
+
+
+def _constants(reduction: str, dtype: np.dtype, identity: object) -> np.ndarray:
+    """[the reduction's identity, the NaN a NaN update leaves behind], in the output's dtype
+    (so the kernels compare and store them without a conversion of their own)."""
+    nan = np.nan if dtype.kind == "f" else 0
+    return np.array([identity if identity is not None else 0, nan], dtype=dtype)
+
+
+def _workers() -> int:
+    return max(1, _kernels().numba.get_num_threads())
+
+
+# --- entry points, called by core ----------------------------------------------------------------
+
+
+def scatter_rows(out: np.ndarray, rows: np.ndarray, updates: np.ndarray, reduction: str, *,
+                 use_init_val: bool, incomparable: str, identity: object) -> bool:
+    """`core.scatter_rows` through numba, when the backend takes this call; False otherwise
+    (nothing was done). `identity` is the reduction's starting value for `use_init_val=False`."""
+    op = _opcode(reduction, out.dtype)
+    if op is None or out.dtype not in _SUPPORTED or not out.flags.c_contiguous or not _worth_it(updates.size):
+        return False  # (a contiguous `out` reshapes to a view: the kernel writes into `out` itself)
+    width = out.shape[1] if out.ndim == 2 else 1
+    out2 = out.reshape(out.shape[0], width)
+    upd2 = np.ascontiguousarray(updates.reshape(len(rows), width), dtype=out.dtype)
+    _kernels().scatter_rows(out2, np.ascontiguousarray(rows, dtype=np.int64), upd2, op,
+                            _RULES[incomparable], use_init_val, _constants(reduction, out.dtype, identity),
+                            out.dtype.kind in "iu", _workers())
+    return True
+
+
+def takes_tiles(reduction: str, dtype: np.dtype, *, tiled: bool) -> bool:
+    """Whether `scatter_tiles` takes an element scatter along an axis into `dtype`. `tiled`:
+    numpy would tile this call too (in `auto`, only those are taken: the others are small)."""
+    return (_opcode(reduction, dtype) is not None and dtype in _SUPPORTED
+            and (forced() or (enabled() and tiled)))
+
+
+def scatter_tiles(source: np.ndarray, out: np.ndarray, indices: np.ndarray, updates: np.ndarray,
+                  p_step: int, q_step: int, reduction: str, *, use_init_val: bool, incomparable: str,
+                  identity: object) -> None:
+    """`core.scatter_along_axis`'s tiles through numba (when `takes_tiles`), the arrays seen as
+    (outer, axis, inner) and `out` possibly `source` itself."""
+    op = _opcode(reduction, out.dtype)
+    _kernels().scatter_tiles(np.ascontiguousarray(source, dtype=out.dtype), out, np.ascontiguousarray(indices),
+                             np.ascontiguousarray(updates, dtype=out.dtype), p_step, q_step, op,
+                             _RULES[incomparable], use_init_val, _constants(reduction, out.dtype, identity),
+                             out.dtype.kind in "iu", _workers())
+
+
+def copy_of(data: np.ndarray, dtype: np.dtype) -> np.ndarray | None:
+    """A fresh C-contiguous copy of `data` in `dtype`, its bytes copied in disjoint chunks by
+    numba's threads; None when the backend does not take it (small, a conversion, or not
+    contiguous).
+
+    Numba's own threads, not a pool of Python threads running `np.copyto`: after a parallel
+    kernel numba's threads keep spinning for a while, and a second pool of threads would then
+    fight them for the cores."""
+    if data.dtype != dtype or not data.flags.c_contiguous or data.size == 0:
+        return None
+    if not (forced() or (enabled() and data.nbytes >= MIN_PARALLEL_COPY_BYTES)):
+        return None
+    out = np.empty(data.shape, dtype)
+    _kernels().copy_bytes(data.reshape(-1).view(np.uint8), out.reshape(-1).view(np.uint8), _workers())
+    return out
+
+
+# --- the kernels: plain Python here, compiled by numba on first use ------------------------------
+# `prange` is numba's parallel range once `_kernels` has run; the functions below are never
+# called uncompiled.
+
+prange = range
+
+
+def _combine(acc, update, op, rule, nan):
+    """One update folded into one accumulated value, as numpy's ufunc loops do (module doc)."""
+    if op == ADD or op == MEAN:
+        return acc + update
+    if op == SUB:
+        return acc - update
+    if op == MUL:
+        return acc * update
+    if op == MAX or op == MIN:
+        ahead = acc > update if op == MAX else acc < update
+        if rule == RULE_NAN:  # np.maximum: an accumulated NaN stays, a NaN update lands
+            return acc if acc != acc or ahead else update
+        if rule == RULE_KEEP:  # np.fmax, a NaN already there kept: neither NaN side changes it
+            return acc if acc != acc or update != update or ahead else update
+        if update != update:  # "update": a NaN lands (as NaN), and the next update replaces it
+            return nan
+        return update if acc != acc else (acc if ahead else update)
+    if op == AND or op == OR or op == XOR:
+        return _bitwise(acc, update, op)
+    return update  # NONE: the later update wins
+
+
+def _bitwise(acc, update, op):
+    """and/or/xor, of integers and booleans: the only types the schemas allow them on."""
+    if op == AND:
+        return acc & update
+    if op == OR:
+        return acc | update
+    return acc ^ update
+
+
+def _divide(total, count, integer):
+    return total // count if integer else total / count
+
+
+def _copy_bytes_kernel(source, target, workers):
+    """target[:] = source, thread w copying the w-th of `workers` equal chunks."""
+    for w in prange(workers):
+        lo, hi = len(source) * w // workers, len(source) * (w + 1) // workers
+        target[lo:hi] = source[lo:hi]
+
+
+def _scatter_rows_kernel(out, rows, updates, op, rule, use_init_val, constants, integer, workers):
+    """out[rows[i]] folded with updates[i], i in order; thread w owns a range of target rows."""
+    n_rows, width = out.shape
+    counted = op == MEAN or (op != NONE and not use_init_val)
+    counts = np.zeros(n_rows if counted else 0, np.int64)
+    identity, nan = constants[0], constants[1]
+    for w in prange(workers):
+        divisor = np.empty(1, out.dtype)  # one per thread: it holds a count in out's dtype
+        lo, hi = n_rows * w // workers, n_rows * (w + 1) // workers
+        for i in range(len(rows)):
+            r = rows[i]
+            if r < lo or r >= hi:
+                continue
+            if counted:
+                if counts[r] == 0 and not use_init_val:
+                    out[r, :] = identity
+                counts[r] += 1
+            for c in range(width):
+                out[r, c] = _combine(out[r, c], updates[i, c], op, rule, nan)
+        if op == MEAN:
+            for r in range(lo, hi):
+                if counts[r] > 0:
+                    divisor[0] = counts[r] + (1 if use_init_val else 0)
+                    for c in range(width):
+                        out[r, c] = _divide(out[r, c], divisor[0], integer)
+
+
+def _fold_counting(tile, counts, targets, values, start, size, tq, op, rule, use_init_val, identity, nan):
+    """One row of a tile's updates where each element counts what it receives (a mean, or a
+    reduction that starts from its identity at the first update)."""
+    for b in range(tq):
+        r = targets[b]
+        if r < 0:
+            r += size
+        pos = start + r * tq + b
+        if counts[pos] == 0 and not use_init_val:
+            tile[pos] = identity
+        counts[pos] += 1
+        tile[pos] = _combine(tile[pos], values[b], op, rule, nan)
+
+
+def _scatter_tiles_kernel(source, out, indices, updates, p_step, q_step, op, rule, use_init_val, constants,
+                          integer, workers):
+    """core.scatter_along_axis's tiles, each copied out of `source`, updated in row-major order
+    of its indices and copied into `out`; thread w takes tiles w, w + workers, ..."""
+    outer, size, inner = source.shape
+    n = indices.shape[1]
+    q_tiles = (inner + q_step - 1) // q_step
+    n_tiles = ((outer + p_step - 1) // p_step) * q_tiles
+    counted = op == MEAN or (op != NONE and not use_init_val)
+    identity, nan = constants[0], constants[1]
+    capacity = p_step * size * q_step
+    for w in prange(min(workers, n_tiles)):
+        tile = np.empty(capacity, out.dtype)
+        counts = np.empty(capacity if counted else 0, np.int64)
+        divisor = np.empty(1, out.dtype)  # holds a count in out's dtype, as numpy divides by
+        for t in range(w, n_tiles, min(workers, n_tiles)):
+            p0, q0 = (t // q_tiles) * p_step, (t % q_tiles) * q_step
+            tp, tq = min(p_step, outer - p0), min(q_step, inner - q0)
+            for a in range(tp):  # rows of the tile are short: 1-D slices, not 3-D indexing
+                fibers = source[p0 + a]
+                for r in range(size):
+                    tile[(a * size + r) * tq:(a * size + r + 1) * tq] = fibers[r, q0:q0 + tq]
+            if counted:
+                counts[:tp * size * tq] = 0
+            for a in range(tp):
+                start = a * size * tq
+                for j in range(n):
+                    targets = indices[p0 + a, j, q0:q0 + tq]
+                    values = updates[p0 + a, j, q0:q0 + tq]
+                    if counted:
+                        _fold_counting(tile, counts, targets, values, start, size, tq, op, rule, use_init_val,
+                                       identity, nan)
+                        continue
+                    for b in range(tq):  # the hot loop: kept free of the counting branch
+                        r = targets[b]
+                        if r < 0:  # negatives reach here only where the op wraps them
+                            r += size
+                        pos = start + r * tq + b
+                        tile[pos] = _combine(tile[pos], values[b], op, rule, nan)
+            if op == MEAN:
+                for pos in range(tp * size * tq):
+                    if counts[pos] > 0:
+                        divisor[0] = counts[pos] + (1 if use_init_val else 0)
+                        tile[pos] = _divide(tile[pos], divisor[0], integer)
+            for a in range(tp):
+                fibers = out[p0 + a]
+                for r in range(size):
+                    fibers[r, q0:q0 + tq] = tile[(a * size + r) * tq:(a * size + r + 1) * tq]
+
+
+class _Compiled:
+    """The compiled kernels, and numba itself (for its thread count)."""
+
+    def __init__(self) -> None:
+        try:
+            import numba
+        except ImportError as exc:
+            raise ImportError(f"{ENVIRONMENT_VARIABLE}=numba needs numba: pip install 'irscatter[fast]'") from exc
+        from numba.extending import overload
+
+        global prange
+        prange = numba.prange
+
+        @overload(_bitwise, inline="always")
+        def _bitwise_by_type(acc, update, op):  # a float kernel keeps the branch it never takes
+            if isinstance(acc, numba.types.Float):
+                return lambda acc, update, op: acc
+            return lambda acc, update, op: acc & update if op == AND else (acc | update if op == OR else acc ^ update)
+
+        inline = numba.njit(inline="always", cache=True)
+        globals()["_combine"] = inline(_combine)
+        globals()["_divide"] = inline(_divide)
+        globals()["_fold_counting"] = inline(_fold_counting)
+        kernel = numba.njit(parallel=True, cache=True, nogil=True, error_model="numpy")
+        self.numba = numba
+        self.scatter_rows = kernel(_scatter_rows_kernel)
+        self.scatter_tiles = kernel(_scatter_tiles_kernel)
+        self.copy_bytes = kernel(_copy_bytes_kernel)
+
+
+@cache
+def _kernels() -> _Compiled:
+    return _Compiled()
