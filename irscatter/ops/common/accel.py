@@ -51,7 +51,6 @@ _chosen: ContextVar[str | None] = ContextVar("irscatter_scatter_backend", defaul
 # In `auto`, calls smaller than these stay in numpy: below them, waking a second thread costs
 # about what it saves.
 MIN_PARALLEL_UPDATES = 1 << 16  # update elements of one scatter
-MIN_PARALLEL_COPY_BYTES = 1 << 22  # bytes of one copy of an input
 
 
 def mode() -> str:
@@ -177,7 +176,11 @@ def copy_of(data: np.ndarray, dtype: np.dtype) -> np.ndarray | None:
     fight them for the cores."""
     if data.dtype != dtype or not data.flags.c_contiguous or data.size == 0:
         return None
-    if not (forced() or (enabled() and data.nbytes >= MIN_PARALLEL_COPY_BYTES)):
+    # Only when numba is forced: measured on the 2-core machine, a large copy is bound by the
+    # page faults of its fresh output (W2 and W6 took the same time on one core and on two), and
+    # where another runtime's thread pool shares the process (the benchmark), the threads fought
+    # for the cores and W2 took 45 ms instead of 8.
+    if not forced():
         return None
     out = np.empty(data.shape, dtype)
     _kernels().copy_bytes(data.reshape(-1).view(np.uint8), out.reshape(-1).view(np.uint8), _workers())
