@@ -123,6 +123,7 @@ def plot(curves: list[Curve], path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
 
     fig, axes = plt.subplots(1, len(curves), figsize=(5 * len(curves), 4), squeeze=False)
     for ax, curve in zip(axes[0], curves):
@@ -131,6 +132,7 @@ def plot(curves: list[Curve], path: Path) -> None:
         lo, hi = curve.sizes[0], curve.sizes[-1]
         base = curve.times_ms[bench.IRSCATTER][0]
         ax.loglog([lo, hi], [base, base * hi / lo], linestyle=":", color="grey", label="linear from the smallest")
+        ax.xaxis.set_minor_formatter(NullFormatter())  # the minor labels of a short log axis overlap
         ax.set_title(f"{curve.key}: {curve.title}", fontsize=9)
         ax.set_xlabel(curve.unit)
         ax.set_ylabel("ms")
