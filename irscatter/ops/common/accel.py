@@ -27,7 +27,9 @@ accumulated NaN and otherwise take the update unless the accumulator is strictly
 three NaN rules. Means divide by the count converted to the output's dtype, as numpy does.
 
 Numba is imported only when a call first goes through it, so importing irscatter, and any model
-without a large scatter, pays nothing for it; compiled kernels are cached on disk (`cache=True`).
+without a large scatter, pays nothing for it. The row and tile kernels are specialized per reduction and
+NaN rule (`_specialize`), each pair compiled on its first call, and all are cached on disk
+(`cache=True`).
 """
 
 from __future__ import annotations
@@ -51,6 +53,11 @@ _chosen: ContextVar[str | None] = ContextVar("irscatter_scatter_backend", defaul
 # In `auto`, calls smaller than these stay in numpy: below them, waking a second thread costs
 # about what it saves.
 MIN_PARALLEL_UPDATES = 1 << 16  # update elements of one scatter
+
+# The element scatter's tiles are at least this many columns wide where `core` would make them
+# narrower (a long axis): measured on W1, 64-column tiles lost to wider ones. Threads still
+# own whole tiles, so the order of every element's updates does not change.
+MIN_TILE_COLUMNS = 256
 
 
 def mode() -> str:
@@ -141,9 +148,9 @@ def scatter_rows(out: np.ndarray, rows: np.ndarray, updates: np.ndarray, reducti
     width = out.shape[1] if out.ndim == 2 else 1
     out2 = out.reshape(out.shape[0], width)
     upd2 = np.ascontiguousarray(updates.reshape(len(rows), width), dtype=out.dtype)
-    _kernels().scatter_rows(out2, np.ascontiguousarray(rows, dtype=np.int64), upd2, op,
-                            _RULES[incomparable], use_init_val, _constants(reduction, out.dtype, identity),
-                            out.dtype.kind in "iu", _workers())
+    _kernels().specialized(op, _RULES[incomparable]).scatter_rows(
+        out2, np.ascontiguousarray(rows, dtype=np.int64), upd2, use_init_val,
+        _constants(reduction, out.dtype, identity), out.dtype.kind in "iu", _workers())
     return True
 
 
@@ -160,10 +167,13 @@ def scatter_tiles(source: np.ndarray, out: np.ndarray, indices: np.ndarray, upda
     """`core.scatter_along_axis`'s tiles through numba (when `takes_tiles`), the arrays seen as
     (outer, axis, inner) and `out` possibly `source` itself."""
     op = _opcode(reduction, out.dtype)
-    _kernels().scatter_tiles(np.ascontiguousarray(source, dtype=out.dtype), out, np.ascontiguousarray(indices),
-                             np.ascontiguousarray(updates, dtype=out.dtype), p_step, q_step, op,
-                             _RULES[incomparable], use_init_val, _constants(reduction, out.dtype, identity),
-                             out.dtype.kind in "iu", _workers())
+    inner = source.shape[2]
+    if p_step == 1 and q_step < inner:  # wide tiles: see MIN_TILE_COLUMNS
+        q_step = min(inner, max(q_step, MIN_TILE_COLUMNS))
+    _kernels().specialized(op, _RULES[incomparable]).scatter_tiles(
+        np.ascontiguousarray(source, dtype=out.dtype), out, np.ascontiguousarray(indices),
+        np.ascontiguousarray(updates, dtype=out.dtype), p_step, q_step, use_init_val,
+        _constants(reduction, out.dtype, identity), out.dtype.kind in "iu", _workers())
 
 
 def copy_of(data: np.ndarray, dtype: np.dtype) -> np.ndarray | None:
@@ -236,33 +246,6 @@ def _copy_bytes_kernel(source, target, workers):
         target[lo:hi] = source[lo:hi]
 
 
-def _scatter_rows_kernel(out, rows, updates, op, rule, use_init_val, constants, integer, workers):
-    """out[rows[i]] folded with updates[i], i in order; thread w owns a range of target rows."""
-    n_rows, width = out.shape
-    counted = op == MEAN or (op != NONE and not use_init_val)
-    counts = np.zeros(n_rows if counted else 0, np.int64)
-    identity, nan = constants[0], constants[1]
-    for w in prange(workers):
-        divisor = np.empty(1, out.dtype)  # one per thread: it holds a count in out's dtype
-        lo, hi = n_rows * w // workers, n_rows * (w + 1) // workers
-        for i in range(len(rows)):
-            r = rows[i]
-            if r < lo or r >= hi:
-                continue
-            if counted:
-                if counts[r] == 0 and not use_init_val:
-                    out[r, :] = identity
-                counts[r] += 1
-            for c in range(width):
-                out[r, c] = _combine(out[r, c], updates[i, c], op, rule, nan)
-        if op == MEAN:
-            for r in range(lo, hi):
-                if counts[r] > 0:
-                    divisor[0] = counts[r] + (1 if use_init_val else 0)
-                    for c in range(width):
-                        out[r, c] = _divide(out[r, c], divisor[0], integer)
-
-
 def _fold_counting(tile, counts, targets, values, start, size, tq, op, rule, use_init_val, identity, nan):
     """One row of a tile's updates where each element counts what it receives (a mean, or a
     reduction that starts from its identity at the first update)."""
@@ -277,54 +260,98 @@ def _fold_counting(tile, counts, targets, values, start, size, tq, op, rule, use
         tile[pos] = _combine(tile[pos], values[b], op, rule, nan)
 
 
-def _scatter_tiles_kernel(source, out, indices, updates, p_step, q_step, op, rule, use_init_val, constants,
-                          integer, workers):
-    """core.scatter_along_axis's tiles, each copied out of `source`, updated in row-major order
-    of its indices and copied into `out`; thread w takes tiles w, w + workers, ..."""
-    outer, size, inner = source.shape
-    n = indices.shape[1]
-    q_tiles = (inner + q_step - 1) // q_step
-    n_tiles = ((outer + p_step - 1) // p_step) * q_tiles
-    counted = op == MEAN or (op != NONE and not use_init_val)
-    identity, nan = constants[0], constants[1]
-    capacity = p_step * size * q_step
-    for w in prange(min(workers, n_tiles)):
-        tile = np.empty(capacity, out.dtype)
-        counts = np.empty(capacity if counted else 0, np.int64)
-        divisor = np.empty(1, out.dtype)  # holds a count in out's dtype, as numpy divides by
-        for t in range(w, n_tiles, min(workers, n_tiles)):
-            p0, q0 = (t // q_tiles) * p_step, (t % q_tiles) * q_step
-            tp, tq = min(p_step, outer - p0), min(q_step, inner - q0)
-            for a in range(tp):  # rows of the tile are short: 1-D slices, not 3-D indexing
-                fibers = source[p0 + a]
-                for r in range(size):
-                    tile[(a * size + r) * tq:(a * size + r + 1) * tq] = fibers[r, q0:q0 + tq]
-            if counted:
-                counts[:tp * size * tq] = 0
-            for a in range(tp):
-                start = a * size * tq
-                for j in range(n):
-                    targets = indices[p0 + a, j, q0:q0 + tq]
-                    values = updates[p0 + a, j, q0:q0 + tq]
-                    if counted:
-                        _fold_counting(tile, counts, targets, values, start, size, tq, op, rule, use_init_val,
-                                       identity, nan)
-                        continue
-                    for b in range(tq):  # the hot loop: kept free of the counting branch
-                        r = targets[b]
-                        if r < 0:  # negatives reach here only where the op wraps them
-                            r += size
-                        pos = start + r * tq + b
-                        tile[pos] = _combine(tile[pos], values[b], op, rule, nan)
+def _specialize(op, rule):
+    """The row and tile kernels for one reduction `op` and one NaN `rule`, which they hold as
+    closure variables: numba compiles those as constants, so each pair gets a loop of its own
+    with `_combine`'s choice of arithmetic made at compile time, not once per update element.
+    Numba caches a closure on disk under a key that includes the values it closes over, so
+    every pair keeps its own cache entry (and only the pairs used are ever compiled)."""
+
+    def scatter_rows_kernel(out, rows, updates, use_init_val, constants, integer, workers):
+        """out[rows[i]] folded with updates[i], i in order; thread w owns a range of target rows."""
+        n_rows, width = out.shape
+        counted = op == MEAN or (op != NONE and not use_init_val)
+        counts = np.zeros(n_rows if counted else 0, np.int64)
+        identity, nan = constants[0], constants[1]
+        for w in prange(workers):
+            divisor = np.empty(1, out.dtype)  # one per thread: it holds a count in out's dtype
+            lo, hi = n_rows * w // workers, n_rows * (w + 1) // workers
+            for i in range(len(rows)):
+                r = rows[i]
+                if r < lo or r >= hi:
+                    continue
+                if counted:
+                    if counts[r] == 0 and not use_init_val:
+                        out[r, :] = identity
+                    counts[r] += 1
+                for c in range(width):
+                    out[r, c] = _combine(out[r, c], updates[i, c], op, rule, nan)
             if op == MEAN:
-                for pos in range(tp * size * tq):
-                    if counts[pos] > 0:
-                        divisor[0] = counts[pos] + (1 if use_init_val else 0)
-                        tile[pos] = _divide(tile[pos], divisor[0], integer)
-            for a in range(tp):
-                fibers = out[p0 + a]
-                for r in range(size):
-                    fibers[r, q0:q0 + tq] = tile[(a * size + r) * tq:(a * size + r + 1) * tq]
+                for r in range(lo, hi):
+                    if counts[r] > 0:
+                        divisor[0] = counts[r] + (1 if use_init_val else 0)
+                        for c in range(width):
+                            out[r, c] = _divide(out[r, c], divisor[0], integer)
+
+    def scatter_tiles_kernel(source, out, indices, updates, p_step, q_step, use_init_val, constants, integer,
+                             workers):
+        """core.scatter_along_axis's tiles, each copied out of `source`, updated in row-major order
+        of its indices and copied into `out`; thread w takes tiles w, w + workers, ..."""
+        outer, size, inner = source.shape
+        n = indices.shape[1]
+        q_tiles = (inner + q_step - 1) // q_step
+        n_tiles = ((outer + p_step - 1) // p_step) * q_tiles
+        counted = op == MEAN or (op != NONE and not use_init_val)
+        identity, nan = constants[0], constants[1]
+        capacity = p_step * size * q_step
+        for w in prange(min(workers, n_tiles)):
+            tile = np.empty(capacity, out.dtype)
+            counts = np.empty(capacity if counted else 0, np.int64)
+            divisor = np.empty(1, out.dtype)  # holds a count in out's dtype, as numpy divides by
+            for t in range(w, n_tiles, min(workers, n_tiles)):
+                p0, q0 = (t // q_tiles) * p_step, (t % q_tiles) * q_step
+                tp, tq = min(p_step, outer - p0), min(q_step, inner - q0)
+                for a in range(tp):  # rows of the tile are short: 1-D slices, not 3-D indexing
+                    fibers = source[p0 + a]
+                    for r in range(size):
+                        tile[(a * size + r) * tq:(a * size + r + 1) * tq] = fibers[r, q0:q0 + tq]
+                if counted:
+                    counts[:tp * size * tq] = 0
+                for a in range(tp):
+                    start = a * size * tq
+                    for j in range(n):
+                        targets = indices[p0 + a, j, q0:q0 + tq]
+                        values = updates[p0 + a, j, q0:q0 + tq]
+                        if counted:
+                            _fold_counting(tile, counts, targets, values, start, size, tq, op, rule, use_init_val,
+                                           identity, nan)
+                            continue
+                        for b in range(tq):  # the hot loop: kept free of the counting branch
+                            r = targets[b]
+                            if r < 0:  # negatives reach here only where the op wraps them
+                                r += size
+                            pos = start + r * tq + b
+                            tile[pos] = _combine(tile[pos], values[b], op, rule, nan)
+                if op == MEAN:
+                    for pos in range(tp * size * tq):
+                        if counts[pos] > 0:
+                            divisor[0] = counts[pos] + (1 if use_init_val else 0)
+                            tile[pos] = _divide(tile[pos], divisor[0], integer)
+                for a in range(tp):
+                    fibers = out[p0 + a]
+                    for r in range(size):
+                        fibers[r, q0:q0 + tq] = tile[(a * size + r) * tq:(a * size + r + 1) * tq]
+
+    return scatter_rows_kernel, scatter_tiles_kernel
+
+
+class _Specialized:
+    """The compiled row and tile kernels of one (reduction, NaN rule) pair."""
+
+    def __init__(self, kernel, op: int, rule: int) -> None:
+        rows, tiles = _specialize(op, rule)
+        self.scatter_rows = kernel(rows)
+        self.scatter_tiles = kernel(tiles)
 
 
 class _Compiled:
@@ -350,11 +377,20 @@ class _Compiled:
         globals()["_combine"] = inline(_combine)
         globals()["_divide"] = inline(_divide)
         globals()["_fold_counting"] = inline(_fold_counting)
-        kernel = numba.njit(parallel=True, cache=True, nogil=True, error_model="numpy")
+        self._kernel = numba.njit(parallel=True, cache=True, nogil=True, error_model="numpy")
+        self._by_pair: dict[tuple[int, int], _Specialized] = {}
         self.numba = numba
-        self.scatter_rows = kernel(_scatter_rows_kernel)
-        self.scatter_tiles = kernel(_scatter_tiles_kernel)
-        self.copy_bytes = kernel(_copy_bytes_kernel)
+        self.copy_bytes = self._kernel(_copy_bytes_kernel)
+
+    def specialized(self, op: int, rule: int) -> _Specialized:
+        """The kernels for reduction `op` and NaN `rule`, wrapped on first use (and compiled, or
+        loaded from numba's cache, on their first call)."""
+        if op != MAX and op != MIN:
+            rule = RULE_NAN  # only max and min look at the rule: one variant for the others
+        pair = (op, rule)
+        if pair not in self._by_pair:
+            self._by_pair[pair] = _Specialized(self._kernel, op, rule)
+        return self._by_pair[pair]
 
 
 @cache
