@@ -34,14 +34,13 @@ import numpy as np
 
 from irscatter.debug.metrics import TensorDiff, Tolerance, diff, preset_for
 from irscatter.errors import UsageError
-from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Layer
-from irscatter.ir.writer import IRWriter, Tensor
+from irscatter.debug.extract import BOUNDARY, Written, first_holding, prefix, steps, tensor_key, typed, write
+from irscatter.ir.writer import IRWriter
 from irscatter.runtime.interpreter import CompiledModel
 from irscatter.targets.worker import TargetFailure
 
 Source = tuple[int, int]
-_BOUNDARY = ("Parameter", "Const", "Result")
 # Layers whose value on a target cannot be judged against irscatter's from the layer alone.
 _NO_STANDALONE_FORM = {
     "ReadValue": "a variable's value belongs to the model's state, which a layer alone does not carry",
@@ -263,7 +262,7 @@ def compare_layers(compiled: CompiledModel, feeds: Any, target: Target, toleranc
     values = reference_values(compiled, feeds) if values is None else values
     report = Report(compiled.model.source, target.describe(), "layers")
     candidates = []
-    for position, lid in enumerate(lid for lid in compiled.order if compiled.layers[lid].type not in _BOUNDARY):
+    for position, lid in enumerate(lid for lid in compiled.order if compiled.layers[lid].type not in BOUNDARY):
         record = _record(compiled, lid, position)
         reason = _no_standalone_form(compiled, lid, values)
         if reason:
@@ -339,15 +338,11 @@ class _LayerRunner:
             batch[0].status, batch[0].reason = failure.kind, failure.message
             return
         for (record, pos), got in zip(results, outputs):
-            key = self._key(record.id, pos)
+            key = tensor_key(self.compiled, (record.id, pos))
             want = self.values[(record.id, pos)]
             record.tensors.append(TensorResult(key, diff(got, want, self.tolerances.for_tensor(key, want.dtype))))
         for record in batch:
             record.status = "failed" if any(not t.diff.passed for t in record.tensors) else "passed"
-
-    def _key(self, lid: int, pos: int) -> str:
-        layer = self.compiled.layers[lid]
-        return f"{layer.name}:{layer.outputs[pos].id}"
 
     def _write(self, batch: list[LayerResult]) -> tuple[Path, dict[str, np.ndarray], list[tuple[LayerResult, int]]]:
         compiled, values = self.compiled, self.values
@@ -368,8 +363,8 @@ class _LayerRunner:
                 else:
                     sources.append(writer.parameter(name, compiled.infos[src].etype, values[src].shape, (name,)))
                     feeds[name] = values[src]
-            inputs = [_typed(compiled, values, src) for src in compiled.sources[lid]]
-            outputs = [_typed(compiled, values, (lid, pos)) for pos in range(len(layer.outputs))]
+            inputs = [typed(compiled, values, src) for src in compiled.sources[lid]]
+            outputs = [typed(compiled, values, (lid, pos)) for pos in range(len(layer.outputs))]
             produced = writer.copy(layer, sources, inputs, outputs)
             for pos, tensor in enumerate(produced):
                 if (lid, pos) in values:
@@ -388,16 +383,6 @@ def _constant_on_target(compiled: CompiledModel, src: Source) -> bool:
     info = compiled.infos[src]
     return (compiled.layers[src[0]].type == "Const" or info.value is not None
             or info.etype.is_packed)
-
-
-def _typed(compiled: CompiledModel, values: Mapping[Source, np.ndarray],
-           src: Source | None) -> tuple[ElementType | None, tuple[int, ...] | None]:
-    if src is None:
-        return None, None
-    info = compiled.infos[src]
-    value = values.get(src)
-    return info.etype, (tuple(value.shape) if value is not None else
-                        info.shape.to_tuple() if info.shape.is_static else None)
 
 
 # --- the whole model ----------------------------------------------------------------------------
@@ -427,7 +412,7 @@ def compare_whole(compiled: CompiledModel, feeds: Any, target: Target, tolerance
             record.status, record.reason = "not compared", "the target has no output of this name"
         else:
             want = values[src]
-            tensor = TensorResult(spec.name, diff(got[j], want, tolerances.for_tensor(_key_of(compiled, src), want.dtype)))
+            tensor = TensorResult(spec.name, diff(got[j], want, tolerances.for_tensor(tensor_key(compiled, src), want.dtype)))
             record.tensors.append(tensor)
             record.status = "passed" if tensor.diff.passed else "failed"
         report.outputs.append(record)
@@ -458,93 +443,63 @@ def _output_record(compiled: CompiledModel, i: int, status: str, reason: str | N
     spec = compiled.outputs[i]
     lid, _ = compiled.sources[spec.layer.id][0]
     layer, op = compiled.layers[lid], compiled.ops[lid]
-    position = [x for x in compiled.order if compiled.layers[x].type not in _BOUNDARY].index(lid) \
-        if layer.type not in _BOUNDARY else -1
+    position = steps(compiled).index(lid) if layer.type not in BOUNDARY else -1
     return LayerResult(position, lid, layer.name, f"{op.type_name}-{op.version}", layer.line, status, reason)
 
 
-def _key_of(compiled: CompiledModel, src: Source) -> str:
-    layer = compiled.layers[src[0]]
-    return f"{layer.name}:{layer.outputs[src[1]].id}"
+def judge(compiled: CompiledModel, target: Target, tolerances: Tolerances, written: Written,
+          values: Mapping[Source, np.ndarray]) -> tuple[list[TensorResult], dict[str, np.ndarray]]:
+    """A model written by `extract.write` run on the target, fed irscatter's values of its
+    inputs: each output against irscatter's value, and the target's outputs by name. Raises
+    the target's `TargetFailure`."""
+    feeds = {name: values[src] for src, name in written.input_names.items()}
+    got = target.infer(written.xml, feeds)
+    by_name = {n: array for theirs, array in zip(target.output_names(written.xml), got) for n in theirs}
+    tensors, actual = [], {}
+    for src, name in written.output_names.items():
+        if name not in by_name:
+            continue
+        key, want = tensor_key(compiled, src), values[src]
+        actual[name] = by_name[name]
+        tensors.append(TensorResult(key, diff(by_name[name], want, tolerances.for_tensor(key, want.dtype))))
+    return tensors, actual
 
 
 def _bisect(compiled: CompiledModel, values: dict[Source, np.ndarray], target: Target, tolerances: Tolerances,
             folder: Path) -> tuple[LayerResult | None, str]:
     """The first prefix of the topological order whose cut tensors diverge on the target, by
     halving; returns its last layer (with the tensors that diverged) and a note on the search."""
-    steps = [lid for lid in compiled.order if compiled.layers[lid].type not in _BOUNDARY]
-    tried = 0
+    order = steps(compiled)
+    outcomes: dict[int, LayerResult | None] = {}
 
-    def diverging(end: int) -> tuple[LayerResult, bool] | None:
-        nonlocal tried
-        tried += 1
-        return _run_prefix(compiled, values, target, tolerances, steps, end, folder / f"prefix{tried}.xml")
+    def diverging(end: int) -> bool:
+        outcomes[end] = _run_prefix(compiled, values, target, tolerances, order, end,
+                                    folder / f"prefix{len(outcomes) + 1}" / "model.xml")
+        return outcomes[end] is not None and outcomes[end].status == "failed"
 
-    low, high = -1, len(steps) - 1  # prefix `low` is clean (or empty), prefix `high` is to be shown diverging
-    last = diverging(high)
-    if last is None or not last[1]:
+    if not diverging(len(order) - 1):
         note = ("the whole graph as irscatter writes it runs clean on the target; the divergence depends on "
                 "something of the original file (its rt_info, or fusions only the full model allows)")
         return None, note
-    found = last[0]
-    while high - low > 1:
-        middle = (low + high) // 2
-        outcome = diverging(middle)
-        if outcome is not None and outcome[1]:
-            high, found = middle, outcome[0]
-        else:
-            low = middle
-    note = f"{tried} prefixes run; the prefix ending at position {high} is the first that diverges"
-    return found, note
+    first = first_holding(-1, len(order) - 1, diverging)
+    note = f"{len(outcomes)} prefixes run; the prefix ending at position {first} is the first that diverges"
+    return outcomes[first], note
 
 
 def _run_prefix(compiled: CompiledModel, values: dict[Source, np.ndarray], target: Target, tolerances: Tolerances,
-                steps: list[int], end: int, xml: Path) -> tuple[LayerResult, bool] | None:
-    """Run layers steps[0..end] on the target, returning every tensor that a later layer or a
-    Result reads; (the record of steps[end] holding the diverging tensors, whether any did).
-    None when the target could not run the prefix."""
-    inside = set(steps[: end + 1])
-    later_readers = {src for lid in compiled.order if lid not in inside and compiled.layers[lid].type != "Const"
-                     for src in compiled.sources[lid] if src is not None}
-    writer = IRWriter("prefix")
-    made: dict[Source, Tensor] = {}
-    feeds: dict[str, np.ndarray] = {}
-    for lid in compiled.order:
-        layer = compiled.layers[lid]
-        if layer.type == "Parameter":
-            spec = next(s for s in compiled.inputs if s.layer.id == lid)
-            name = spec.names[0] if spec.names else spec.name
-            made[(lid, 0)] = writer.parameter(name, spec.etype, values[(lid, 0)].shape, spec.names or (name,))
-            feeds[name] = values[(lid, 0)]
-        elif layer.type == "Const":
-            made[(lid, 0)] = writer.const(layer.name, values[(lid, 0)], compiled.infos[(lid, 0)].etype)
-        elif lid in inside:
-            sources = [made.get(src) if src is not None else None for src in compiled.sources[lid]]
-            inputs = [_typed(compiled, values, src) for src in compiled.sources[lid]]
-            outputs = [_typed(compiled, values, (lid, pos)) for pos in range(len(layer.outputs))]
-            for pos, tensor in enumerate(writer.copy(layer, sources, inputs, outputs)):
-                made[(lid, pos)] = tensor
-    cut = [src for src in made if src[0] in inside and src in later_readers and src in values]
-    for k, src in enumerate(cut):
-        etype, shape = _typed(compiled, values, src)
-        writer.result(f"cut{k}", made[src], etype, shape)
-    writer.save(xml)
-    used_feeds = {name: value for name, value in feeds.items()}
+                order: list[int], end: int, xml: Path) -> LayerResult | None:
+    """Layers order[0..end] run on the target, returning every tensor a later layer or a
+    Result reads: the record of order[end], holding the tensors that diverged. None when the
+    target could not run the prefix."""
+    written = write(compiled, prefix(compiled, order, end, values), xml, values)
     try:
-        got = target.infer(xml, used_feeds)
+        tensors, _ = judge(compiled, target, tolerances, written, values)
     except TargetFailure:
         return None
-    record = _record(compiled, steps[end], end)
-    diverged = False
-    for src, array in zip(cut, got):
-        key = _key_of(compiled, src)
-        want = values[src]
-        result = TensorResult(key, diff(array, want, tolerances.for_tensor(key, want.dtype)))
-        if not result.diff.passed:
-            diverged = True
-            record.tensors.append(result)
-    record.status = "failed" if diverged else "passed"
-    return record, diverged
+    record = _record(compiled, order[end], end)
+    record.tensors = [t for t in tensors if not t.diff.passed]
+    record.status = "failed" if record.tensors else "passed"
+    return record
 
 
 # --- two dumps ----------------------------------------------------------------------------------

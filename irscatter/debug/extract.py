@@ -11,7 +11,7 @@ them: an output name, a tensor name, or `"<layer name>:<port id>"`.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +23,7 @@ from irscatter.ir.writer import IRWriter, Tensor
 from irscatter.runtime.interpreter import CompiledModel
 
 Source = tuple[int, int]
+BOUNDARY = ("Parameter", "Const", "Result")  # layers that hold or hand over a value and run no kernel
 _SAFE = re.compile(r"[^A-Za-z0-9_.\-]")
 
 
@@ -103,6 +104,37 @@ def plan(compiled: CompiledModel, outputs: Sequence[Source], inputs: Sequence[So
     return Cut(tuple(dict.fromkeys(outputs)), tuple(s for s in inputs if s in used_inputs), order)
 
 
+def steps(compiled: CompiledModel) -> list[int]:
+    """The layers that run a kernel, in the order they run."""
+    return [lid for lid in compiled.order if compiled.layers[lid].type not in BOUNDARY]
+
+
+def prefix(compiled: CompiledModel, order: Sequence[int], end: int, values: Mapping[Source, np.ndarray]) -> Cut:
+    """The layers `order[0..end]` fed the model's inputs, returning every tensor of theirs that
+    a later layer or a Result reads (when none is, the last layer's own outputs)."""
+    inside = set(order[: end + 1])
+    wanted = [src for lid in compiled.order if lid not in inside for src in compiled.sources[lid]
+              if src is not None and src[0] in inside and src in values]
+    if not wanted:
+        last = order[end]
+        wanted = [(last, pos) for pos in range(len(compiled.layers[last].outputs)) if (last, pos) in values]
+    model_inputs = [(spec.layer.id, 0) for spec in compiled.inputs]
+    return plan(compiled, list(dict.fromkeys(wanted)), model_inputs, require_used=False)
+
+
+def first_holding(low: int, high: int, holds: Callable[[int], bool]) -> int:
+    """The smallest index in (low, high] where `holds` is true, by halving, given that it holds
+    at `high` and is taken not to at `low`: a boundary between the two, the first one when
+    `holds` stays true once it is."""
+    while high - low > 1:
+        middle = (low + high) // 2
+        if holds(middle):
+            high = middle
+        else:
+            low = middle
+    return high
+
+
 def around(compiled: CompiledModel, layer_name: str, hops: int) -> Cut:
     """The layers within `hops` edges of the named layer (either direction): its outputs are
     the tensors of that neighbourhood read outside it (or by a Result), its inputs the tensors
@@ -123,7 +155,7 @@ def around(compiled: CompiledModel, layer_name: str, hops: int) -> Cut:
             reached |= {s[0] for s in compiled.sources[lid] if s is not None} | readers.get(lid, set())
         frontier = {lid for lid in reached - inside if compiled.layers[lid].type not in ("Result",)}
         inside |= frontier
-    inside = {lid for lid in inside if compiled.layers[lid].type not in ("Parameter", "Const", "Result")}
+    inside = {lid for lid in inside if compiled.layers[lid].type not in BOUNDARY}
     outputs, inputs = [], []
     for lid in compiled.order:
         if lid in inside:
@@ -185,8 +217,8 @@ def write(compiled: CompiledModel, cut: Cut, xml: str | Path, values: Mapping[So
             made[(lid, 0)] = writer.const(layer.name, layer.const_value, compiled.infos[(lid, 0)].etype)
         else:
             sources = [made.get(s) if s is not None else None for s in compiled.sources[lid]]
-            ins = [_typed(compiled, values, s) for s in compiled.sources[lid]]
-            outs = [_typed(compiled, values, (lid, p)) for p in range(len(layer.outputs))]
+            ins = [typed(compiled, values, s) for s in compiled.sources[lid]]
+            outs = [typed(compiled, values, (lid, p)) for p in range(len(layer.outputs))]
             # An output with no tensor name gets its "<layer>:<port>" key, so that every runtime
             # reports it under the name irscatter gives it.
             names = [p.names or (((tensor_key(compiled, (lid, pos)),) if (lid, pos) in cut.outputs else ()))
@@ -199,7 +231,7 @@ def write(compiled: CompiledModel, cut: Cut, xml: str | Path, values: Mapping[So
         out_name = port.names[0] if port.names else tensor_key(compiled, src)
         if src in input_names:  # an output that is also fed: the Parameter's own name
             out_name = input_names[src]
-        etype, shape = _typed(compiled, values, src)
+        etype, shape = typed(compiled, values, src)
         writer.result(f"{out_name}/result", made[src], etype, shape)
         output_names[src] = out_name
     xml.parent.mkdir(parents=True, exist_ok=True)
@@ -219,8 +251,10 @@ def _unique(name: str, taken: set[str]) -> str:
     return name
 
 
-def _typed(compiled: CompiledModel, values: Mapping[Source, np.ndarray] | None,
-           src: Source | None) -> tuple[ElementType | None, tuple[int, ...] | None]:
+def typed(compiled: CompiledModel, values: Mapping[Source, np.ndarray] | None,
+          src: Source | None) -> tuple[ElementType | None, tuple[int, ...] | None]:
+    """A tensor's element type and shape as a written port declares them: the shape of its
+    value when there is one, else the inferred shape when static (None: unknown)."""
     if src is None:
         return None, None
     info = compiled.infos[src]

@@ -28,15 +28,13 @@ from pathlib import Path
 
 import numpy as np
 
-from irscatter.debug.compare import Target, TensorResult, Tolerances
-from irscatter.debug.extract import Cut, Written, plan, tensor_key, write
-from irscatter.debug.metrics import diff
+from irscatter.debug.compare import Target, TensorResult, Tolerances, judge
+from irscatter.debug.extract import BOUNDARY, Cut, Written, first_holding, plan, prefix, steps, write
 from irscatter.errors import UsageError
 from irscatter.runtime.interpreter import CompiledModel
 from irscatter.targets.worker import TargetFailure
 
 Source = tuple[int, int]
-_BOUNDARY = ("Parameter", "Const", "Result")
 _LINEAR_PASS_LIMIT = 200  # layers left after halving the inputs, above which no layer-by-layer pass is made
 
 
@@ -62,21 +60,10 @@ class TargetCheck:
         return self.target.describe()
 
     def __call__(self, written: Written, values: Mapping[Source, np.ndarray]) -> Verdict:
-        feeds = {name: values[src] for src, name in written.input_names.items()}
         try:
-            got = self.target.infer(written.xml, feeds)
-            names = self.target.output_names(written.xml)
+            tensors, actual = judge(self.compiled, self.target, self.tolerances, written, values)
         except TargetFailure as e:
             return Verdict(e.kind in ("crashed", "hung", "unstable"), f"the target {e.kind}: {e.message}")
-        by_name = {n: array for theirs, array in zip(names, got) for n in theirs}
-        tensors, actual = [], {}
-        for src, name in written.output_names.items():
-            if name not in by_name:
-                continue
-            want = values[src]
-            key = tensor_key(self.compiled, src)
-            actual[name] = by_name[name]
-            tensors.append(TensorResult(key, diff(by_name[name], want, self.tolerances.for_tensor(key, want.dtype))))
         failing = [t for t in tensors if not t.diff.passed]
         detail = "; ".join(f"{t.key}: {t.diff.summary()}" for t in failing) or "within tolerance"
         return Verdict(bool(failing), detail, actual, tensors)
@@ -132,7 +119,7 @@ class _Search:
                  folder: Path) -> None:
         self.compiled, self.values, self.check, self.folder = compiled, values, check, folder
         self.checks = 0
-        self.steps = [lid for lid in compiled.order if compiled.layers[lid].type not in _BOUNDARY]
+        self.steps = steps(compiled)
         self.params = tuple((spec.layer.id, 0) for spec in compiled.inputs)
 
     def trial(self, cut: Cut) -> Verdict:
@@ -149,32 +136,13 @@ class _Search:
 
     # --- step 1: the outputs ---
 
-    def prefix_cut(self, end: int) -> Cut:
-        inside = set(self.steps[: end + 1])
-        wanted = []
-        for lid in self.compiled.order:
-            if lid in inside:
-                continue
-            for src in self.compiled.sources[lid]:
-                if src is not None and src[0] in inside and src in self.values:
-                    wanted.append(src)
-        if not wanted:  # nothing after the prefix reads it: its last layer's own outputs
-            last = self.steps[end]
-            wanted = [(last, pos) for pos in range(len(self.compiled.layers[last].outputs)) if (last, pos) in self.values]
-        return self._plan(list(dict.fromkeys(wanted)), self.params)
-
     def earliest_failing_outputs(self) -> Cut | None:
-        low, high = -1, len(self.steps) - 1
-        if not self.fails(self.prefix_cut(high)):
+        if not self.fails(prefix(self.compiled, self.steps, len(self.steps) - 1, self.values)):
             return None
-        while high - low > 1:
-            middle = (low + high) // 2
-            if self.fails(self.prefix_cut(middle)):
-                high = middle
-            else:
-                low = middle
-        cut = self.prefix_cut(high)
-        last = self.steps[high]
+        end = first_holding(-1, len(self.steps) - 1,
+                            lambda middle: self.fails(prefix(self.compiled, self.steps, middle, self.values)))
+        cut = prefix(self.compiled, self.steps, end, self.values)
+        last = self.steps[end]
         own = [src for src in cut.outputs if src[0] == last]
         for candidate in ([own] if own else []) + [[src] for src in cut.outputs if src[0] != last]:
             smaller = self._plan(candidate, cut.inputs)
@@ -213,7 +181,7 @@ class _Search:
         if len(best.layers) > _LINEAR_PASS_LIMIT:
             return best  # one check per layer would take too long; the halving has done the bulk
         for lid in list(best.layers):
-            if lid not in best.layers or self.compiled.layers[lid].type in _BOUNDARY:
+            if lid not in best.layers or self.compiled.layers[lid].type in BOUNDARY:
                 continue
             outputs = [(lid, pos) for pos in range(len(self.compiled.layers[lid].outputs)) if (lid, pos) in self.values]
             if any(src in best.outputs for src in outputs):
@@ -271,10 +239,10 @@ def write_reproducer(compiled: CompiledModel, values: Mapping[Source, np.ndarray
 def _readme(compiled: CompiledModel, reduction: Reduction, verdict: Verdict, check, command: str) -> str:
     cut = reduction.cut
     assert cut is not None
-    layers = [compiled.layers[lid] for lid in cut.layers if compiled.layers[lid].type not in _BOUNDARY]
+    layers = [compiled.layers[lid] for lid in cut.layers if compiled.layers[lid].type not in BOUNDARY]
     names = ", ".join(f'"{layer.name}" ({compiled.ops[layer.id].type_name}-{compiled.ops[layer.id].version})'
                       for layer in layers)
-    total = sum(1 for lid in compiled.order if compiled.layers[lid].type not in _BOUNDARY)
+    total = sum(1 for lid in compiled.order if compiled.layers[lid].type not in BOUNDARY)
     if isinstance(check, TargetCheck):
         target = check.target
         device = getattr(target, "device", "CPU")
