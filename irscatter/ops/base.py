@@ -209,6 +209,22 @@ class Op:
             known[key] = work_out()
         return known[key]
 
+    def per_constant(self, key: Any, arrays: tuple[np.ndarray, ...], work_out: Callable[[], Any]) -> Any:
+        """`work_out()` (a value derived from `arrays` and `key`), kept while the same read-only
+        arrays come again: a Const's value is one read-only array, the same object every run,
+        so what a kernel derives from it (a divisor, a reshaped filter, resolved axes) need not
+        be derived again. Writable arrays may change between runs and are never kept."""
+        known = self.__dict__.setdefault("_per_constant", {})
+        entry = known.get(key)
+        if entry is not None and len(entry[0]) == len(arrays) and all(a is b for a, b in zip(entry[0], arrays)):
+            return entry[1]
+        value = work_out()
+        if not any(a.flags.writeable for a in arrays):
+            if len(known) >= 16:
+                known.clear()
+            known[key] = (arrays, value)
+        return value
+
     @classmethod
     def port(cls, name: str) -> str:
         """How messages name the input declared as `name` ("input 2"), or an attribute of the

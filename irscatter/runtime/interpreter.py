@@ -301,7 +301,11 @@ class CompiledModel:
     def _input_index(self, key: Any) -> int:
         """The position of the input a feed key names: a name, a position, or an InputSpec."""
         file = self.model.source
-        known = ", ".join(f'"{s.name}"' for s in self.inputs) or "none"
+        if isinstance(key, str):  # the common case first: a name
+            i = self._feed_index.get(key)
+            if i is not None:
+                return i
+        known = ", ".join(f'"{s.name}"' for s in self.inputs) or "none"  # for the messages only
         if isinstance(key, InputSpec):
             key = key.name
         if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
@@ -353,6 +357,9 @@ class CompiledModel:
         return bound  # type: ignore[return-value]
 
     def _check_feed(self, spec: InputSpec, value: Any) -> np.ndarray:
+        if (type(value) is np.ndarray and spec.etype is not ElementType.dynamic and value.dtype == spec.etype.dtype
+                and spec.shape.accepts(value.shape)):
+            return value  # the common case, checked at the cost of a run of a small layer
         ref = spec.layer.ref
         file = self.model.source
         if spec.etype is ElementType.dynamic:

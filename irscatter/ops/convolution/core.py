@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
 import numpy as np
@@ -334,31 +335,67 @@ def forward_convolution(x: np.ndarray, w: np.ndarray, strides: Sequence[int], di
     return im2col_convolution(x, w, strides, dilations, begin, out_dims)
 
 
+class Im2col:
+    """`im2col_convolution` for one shape of x [N, G, C_IN, *in] and of w [G, C_OUT, C_IN, *kernel]
+    and one dtype, its geometry worked out once: the zero-padded buffer, the window view's shape
+    and strides over it, and whether the view is the data itself (a 1x1 kernel at stride 1 with
+    no padding, whose patches need no copy)."""
+
+    def __init__(self, x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype, strides: Sequence[int],
+                 dilations: Sequence[int], begin: Sequence[int], out_dims: Sequence[int]) -> None:
+        n, g, c = x_shape[:3]
+        d, kernel = w_shape[1], tuple(w_shape[3:])
+        self.out_shape = (n, g, d, *out_dims)
+        self.empty = n * g * d * math.prod(out_dims) == 0 or c == 0
+        spans = [(k - 1) * dl + 1 for k, dl in zip(kernel, dilations)]
+        widths = [(b, max(0, (o - 1) * s + span - size - b))
+                  for size, b, o, s, span in zip(x_shape[3:], begin, out_dims, strides, spans)]
+        self.padded_shape = (n, g, c, *(size + b + e for size, (b, e) in zip(x_shape[3:], widths)))
+        self.interior = None
+        if any(b or e for b, e in widths):
+            self.interior = (slice(None),) * 3 + tuple(slice(b, b + size) for size, (b, _) in zip(x_shape[3:], widths))
+        self.dtype = np.dtype(dtype)
+        # The strides of the C-contiguous padded buffer, in bytes.
+        contiguous = [self.dtype.itemsize]
+        for size in reversed(self.padded_shape[1:]):
+            contiguous.insert(0, contiguous[0] * size)
+        spatial = contiguous[3:]
+        # A read-only view [N, G, C, k..., out...] of the padded data: element (.., t, o) is the
+        # source at o * stride + t * dilation along each spatial axis (what sliding_window_view
+        # does, without its checks); copying it runs along output positions.
+        self.view_shape = (n, g, c, *kernel, *out_dims)
+        self.view_strides = (*contiguous[:3], *(st * dl for st, dl in zip(spatial, dilations)),
+                             *(st * sd for st, sd in zip(spatial, strides)))
+        positions, taps = math.prod(out_dims), c * math.prod(kernel)
+        self.cols_shape = (n, g, taps, positions)
+        self.filter_shape = (g, d, taps)
+        self.direct = self.interior is None and all(k == 1 for k in kernel) and all(s == 1 for s in strides)
+
+    def patches(self, x: np.ndarray) -> np.ndarray:
+        """[N, G, C_IN * taps, positions]: every output position's patch, a column each."""
+        if self.interior is None:
+            source = np.ascontiguousarray(x)
+        else:
+            source = np.zeros(self.padded_shape, self.dtype)
+            source[self.interior] = x
+        if self.direct:
+            return source.reshape(self.cols_shape)
+        view = np.ndarray(self.view_shape, self.dtype, buffer=source, offset=0, strides=self.view_strides)
+        view.flags.writeable = False
+        return np.ascontiguousarray(view).reshape(self.cols_shape)
+
+    def __call__(self, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+        if self.empty:
+            return np.zeros(self.out_shape, dtype=x.dtype)
+        return np.matmul(w.reshape(self.filter_shape), self.patches(x)).reshape(self.out_shape)
+
+
 def im2col_convolution(x: np.ndarray, w: np.ndarray, strides: Sequence[int], dilations: Sequence[int],
                        begin: Sequence[int], out_dims: Sequence[int]) -> np.ndarray:
     """The convolution of `grouped_convolution` as one batched matrix product: the patch of every
     output position is gathered (a strided window view of the zero-padded data, made contiguous
-    as [N, G, positions, C_IN * taps]) and multiplied by the filters [G, C_IN * taps, C_OUT]."""
-    n, g, c = x.shape[:3]
-    d, kernel = w.shape[1], w.shape[3:]
-    if n * g * d * math.prod(out_dims) == 0 or c == 0:
-        return np.zeros((n, g, d, *out_dims), dtype=x.dtype)
-    spans = [(k - 1) * dl + 1 for k, dl in zip(kernel, dilations)]
-    widths = [(0, 0)] * 3
-    for size, b, o, s, span in zip(x.shape[3:], begin, out_dims, strides, spans):
-        widths.append((b, max(0, (o - 1) * s + span - size - b)))
-    source = np.ascontiguousarray(pad_constant(x, widths))  # the view below reads its buffer
-    # A read-only view [N, G, C, k..., out...] of the padded data: element (.., t, o) is the
-    # source at o * stride + t * dilation along each spatial axis. Built directly from strides
-    # (what sliding_window_view does, without its checks); copying it runs along output positions.
-    spatial = source.strides[3:]
-    view = np.ndarray((n, g, c, *kernel, *out_dims), source.dtype, buffer=source, offset=0,
-                      strides=(*source.strides[:3], *(st * dl for st, dl in zip(spatial, dilations)),
-                               *(st * sd for st, sd in zip(spatial, strides))))
-    view.flags.writeable = False
-    positions, taps = math.prod(out_dims), c * math.prod(kernel)
-    cols = np.ascontiguousarray(view).reshape(n, g, taps, positions)
-    return np.matmul(w.reshape(g, d, taps), cols).reshape(n, g, d, *out_dims)
+    as [N, G, C_IN * taps, positions]) and multiplied by the filters [G, C_OUT, C_IN * taps]."""
+    return Im2col(x.shape, w.shape, x.dtype, strides, dilations, begin, out_dims)(x, w)
 
 
 def grouped_transposed(x: np.ndarray, w: np.ndarray, strides: Sequence[int], dilations: Sequence[int],
@@ -482,16 +519,10 @@ class ForwardConvolution(Op):
         return begin, end, forward_output_dims(a.auto_pad, in_dims, kernel, a.strides, a.dilations, begin, end)
 
     def _finite(self, filters: np.ndarray, work: np.ndarray) -> bool:
-        """Whether the filters (`work`: in the work dtype) are all finite. For read-only filters
-        (a Const's value, the same array every run) the answer is kept with the array, whose
-        identity is then safe to compare; a writable array may change between runs."""
-        known = self.__dict__.get("_finite_filters")
-        if known is not None and known[0] is filters:
-            return known[1]
-        finite = bool(np.isfinite(work).all()) if work.dtype.kind == "f" else True
-        if not filters.flags.writeable:
-            self._finite_filters = (filters, finite)
-        return finite
+        """Whether the filters (`work`: in the work dtype) are all finite, worked out once for
+        a Const's filters."""
+        return self.per_constant("finite", (filters,),
+                                 lambda: bool(np.isfinite(work).all()) if work.dtype.kind == "f" else True)
 
     def infer(self, data: TensorInfo, filters: TensorInfo) -> TensorInfo:
         etype = check_element_types(self, data, filters)
@@ -511,18 +542,44 @@ class ForwardConvolution(Op):
         out_dims = [Dimension.static(d) if d is not None else Dimension.dynamic() for d in out]
         return TensorInfo(etype, PartialShape.of([_lead(data, 0), channels, *out_dims]))
 
-    def compute(self, data: np.ndarray, filters: np.ndarray) -> np.ndarray:
+    def _plan(self, data: np.ndarray, filters: np.ndarray) -> _ForwardPlan:
         etype = ElementType.from_dtype(data.dtype)
         work = work_dtype(etype)
-        w = filters if self.grouped else filters[None]  # [G, C_OUT, C_IN, *k]
-        groups, c_in = w.shape[0], w.shape[2]
-        begin, _, out_dims = self.per_shape((data.shape, w.shape), lambda: self._geometry(data.shape[2:], w.shape[3:]))
-        x = data.reshape(data.shape[0], groups, c_in, *data.shape[2:]).astype(work, copy=False)
+        w_shape = filters.shape if self.grouped else (1, *filters.shape)  # [G, C_OUT, C_IN, *k]
+        groups, c_in = w_shape[0], w_shape[2]
+        begin, _, out_dims = self._geometry(data.shape[2:], w_shape[3:])
+        x_shape = (data.shape[0], groups, c_in, *data.shape[2:])
+        patches = math.prod(x_shape[:3]) * math.prod(w_shape[3:]) * math.prod(out_dims)
+        im2col = None
+        if work.kind == "f" and patches <= IM2COL_LIMIT:
+            im2col = Im2col(x_shape, w_shape, work, self.attrs.strides, self.attrs.dilations, begin, out_dims)
+        return _ForwardPlan(etype, work, x_shape, w_shape, begin, out_dims,
+                            (data.shape[0], groups * w_shape[1], *out_dims), im2col)
+
+    def compute(self, data: np.ndarray, filters: np.ndarray) -> np.ndarray:
+        plan = self.per_shape((data.shape, filters.shape, data.dtype), lambda: self._plan(data, filters))
+        x = data.reshape(plan.x_shape).astype(plan.work, copy=False)
         with np.errstate(invalid="ignore", over="ignore"):  # inf - inf, inf * 0: IEEE answers
-            w_work = w.astype(work, copy=False)
-            out = forward_convolution(x, w_work, self.attrs.strides, self.attrs.dilations, begin, out_dims,
-                                      self._finite(filters, w_work))
-        return to_element_type(out.reshape(data.shape[0], groups * w.shape[1], *out_dims), etype)
+            w = filters.reshape(plan.w_shape).astype(plan.work, copy=False)
+            if plan.im2col is not None and self._finite(filters, w):
+                out = plan.im2col(x, w)
+            else:
+                out = grouped_convolution(x, w, self.attrs.strides, self.attrs.dilations, plan.begin, plan.out_dims)
+        return to_element_type(out.reshape(plan.out_shape), plan.etype)
+
+
+@dataclass(frozen=True)
+class _ForwardPlan:
+    """What a forward convolution works out once per input shape and dtype."""
+
+    etype: ElementType
+    work: np.dtype
+    x_shape: tuple[int, ...]  # the data as [N, G, C_IN, *in]
+    w_shape: tuple[int, ...]  # the filters as [G, C_OUT, C_IN, *kernel]
+    begin: Sequence[int]
+    out_dims: Sequence[int]
+    out_shape: tuple[int, ...]
+    im2col: Im2col | None  # None: integers, or patches too large to gather
 
 
 class TransposedConvolution(Op):

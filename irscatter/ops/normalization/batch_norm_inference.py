@@ -67,14 +67,25 @@ class BatchNormInference(Op):
         data = named["data"]
         etype = ElementType.from_dtype(data.dtype)
         dtype = compute_dtype(etype)
-        # Per-channel values as [C, 1, ..., 1], to broadcast along axis 1 of the data.
-        per_channel = {name: named[name].astype(dtype, copy=False).reshape((-1,) + (1,) * (data.ndim - 2))
-                       for name in CHANNEL_INPUTS}
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            normalized = ((data.astype(dtype, copy=False) - per_channel["mean"])
-                          / np.sqrt(per_channel["variance"] + dtype.type(self.attrs.epsilon)))
-            out = normalized * per_channel["gamma"] + per_channel["beta"]
-        return from_compute(np.asarray(out, dtype=dtype), etype)
+            mean, denominator, gamma, beta = self._per_channel(named, dtype, data.ndim)
+            out = np.subtract(data.astype(dtype, copy=False), mean)
+            np.divide(out, denominator, out=out)
+            np.multiply(out, gamma, out=out)
+            np.add(out, beta, out=out)
+        return from_compute(out, etype)
+
+    def _per_channel(self, named: dict, dtype: np.dtype, rank: int) -> tuple[np.ndarray, ...]:
+        """mean, sqrt(variance + epsilon), gamma and beta in the compute dtype as [C, 1, ..., 1],
+        to broadcast along axis 1 of the data. Kept while the same read-only arrays (Consts'
+        values, as in every converted model) come again: they cannot have changed."""
+        given = tuple(named[name] for name in CHANNEL_INPUTS)
+
+        def work_out() -> tuple[np.ndarray, ...]:
+            shape = (-1,) + (1,) * (rank - 2)
+            gamma, beta, mean, variance = (a.astype(dtype, copy=False).reshape(shape) for a in given)
+            return mean, np.sqrt(variance + dtype.type(self.attrs.epsilon)), gamma, beta
+        return self.per_constant((dtype, rank), given, work_out)
 
 
 @register("BatchNormInference", 5)

@@ -34,6 +34,8 @@ from irscatter.ops.pooling.core import (
     Pool,
     PoolAttrs,
     TorchRounding,
+    Windows,
+    as_windows,
     check_pool_type,
     in_data,
     output_shape,
@@ -60,24 +62,35 @@ def window_sums(values: np.ndarray, axes: list[Axis]) -> np.ndarray:
     source = padded(values, axes, 0)
     sums = np.zeros(values.shape[:values.ndim - len(axes)] + tuple(ax.out for ax in axes), dtype=values.dtype)
     for pick in tap_picks(axes):
-        np.add(sums, source[(..., *pick)], out=sums)
+        np.add(sums, source[pick], out=sums)
     return sums
 
 
 def avg_pool(data: np.ndarray, axes: list[Axis], exclude_pad: bool) -> np.ndarray:
+    axes = as_windows(axes)
     etype = ElementType.from_dtype(data.dtype)
-    count = window_counts(axes, exclude_pad)
+    count, divisor = _divisors(axes, exclude_pad)
     if etype.is_integral:
         return integer_means(data, axes, count)
     work = data.astype(compute_dtype(etype), copy=False)
     with np.errstate(invalid="ignore", over="ignore"):  # inf - inf is NaN; a sum may overflow to inf
         sums = window_sums(work, axes)
-        lowest, highest = (int(count.min()), int(count.max())) if count.size else (1, 1)
-        if lowest == highest and lowest > 0:  # one divisor for all: windows that tile the input
-            means = np.divide(sums, work.dtype.type(lowest), out=sums)
+        if divisor:  # one divisor for all: windows that tile the input
+            means = np.divide(sums, work.dtype.type(divisor), out=sums)
         else:
             means = np.where(count > 0, sums / np.maximum(count, 1).astype(work.dtype), work.dtype.type(0))
     return from_compute(means.astype(work.dtype, copy=False), etype)
+
+
+def _divisors(axes: Windows, exclude_pad: bool) -> tuple[np.ndarray, int]:
+    """`window_counts`, and the one count every window shares (0 when they differ or a window
+    counts nothing), kept with the axes."""
+    key = ("avg-pool divisors", exclude_pad)
+    if key not in axes.derived:
+        count = window_counts(axes, exclude_pad)
+        lowest, highest = (int(count.min()), int(count.max())) if count.size else (1, 1)
+        axes.derived[key] = count, (lowest if lowest == highest and lowest > 0 else 0)
+    return axes.derived[key]
 
 
 def integer_means(data: np.ndarray, axes: list[Axis], count: np.ndarray) -> np.ndarray:

@@ -166,11 +166,39 @@ def check_pool_type(op: Op, etype: ElementType, integers: bool) -> None:
           f"{' or integer' if integers else ''} type)", port=op.port("data"))
 
 
+class Windows(list):
+    """The axes of a pooling over one input shape (a list of `Axis`), with what every call of a
+    kernel derives from them worked out on first use and kept: on the small tensors of a real
+    model that bookkeeping costs as much as the arithmetic."""
+
+    @functools.cached_property
+    def widths(self) -> tuple[tuple[int, int], ...] | None:
+        """The (before, after) padding of each spatial axis; None when the windows tile the input."""
+        widths = tuple((ax.begin, ax.reach) for ax in self)
+        return widths if any(b or e for b, e in widths) else None
+
+    @functools.cached_property
+    def picks(self) -> tuple[tuple, ...]:
+        """For each tap in row-major order, the index of its strided view of a `padded` array
+        (any number of leading axes): one view of the whole output a tap."""
+        return tuple((Ellipsis, *pick) for pick in _tap_picks(tuple(self)))
+
+    @functools.cached_property
+    def derived(self) -> dict:
+        """Room for a kernel to keep what it works out from these axes (AvgPool's divisors)."""
+        return {}
+
+
+def as_windows(axes: list[Axis]) -> Windows:
+    return axes if isinstance(axes, Windows) else Windows(axes)
+
+
 def padded(array: np.ndarray, axes: list[Axis], fill) -> np.ndarray:
     """`array` ([N, C, spatial...] or [spatial...]) padded with `fill` far enough for every window."""
-    lead = array.ndim - len(axes)
-    widths = [(0, 0)] * lead + [(ax.begin, ax.reach) for ax in axes]
-    return pad_constant(array, widths, fill)  # no copy when the windows tile the input
+    widths = as_windows(axes).widths
+    if widths is None:
+        return array  # no copy when the windows tile the input
+    return pad_constant(array, [(0, 0)] * (array.ndim - len(axes)) + list(widths), fill)
 
 
 @functools.lru_cache(maxsize=256)
@@ -182,11 +210,12 @@ def _tap_picks(axes: tuple[Axis, ...]) -> tuple[tuple[slice, ...], ...]:
     return tuple(picks)
 
 
-def tap_picks(axes: list[Axis]) -> tuple[tuple[slice, ...], ...]:
-    """For each tap of the window in row-major order, the strided slices of a `padded` array's
-    spatial axes that hold that tap of every window: a kernel visits a few taps, each a view of
-    the whole output, instead of the windows one by one. Worked out once per geometry."""
-    return _tap_picks(tuple(axes))
+def tap_picks(axes: list[Axis]) -> tuple[tuple, ...]:
+    """For each tap of the window in row-major order, the index (an Ellipsis, then strided
+    slices of the spatial axes) of a `padded` array that holds that tap of every window: a
+    kernel visits a few taps, each a view of the whole output, instead of the windows one by
+    one. Worked out once per geometry."""
+    return as_windows(axes).picks
 
 
 def windows(array: np.ndarray, axes: list[Axis]) -> np.ndarray:
@@ -284,6 +313,6 @@ class Pool(Op):
     def check_pads(self, span: int, begin: int, end: int, axis: int) -> None:
         """A rule on the pads an op adds to the common ones (AvgPool's exclude-pad rule)."""
 
-    def axes(self, data: np.ndarray) -> list[Axis]:
+    def axes(self, data: np.ndarray) -> Windows:
         """The geometry for an input of this shape (worked out once per shape)."""
-        return self.per_shape(data.shape, lambda: geometry(self, list(data.shape[2:]), self.dilations()))
+        return self.per_shape(data.shape, lambda: Windows(geometry(self, list(data.shape[2:]), self.dilations())))

@@ -26,6 +26,7 @@ spec's padding value is -inf, so a window holding -inf data has -inf as its maxi
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Annotated, Literal
 
@@ -71,12 +72,12 @@ def max_pool(data: np.ndarray, axes: list[Axis]) -> tuple[np.ndarray, np.ndarray
     where = np.zeros(shape, dtype=np.int64)
     found = np.zeros(shape, dtype=bool)
     for pick in tap_picks(axes):
-        k = keys[(..., *pick)]
+        k = keys[pick]
         take = inside[pick] & (~found | (k > best))
         if is_float:
             take &= ~np.isnan(k)
         np.copyto(best, k, where=take)
-        np.copyto(value, values[(..., *pick)], where=take)
+        np.copyto(value, values[pick], where=take)
         np.copyto(where, np.broadcast_to(grid[pick], shape), where=take)
         found |= take
     return value, where
@@ -88,23 +89,31 @@ def max_pool_values(data: np.ndarray, axes: list[Axis]) -> np.ndarray:
     is -inf. And `fmax` may keep either of -0.0 and 0.0, where the first in tap order must win;
     that can only matter when the data holds a -0.0, so only then are the zero maxima re-signed
     by a pass over the taps from last to first."""
-    etype = ElementType.from_dtype(data.dtype)
-    is_float = etype.is_float
-    key = data.astype(compute_dtype(etype), copy=False) if is_float else data  # exact: comparisons only
-    lowest = np.array(-np.inf if is_float else np.iinfo(key.dtype).min).astype(key.dtype)
+    is_float, key_dtype, lowest = _comparison(data.dtype)
+    key = data.astype(key_dtype, copy=False)  # exact: comparisons only
     values = padded(key, axes, lowest)
     picks = tap_picks(axes)
-    best = np.array(values[(..., *picks[0])], dtype=key.dtype)  # a copy of the first tap
+    best = np.array(values[picks[0]], dtype=key_dtype)  # a copy of the first tap
     for pick in picks[1:]:
-        np.fmax(best, values[(..., *pick)], out=best)
+        np.fmax(best, values[pick], out=best)
     if is_float:
         np.copyto(best, lowest, where=np.isnan(best))
         if _holds_negative_zero(key):
             zero = best == 0
             for pick in reversed(picks):
-                tap = values[(..., *pick)]
+                tap = values[pick]
                 np.copyto(best, tap, where=zero & (tap == 0))
     return best.astype(data.dtype, copy=False)
+
+
+@functools.lru_cache(maxsize=64)
+def _comparison(dtype: np.dtype) -> tuple[bool, np.dtype, np.generic]:
+    """Whether `dtype` holds floats, the dtype its values are compared in, and the value of an
+    empty window (-inf, or the integer minimum) in that dtype."""
+    etype = ElementType.from_dtype(dtype)
+    key = np.dtype(compute_dtype(etype)) if etype.is_float else np.dtype(dtype)
+    lowest = key.type(-np.inf) if etype.is_float else key.type(np.iinfo(key).min)
+    return etype.is_float, key, lowest
 
 
 def _holds_negative_zero(array: np.ndarray) -> bool:

@@ -87,7 +87,8 @@ class Reduce(Op):
         check(etype is not ElementType.string, "numeric-type", "reductions are not defined for strings", port=self.port("data"))
 
     def compute(self, data: np.ndarray, axes: np.ndarray) -> np.ndarray:
-        reduced = _axes(axes, data.ndim, self.port("axes"), at_runtime=True)
+        reduced = self.per_constant(data.ndim, (axes,),
+                                    lambda: _axes(axes, data.ndim, self.port("axes"), at_runtime=True))
         etype = ElementType.from_dtype(data.dtype)
         if self.empty_is_undefined and strict.active():
             self._report_empty(data.shape, reduced)
