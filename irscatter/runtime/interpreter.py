@@ -438,9 +438,13 @@ class CompiledModel:
                             if not any(j != i and np.may_share_memory(bound[i], b) for j, b in enumerate(bound)))
         wanted = None if outputs is None else self._selection(outputs)
         intermediate_run = intermediate or wanted is not None
-        with strict_mode.collecting(strict_mode.Collector() if strict else None) as collector:
-            with emulating(precision):  # a no-op without a precision
-                results = self._run_bound(bound, donated, intermediate_run, hook, timings)
+        if strict or precision is not None or strict_mode.collector() is not None:
+            with strict_mode.collecting(strict_mode.Collector() if strict else None) as collector:
+                with emulating(precision):  # a no-op without a precision
+                    results = self._run_bound(bound, donated, intermediate_run, hook, timings)
+        else:  # the plain run: no collector to install, none to switch off
+            collector = None
+            results = self._run_bound(bound, donated, intermediate_run, hook, timings)
         if intermediate:
             return _with_findings(Outputs(results), collector)
         if wanted is not None:

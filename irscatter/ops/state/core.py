@@ -10,8 +10,6 @@ OpenVINO, where the pair shares one buffer that the Assign overwrites for the ne
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
@@ -65,16 +63,22 @@ def current() -> Variables | None:
     return _CURRENT.get()
 
 
-@contextmanager
-def using(store: Variables) -> Iterator[Variables]:
-    """Make `store` current for one run; commit its staged values if the run succeeds."""
-    token = _CURRENT.set(store)
-    try:
-        yield store
-    except BaseException:
-        store.discard()
-        raise
-    else:
-        store.commit()
-    finally:
-        _CURRENT.reset(token)
+class using:  # noqa: N801 - used as a function: `with state.using(store):`
+    """Make `store` current for one run; commit its staged values if the run succeeds, discard
+    them if it fails. (A class rather than a generator: it is entered on every run.)"""
+
+    def __init__(self, store: Variables) -> None:
+        self.store = store
+
+    def __enter__(self) -> Variables:
+        self.token = _CURRENT.set(self.store)
+        return self.store
+
+    def __exit__(self, kind, error, trace) -> None:
+        try:
+            if kind is None:
+                self.store.commit()
+            else:
+                self.store.discard()
+        finally:
+            _CURRENT.reset(self.token)
