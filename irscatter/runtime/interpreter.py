@@ -34,6 +34,7 @@ from irscatter.ir.graph import Layer, Model, output_name
 from irscatter.ir.shapes import PartialShape
 from irscatter.ir.topology import Source
 from irscatter.ops.base import Op, TensorInfo
+from irscatter.ops.common import recycle
 from irscatter.ops.common import strict as strict_mode
 from irscatter.ops.state import core as state
 from irscatter.runtime.precision import active_plan, emulating
@@ -180,6 +181,8 @@ class CompiledModel:
         # keeps it. `new_request()` gives another, independent one.
         self.variable_infos = analysis.variables
         self.variables = state.Variables()
+        # Large outputs of recent runs, written again once the caller has dropped them.
+        self._recycler = recycle.Recycler()
         self._shape_cache: OrderedDict[tuple, None] = OrderedDict()
         self._plan(parameters, results)
 
@@ -449,7 +452,9 @@ class CompiledModel:
             return _with_findings(Outputs(results), collector)
         if wanted is not None:
             results = {name: results[key] for name, key in wanted.items()}
-        return _with_findings(self._owned(results, bound, donated), collector)
+        owned = self._owned(results, bound, donated)
+        self._recycler.keep(owned.values())
+        return _with_findings(owned, collector)
 
     def _selection(self, names: Iterable[str]) -> dict[str, str]:
         """Each requested name with the key its value is recorded under ("<layer>:<port>"):
@@ -491,11 +496,12 @@ class CompiledModel:
     def _run_bound(self, bound: list[np.ndarray], donated: frozenset[int], intermediate: bool,
                    hook: LayerHook | None, timings: list | None) -> dict[str, Any]:
         watching = Observer(hook, {} if intermediate else None) if (intermediate or hook is not None) else None
-        token = _OBSERVER.set(watching)
+        token, recycling = _OBSERVER.set(watching), recycle.activate(self._recycler)
         try:
             with state.using(self.variables):
                 values = self._execute(bound, intermediate, hook, donated, timings)
         finally:
+            recycle.deactivate(recycling)
             _OBSERVER.reset(token)
         if intermediate:
             record = self._recorded(values)
@@ -526,7 +532,13 @@ class CompiledModel:
         other = copy.copy(self)
         other.variables = state.Variables()
         other._shape_cache = OrderedDict()
+        other._recycler = recycle.Recycler()
         return other
+
+    def release_buffers(self) -> None:
+        """Let go of the large outputs of recent runs that this compiled model keeps for reuse
+        (see `ops/common/recycle.py`); those the caller still holds stay the caller's."""
+        self._recycler.release()
 
     def run_positional(self, arrays: list[np.ndarray], observe: Observer | None = None) -> list[np.ndarray]:
         """Run with one array per input in Parameter order; outputs in Result order.

@@ -37,6 +37,7 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ops.common import strict
 from irscatter.ops.common import accel as fast
 from irscatter.ops.common.numeric import compute_dtype, reusable
+from irscatter.ops.common.recycle import copy_into, recycled
 
 
 def shape_text(dims) -> str:
@@ -335,8 +336,14 @@ def _scatter_tiles_fast(data: np.ndarray, indices: np.ndarray, updates: np.ndarr
 
 
 def copy_array(data: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """A fresh C-contiguous copy of `data` in `dtype`; a large one is split across cores when the
-    fast backend is on (the copy before a scatter into an input that was not handed over)."""
+    """A C-contiguous copy of `data` in `dtype` that nobody else holds (the copy before a scatter
+    into an input that was not handed over): written into a large output of an earlier run that
+    the caller has dropped when there is one (`recycle.py`), else fresh; a large fresh one is split
+    across cores when the fast backend is forced."""
+    reused = recycled(data.shape, dtype)  # memory already mapped: no page faults to pay
+    if reused is not None:
+        copy_into(reused, np.ascontiguousarray(data))  # the conversion np.array(data, dtype) makes
+        return reused
     copied = fast.copy_of(data, np.dtype(dtype))
     return copied if copied is not None else np.array(data, dtype=dtype, order="C", copy=True)
 
