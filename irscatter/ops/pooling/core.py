@@ -184,6 +184,13 @@ class Windows(list):
         return tuple((Ellipsis, *pick) for pick in _tap_picks(tuple(self)))
 
     @functools.cached_property
+    def axis_picks(self) -> tuple[tuple[slice, ...], ...]:
+        """For each spatial axis, the strided slice of a `padded` array along that axis that
+        holds each tap along it (a window's taps along one axis, for separable kernels)."""
+        return tuple(tuple(slice(t * ax.dilation, t * ax.dilation + (ax.out - 1) * ax.stride + 1 if ax.out else 0,
+                                 ax.stride) for t in range(ax.kernel)) for ax in self)
+
+    @functools.cached_property
     def derived(self) -> dict:
         """Room for a kernel to keep what it works out from these axes (AvgPool's divisors)."""
         return {}

@@ -41,6 +41,7 @@ from irscatter.ops.pooling.core import (
     Pool,
     PoolAttrs,
     TorchRounding,
+    as_windows,
     check_pool_type,
     output_shape,
     padded,
@@ -84,23 +85,35 @@ def max_pool(data: np.ndarray, axes: list[Axis]) -> tuple[np.ndarray, np.ndarray
 
 
 def max_pool_values(data: np.ndarray, axes: list[Axis]) -> np.ndarray:
-    """The window maxima alone, with `max_pool`'s answers, at a fraction of its cost: one `fmax`
-    per tap (which passes over NaN), then two repairs. A window of NaN only (or of padding only)
-    is -inf. And `fmax` may keep either of -0.0 and 0.0, where the first in tap order must win;
-    that can only matter when the data holds a -0.0, so only then are the zero maxima re-signed
-    by a pass over the taps from last to first."""
+    """The window maxima alone, with `max_pool`'s answers, at a fraction of its cost: `fmax`
+    (which passes over NaN) over the taps along one spatial axis at a time, the maximum of a box
+    being the maximum along each of its sides in turn (kx + ky - 2 passes for a ky x kx window,
+    not kx * ky - 1). Then two repairs. A window of NaN only (or of padding only) is -inf. And
+    `fmax` may keep either of -0.0 and 0.0, where the first in tap order must win; that can
+    only matter when the data holds a -0.0, so only then are the zero maxima re-signed by a
+    pass over the taps from last to first."""
+    axes = as_windows(axes)
     is_float, key_dtype, lowest = _comparison(data.dtype)
     key = data.astype(key_dtype, copy=False)  # exact: comparisons only
     values = padded(key, axes, lowest)
-    picks = tap_picks(axes)
-    best = np.array(values[picks[0]], dtype=key_dtype)  # a copy of the first tap
-    for pick in picks[1:]:
-        np.fmax(best, values[pick], out=best)
+    best = values
+    lead = data.ndim - len(axes)
+    for i, picks in enumerate(axes.axis_picks):
+        before = (slice(None),) * (lead + i)
+        taps = [best[before + (pick,)] for pick in picks]
+        if len(taps) == 1:
+            best = taps[0]
+            continue
+        best = np.fmax(taps[0], taps[1])
+        for tap in taps[2:]:
+            np.fmax(best, tap, out=best)
+    if np.may_share_memory(best, data):  # a 1x1 window: nothing was computed yet
+        best = np.array(best, dtype=key_dtype)
     if is_float:
         np.copyto(best, lowest, where=np.isnan(best))
         if _holds_negative_zero(key):
             zero = best == 0
-            for pick in reversed(picks):
+            for pick in reversed(axes.picks):
                 tap = values[pick]
                 np.copyto(best, tap, where=zero & (tap == 0))
     return best.astype(data.dtype, copy=False)
