@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from irscatter.checks import strict as strict_probe
-from irscatter.checks.infer import compare_declared, infer_layer
+from irscatter.checks.infer import InferenceMemo, compare_declared
 from irscatter.errors import IRError
 from irscatter.findings import Finding
 from irscatter.ir.element_types import ElementType
@@ -203,22 +203,27 @@ class _Pass:
     def _infer(self, wiring: Wiring, ops: dict[int, Op], order: list[int]) -> dict[Source, TensorInfo]:
         infos: dict[Source, TensorInfo] = {}
         collector = strict.collector() if self.strict else None
+        memo = InferenceMemo(share=collector is None)  # strict mode hears every layer's own inference
         for lid in order:
-            layer, op, srcs = wiring.by_id[lid], ops.get(lid), wiring.sources[lid]
-            if op is None or any(s is None or s not in infos for s in srcs):
+            layer, op = wiring.by_id[lid], ops.get(lid)
+            try:
+                args = [infos[s] for s in wiring.sources[lid]]  # type: ignore[index]
+            except KeyError:  # an input without a producer, or one whose producer failed
                 continue  # already reported upstream: its outputs stay unknown
-            if layer.type == "Const" and layer._const is None:
+            if op is None:
+                continue
+            if layer.type == "Const" and layer.const_data is None:
                 continue  # its data was reported by the loader
             if collector is not None:
                 collector.layer = layer
             try:
-                outs = infer_layer(op, [infos[s] for s in srcs])  # type: ignore[index]
+                outs = memo.infer(op, layer, args)
             except IRError as e:
                 self.report(Finding("error", e.label or "inference", e.message, layer.ref, e.port, layer.line), e)
                 continue
             if collector is not None:
-                strict_probe.probe(collector, op, layer, [infos[s] for s in srcs],  # type: ignore[index]
-                                   [wiring.by_id[s[0]] for s in srcs], outs)  # type: ignore[index]
+                strict_probe.probe(collector, op, layer, args,
+                                   [wiring.by_id[s[0]] for s in wiring.sources[lid]], outs)  # type: ignore[index]
             for pos, info in enumerate(outs):
                 infos[(lid, pos)] = info
                 self.findings += compare_declared(layer, pos, info)

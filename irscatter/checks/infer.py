@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -48,6 +49,60 @@ def infer_layer(op: Op, inputs: Sequence[TensorInfo]) -> tuple[TensorInfo, ...]:
         value = np.asarray(op.compute(*(i.value for i in inputs)))
         outs = (TensorInfo(outs[0].etype, PartialShape.of(value.shape), value),)
     return outs
+
+
+class InferenceMemo:
+    """The outputs `infer_layer` gave for a signature, handed again to a layer of the same one.
+
+    Real models repeat blocks, and inference is most of preparing them. The signature is what the
+    op says its inference reads (`Op.inference_key`: its class and parsed attributes, one object
+    per distinct set), the layer's output count and each input's element type and dimensions
+    (interned, so compared by identity). What a signature does not hold is never shared: a layer
+    with bodies, an input with a known value (inference may read it, and folding does), an
+    inference that stored something on its op (Convert keeps its source type for its kernel),
+    and an error (each layer raises its own). `share=False` infers every layer itself."""
+
+    def __init__(self, share: bool = True) -> None:
+        self.share = share
+        self._known: dict[tuple, tuple[object, tuple[TensorInfo, ...]] | None] = {}
+
+    def infer(self, op: Op, layer: Layer, inputs: Sequence[TensorInfo]) -> tuple[TensorInfo, ...]:
+        key = _signature(op, layer, inputs) if self.share else None
+        if key is None:
+            return infer_layer(op, inputs)
+        known = self._known.get(key, _UNSEEN)
+        if known is None:  # inferring this signature stores state on the op: every layer infers
+            return infer_layer(op, inputs)
+        if known is not _UNSEEN:
+            return known[1]
+        before = dict(op.__dict__)
+        outs = infer_layer(op, inputs)
+        # What the key's identities point at stays alive with the entry, so no id is reused.
+        self._known[key] = ((op.attrs, tuple(inputs)), outs) if _unchanged(before, op.__dict__) else None
+        return outs
+
+
+_UNSEEN: Any = object()
+
+
+def _signature(op: Op, layer: Layer, inputs: Sequence[TensorInfo]) -> tuple | None:
+    if layer.bodies:
+        return None
+    reads = op.inference_key()
+    if reads is None:
+        return None
+    key: list = [reads, len(layer.outputs)]
+    for info in inputs:
+        if info.value is not None:
+            return None
+        dims = info.shape.dims
+        key.append(info.etype)
+        key.append(None if dims is None else tuple(map(id, dims)))
+    return tuple(key)
+
+
+def _unchanged(before: dict, after: dict) -> bool:
+    return len(before) == len(after) and all(before.get(k, _UNSEEN) is v for k, v in after.items())
 
 
 def infer_graph(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import gc
 from collections.abc import Iterator
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
@@ -32,26 +32,43 @@ def trusted(cls: type[_M], **fields: Any) -> _M:
     What `model_construct` does, minus its per-call bookkeeping: an IR of 20000 layers
     builds some 100000 of these, and that bookkeeping was a third of the load time. Fields
     not given take their defaults; private attributes start at theirs."""
-    obj = cls.__new__(cls)
-    all_fields = cls.__pydantic_fields__
-    if len(fields) < len(all_fields):
+    n_fields, all_fields, private = _FACTS.get(cls) or _class_facts(cls)
+    obj = _new(cls)
+    if len(fields) < n_fields:
         given = fields
-        fields = {name: info.get_default(call_default_factory=True) for name, info in all_fields.items()
+        fields = {name: info.get_default(call_default_factory=True) for name, info in cls.__pydantic_fields__.items()
                   if name not in given}
         fields.update(given)
         set_fields = set(given)
     else:
         # Every field is set: one set per class serves all instances (a set costs more than
         # the values here, and adding a name already in it, as pydantic does, changes nothing).
-        set_fields = _ALL_FIELDS.get(cls) or _ALL_FIELDS.setdefault(cls, set(all_fields))
-    object.__setattr__(obj, "__dict__", fields)
-    object.__setattr__(obj, "__pydantic_fields_set__", set_fields)
-    object.__setattr__(obj, "__pydantic_extra__", None)
-    private = _PRIVATE_DEFAULTS.get(cls)
-    if private is None:
-        private = _PRIVATE_DEFAULTS[cls] = {k: v.get_default() for k, v in cls.__private_attributes__.items()}
-    object.__setattr__(obj, "__pydantic_private__", dict(private) if private else None)
+        set_fields = all_fields
+    _set(obj, "__dict__", fields)
+    _set(obj, "__pydantic_fields_set__", set_fields)
+    _set(obj, "__pydantic_extra__", None)
+    _set(obj, "__pydantic_private__", dict(private) if private else None)
     return obj
+
+
+class _ClassFacts(NamedTuple):
+    """What `trusted` needs to know of a class, looked up once."""
+
+    n_fields: int
+    all_fields: set[str]  # shared by every instance with all fields set
+    private: dict[str, Any]  # private attributes' defaults (immutable ones only, so shallow copies do)
+
+
+def _class_facts(cls: type[BaseModel]) -> _ClassFacts:
+    facts = _ClassFacts(len(cls.__pydantic_fields__), set(cls.__pydantic_fields__),
+                        {k: v.get_default() for k, v in cls.__private_attributes__.items()})
+    _FACTS[cls] = facts
+    return facts
+
+
+_FACTS: dict[type, _ClassFacts] = {}
+_new = object.__new__
+_set = object.__setattr__
 
 
 @contextlib.contextmanager
@@ -66,10 +83,6 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
-
-
-_PRIVATE_DEFAULTS: dict[type, dict[str, Any]] = {}
-_ALL_FIELDS: dict[type, set[str]] = {}  # immutable defaults only (None), so shallow copies do
 
 
 def split_names(text: str) -> tuple[str, ...]:
@@ -188,6 +201,12 @@ class Layer(BaseModel):
             if p.id == port_id:
                 return i
         return None
+
+    @property
+    def const_data(self) -> Any:
+        """`_const`, read without pydantic's fallback lookup of private attributes, which costs
+        as much as inferring a small layer."""
+        return self.__pydantic_private__["_const"]  # type: ignore[index]
 
     @property
     def const_value(self) -> np.ndarray:

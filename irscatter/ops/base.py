@@ -152,7 +152,8 @@ def check(condition: Any, label: str, message: str, *, port: str | None = None) 
 
 # --- the op base class ----------------------------------------------------------------------
 
-_PARSED_ATTRS: dict[tuple, OpAttrs] = {}
+_OWN_OPS = "irscatter.ops."
+_PARSED_ATTRS: dict[type[OpAttrs], dict[tuple, OpAttrs]] = {}  # by schema, then raw attributes
 
 
 class Op:
@@ -187,16 +188,32 @@ class Op:
         self.layer = layer
         # Layers of one type mostly share their attributes: each distinct set is parsed once
         # (the schemas are frozen, so one parsed instance can serve every layer).
-        key = (self.Attrs, tuple(layer.attrs.items()))
-        attrs = _PARSED_ATTRS.get(key)
+        # Each schema keeps its own sets: the Consts' (every one has its own offset) would fill
+        # a shared table before the first layer of another type came in dependency order.
+        parsed = _PARSED_ATTRS.get(self.Attrs)
+        if parsed is None:
+            parsed = _PARSED_ATTRS[self.Attrs] = {}
+        key = tuple(layer.attrs.items())
+        attrs = parsed.get(key)
         if attrs is None:
             try:
                 attrs = self.Attrs.model_validate(layer.attrs)
             except PydanticValidationError as e:
                 raise ValidationError(_describe_attr_errors(e, layer.attrs), label="attributes") from None
-            if len(_PARSED_ATTRS) < 4096:
-                _PARSED_ATTRS[key] = attrs
+            if len(parsed) >= 1024:  # keep the recent ones: a long run of distinct sets passes through
+                parsed.clear()
+            parsed[key] = attrs
         self.attrs = attrs
+
+    def inference_key(self) -> tuple | None:
+        """What this op's inference reads besides its inputs' types and shapes, as the key under
+        which layers alike share one inference (checks/infer.py); None shares nothing. irscatter's
+        ops read their class and attributes (one parsed object per distinct set); one without
+        inputs reads its layer instead, and shares nothing unless it says what it reads. An op
+        registered from user code may read anything, so it shares nothing."""
+        if not self.inputs or not type(self).__module__.startswith(_OWN_OPS):
+            return None
+        return (type(self), id(self.attrs))
 
     def per_shape(self, key: Any, work_out: Callable[[], Any]) -> Any:
         """`work_out()`, remembered under `key` (input shapes) for this layer: a kernel's geometry

@@ -26,10 +26,19 @@ class Const(Op):
     elementwise = True  # as a region's constant operand, broadcast like any other input
 
     def infer(self) -> TensorInfo:
-        data = self.layer._const
+        data = self.layer.const_data
         check(data is not None, "const-data", "Const has no data (is the weights file missing?)")
-        count = math.prod(data.shape)
-        small = count <= FOLD_LIMIT if data.etype is ElementType.string else data.etype.nbytes(count) <= CARRY_BYTES
-        if small:
+        if _carried(data):
             return TensorInfo(data.etype, PartialShape.of(data.shape), data.value())
         return TensorInfo(data.etype, PartialShape.of(data.shape))
+
+    def inference_key(self) -> tuple | None:
+        """Weights alike (type and shape) infer alike; a small constant carries its own value."""
+        data = self.layer.const_data
+        return None if data is None or _carried(data) else (type(self), data.etype, data.shape)
+
+
+def _carried(data) -> bool:
+    """Whether inference carries the constant's value (small enough to fold with)."""
+    count = math.prod(data.shape)
+    return count <= FOLD_LIMIT if data.etype is ElementType.string else data.etype.nbytes(count) <= CARRY_BYTES
