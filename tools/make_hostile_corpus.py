@@ -102,6 +102,8 @@ CASES: dict[str, tuple] = {
                    ("LoadError", "net-root", None, 1)),
     "no_ir_version": (edit(' version="11"', ""), None, ("LoadError", "net-version", None, 1)),
     "ir_version_7": (edit(' version="11"', ' version="7"'), None, ("LoadError", "net-version", None, 1)),
+    "ir_version_of_five_thousand_digits": (edit(' version="11"', ' version="' + "9" * 5000 + '"'), None,
+                                           ("LoadError", "net-version", None, 1)),
     "undeclared_entity": (edit('name="add"', 'name="&undefined;"'), None, ("LoadError", "xml-malformed", None, 1)),
     "billion_laughs": (entity_doc('<!DOCTYPE net [<!ENTITY l0 "lol">'
                                   + "".join(f'<!ENTITY l{i} "{("&l" + str(i - 1) + ";") * 10}">' for i in range(1, 10))
@@ -131,6 +133,13 @@ CASES: dict[str, tuple] = {
                         ("LoadError", "port-attribute", 2, 1)),
     "port_id_not_a_number": (edit('<port id="2" precision="FP32">', '<port id="x" precision="FP32">'), None,
                              ("LoadError", "port-attribute", 2, 1)),
+    "layer_id_of_five_thousand_digits": (edit('<layer id="2" ', '<layer id="' + "9" * 5000 + '" '), None,
+                                         ("LoadError", "layer-attribute", None, 1)),
+    "port_id_of_five_thousand_digits": (edit('<port id="2" precision="FP32">', '<port id="' + "9" * 5000
+                                             + '" precision="FP32">'), None, ("LoadError", "port-attribute", 2, 1)),
+    "dim_of_five_thousand_digits": (edit("<output><port id=\"2\" precision=\"FP32\"><dim>2</dim>",
+                                         "<output><port id=\"2\" precision=\"FP32\"><dim>" + "9" * 5000 + "</dim>"),
+                                    None, ("LoadError", "port-dim", 2, 1)),
     "dim_not_a_number": (edit("<dim>3</dim></port></output>\n  </layer>\n  <layer id=\"3\"",
                               "<dim>three</dim></port></output>\n  </layer>\n  <layer id=\"3\""), None,
                          ("LoadError", "port-dim", 2, 1)),
@@ -150,6 +159,9 @@ CASES: dict[str, tuple] = {
     "edge_attribute_not_a_number": (edit('from-layer="0" from-port="0" to-layer="2"',
                                          'from-layer="zero" from-port="0" to-layer="2"'), None,
                                     ("LoadError", "edge-attribute", None, 1)),
+    "edge_attribute_of_five_thousand_digits": (edit('from-layer="0" from-port="0" to-layer="2"',
+                                                    'from-layer="' + "9" * 5000 + '" from-port="0" to-layer="2"'),
+                                               None, ("LoadError", "edge-attribute", None, 1)),
     "edge_to_missing_layer": (edit('to-layer="7" to-port="0"', 'to-layer="70" to-port="0"'), None,
                               ("ValidationError", "dangling-edge", None, 1)),
     "edge_to_missing_port": (edit('to-layer="2" to-port="1"', 'to-layer="2" to-port="5"'), None,

@@ -36,7 +36,7 @@ from irscatter.ir.graph import (
     split_names,
     trusted,
 )
-from irscatter.ir.shapes import PartialShape, is_decimal, parse_static_shape, read_count
+from irscatter.ir.shapes import MAX_DIGITS, PartialShape, is_decimal, parse_static_shape, read_count
 from irscatter.limits import current as current_limits
 
 SUPPORTED_IR_VERSIONS = (10, 11)
@@ -89,6 +89,34 @@ def _parser(**options: Any) -> etree.XMLParser:
     )
 
 
+_SENTRY_PIECE = 1 << 16
+
+
+def _declares_doctype(data: bytes) -> bool:
+    """Whether the prologue declares a DOCTYPE. The sentry stops at the root element, but handed
+    the whole document libxml2 went on scanning all of it, so it is first fed the document
+    piece by piece. The push parser reads fewer encodings (not UTF-32): unless it reached the
+    root or a DOCTYPE, the whole document is handed over after all."""
+    try:
+        sentry = _parser(target=_Sentry())
+        for start in range(0, len(data), _SENTRY_PIECE):
+            sentry.feed(data[start:start + _SENTRY_PIECE])
+        sentry.close()
+    except _RootReached:
+        return False
+    except _DoctypeSeen:
+        return True
+    except etree.XMLSyntaxError:
+        pass
+    try:
+        # Reaching the root means there was no DOCTYPE; a syntax error is reported by the full parse.
+        with contextlib.suppress(_RootReached, etree.XMLSyntaxError):
+            etree.fromstring(data, _parser(target=_Sentry()))
+    except _DoctypeSeen:
+        return True
+    return False
+
+
 def parse_xml(data: bytes, source: str) -> etree._Element:
     """Parse XML bytes safely; returns the root element or raises LoadError/SecurityError.
 
@@ -105,15 +133,11 @@ def parse_xml(data: bytes, source: str) -> etree._Element:
     if data.count(b"<") > 2 * limits.xml_elements + 16:
         raise SecurityError(f"the document has more than {limits.xml_elements} elements "
                             "(irscatter.limits: xml_elements)", file=source, label="xml-elements")
-    try:
-        # Reaching the root means there was no DOCTYPE; a syntax error is reported below.
-        with contextlib.suppress(_RootReached, etree.XMLSyntaxError):
-            etree.fromstring(data, _parser(target=_Sentry()))
-    except _DoctypeSeen:
+    if _declares_doctype(data):
         raise SecurityError(
             "DOCTYPE declarations are refused (entities and external DTDs are never loaded)", file=source,
             label="doctype",
-        ) from None
+        )
     try:
         root = etree.fromstring(data, _parser())
     except etree.XMLSyntaxError as e:
@@ -122,8 +146,9 @@ def parse_xml(data: bytes, source: str) -> etree._Element:
                         label="xml-malformed") from None
     if root is None:
         raise LoadError("the file holds no XML element", file=source, label="xml-malformed")
-    # Both counted by libxml2's XPath engine, in C.
-    if root.xpath("count(//*)") > limits.xml_elements:
+    # Both counted by libxml2's XPath engine, in C. An element takes at least 4 characters
+    # ("<a/>"), each at least a byte in any encoding: a smaller document cannot hold too many.
+    if len(data) // 4 > limits.xml_elements and root.xpath("count(//*)") > limits.xml_elements:
         raise SecurityError(f"the document has more than {limits.xml_elements} elements "
                             "(irscatter.limits: xml_elements)", file=source, label="xml-elements")
     if root.xpath("boolean(/*" + "/*" * limits.xml_depth + ")"):
@@ -192,20 +217,32 @@ def _uint(ctx: _Ctx, node: etree._Element, key: str, what: str) -> int:
     t = text.strip()
     if not is_decimal(t):
         raise ctx.error(
-            f'<{node.tag}> {what}has {key}="{text}", which is not a non-negative integer', node,
+            f'<{node.tag}> {what}has {key}="{elide(text)}", which is not a non-negative integer', node,
             label=label,
         )
+    if len(t) > MAX_DIGITS:
+        raise ctx.error(f'<{node.tag}> {what}has {key}="{elide(text, 24)}", {len(t)} digits: more than any id '
+                        f"or port number could need", node, label=label)
     return int(t)
+
+
+def _small_decimal(text: str | None) -> int | None:
+    """`text` as a number when it is plain digits, few enough for any id or port (the fast path;
+    None sends the caller to `_uint`, which says what is wrong)."""
+    return int(text) if text is not None and len(text) <= MAX_DIGITS and is_decimal(text) else None
 
 
 def _int(ctx: _Ctx, node: etree._Element, key: str) -> int | None:
     text = node.get(key)
     if text is None:
         return None
+    t = text.strip()
     try:
-        return int(text.strip())
+        if len(t.lstrip("+-")) > MAX_DIGITS:
+            raise ValueError(t)
+        return int(t)
     except ValueError:
-        raise ctx.error(f'<{node.tag}> has {key}="{text}", which is not an integer', node) from None
+        raise ctx.error(f'<{node.tag}> has {key}="{elide(text)}", which is not an integer that fits', node) from None
 
 
 def _rt_info(node: etree._Element | None) -> dict[str, Any]:
@@ -236,15 +273,15 @@ def _rt_info(node: etree._Element | None) -> dict[str, Any]:
 def _ref(layer: etree._Element) -> LayerRef:
     """The layer a port belongs to, for messages (built only when there is one to write)."""
     type_name, raw_id = layer.get("type", ""), layer.get("id", "?").strip()
-    return LayerRef(int(raw_id) if is_decimal(raw_id) else raw_id, layer.get("name", ""), type_name,
+    number = _small_decimal(raw_id)
+    return LayerRef(number if number is not None else elide(raw_id), layer.get("name", ""), type_name,
                     opsets.version_text(type_name, layer.get("version", "")))
 
 
 def _port(ctx: _Ctx, node: etree._Element, where: str, layer: etree._Element) -> Port:
     raw_id = node.get("id")
-    if raw_id is not None and is_decimal(raw_id):
-        port_id = int(raw_id)
-    else:
+    port_id = _small_decimal(raw_id)
+    if port_id is None:
         try:
             port_id = _uint(ctx, node, "id", f"({where}) ")
         except LoadError as e:
@@ -258,35 +295,48 @@ def _port(ctx: _Ctx, node: etree._Element, where: str, layer: etree._Element) ->
                                   label="port-precision"))
     dims: list[int] = []
     rt_node = None
-    for dim in node.iterchildren(etree.Element):
+    for dim in node:  # comments come too: their tag is neither "dim" nor "rt_info"
         if dim.tag != "dim":
             if dim.tag == "rt_info" and rt_node is None and ctx.ir_version > 10:
                 rt_node = dim
             continue
-        text = (dim.text or "").strip()
+        text = dim.text
         try:
-            value = int(text)
-        except ValueError:
-            value = None
-        if value is None or value < -1:
-            ctx.recover(ctx.error(f"<dim>{text}</dim> must be an integer >= -1 (-1 = dynamic)", dim,
+            value = int(text)  # int() skips the same surrounding whitespace str.strip() does
+        except (TypeError, ValueError):  # TypeError: an empty <dim/>
+            value = -2
+        if value < -1:
+            text = (text or "").strip()
+            ctx.recover(ctx.error(f"<dim>{elide(text)}</dim> must be an integer >= -1 (-1 = dynamic)", dim,
                                   layer=_ref(layer), port=f"{where} port {port_id}", label="port-dim"))
             value = -1  # validation goes on with the dimension unknown
         dims.append(value)
     names = node.get("names")
-    return trusted(Port, id=port_id, precision=precision, names=split_names(names) if names else (),
+    return trusted(Port, id=port_id, precision=precision, names=_port_names(names) if names else (),
                    shape=PartialShape.of(dims), rt_info=_rt_info(rt_node) if rt_node is not None else {})
 
 
+def _port_names(text: str) -> tuple[str, ...]:
+    """`split_names`, without its loop for the common single name."""
+    if "," in text or "\\" in text:
+        return split_names(text)
+    name = text.strip()
+    return (name,) if name else ()
+
+
 def parse_layer_element(ctx: _Ctx, node: etree._Element) -> Layer:
-    missing = [k for k in _LAYER_KEYS if node.get(k) is None]
+    attrib = dict(node.attrib)  # one conversion: lxml's attribute lookups each cost more
+    missing = [k for k in _LAYER_KEYS if k not in attrib]
     if missing:
         raise ctx.error(
             "<layer> is missing mandatory attribute" + ("s " if len(missing) > 1 else " ")
             + ", ".join(f'"{k}"' for k in missing),
             node, label="layer-attribute",
         )
-    layer_id = _uint(ctx, node, "id", "")
+    raw_id = attrib["id"]
+    layer_id = _small_decimal(raw_id)
+    if layer_id is None:
+        layer_id = _uint(ctx, node, "id", "")
     children = _first_children(node)
     data = children.get("data")
     attrs = dict(data.attrib) if data is not None else {}
@@ -298,7 +348,6 @@ def parse_layer_element(ctx: _Ctx, node: etree._Element) -> Layer:
         body_node = children.get(body_tag)
         if body_node is not None:
             bodies[body_tag] = _body(ctx, body_node, children.get(map_tag), children.get("back_edges"))
-    attrib = node.attrib
     rt_node = children.get("rt_info") if ctx.ir_version > 10 else None
     return trusted(
         Layer,
@@ -345,14 +394,17 @@ def _edge_list(ctx: _Ctx, parent: etree._Element | None, cls: type[Edge] | type[
     if parent is None:
         return []
     edges = []
-    keys = [(f, f.replace("_", "-")) for f in cls.model_fields]
+    names = tuple(cls.model_fields)
+    keys = tuple(f.replace("_", "-") for f in names)
     for e in parent.iterchildren("edge"):
-        values = {f: e.get(key) for f, key in keys}
-        if all(v is not None and is_decimal(v) for v in values.values()):
-            edges.append(trusted(cls, **{f: int(v) for f, v in values.items()}))
+        raw = list(map(e.get, keys))
+        # Every value present and non-empty, and all of them digits: one test of their join.
+        if all(raw) and (joined := "".join(raw)).isascii() and joined.isdigit() \
+                and max(map(len, raw)) <= MAX_DIGITS:
+            edges.append(trusted(cls, **dict(zip(names, map(int, raw)))))
             continue
         try:  # the slow path, for its message
-            edges.append(trusted(cls, **{f: _uint(ctx, e, key, what) for f, key in keys}))
+            edges.append(trusted(cls, **{f: _uint(ctx, e, key, what) for f, key in zip(names, keys)}))
         except LoadError as err:
             ctx.recover(err)  # validation: the edge is left out
     return edges
@@ -434,6 +486,53 @@ def _attach_constants(ctx: _Ctx, graph: Graph, weights: np.ndarray | None, bin_l
 
 
 def _const_data(ctx: _Ctx, layer: Layer, weights: np.ndarray | None, bin_label: str) -> ConstData:
+    data = _plain_const(layer.attrs, weights)
+    return data if data is not None else _explained_const(ctx, layer, weights, bin_label)
+
+
+def _plain_const(a: dict[str, str], weights: np.ndarray | None) -> ConstData | None:
+    """A Const whose attributes and weights are all in order, in few steps; None for anything
+    else, which `_explained_const` goes through again for its message."""
+    try:
+        etype, shape = _const_type(a["element_type"]), _const_shape(a["shape"])
+        offset_text, size_text = a["offset"], a["size"]
+    except (KeyError, ValueError):
+        return None
+    if (weights is None or etype is ElementType.dynamic or etype is ElementType.string
+            or not (is_decimal(offset_text) and is_decimal(size_text))
+            or max(len(offset_text), len(size_text)) > MAX_DIGITS):
+        return None
+    offset, size = int(offset_text), int(size_text)
+    if size != etype.nbytes(math.prod(shape)) or offset + size > len(weights):
+        return None
+    return ConstData(weights, offset, size, etype, shape)
+
+
+# Models repeat a few element types and shapes over thousands of Consts: each text is parsed once.
+_CONST_TYPES: dict[str, ElementType] = {}
+_CONST_SHAPES: dict[str, tuple[int, ...]] = {}
+
+
+def _const_type(text: str) -> ElementType:
+    etype = _CONST_TYPES.get(text)
+    if etype is None:
+        etype = ElementType.from_attribute(text)
+        if len(_CONST_TYPES) < 256:
+            _CONST_TYPES[text] = etype
+    return etype
+
+
+def _const_shape(text: str) -> tuple[int, ...]:
+    shape = _CONST_SHAPES.get(text)
+    if shape is None:
+        shape = parse_static_shape(text)
+        if len(_CONST_SHAPES) >= 4096:
+            _CONST_SHAPES.clear()
+        _CONST_SHAPES[text] = shape
+    return shape
+
+
+def _explained_const(ctx: _Ctx, layer: Layer, weights: np.ndarray | None, bin_label: str) -> ConstData:
     def fail(message: str, label: str) -> LoadError:
         return LoadError(message, file=ctx.source, line=layer.line, layer=layer.ref, label=label)
 
@@ -479,8 +578,8 @@ def _net_model(ctx: _Ctx, root: etree._Element) -> Model:
     version_text = root.get("version")
     if version_text is None:
         ctx.recover(ctx.error("<net> has no version attribute (IR v10 or v11 expected)", root, label="net-version"))
-    elif not is_decimal(version_text.strip()) or int(version_text) not in SUPPORTED_IR_VERSIONS:
-        ctx.recover(ctx.error(f'<net version="{version_text}"> is not supported (IR v10 and v11 are)', root,
+    elif _small_decimal(version_text.strip()) not in SUPPORTED_IR_VERSIONS:
+        ctx.recover(ctx.error(f'<net version="{elide(version_text)}"> is not supported (IR v10 and v11 are)', root,
                               label="net-version"))
     else:
         ctx.ir_version = int(version_text)  # validation of a bad version goes on as v11
