@@ -125,6 +125,7 @@ def _infer_in_order(order: Sequence[int], layers: Mapping[int, Layer], ops: Mapp
                     sources: Mapping[int, Sequence[Source | None]], overrides: Mapping[int, TensorInfo] | None,
                     file: str | None) -> dict[Source, TensorInfo]:
     infos: dict[Source, TensorInfo] = {}
+    memo = InferenceMemo()  # a dynamic model's repeated blocks are inferred once per new input shape
     for lid in order:
         layer = layers[lid]
         if overrides and lid in overrides:
@@ -132,7 +133,7 @@ def _infer_in_order(order: Sequence[int], layers: Mapping[int, Layer], ops: Mapp
             continue
         args = [infos[src] for src in sources[lid]]  # type: ignore[index]
         try:
-            outs = infer_layer(ops[lid], args)
+            outs = memo.infer(ops[lid], layer, args)
         except IRError as e:
             raise e.add_context(file=file, layer=layer.ref, line=layer.line) from None
         for pos, info in enumerate(outs):

@@ -86,7 +86,7 @@ def _held_only_by_a_list() -> int:
 _SOLE_REFERENCE = _held_only_by_a_list()
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)  # slots: a model of 20000 layers builds 20000 of these, and runs read them
 class Step:
     layer: Layer
     compute: Callable[..., Any]
@@ -189,9 +189,10 @@ class CompiledModel:
     # --- planning ---------------------------------------------------------------------------
 
     def _plan(self, parameters: list[Layer], results: list[Layer]) -> None:
+        layers, ops, sources = self.layers, self.ops, self.sources
         slot_of: dict[Source, int] = {}
         for lid in self.order:
-            for pos in range(len(self.layers[lid].outputs)):
+            for pos in range(len(layers[lid].outputs)):
                 slot_of[(lid, pos)] = len(slot_of)
         self.slot_of = slot_of
         self.n_slots = len(slot_of)
@@ -202,7 +203,14 @@ class CompiledModel:
             for p in parameters
         ]
         self.param_slots = [slot_of[(p.id, 0)] for p in parameters]
-        self.const_slots = [(slot_of[(lid, 0)], self.layers[lid]) for lid in self.order if self.layers[lid].type == "Const"]
+        self.const_slots = []
+        steps_layers = []
+        for lid in self.order:
+            kind = layers[lid].type
+            if kind == "Const":
+                self.const_slots.append((slot_of[(lid, 0)], layers[lid]))
+            if kind not in _BOUNDARY:
+                steps_layers.append(lid)
         # The decoded Const values, from the first run on (a Const is read when first used, so
         # an unused model's weights are never touched; after that, a lookup per run is waste).
         self._consts: list[tuple[int, np.ndarray]] | None = None
@@ -210,40 +218,45 @@ class CompiledModel:
         self.outputs: list[OutputSpec] = []
         self.output_slots: list[int] = []
         for r in results:
-            src = self.sources[r.id][0]
+            src = sources[r.id][0]
             assert src is not None
             info = self.infos[src]
-            port = self.layers[src[0]].outputs[src[1]]
+            port = layers[src[0]].outputs[src[1]]
             self.outputs.append(OutputSpec(output_name(r, port), info.etype, info.shape, r, tuple(port.names)))
             self.output_slots.append(slot_of[src])
 
         keep = set(self.output_slots) | {s for s, _ in self.const_slots}
         last_reader: dict[int, int] = {}
         readers: dict[int, int] = {}
-        steps_layers = [lid for lid in self.order if self.layers[lid].type not in _BOUNDARY]
+        step_inputs = []
         for i, lid in enumerate(steps_layers):
-            for src in self.sources[lid]:
-                last_reader[slot_of[src]] = i  # type: ignore[index]
-                if not self.ops[lid].shape_only:
-                    readers[slot_of[src]] = readers.get(slot_of[src], 0) + 1  # type: ignore[index]
+            inputs = tuple(slot_of[s] for s in sources[lid])  # type: ignore[index]
+            step_inputs.append(inputs)
+            counted = not ops[lid].shape_only
+            for slot in inputs:
+                last_reader[slot] = i
+                if counted:
+                    readers[slot] = readers.get(slot, 0) + 1
         releases: dict[int, list[int]] = {}
         for slot, i in last_reader.items():
             if slot not in keep:
                 releases.setdefault(i, []).append(slot)
         param_input = {slot: i for i, slot in enumerate(self.param_slots)}
         self.steps = []
-        for i, lid in enumerate(steps_layers):
-            inputs = tuple(slot_of[s] for s in self.sources[lid])  # type: ignore[misc]
-            reuse = self._reusable(self.ops[lid], inputs, i, keep, last_reader, readers, param_input)
+        for i, (lid, inputs) in enumerate(zip(steps_layers, step_inputs)):
+            op, layer = ops[lid], layers[lid]
+            reuse = None
+            if op.inplace_input is not None:
+                reuse = self._reusable(op, inputs, i, keep, last_reader, readers, param_input)
             self.steps.append(Step(
-                layer=self.layers[lid],
-                compute=self.ops[lid].compute,
+                layer=layer,
+                compute=op.compute,
                 inputs=inputs,
-                outputs=tuple(slot_of[(lid, p)] for p in range(len(self.layers[lid].outputs))),
+                outputs=tuple(slot_of[(lid, p)] for p in range(len(layer.outputs))),
                 release=tuple(releases.get(i, ())),
                 reuse_slot=reuse,
                 reuse_input=param_input.get(reuse) if reuse is not None else None,
-                unused=self._unused_outputs(lid, keep, last_reader, slot_of),
+                unused=self._unused_outputs(lid, keep, last_reader, slot_of) if op.skips_unused_outputs else frozenset(),
             ))
         self._feed_index = self._feed_names()
         self._keys: dict[str, str] | None = None  # what `outputs=` accepts (see _tensor_keys)
