@@ -30,3 +30,38 @@ def test_non_finite_filters_skip_the_padding():
     out = forward_convolution(x, w, [1], [1], [1], [3])
     assert out[..., 0].item() == 2.0  # the inf weight meets the padding there: no 0 * inf = NaN
     assert np.isinf(out[..., 1]).all()
+
+
+def test_a_one_by_one_kernel_at_stride_one_multiplies_the_data_itself():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 1, 4, 3, 5)).astype(np.float32)
+    w = rng.standard_normal((1, 6, 4, 1, 1)).astype(np.float32)
+    args = ([1, 1], [1, 1], [0, 0], [3, 5])
+    got = im2col_convolution(x, w, *args)
+    np.testing.assert_array_equal(got, np.matmul(w.reshape(1, 6, 4), x.reshape(2, 1, 4, 15)).reshape(2, 1, 6, 3, 5))
+    np.testing.assert_allclose(got, grouped_convolution(x, w, *args), rtol=1e-5, atol=1e-5)
+
+
+def _conv_op():
+    from irscatter.ops import registry
+    from helpers import layer, port
+    from irscatter import parse_layer
+    snippet = layer(0, "conv", "Convolution", "opset1",
+                    {"strides": "1", "dilations": "1", "pads_begin": "1", "pads_end": "1", "auto_pad": "explicit"},
+                    inputs=[port(0, None, [1, 1, 4]), port(1, None, [1, 1, 3])], outputs=[port(2, None, [1, 1, 4])])
+    found = parse_layer(snippet)
+    return registry.resolve(found.type, found.version).cls(found)
+
+
+def test_one_op_works_out_each_shape_and_dtype_and_rereads_filters_that_may_change():
+    op = _conv_op()
+    x = np.array([[[1, 2, 3, 4]]], np.float32)
+    w = np.array([[[1, 1, 1]]], np.float32)  # writable: may change between calls
+    np.testing.assert_array_equal(op.compute(x, w), [[[3, 6, 9, 7]]])
+    w[0, 0, 1] = np.inf  # now a non-finite filter: the per-offset kernel, no 0 * inf in the padding
+    out = op.compute(x, w)
+    assert np.isinf(out).all()
+    np.testing.assert_array_equal(op.compute(x.astype(np.float64), np.ones((1, 1, 3))), [[[3, 6, 9, 7]]])
+    assert op.compute(x.astype(np.float64), np.ones((1, 1, 3))).dtype == np.float64
+    longer = np.arange(6, dtype=np.float32).reshape(1, 1, 6)
+    np.testing.assert_array_equal(op.compute(longer, np.ones((1, 1, 3), np.float32)), [[[1, 3, 6, 9, 12, 9]]])

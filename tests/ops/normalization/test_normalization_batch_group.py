@@ -101,3 +101,25 @@ CASES = _cases()
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_normalization_batch_group(case):
     harness.check(case, CASES)
+
+
+def test_batch_norm_keeps_derived_values_only_for_read_only_statistics():
+    from irscatter.ops.normalization.batch_norm_inference import BatchNormInference5
+    from irscatter import parse_layer
+    from helpers import layer, port
+    snippet = layer(0, "bn", "BatchNormInference", "opset5", {"epsilon": "0"},
+                    inputs=[port(i, None, [1, 2] if i == 0 else [2]) for i in range(5)],
+                    outputs=[port(5, None, [1, 2])])
+    op = BatchNormInference5(parse_layer(snippet))
+    x = np.array([[1.0, 2.0]], np.float32)
+    gamma, beta, mean, var = (np.array(v, np.float32) for v in ([1, 1], [0, 0], [0, 0], [1, 1]))
+    np.testing.assert_array_equal(op.compute(x, gamma, beta, mean, var), [[1, 2]])
+    gamma[:] = 3  # writable statistics may change between runs: read again
+    np.testing.assert_array_equal(op.compute(x, gamma, beta, mean, var), [[3, 6]])
+    frozen = [a.copy() for a in (gamma, beta, mean, var)]
+    for a in frozen:
+        a.flags.writeable = False  # a Const's value: the same read-only array every run
+    first = op.compute(x, *frozen)
+    np.testing.assert_array_equal(op.compute(x, *frozen), first)
+    np.testing.assert_array_equal(op.compute(x * 2, *frozen), [[6, 12]])
+    assert x.tolist() == [[1.0, 2.0]]  # the data is never written

@@ -24,7 +24,8 @@ def _axes(size, kernel, stride, dilation, begin, end):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16, np.float64, np.int8, np.uint8,
                                    np.int32, np.int64])
-@pytest.mark.parametrize("geometry", [(2, 2, 1, 0, 0), (3, 1, 1, 1, 1), (3, 2, 2, 2, 2), (2, 3, 1, 1, 0)])
+@pytest.mark.parametrize("geometry", [(2, 2, 1, 0, 0), (3, 1, 1, 1, 1), (3, 2, 2, 2, 2), (2, 3, 1, 1, 0),
+                                      (1, 1, 1, 0, 0), (1, 2, 1, 0, 0)])
 def test_values_only_kernel_matches_the_indexed_kernel(dtype, geometry):
     rng = np.random.default_rng(7)
     shape = (2, 3, 7, 6)
@@ -39,6 +40,21 @@ def test_values_only_kernel_matches_the_indexed_kernel(dtype, geometry):
     got = max_pool_values(data, axes)
     assert got.dtype == expected.dtype
     assert np.array_equal(got.view(np.uint8), expected.view(np.uint8))
+
+
+@pytest.mark.parametrize("kernels", [(1, 3), (3, 1), (1, 1, 2), (2, 3, 1)])
+def test_windows_of_one_tap_along_some_axes_match_and_never_write_the_input(kernels):
+    # The separable kernel takes the maxima one axis at a time; an axis of one tap is a view.
+    rng = np.random.default_rng(11)
+    shape = (2, 2) + (5,) * len(kernels)
+    data = rng.choice(np.array(EDGES, np.float32), size=shape)
+    before = data.copy()
+    axes = [_axes(5, k, 1, 1, 0, 0) for k in kernels]
+    expected = max_pool(data, axes)[0]
+    got = max_pool_values(data, axes)
+    assert np.array_equal(got.view(np.uint8), expected.view(np.uint8))
+    assert not np.shares_memory(got, data)
+    assert np.array_equal(data.view(np.uint8), before.view(np.uint8))
 
 
 def test_signed_zeros_keep_the_first_in_tap_order():
