@@ -598,6 +598,23 @@ def _feed_arguments(parser: argparse.ArgumentParser, npz_flag: str = "--inputs")
     parser.add_argument("--shape", action="append", metavar="NAME=d0,d1,...", help="shape to draw for a dynamic input")
 
 
+def _target_arguments(parser: argparse.ArgumentParser, defaults: bool) -> None:
+    """The runtime to judge and the tolerances, as compare and reduce take them. Without
+    `defaults` an option left out stays None, so that reduce can tell it from one given
+    beside --check (the defaults then apply in `cmd_reduce`)."""
+    parser.add_argument("--target", default="openvino" if defaults else None, metavar="openvino[:DEVICE]",
+                        help="the runtime to judge (default: openvino on CPU); it runs in a separate process")
+    parser.add_argument("--target-precision", default="f32" if defaults else None, choices=["f32", "f16", "bf16"],
+                        help="the target's inference precision (OpenVINO's INFERENCE_PRECISION_HINT, default f32); "
+                             "it also picks the tolerance presets")
+    parser.add_argument("--rtol", type=_tolerance,
+                        help="relative tolerance for floats (default: the precision's preset)")
+    parser.add_argument("--atol", type=_tolerance, help="absolute tolerance for floats, in units of the tensor's "
+                        "largest magnitude when that is over 1 (default: the precision's preset)")
+    parser.add_argument("--tol", action="append", metavar="PATTERN=RTOL[,ATOL]",
+                        help="a tolerance for the tensors whose \"<layer name>:<port>\" matches the regular expression")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description="Run, inspect and check OpenVINO IR models with numpy.")
     _global_options(parser, lambda value: value)
@@ -665,11 +682,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("files", nargs="+", metavar="MODEL.xml | A.npz B.npz",
                      help="the model, or two saved sets of tensors (the first judged against the second)")
     cmp.add_argument("--bin", help="the weights file (default: the .xml's sibling .bin)")
-    cmp.add_argument("--target", default="openvino", metavar="openvino[:DEVICE]",
-                     help="the runtime to judge (default: openvino on CPU); it runs in a separate process")
-    cmp.add_argument("--target-precision", default="f32", choices=["f32", "f16", "bf16"],
-                     help="the target's inference precision (OpenVINO's INFERENCE_PRECISION_HINT, default f32); "
-                          "it also picks the tolerance presets")
+    _target_arguments(cmp, defaults=True)
     cmp.add_argument("--reference-precision", choices=list(PRECISIONS),
                      help="irscatter's values as it emulates a device inferring in f16 or bf16 (see run --precision)")
     _feed_arguments(cmp)
@@ -677,11 +690,6 @@ def build_parser() -> argparse.ArgumentParser:
                      help="run the whole model on the target, as it compiles it, and compare its outputs")
     cmp.add_argument("--bisect", action="store_true",
                      help="with --whole: find the first layer that diverges by running prefixes of the graph")
-    cmp.add_argument("--rtol", type=_tolerance, help="relative tolerance for floats (default: the precision's preset)")
-    cmp.add_argument("--atol", type=_tolerance, help="absolute tolerance for floats, in units of the tensor's "
-                     "largest magnitude when that is over 1 (default: the precision's preset)")
-    cmp.add_argument("--tol", action="append", metavar="PATTERN=RTOL[,ATOL]",
-                     help="a tolerance for the tensors whose \"<layer name>:<port>\" matches the regular expression")
     cmp.add_argument("--all", action="store_true", help="list every layer, not only those that diverged")
     cmp.add_argument("--json", action="store_true", help="print the report as JSON records")
     cmp.add_argument("--report", metavar="REPORT.html",
@@ -722,12 +730,7 @@ def build_parser() -> argparse.ArgumentParser:
     red.add_argument("--bin", help="the weights file (default: the .xml's sibling .bin)")
     red.add_argument("-o", "--output", required=True, metavar="DIR", help="a new or empty folder for the reproducer")
     _feed_arguments(red)
-    red.add_argument("--target", metavar="openvino[:DEVICE]", help="the runtime that fails (default: openvino)")
-    red.add_argument("--target-precision", choices=["f32", "f16", "bf16"],
-                     help="the target's inference precision (default f32)")
-    red.add_argument("--rtol", type=_tolerance, help="relative tolerance for floats (default: the precision's preset)")
-    red.add_argument("--atol", type=_tolerance, help="absolute tolerance for floats (see compare)")
-    red.add_argument("--tol", action="append", metavar="PATTERN=RTOL[,ATOL]", help="a tolerance for matching tensors")
+    _target_arguments(red, defaults=False)
     red.add_argument("--check", metavar="CMD", help="instead of a target: a shell command given {model} and {inputs} "
                      "(the candidate's files) that fails by a non-zero exit status")
     red.add_argument("--fail-regex", metavar="REGEX", help="with --check: fail when the command's output matches")

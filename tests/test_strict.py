@@ -349,13 +349,19 @@ def test_validate_strict_keeps_only_what_the_constants_decide(tmp_path):
 # --- the command line -----------------------------------------------------------------------------
 
 
-def test_cli_run_strict_prints_findings_on_stderr_and_exits_1(tmp_path):
+def _scatter_with_feeds(tmp_path, rows):
+    """A ScatterNDUpdate-4 of two updates into the rows `rows` of three zeros, and its feeds."""
+    indices = np.array([[r] for r in rows], np.int64)
     xml = one_layer_ir(tmp_path, "ScatterNDUpdate", "opset4", {},
-                       [("data", np.zeros(3, np.float32)), ("indices", np.array([[1], [1]], np.int64)),
+                       [("data", np.zeros(3, np.float32)), ("indices", indices),
                         ("updates", np.ones(2, np.float32))], [((3,), np.float32)])
     feeds = tmp_path / "feeds.npz"
-    np.savez(feeds, data=np.zeros(3, np.float32), indices=np.array([[1], [1]], np.int64),
-             updates=np.array([1, 2], np.float32))
+    np.savez(feeds, data=np.zeros(3, np.float32), indices=indices, updates=np.array([1, 2], np.float32))
+    return xml, feeds
+
+
+def test_cli_run_strict_prints_findings_on_stderr_and_exits_1(tmp_path):
+    xml, feeds = _scatter_with_feeds(tmp_path, [1, 1])
     done = cli("run", str(xml), "--inputs", str(feeds), "--strict")
     assert done.returncode == 1, done.stderr
     assert "out0: float32 [3]" in done.stdout
@@ -370,12 +376,7 @@ def test_cli_run_strict_prints_findings_on_stderr_and_exits_1(tmp_path):
 
 
 def test_cli_run_strict_exits_0_on_a_clean_run(tmp_path):
-    xml = one_layer_ir(tmp_path, "ScatterNDUpdate", "opset4", {},
-                       [("data", np.zeros(3, np.float32)), ("indices", np.array([[1], [2]], np.int64)),
-                        ("updates", np.ones(2, np.float32))], [((3,), np.float32)])
-    feeds = tmp_path / "feeds.npz"
-    np.savez(feeds, data=np.zeros(3, np.float32), indices=np.array([[1], [2]], np.int64),
-             updates=np.array([1, 2], np.float32))
+    xml, feeds = _scatter_with_feeds(tmp_path, [1, 2])
     done = cli("run", str(xml), "--inputs", str(feeds), "--strict")
     assert done.returncode == 0 and done.stderr == ""
 

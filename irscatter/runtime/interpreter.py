@@ -77,13 +77,7 @@ def observer() -> Observer | None:
     return _OBSERVER.get()
 
 
-def _held_only_by_a_list() -> int:
-    """What `sys.getrefcount(values[i])` reads for an array that nothing but `values` holds."""
-    values = [np.empty(1)]
-    return sys.getrefcount(values[0])
-
-
-_SOLE_REFERENCE = _held_only_by_a_list()
+_SOLE_REFERENCE = recycle.SOLE_REFERENCE  # what getrefcount reads for an array only `values` holds
 
 
 @dataclass(slots=True, eq=False)  # slots: a model of 20000 layers builds 20000 of these, and runs read them

@@ -39,9 +39,8 @@ def softmax(data: np.ndarray, axis: int) -> np.ndarray:
     etype = ElementType.from_dtype(data.dtype)
     if data.size == 0:
         return np.empty(data.shape, data.dtype)
-    x = data.astype(compute_dtype(etype), copy=False)
     with np.errstate(all="ignore"):
-        e = np.subtract(x, x.max(axis=axis, keepdims=True))  # `shifted`, in place from here on
+        e = shifted(data, axis)  # a fresh array: the rest runs in place
         np.exp(e, out=e)
         np.divide(e, e.sum(axis=axis, keepdims=True), out=e)
     return from_compute(e, etype)

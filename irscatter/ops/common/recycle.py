@@ -20,6 +20,7 @@ ask for a buffer without the ops importing the runtime.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import threading
@@ -38,12 +39,14 @@ RUNS_KEPT = 2
 
 
 def _held_only_by_a_list() -> int:
-    """What `sys.getrefcount(kept[i])` reads for an array that nothing but the list `kept` holds."""
+    """What `sys.getrefcount(kept[i])` reads for an array that nothing but the list `kept` holds
+    (read before any local name holds it). The interpreter's reuse of intermediate buffers
+    relies on the same count."""
     kept = [np.empty(1)]
     return sys.getrefcount(kept[0])
 
 
-_SOLE_REFERENCE = _held_only_by_a_list()
+SOLE_REFERENCE = _held_only_by_a_list()
 
 
 class Recycler:
@@ -70,7 +73,7 @@ class Recycler:
             for run in self._runs:
                 for i in range(len(run)):
                     # The count is read before any local name holds the array.
-                    if sys.getrefcount(run[i]) == _SOLE_REFERENCE and run[i].shape == shape and run[i].dtype == dtype:
+                    if sys.getrefcount(run[i]) == SOLE_REFERENCE and run[i].shape == shape and run[i].dtype == dtype:
                         return run.pop(i)
         return None
 
@@ -109,7 +112,7 @@ def recycled(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray | None:
     """An array of `shape` and `dtype` whose contents are garbage, from the recycler of the run in
     progress; None outside a run, for a small array, or when none is free."""
     recycler = _CURRENT.get()
-    if recycler is None or np.dtype(dtype).itemsize * int(np.prod(shape, dtype=np.int64)) < MIN_BYTES:
+    if recycler is None or np.dtype(dtype).itemsize * math.prod(shape) < MIN_BYTES:
         return None
     return recycler.take(tuple(shape), np.dtype(dtype))
 

@@ -181,7 +181,12 @@ class Windows(list):
     def picks(self) -> tuple[tuple, ...]:
         """For each tap in row-major order, the index of its strided view of a `padded` array
         (any number of leading axes): one view of the whole output a tap."""
-        return tuple((Ellipsis, *pick) for pick in _tap_picks(tuple(self)))
+        picks = []
+        for tap in itertools.product(*(range(ax.kernel) for ax in self)):
+            picks.append((Ellipsis, *(slice(t * ax.dilation,
+                                            t * ax.dilation + (ax.out - 1) * ax.stride + 1 if ax.out else 0, ax.stride)
+                                      for t, ax in zip(tap, self))))
+        return tuple(picks)
 
     @functools.cached_property
     def axis_picks(self) -> tuple[tuple[slice, ...], ...]:
@@ -206,15 +211,6 @@ def padded(array: np.ndarray, axes: list[Axis], fill) -> np.ndarray:
     if widths is None:
         return array  # no copy when the windows tile the input
     return pad_constant(array, [(0, 0)] * (array.ndim - len(axes)) + list(widths), fill)
-
-
-@functools.lru_cache(maxsize=256)
-def _tap_picks(axes: tuple[Axis, ...]) -> tuple[tuple[slice, ...], ...]:
-    picks = []
-    for tap in itertools.product(*(range(ax.kernel) for ax in axes)):
-        picks.append(tuple(slice(t * ax.dilation, t * ax.dilation + (ax.out - 1) * ax.stride + 1 if ax.out else 0,
-                                 ax.stride) for t, ax in zip(tap, axes)))
-    return tuple(picks)
 
 
 def tap_picks(axes: list[Axis]) -> tuple[tuple, ...]:
