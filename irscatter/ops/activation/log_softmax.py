@@ -28,7 +28,8 @@ class LogSoftmax(AlongAxis):
         axis = self.axis(data.ndim, at_runtime=True)
         if data.size == 0:
             return np.empty(data.shape, data.dtype)
+        etype = ElementType.from_dtype(data.dtype)
         with np.errstate(all="ignore"):
-            t = shifted(data, axis)
-            out = t - np.log(np.sum(np.exp(t), axis=axis, keepdims=True))
-        return from_compute(out, ElementType.from_dtype(data.dtype))
+            t = shifted(data, axis, etype)
+            out = t - np.log(np.add.reduce(np.exp(t), axis=axis, keepdims=True))
+        return from_compute(out, etype)

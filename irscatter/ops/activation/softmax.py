@@ -28,21 +28,21 @@ from irscatter.ops.common.types import check_float
 from irscatter.ops.registry import register
 
 
-def shifted(data: np.ndarray, axis: int) -> np.ndarray:
-    """x - max(x) along `axis`, in the compute dtype (NaN propagates into its slice)."""
-    etype = ElementType.from_dtype(data.dtype)
-    x = np.asarray(data, dtype=compute_dtype(etype))
-    return x - np.max(x, axis=axis, keepdims=True)
+def shifted(data: np.ndarray, axis: int, etype: ElementType) -> np.ndarray:
+    """x - max(x) along `axis`, as a fresh array in the compute dtype of `etype` (NaN
+    propagates into its slice). The ufunc's own reduce: `np.max` costs a microsecond more."""
+    x = data.astype(compute_dtype(etype), copy=False)
+    return x - np.maximum.reduce(x, axis=axis, keepdims=True)
 
 
 def softmax(data: np.ndarray, axis: int) -> np.ndarray:
-    etype = ElementType.from_dtype(data.dtype)
     if data.size == 0:
         return np.empty(data.shape, data.dtype)
+    etype = ElementType.from_dtype(data.dtype)
     with np.errstate(all="ignore"):
-        e = shifted(data, axis)  # a fresh array: the rest runs in place
+        e = shifted(data, axis, etype)  # a fresh array: the rest runs in place
         np.exp(e, out=e)
-        np.divide(e, e.sum(axis=axis, keepdims=True), out=e)
+        np.divide(e, np.add.reduce(e, axis=axis, keepdims=True), out=e)
     return from_compute(e, etype)
 
 

@@ -129,10 +129,16 @@ def _wrap_int(x: np.ndarray, dst: ElementType) -> np.ndarray:
 
 
 def compute_dtype(etype: ElementType) -> np.dtype:
-    """The dtype arithmetic on `etype` runs in: f32 for the 16-bit and 8-bit float types."""
-    if etype.is_float and etype not in (ElementType.f32, ElementType.f64):
-        return np.dtype(np.float32)
-    return etype.dtype
+    """The dtype arithmetic on `etype` runs in: f32 for the 16-bit and 8-bit float types.
+    Looked up once per type: small kernels ask on every call."""
+    found = _COMPUTE_DTYPES.get(etype)
+    if found is None:
+        wide = etype.is_float and etype not in (ElementType.f32, ElementType.f64)
+        found = _COMPUTE_DTYPES[etype] = np.dtype(np.float32) if wide else etype.dtype
+    return found
+
+
+_COMPUTE_DTYPES: dict[ElementType, np.dtype] = {}
 
 
 def from_compute(result: np.ndarray, etype: ElementType) -> np.ndarray:
