@@ -370,9 +370,34 @@ class Im2col:
         self.cols_shape = (n, g, taps, positions)
         self.filter_shape = (g, d, taps)
         self.direct = self.interior is None and all(k == 1 for k in kernel) and all(s == 1 for s in strides)
+        self.wide = None
+        if not self.direct and len(out_dims) >= 2 and tuple(strides[-2:]) == (1, 1) and out_dims[-1] <= WIDE_ROWS:
+            self._plan_wide(kernel, out_dims)
+
+    def _plan_wide(self, kernel: Sequence[int], out_dims: Sequence[int]) -> None:
+        """Short rows at stride 1 along the last two axes: gather each tap's rows of outputs
+        as one run through the padded buffer, row after row, each row as wide as the padded
+        input. The columns past the output's last read into the next row; they are computed
+        and cut off. A copy of runs that long is several times faster than one of short rows,
+        which is where a small layer spends its time. The buffer gets a tail, so the last
+        tap's run never reads past its end."""
+        n, g = self.out_shape[:2]
+        width = self.padded_shape[-1]
+        rows = out_dims[-2] * width
+        lead = 3 + len(kernel) + len(out_dims) - 2  # the view's axes before its last two
+        self.wide = _Wide(
+            tail=self.view_strides[2 + len(kernel)] // self.dtype.itemsize * (kernel[-1] - 1),
+            view_shape=(*self.view_shape[:lead], rows),
+            view_strides=(*self.view_strides[:lead], self.dtype.itemsize),
+            cols_shape=(n, g, self.cols_shape[2], math.prod(out_dims[:-2]) * rows),
+            rows_shape=(*self.out_shape[:-1], width),
+            keep=out_dims[-1],
+        )
 
     def patches(self, x: np.ndarray) -> np.ndarray:
         """[N, G, C_IN * taps, positions]: every output position's patch, a column each."""
+        if self.wide is not None:
+            return self._wide_patches(x)
         if self.interior is None:
             source = np.ascontiguousarray(x)
         else:
@@ -384,10 +409,43 @@ class Im2col:
         view.flags.writeable = False
         return np.ascontiguousarray(view).reshape(self.cols_shape)
 
+    def _wide_patches(self, x: np.ndarray) -> np.ndarray:
+        """`patches` with rows as wide as the padded input (see `_plan_wide`)."""
+        wide = self.wide
+        flat = np.zeros(math.prod(self.padded_shape) + wide.tail, self.dtype)
+        source = flat[:flat.size - wide.tail].reshape(self.padded_shape)
+        source[self.interior if self.interior is not None else ...] = x
+        view = np.ndarray(wide.view_shape, self.dtype, buffer=flat, offset=0, strides=wide.view_strides)
+        view.flags.writeable = False
+        return np.ascontiguousarray(view).reshape(wide.cols_shape)
+
     def __call__(self, x: np.ndarray, w: np.ndarray) -> np.ndarray:
         if self.empty:
             return np.zeros(self.out_shape, dtype=x.dtype)
-        return np.matmul(w.reshape(self.filter_shape), self.patches(x)).reshape(self.out_shape)
+        product = np.matmul(w.reshape(self.filter_shape), self.patches(x))
+        if self.wide is None:
+            return product.reshape(self.out_shape)
+        return np.ascontiguousarray(product.reshape(self.wide.rows_shape)[..., :self.wide.keep]).reshape(self.out_shape)
+
+
+# Output rows this short or shorter are gathered as wide rows (`Im2col._plan_wide`); longer rows
+# copy fast enough as they are, and the wide rows' extra columns would cost more than they save.
+WIDE_ROWS = 32
+
+
+@dataclass(frozen=True)
+class _Wide:
+    """The wide-row gathering of one `Im2col`: the buffer's tail (elements), the view of the
+    padded buffer [N, G, C, *kernel, *lead outputs, rows * width] and the patches it makes, and
+    the product's shape [N, G, C_OUT, *outputs but the last, width] before its rows are cut to
+    `keep` columns."""
+
+    tail: int
+    view_shape: tuple[int, ...]
+    view_strides: tuple[int, ...]
+    cols_shape: tuple[int, ...]
+    rows_shape: tuple[int, ...]
+    keep: int
 
 
 def im2col_convolution(x: np.ndarray, w: np.ndarray, strides: Sequence[int], dilations: Sequence[int],

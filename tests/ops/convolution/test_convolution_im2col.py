@@ -6,7 +6,7 @@ and the dispatch keeps non-finite filters on the per-offset kernel."""
 import numpy as np
 import pytest
 
-from irscatter.ops.convolution.core import forward_convolution, grouped_convolution, im2col_convolution
+from irscatter.ops.convolution.core import Im2col, forward_convolution, grouped_convolution, im2col_convolution
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -22,6 +22,29 @@ def test_gathered_patches_match_the_per_offset_products(seed):
     w = rng.standard_normal((g, d, c, *kernel)).astype(np.float32)
     args = (list(strides), list(dilations), list(begin), out)
     np.testing.assert_allclose(im2col_convolution(x, w, *args), grouped_convolution(x, w, *args), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_wide_rows_match_the_per_offset_products(seed):
+    """Stride 1 along the last two axes and short rows: the patches are gathered as rows as wide
+    as the padded input, whose extra columns run into the next row (and, for the last tap of
+    the last channel, into the buffer's tail), and are cut off."""
+    rng = np.random.default_rng(1000 + seed)
+    n, g, c, d = (int(v) for v in rng.integers(1, 4, 4))
+    rank = int(rng.integers(2, 4))
+    size, kernel = rng.integers(1, 9, rank), rng.integers(1, 4, rank)
+    strides, dilations, begin = np.ones(rank, int), rng.integers(1, 3, rank), rng.integers(0, 3, rank)
+    strides[0] = rng.integers(1, 3) if rank == 3 else 1  # a 3-D convolution's depth may stride
+    out = [max(0, (int(sz) + 2 * int(b) - (int(k) - 1) * int(dl) - 1) // int(st) + 1)
+           for sz, b, k, dl, st in zip(size, begin, kernel, dilations, strides)]
+    x = rng.standard_normal((n, g, c, *size)).astype(np.float32)
+    x[..., -1] = np.inf  # the cut-off columns wrap onto it: nothing of theirs may reach the kept ones
+    w = rng.standard_normal((g, d, c, *kernel)).astype(np.float32)
+    args = (list(strides), list(dilations), list(begin), out)
+    plan = Im2col(x.shape, w.shape, x.dtype, *args)
+    assert plan.wide is not None or plan.direct
+    with np.errstate(invalid="ignore", over="ignore"):
+        np.testing.assert_allclose(plan(x, w), grouped_convolution(x, w, *args), rtol=1e-5, atol=1e-5)
 
 
 def test_non_finite_filters_skip_the_padding():
