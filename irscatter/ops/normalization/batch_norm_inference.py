@@ -63,12 +63,11 @@ class BatchNormInference(Op):
         return TensorInfo(etype, data.shape)
 
     def compute(self, *arrays: np.ndarray) -> np.ndarray:
-        named = self._by_name(arrays)
-        data = named["data"]
+        data = arrays[self.inputs.index("data")]
         etype = ElementType.from_dtype(data.dtype)
         dtype = compute_dtype(etype)
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            mean, denominator, gamma, beta = self._per_channel(named, dtype, data.ndim)
+            mean, denominator, gamma, beta = self._per_channel(self._by_name(arrays), dtype, data.ndim)
             out = np.subtract(data.astype(dtype, copy=False), mean)
             np.divide(out, denominator, out=out)
             np.multiply(out, gamma, out=out)
@@ -79,7 +78,7 @@ class BatchNormInference(Op):
         """mean, sqrt(variance + epsilon), gamma and beta in the compute dtype as [C, 1, ..., 1],
         to broadcast along axis 1 of the data. Kept while the same read-only arrays (Consts'
         values, as in every converted model) come again: they cannot have changed."""
-        given = tuple(named[name] for name in CHANNEL_INPUTS)
+        given = tuple(map(named.__getitem__, CHANNEL_INPUTS))
 
         def work_out() -> tuple[np.ndarray, ...]:
             shape = (-1,) + (1,) * (rank - 2)

@@ -97,6 +97,7 @@ def max_pool_values(data: np.ndarray, axes: list[Axis]) -> np.ndarray:
     key = data.astype(key_dtype, copy=False)  # exact: comparisons only
     values = padded(key, axes, lowest)
     best = values
+    computed = False  # until then, `best` is a view of the caller's data
     lead = data.ndim - len(axes)
     for i, picks in enumerate(axes.axis_picks):
         before = (slice(None),) * (lead + i)
@@ -105,12 +106,13 @@ def max_pool_values(data: np.ndarray, axes: list[Axis]) -> np.ndarray:
             best = taps[0]
             continue
         best = np.fmax(taps[0], taps[1])
+        computed = True
         for tap in taps[2:]:
             np.fmax(best, tap, out=best)
-    if np.may_share_memory(best, data):  # a 1x1 window: nothing was computed yet
+    if not computed:  # a window of one tap along every axis
         best = np.array(best, dtype=key_dtype)
     if is_float:
-        np.copyto(best, lowest, where=np.isnan(best))
+        np.fmax(best, lowest, out=best)  # all NaN gives NaN: -inf in its place, all else stays
         if _holds_negative_zero(key):
             zero = best == 0
             for pick in reversed(axes.picks):
@@ -130,8 +132,11 @@ def _comparison(dtype: np.dtype) -> tuple[bool, np.dtype, np.generic]:
 
 
 def _holds_negative_zero(array: np.ndarray) -> bool:
-    bits = array.view(np.uint32 if array.dtype == np.float32 else np.uint64)
-    return bool((bits == (np.uint32(1 << 31) if array.dtype == np.float32 else np.uint64(1 << 63))).any())
+    """Whether a float32 or float64 array holds a -0.0. Seen as signed integers of its width,
+    -0.0 (the sign bit alone) is the integer minimum and every other value is above it, so one
+    reduction answers, with no array of comparisons."""
+    signed = np.dtype(np.int32 if array.dtype == np.float32 else np.int64)
+    return array.size > 0 and int(np.minimum.reduce(array.view(signed), axis=None)) == np.iinfo(signed).min
 
 
 @register("MaxPool", 1)
