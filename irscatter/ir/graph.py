@@ -75,13 +75,21 @@ _set = object.__setattr__
 def gc_paused() -> Iterator[None]:
     """Hold the cyclic garbage collector while a large graph is built: each of its passes
     walks every object built so far, and loading 20000 layers set off hundreds of them.
-    The objects built are freed by reference counting as usual."""
+    The objects built are freed by reference counting as usual.
+
+    On the way out, what was built is moved to the oldest generation without a pass
+    (`freeze` then `unfreeze`, each a constant-time splice of lists): otherwise the first
+    collection after loading walks all of it at once as young objects, 75 ms for 20000 layers,
+    and again when they move up. Young objects of the caller's move up with them; any cycle
+    among those is collected by the next full collection instead of an earlier one."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was_enabled:
+            gc.freeze()
+            gc.unfreeze()
             gc.enable()
 
 
