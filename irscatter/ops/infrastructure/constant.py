@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from irscatter.ir.element_types import ElementType
+from irscatter.ir.graph import trusted
 from irscatter.ir.shapes import PartialShape
 from irscatter.limits import CARRY_BYTES, FOLD_LIMIT
 from irscatter.ops.base import ElementTypeAttr, Op, OpAttrs, TensorInfo, check
@@ -24,6 +25,17 @@ class Const(Op):
 
     inputs = ()
     elementwise = True  # as a region's constant operand, broadcast like any other input
+
+    def __init__(self, layer) -> None:
+        data = layer.const_data
+        if data is None:
+            super().__init__(layer)  # the schema says what is wrong, or checks a snippet's attributes
+            return
+        # The loader has read and checked all four attributes to find the weights: they are
+        # not parsed again (every Const has its own offset, so no parsed set is ever shared).
+        self.layer = layer
+        self.attrs = trusted(self.Attrs, element_type=data.etype, shape=layer.attrs["shape"], offset=data.offset,
+                             size=data.size)
 
     def infer(self) -> TensorInfo:
         data = self.layer.const_data
