@@ -258,3 +258,24 @@ def test_loading_leaves_the_collector_as_it_found_it_with_the_graph_in_the_oldes
         assert not gc.isenabled()  # a caller's choice to hold the collector stands
     finally:
         gc.enable()
+
+
+def test_a_large_document_gives_the_parse_trees_heap_back(tmp_path, monkeypatch):
+    from irscatter.ir import loader
+
+    xml = write(tmp_path, net([param(0, "x", [2]), result(1, "r", [2])], [(0, 0, 1, 0)]))
+    calls = []
+    monkeypatch.setattr(loader, "_return_freed_heap", lambda: calls.append(True))
+    irscatter.read_model(xml)
+    assert calls == []  # a small document: nothing worth the call
+    monkeypatch.setattr(loader, "_LARGE_DOCUMENT", 16)
+    assert irscatter.read_model(xml).layers[1].name == "r"
+    assert calls == [True]
+
+
+def test_returning_the_freed_heap_is_safe_to_call_anywhere():
+    from irscatter.ir import loader
+
+    trim = loader._malloc_trim()
+    assert trim is None or callable(trim)  # glibc has it; other C libraries do without
+    loader._return_freed_heap()
