@@ -195,6 +195,7 @@ class _Ctx:
         self.ir_version = ir_version
         self.problems = problems
         self.body_depth = 0  # how many <body> elements enclose the layer being read
+        self.plain_ports: dict[tuple, Port] = {}  # see `_port`
 
     def error(self, message: str, node: etree._Element | None = None, **kw: Any) -> LoadError:
         line = node.sourceline if node is not None else None
@@ -314,8 +315,17 @@ def _port(ctx: _Ctx, node: etree._Element, where: str, layer: etree._Element) ->
             value = -1  # validation goes on with the dimension unknown
         dims.append(value)
     names = node.get("names")
-    return trusted(Port, id=port_id, precision=precision, names=_port_names(names) if names else (),
-                   shape=PartialShape.of(dims), rt_info=_rt_info(rt_node) if rt_node is not None else {})
+    if names or rt_node is not None:
+        return trusted(Port, id=port_id, precision=precision, names=_port_names(names) if names else (),
+                       shape=PartialShape.of(dims), rt_info=_rt_info(rt_node) if rt_node is not None else {})
+    # A port without names or rt_info is its id, type and dims: ports are frozen, so layers
+    # alike (mostly their inputs) share one object, 400 bytes less a port.
+    key = (port_id, precision, *dims)
+    port = ctx.plain_ports.get(key)
+    if port is None:
+        port = ctx.plain_ports[key] = trusted(Port, id=port_id, precision=precision, names=(),
+                                              shape=PartialShape.of(dims), rt_info={})
+    return port
 
 
 def _port_names(text: str) -> tuple[str, ...]:
