@@ -32,6 +32,11 @@ class GatherAttrs(OpAttrs):
 def gather_with_zero_fill(data: np.ndarray, indices: np.ndarray, axis: int, batch_dims: int,
                           port: str) -> np.ndarray:
     b = batch_dims
+    if b == 0 and (indices.dtype.kind == "i" or indices.dtype.itemsize < 8):  # u64 would wrap in np.take
+        try:  # every index in [-size, size): np.take counts a negative one from the end, as Gather does
+            return np.asarray(np.take(data, indices, axis=axis))
+        except IndexError:
+            pass  # an index outside: zeros there, below
     if data.shape[:b] != indices.shape[:b]:
         raise ExecutionError(f"the first {b} dimensions of data {list(data.shape)} and indices "
                              f"{list(indices.shape)} must be equal (batch_dims = {b})", port=port)

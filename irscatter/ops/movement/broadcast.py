@@ -95,11 +95,12 @@ class Broadcast1(Op):
 
     def compute(self, data: np.ndarray, target: np.ndarray, axes: np.ndarray | None = None) -> np.ndarray:
         mapping = int_values(axes) if axes is not None else None
-        if any(d < 0 for d in int_values(target)):
-            raise ExecutionError(f"target_shape {int_values(target)} has a negative dimension",
+        wanted = int_values(target)
+        if any(d < 0 for d in wanted):
+            raise ExecutionError(f"target_shape {wanted} has a negative dimension",
                                  port=self.port("target_shape"), label="broadcast-shape")
         try:
-            out_shape = broadcast_target(data.shape, int_values(target), self.attrs.mode, mapping)
+            out_shape = broadcast_target(data.shape, wanted, self.attrs.mode, mapping)
         except ValueError as e:
             raise ExecutionError(str(e), port=self.port("target_shape"), label="broadcast-shape") from None
         check_allocation(out_shape, data.dtype.itemsize)  # later layers will materialize it

@@ -22,6 +22,7 @@ where the data is not finite).
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Literal
 
 import numpy as np
@@ -39,7 +40,7 @@ AXES_TYPES = (ElementType.i32, ElementType.i64, ElementType.dynamic)
 
 def _mean(values: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
     # sum / count rather than np.mean, which warns on the empty slices of size-0 data
-    count = int(np.prod([values.shape[a] for a in axes]))
+    count = math.prod(values.shape[a] for a in axes)
     return np.add.reduce(values, axis=axes, keepdims=True, dtype=values.dtype) / values.dtype.type(count)
 
 
@@ -112,6 +113,7 @@ class MVN6(Op):
         return TensorInfo(data.etype, data.shape)
 
     def compute(self, data: np.ndarray, axes: np.ndarray) -> np.ndarray:
-        reduced = distinct_axes(self, int_values(axes), data.ndim, at_runtime=True)
+        reduced = self.per_constant(data.ndim, (axes,),
+                                    lambda: distinct_axes(self, int_values(axes), data.ndim, at_runtime=True))
         return mean_variance_normalize(data, reduced, self.attrs.normalize_variance, self.attrs.eps,
                                        inside_sqrt=self.attrs.eps_mode == "inside_sqrt")
