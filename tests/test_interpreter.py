@@ -186,3 +186,42 @@ def test_openvino_written_models_have_no_findings():
 
     for xml in (Path(__file__).resolve().parent.parent / "models").glob("*/model.xml"):
         assert irscatter.read_model(xml).compile().findings == [], xml
+
+
+def _reshape_after_add(tmp_path):
+    """x [4] -> Add(x, x) -> Reshape(.., s) -> Result, the shape s fed at run time."""
+    layers = [param(0, "x", [4]), param(1, "s", [1], et="i64", precision="I64"), add(2, "twice", [4]),
+              layer(3, "reshaped", "Reshape", data={"special_zero": "false"},
+                    inputs=[port(0, "FP32", [4]), port(1, "I64", [1])], outputs=[port(2, "FP32", [-1])]),
+              result(4, "out", [-1])]
+    edges = [(0, 0, 2, 0), (0, 0, 2, 1), (2, 2, 3, 0), (1, 0, 3, 1), (3, 2, 4, 0)]
+    return irscatter.read_model(write(tmp_path, net(layers, edges)))
+
+
+@pytest.mark.parametrize("watched", [False, True])
+def test_a_run_time_error_names_its_layer_whether_or_not_the_run_is_watched(tmp_path, watched):
+    model = _reshape_after_add(tmp_path)
+    x = np.arange(4, dtype=np.float32)
+    assert model.run({"x": x, "s": np.array([4])})["out"].tolist() == [0, 2, 4, 6]
+    with pytest.raises(ExecutionError) as info:
+        model.run({"x": x, "s": np.array([3])}, hook=(lambda *args: None) if watched else None)
+    assert "reshaped" in str(info.value) and "Reshape" in str(info.value)
+
+
+def test_watched_and_unwatched_runs_agree_on_every_bundled_model():
+    from pathlib import Path
+
+    for folder in sorted((Path(__file__).resolve().parent.parent / "models").iterdir()):
+        if not (folder / "model.xml").exists():
+            continue
+        model = irscatter.read_model(folder / "model.xml")
+        with np.load(folder / "inputs.npz") as f:
+            feeds = {k: f[k] for k in f.files}
+        if any("/" in k for k in feeds):  # a stateful model's steps: its first step will do
+            feeds = {k.split("/", 1)[1]: v for k, v in feeds.items() if k.startswith("step0/")}
+        compiled = model.compile()
+        plain = compiled.new_request().run(feeds)
+        watched = compiled.new_request().run(feeds, hook=lambda *args: None)
+        assert list(plain) == list(watched), folder.name
+        for name in plain:
+            np.testing.assert_array_equal(plain[name], watched[name], err_msg=f"{folder.name}: {name}")
