@@ -366,3 +366,21 @@ def test_a_document_without_examples_fails_and_says_so(tmp_path, capsys):
     assert main(["examples", str(doc), str(CORPUS / "own_examples.md")]) == 1
     captured = capsys.readouterr()
     assert f"{doc}: no examples found" in captured.err
+
+
+def test_mending_a_snippet_takes_time_in_proportion_to_its_length():
+    """A self-closed <port> followed by its dims is reopened by a pattern that once rescanned a
+    run of spaces for every character of it: 128 KB of spaces took 14 s. A megabyte takes well
+    under a second now; the bound leaves room for a slow machine, not for a square law."""
+    import time
+
+    from irscatter.ir.snippets import repair
+
+    snippet = '<layer id="1" type="Add" version="opset1"><input><port' + " " * 1_000_000 + 'x</input></layer>'
+    start = time.perf_counter()
+    repair(snippet, "opset1")
+    assert time.perf_counter() - start < 20
+    mended, done = repair('<layer type="Add"><input><port id="0" a="x/>y"  />\n<dim>2</dim></port></input></layer>',
+                          "opset1")
+    assert '<port id="0" a="x/>y">\n<dim>2</dim>' in mended
+    assert "reopened a self-closed <port> that its <dim>s and </port> follow" in done

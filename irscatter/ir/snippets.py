@@ -66,7 +66,10 @@ def repair(snippet: str, default_version: str) -> tuple[str, list[str]]:
         text = text[:data.end() - 1] + "/>" + text[data.end():]
         repairs.append("closed an unclosed <data> tag")
     # <port id="4"/> followed by its <dim>s and a </port>: the port was closed twice
-    reopened = re.sub(r'(<port\b(?:[^<>"]|"[^"<]*")*?)\s*/>(?=(?:\s|<!--(?:(?!-->).)*-->)*<dim>)', r"\1>", text, flags=re.S)
+    # (the tag's body is read greedily up to its "/>", and its trailing spaces dropped after: a
+    # lazy body followed by \s* would rescan a long run of spaces once per character of it)
+    reopened = re.sub(r'<port\b((?:[^<>"/]|/(?!>)|"[^"<]*")*)/>(?=(?:\s|<!--(?:(?!-->).)*-->)*<dim>)',
+                      lambda m: "<port" + m.group(1).rstrip() + ">", text, flags=re.S)
     if reopened != text:
         repairs.append("reopened a self-closed <port> that its <dim>s and </port> follow")
         text = reopened

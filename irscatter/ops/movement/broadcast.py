@@ -65,6 +65,8 @@ class Broadcast1(Op):
         "target_shape-rank": "target_shape is not a scalar or 1-D",
         "broadcast-mode": "mode pdpd, which irscatter does not implement",
         "axes-mapping": "mode explicit without the axes_mapping input",
+        "axes_mapping-type": "axes_mapping is not of an integer type",
+        "axes_mapping-rank": "axes_mapping is not a scalar or 1-D",
         "broadcast-shape": "data does not broadcast to target_shape in the given mode",
     }
 
@@ -78,6 +80,9 @@ class Broadcast1(Op):
                           type_label="target_shape-type", rank_label="target_shape-rank")
         check(self.attrs.mode != "explicit" or axes is not None, "axes-mapping",
               "mode explicit needs the axes_mapping input")
+        if axes is not None:
+            check_1d_integral(axes, "axes_mapping", self.port("axes_mapping"),
+                              type_label="axes_mapping-type", rank_label="axes_mapping-rank")
         shape = int_values(target.value)
         if shape is None:
             return TensorInfo(data.etype, PartialShape.dynamic_rank())

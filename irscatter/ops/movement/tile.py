@@ -70,7 +70,10 @@ class Tile(Op):
 
     def compute(self, data: np.ndarray, repeats: np.ndarray) -> np.ndarray:
         reps = [max(r, 0) for r in int_values(repeats)]
-        check_allocation(tiled_dims(list(data.shape), reps), data.dtype.itemsize)
+        dims = tiled_dims(list(data.shape), reps)
+        check_allocation(dims, data.dtype.itemsize)
+        if 0 in dims:  # np.tile would build the repeats of the other axes first
+            return np.empty(dims, data.dtype)
         if not reps:
             return data.copy()
         return np.tile(data, reps)

@@ -21,7 +21,14 @@ from numpy.lib.stride_tricks import sliding_window_view
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import Op, TensorInfo
 from irscatter.ops.common.numeric import compute_dtype, from_compute
-from irscatter.ops.pooling.core import bins, by_bin_length, check_output_size, check_pool_type, runtime_sizes
+from irscatter.ops.pooling.core import (
+    bins,
+    by_bin_length,
+    check_output_size,
+    check_pool_type,
+    empty_bins,
+    runtime_sizes,
+)
 from irscatter.ops.registry import register
 
 
@@ -56,6 +63,8 @@ class AdaptiveAvgPool(Op):
 
     def compute(self, data: np.ndarray, output_size: np.ndarray) -> np.ndarray:
         sizes = runtime_sizes(self, data, output_size)
+        if (empty := empty_bins(data, sizes)) is not None:
+            return np.empty(empty, data.dtype)
         etype = ElementType.from_dtype(data.dtype)
         work = data.astype(compute_dtype(etype), copy=False)
         with np.errstate(invalid="ignore", over="ignore"):  # inf - inf is NaN; a sum may overflow to inf

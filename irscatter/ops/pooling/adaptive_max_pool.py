@@ -26,7 +26,14 @@ from numpy.lib.stride_tricks import sliding_window_view
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import Lower, Op, OpAttrs, TensorInfo
 from irscatter.ops.common.numeric import compute_dtype
-from irscatter.ops.pooling.core import bins, by_bin_length, check_output_size, check_pool_type, runtime_sizes
+from irscatter.ops.pooling.core import (
+    bins,
+    by_bin_length,
+    check_output_size,
+    check_pool_type,
+    empty_bins,
+    runtime_sizes,
+)
 from irscatter.ops.registry import register
 
 
@@ -73,5 +80,9 @@ class AdaptiveMaxPool(Op):
         return TensorInfo(data.etype, shape), TensorInfo(ElementType[self.attrs.index_element_type], shape)
 
     def compute(self, data: np.ndarray, output_size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        values, where = bin_maxima(data, runtime_sizes(self, data, output_size))
-        return values, where.astype(ElementType[self.attrs.index_element_type].dtype)
+        sizes = runtime_sizes(self, data, output_size)
+        index_dtype = ElementType[self.attrs.index_element_type].dtype
+        if (empty := empty_bins(data, sizes)) is not None:
+            return np.empty(empty, data.dtype), np.empty(empty, index_dtype)
+        values, where = bin_maxima(data, sizes)
+        return values, where.astype(index_dtype)

@@ -36,6 +36,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
+from irscatter.limits import check_allocation
 from irscatter.ops.base import IntList, Lower, Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common.padding import pad_constant
 from irscatter.ops.common.types import arithmetic_float
@@ -297,11 +298,27 @@ def check_sizes(op: Op, values: list[int], spatial: list[int | None]) -> None:
 
 
 def runtime_sizes(op: Op, data: np.ndarray, size: np.ndarray) -> list[int]:
+    """The output size input's values, checked against the data, and against the allocation
+    limit for every tensor the separable passes make: the output, and each partial result,
+    which holds some axes binned and the others whole (larger than both input and output when
+    one axis is upsampled and the next is long)."""
     values = [int(v) for v in np.asarray(size).reshape(-1)]
     check(len(values) == data.ndim - 2, "output-size-shape",
           f"output_size has {len(values)} values, the input {data.ndim - 2} spatial axes", port=op.port("output_size"))
     check_sizes(op, values, list(data.shape[2:]))
+    lead, spatial = data.shape[:2], data.shape[2:]
+    for k in range(len(values) + 1):  # binned from the first axis on, and from the last axis back
+        check_allocation(lead + tuple(values[:k]) + spatial[k:], 8)
+        check_allocation(lead + spatial[:len(values) - k] + tuple(values[len(values) - k:]), 8)
     return values
+
+
+def empty_bins(data: np.ndarray, sizes: list[int]) -> tuple[int, ...] | None:
+    """The output shape of an adaptive pooling when it holds no element (None otherwise): such
+    an output is made directly, without the bin tables, which grow with the output's spatial
+    size alone and are not held to the limit when there is no batch or no channel."""
+    shape = data.shape[:2] + tuple(sizes)
+    return shape if 0 in shape else None
 
 
 class Pool(Op):

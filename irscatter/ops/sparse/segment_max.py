@@ -69,6 +69,8 @@ class SegmentMax(Op):
             ids = np.asarray(segment_ids.value).reshape(-1).astype(np.int64)
             check(bool(np.all(ids[1:] >= ids[:-1])), "segment-ids-order",
                   f"segment_ids must be sorted, found {ids.tolist()[:16]}", port=self.port("segment_ids"))
+            check(ids.size == 0 or ids[0] >= 0, "index-range", f"segment id {int(ids[0]) if ids.size else 0} is "
+                  "negative", port=self.port("segment_ids"))
             count = int(ids.max()) + 1 if ids.size else 0
         if num_segments is not None:
             check_index(self, num_segments, "num_segments", None)

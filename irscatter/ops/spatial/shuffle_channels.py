@@ -52,6 +52,8 @@ class ShuffleChannels(Op):
         axis = normalized_axis(self.attrs.axis, data.ndim, port=self.port("axis"), at_runtime=True)
         group = self.attrs.group
         shape = data.shape
+        if data.size == 0:  # nothing to move, and a group of any size divides no channels
+            return data.copy()
         outer, channels, inner = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
         split = data.reshape(outer, group, channels // group, inner)
         return split.transpose(0, 2, 1, 3).reshape(shape)

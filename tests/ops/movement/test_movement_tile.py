@@ -85,3 +85,15 @@ def test_what_inference_knows():
     assert shape([1, 0, 1]) == "[2, 0, 3]"
     unknown = TensorInfo(ElementType.i64, PartialShape.of([4]))
     assert str(op.infer(data, unknown).shape) == "[?, ?, ?, ?]"
+
+
+def test_a_zero_repeat_makes_an_empty_output_without_tiling_the_other_axes():
+    """np.tile would first repeat the other axes 10000 x 10000 times (1.6 GB here) before the
+    zero repeat empties the result: the limit holds for the output, so the kernel makes it
+    directly."""
+    from irscatter import limits
+    from irscatter.ops.functional import call
+
+    with limits.using(tensor_bytes=1_000_000):
+        out = call(Tile, [np.zeros(4, np.float32), np.array([10000, 10000, 0], np.int64)], {})
+    assert out.shape == (10000, 10000, 0) and out.dtype == np.float32

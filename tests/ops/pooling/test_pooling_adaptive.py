@@ -93,3 +93,35 @@ CASES = _cases()
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_adaptive_pool(case):
     harness.check(case, CASES)
+
+
+def _adaptive(type_name):
+    from irscatter.ops import registry
+
+    return registry.resolve(type_name, "opset8").cls
+
+
+@pytest.mark.parametrize("type_name", ["AdaptiveAvgPool", "AdaptiveMaxPool"])
+def test_an_empty_batch_makes_no_bin_tables(type_name):
+    """No batch: an empty output, made without the bin tables, which grow with the spatial
+    output alone (500^3 int64 would be 1 GB)."""
+    from irscatter import limits
+    from irscatter.ops.functional import call
+
+    with limits.using(tensor_bytes=1_000_000):
+        out = call(_adaptive(type_name), [np.zeros((0, 2, 2, 2, 2), np.float32), np.array([500] * 3, np.int32)], {})
+    outs = out if isinstance(out, tuple) else (out,)
+    assert all(o.shape == (0, 2, 500, 500, 500) for o in outs)
+
+
+@pytest.mark.parametrize("type_name", ["AdaptiveAvgPool", "AdaptiveMaxPool"])
+def test_a_partial_result_past_the_limit_is_refused(type_name):
+    """Binning one axis up while the next stays long makes a partial result larger than both the
+    input and the output: held to the limit, refused with the limit's label."""
+    from irscatter import limits
+    from irscatter.errors import ExecutionError
+    from irscatter.ops.functional import call
+
+    with limits.using(tensor_bytes=1_000_000), pytest.raises(ExecutionError) as info:
+        call(_adaptive(type_name), [np.zeros((1, 1, 1, 1000), np.float32), np.array([1000, 1], np.int32)], {})
+    assert info.value.label == "tensor-limit"

@@ -107,3 +107,15 @@ CASES = _cases()
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_segment_max(case):
     harness.check(case, CASES)
+
+
+def test_negative_constant_segment_ids_are_refused_at_inference():
+    """Constant ids fix the output's length (largest id + 1): a negative one must be refused
+    there, not turned into a negative dimension."""
+    from irscatter.errors import ValidationError
+    from irscatter.ops.functional import call
+    from irscatter.ops.sparse.segment_max import SegmentMax
+
+    with pytest.raises(ValidationError) as info:
+        call(SegmentMax, [np.ones(1, np.float32), np.array([-57233], np.int32)], {"fill_mode": "lowest"})
+    assert info.value.label == "index-range"

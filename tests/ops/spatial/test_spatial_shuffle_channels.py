@@ -66,3 +66,14 @@ CASES = _cases()
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_shuffle_channels(case):
     harness.check(case, CASES)
+
+
+def test_an_empty_input_with_a_group_of_any_size():
+    """Zero channels split into any number of groups: nothing to move, and no reshape to a
+    group count numpy cannot hold."""
+    from irscatter.ops.functional import call
+    from irscatter.ops.spatial.shuffle_channels import ShuffleChannels
+
+    data = np.zeros((4, 0, 0, 3, 2), np.float32)
+    out = call(ShuffleChannels, [data], {"axis": 1, "group": 2**63 - 1})
+    assert out.shape == data.shape and out.dtype == data.dtype and not np.shares_memory(out, data)
