@@ -68,10 +68,21 @@ class Reshape(Op):
                                                                              self.attrs.special_zero)))
             except ValueError as e:
                 check(False, "reshape-pattern", str(e), port=self.port("shape"))
+        self._check_pattern(pattern, data.shape.rank if data.shape.rank_is_static else None)
         dims = [data.shape[i] if (d == 0 and self.attrs.special_zero and data.shape.rank_is_static
                                   and i < data.shape.rank) else (Dimension.dynamic() if d == -1 else Dimension.static(d))
                 for i, d in enumerate(pattern)]
         return TensorInfo(data.etype, PartialShape.of(dims))
+
+    def _check_pattern(self, pattern: list[int], rank: int | None) -> None:
+        """What `reshape_target` refuses that needs no input sizes: for an input of unknown shape."""
+        port = self.port("shape")
+        check(all(d >= -1 for d in pattern), "reshape-pattern", f"pattern value {min(pattern, default=0)} is below -1",
+              port=port)
+        check(pattern.count(-1) <= 1, "reshape-pattern", "at most one pattern value may be -1", port=port)
+        if self.attrs.special_zero and rank is not None:
+            check(all(i < rank for i, d in enumerate(pattern) if d == 0), "reshape-pattern",
+                  f"pattern {pattern} copies an input dimension past the input's rank {rank}", port=port)
 
     def compute(self, data: np.ndarray, shape: np.ndarray) -> np.ndarray:
         try:

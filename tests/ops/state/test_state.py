@@ -189,3 +189,16 @@ def test_cli_feeds_an_output_back_as_an_input(tmp_path):
                        "--feed-back", f"{out_name}=s0")
     # the output has 5 columns, the input takes 1: the second step is refused, naming the input
     assert done.returncode == 1 and "s0" in done.stderr and "feed-shape" in done.stderr, done.stderr
+
+
+def test_state_of_shapes_that_do_not_fit_together_is_an_error_naming_the_layer():
+    """The decoder's key and value caches are declared [?, 4, ?, 16]: set to different lengths,
+    they reach ScaledDotProductAttention, whose inference could not see them, and which must say
+    what does not fit rather than fail inside numpy."""
+    compiled = irscatter.compile_model(Path(__file__).parents[3] / "models" / "stateful_decoder" / "model.xml")
+    states = {s.name: s for s in compiled.query_state()}
+    states["past_key"].set_state(np.zeros((1, 4, 5, 16), np.float32))
+    states["past_value"].set_state(np.zeros((1, 4, 1, 16), np.float32))
+    with pytest.raises(IRError) as info:
+        compiled.run({"x": np.zeros((1, 1, 64), np.float32)})
+    assert info.value.label == "sdpa-source" and "ScaledDotProductAttention" in str(info.value)
