@@ -225,3 +225,18 @@ def test_watched_and_unwatched_runs_agree_on_every_bundled_model():
         assert list(plain) == list(watched), folder.name
         for name in plain:
             np.testing.assert_array_equal(plain[name], watched[name], err_msg=f"{folder.name}: {name}")
+
+
+def test_a_kernel_failing_on_inputs_inference_accepts_is_not_disguised(tmp_path, monkeypatch):
+    """A kernel that fails with one of numpy's errors has its op's inference run on the arrays it
+    was given; when inference accepts them, the failure is irscatter's own and stays what it is."""
+    from irscatter.ops import registry
+
+    def broken(self, *arrays):
+        raise ValueError("a kernel bug")
+
+    monkeypatch.setattr(registry.resolve("Add", "opset1").cls, "compute", broken)
+    model = _chain(tmp_path, 2)
+    for hook in (None, lambda *args: None):
+        with pytest.raises(ValueError, match="a kernel bug"):
+            model.run({"x": np.ones((2, 2), np.float32)}, hook=hook)

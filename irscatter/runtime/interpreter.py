@@ -519,7 +519,22 @@ class CompiledModel:
             layer = self.steps[at].layer
             raise ExecutionError("the machine ran out of memory computing this layer", file=self.model.source,
                                  layer=layer.ref, line=layer.line, label="out-of-memory") from None
+        except (ValueError, IndexError, TypeError):
+            self._explain(self.steps[at], [values[s] for s in self.steps[at].inputs])
+            raise
         return values
+
+    def _explain(self, step: Step, args: list[Any]) -> None:
+        """A kernel failed with one of numpy's errors: when its inputs have shapes or types that
+        inference never saw (a model's state, set or carried over between runs), the op's
+        inference on the arrays themselves says what does not fit, and that is the error. When
+        inference accepts them, the failure is irscatter's own, and the caller re-raises it."""
+        if any(not isinstance(a, np.ndarray) for a in args):
+            return
+        try:
+            self.ops[step.layer.id].infer(*(TensorInfo.of(a) for a in args))
+        except IRError as e:
+            raise e.add_context(file=self.model.source, layer=step.layer.ref, line=step.layer.line) from None
 
     def _plain_steps(self) -> list[tuple]:
         """For `_execute_plain`, each step as (compute, input getter, output slot, slots to
@@ -679,6 +694,9 @@ class CompiledModel:
             except MemoryError:  # the limits are checked before allocating; this is the last net
                 raise ExecutionError("the machine ran out of memory computing this layer", file=self.model.source,
                                      layer=step.layer.ref, line=step.layer.line, label="out-of-memory") from None
+            except (ValueError, IndexError, TypeError):
+                self._explain(step, args)
+                raise
             if timings is not None:
                 timings.append((step.layer, time.perf_counter() - start, reuse))
             if rounding is not None:

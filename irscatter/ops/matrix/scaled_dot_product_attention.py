@@ -129,16 +129,6 @@ class ScaledDotProductAttention(Op):
 
     def compute(self, query: np.ndarray, key: np.ndarray, value: np.ndarray,
                 attention_mask: np.ndarray | None = None, scale: np.ndarray | None = None) -> np.ndarray:
-        try:
-            return self._attend(query, key, value, attention_mask, scale)
-        except ValueError:
-            # Shapes inference could not see (a model's state, a dynamic input) that do not fit:
-            # inference on the arrays themselves says which, with its label.
-            self.infer(*(None if a is None else TensorInfo.of(a) for a in (query, key, value, attention_mask, scale)))
-            raise
-
-    def _attend(self, query: np.ndarray, key: np.ndarray, value: np.ndarray, attention_mask: np.ndarray | None,
-                scale: np.ndarray | None) -> np.ndarray:
         etype = ElementType.from_dtype(query.dtype)
         work = compute_dtype(etype)
         q, k, v = (x.astype(work, copy=False) for x in (query, key, value))
