@@ -240,3 +240,33 @@ def test_a_kernel_failing_on_inputs_inference_accepts_is_not_disguised(tmp_path,
     for hook in (None, lambda *args: None):
         with pytest.raises(ValueError, match="a kernel bug"):
             model.run({"x": np.ones((2, 2), np.float32)}, hook=hook)
+
+
+def test_an_integer_list_attribute_past_64_bits_is_an_attribute_error(tmp_path):
+    xml = write(tmp_path, net([param(0, "x", [1, 1, 4, 4]),
+                               layer(1, "pool", "MaxPool", data={"kernel": "99999999999999999999,2", "strides": "2,2",
+                                                                "pads_begin": "0,0", "pads_end": "0,0"},
+                                     inputs=[port(0, "FP32", [1, 1, 4, 4])], outputs=[port(1, "FP32", [1, 1, 2, 2])]),
+                               result(2, "r", [1, 1, 2, 2])], [(0, 0, 1, 0), (1, 1, 2, 0)]))
+    with pytest.raises(ValidationError) as info:
+        irscatter.compile_model(xml)
+    assert info.value.label == "attributes" and "64-bit" in str(info.value) and "kernel" in str(info.value)
+
+
+def test_a_sink_written_without_an_output_port_still_runs(tmp_path):
+    """Assign's output port is optional in practice: with none, its value goes nowhere, and the
+    state is still written."""
+    layers = [param(0, "x", [2]),
+              layer(1, "read", "ReadValue", "opset6", data={"variable_id": "v", "variable_type": "f32",
+                                                             "variable_shape": "2"},
+                    inputs=[port(0, "FP32", [2])], outputs=[port(1, "FP32", [2])]),
+              add(2, "sum", [2]),
+              layer(3, "write", "Assign", "opset6", data={"variable_id": "v"}, inputs=[port(0, "FP32", [2])]),
+              result(4, "r", [2])]
+    edges = [(0, 0, 1, 0), (1, 1, 2, 0), (0, 0, 2, 1), (2, 2, 3, 0), (2, 2, 4, 0)]
+    compiled = irscatter.compile_model(write(tmp_path, net(layers, edges)))
+    x = np.ones(2, np.float32)
+    for hook in (None, lambda *args: None):
+        compiled.reset_state()
+        compiled.run({"x": x}, hook=hook)
+        assert compiled.run({"x": x}, hook=hook)["r"].tolist() == [3, 3]  # the state written by the first run

@@ -78,6 +78,9 @@ def _ir_bool(value: Any) -> Any:
     return value
 
 
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
 def _int_list(value: Any) -> Any:
     if isinstance(value, str):
         t = value.strip()
@@ -85,9 +88,12 @@ def _int_list(value: Any) -> Any:
             return ()
         fields = t.split(",")
         try:
-            return tuple(int(f.strip()) for f in fields)
+            values = tuple(int(f.strip()) for f in fields)
         except ValueError:
             raise ValueError(f'"{value}" is not a comma-separated list of integers') from None
+        if any(not _INT64_MIN <= v <= _INT64_MAX for v in values):  # OpenVINO reads them as 64-bit integers
+            raise ValueError(f'"{value}" holds an integer outside the 64-bit range')
+        return values
     return value
 
 

@@ -566,7 +566,7 @@ class CompiledModel:
         if isinstance(out, tuple):
             for slot, array in zip(step.outputs, out):
                 values[slot] = array
-        else:
+        elif step.outputs:  # a sink (Assign) may be written without an output port
             values[step.outputs[0]] = out
 
     def _owned(self, results: Mapping[str, Any], bound: list[np.ndarray], donated: frozenset[int]) -> Outputs:
@@ -704,7 +704,7 @@ class CompiledModel:
             if isinstance(out, tuple):
                 for slot, array in zip(step.outputs, out):
                     values[slot] = array
-            else:
+            elif step.outputs:  # a sink (Assign) may be written without an output port
                 values[step.outputs[0]] = out
             if hook is not None:
                 hook(step.layer, tuple(args), tuple(values[s] for s in step.outputs))

@@ -207,6 +207,8 @@ class PriorBox(Op):
             values = getattr(a, name)
             check(all(v > 0 and math.isfinite(v) for v in values), "prior-box-ratio",
                   f"{name} {list(values)} must hold positive numbers", port=self.port(name))
+        check(all(math.isfinite(d) for d in a.density), "prior-box-fixed",
+              f"density {list(a.density)} must hold finite numbers", port=self.port("density"))
         ratios = len(_aspect_ratios(a))
         per_cell = 0
         for s, f in enumerate(a.fixed_size):

@@ -149,3 +149,15 @@ def test_prior_box(case):
 @pytest.mark.parametrize("case", ERRORS, ids=str)
 def test_prior_box_refused(case):
     harness.check(case, ERRORS)
+
+
+@pytest.mark.parametrize("density", ["nan", "inf", "2,nan"])
+def test_a_density_that_is_not_a_finite_number_is_refused(density):
+    from irscatter.errors import ValidationError
+    from irscatter.ops.detection.prior_box import PriorBox
+    from irscatter.ops.functional import call
+
+    with pytest.raises(ValidationError) as info:
+        call(PriorBox, [np.array([2, 2], np.int64), np.array([8, 8], np.int64)],
+             {"min_size": "2", "offset": "0.5", "density": density})
+    assert info.value.label == "prior-box-fixed"
