@@ -774,8 +774,8 @@ def _apply_limits(items: list[str]) -> None:
             raise UsageError(f'--limit expects NAME=N with NAME one of {", ".join(sorted(names))}, got "{item}"')
         try:
             number = int(float(value)) if any(c in value for c in ".eE") else int(value)
-        except ValueError:
-            raise UsageError(f"--limit {item}: {value!r} is not a number") from None
+        except (ValueError, OverflowError):  # OverflowError: inf, or a number past float's range
+            raise UsageError(f"--limit {item}: {value!r} is not a finite number") from None
         if number <= 0:
             raise UsageError(f"--limit {item}: a limit must be positive")
         limits.configure(**{name: number})

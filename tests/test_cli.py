@@ -302,3 +302,69 @@ def test_run_names_every_layer_without_an_op_at_once(tmp_path):
     assert 'layer 1 "a" (Frobnicate, opset1): opset1 has no operation Frobnicate' in proc.stderr
     assert '2 more layers name no op irscatter runs: layer 2 "b" (Frob, ext1) (custom-domain), ' \
            'layer 3 "c" (Twiddle, ext1) (custom-domain) [not-in-opset]' in proc.stderr
+
+
+def _npy_claiming(shape) -> bytes:
+    """An .npy file whose header declares `shape` and which holds 16 bytes of data."""
+    header = ("{'descr': '<f4', 'fortran_order': False, 'shape': %r, }" % (tuple(shape),)).encode()
+    header += b" " * (63 - (10 + len(header)) % 64) + b"\n"
+    return b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + bytes(16)
+
+
+@pytest.mark.parametrize("kind", ["npz", "npy"])
+@pytest.mark.parametrize("shape, fragment", [((99999999999, 99999999999), "tensor_elements"),
+                                             ((1000, 1000), "more than its")])
+def test_an_inputs_file_whose_header_claims_more_than_it_holds(tmp_path, kind, shape, fragment):
+    """A header may declare any shape, and numpy allocates it before reading: the declared size is
+    held to the tensor limits and to the bytes actually there."""
+    import zipfile
+
+    path = tmp_path / f"x.{kind}"
+    if kind == "npz":
+        with zipfile.ZipFile(path, "w") as archive:
+            archive.writestr("x.npy", _npy_claiming(shape))
+    else:
+        path.write_bytes(_npy_claiming(shape))
+    model = str(MODELS / "affine_chain" / "model.xml")
+    proc = cli("run", model, "--inputs", str(path)) if kind == "npz" else cli("run", model, "-i", f"x={path}")
+    _assert_one_line_error(proc, 1)
+    assert fragment in proc.stderr
+
+
+@pytest.mark.parametrize("make, option", [
+    (lambda d: Path("/dev/null"), "--inputs"),
+    (lambda d: (d / "garbage.npz").write_bytes(b"PK\x03\x04 not really a zip") and d / "garbage.npz", "--inputs"),
+    (lambda d: (d / "zip.npy").write_bytes(b"PK\x03\x04 a zip, not an .npy") and d / "zip.npy", "-i"),
+])
+def test_an_inputs_file_that_is_not_one_is_one_line(tmp_path, make, option):
+    path = make(tmp_path)
+    proc = cli("run", str(MODELS / "affine_chain" / "model.xml"), option, str(path) if option == "--inputs" else f"x={path}")
+    _assert_one_line_error(proc, 1)
+
+
+@pytest.mark.parametrize("value", ["1e999", "inf", "nan"])
+def test_a_limit_that_is_not_a_finite_number_is_a_usage_error(value):
+    proc = cli("--limit", f"tensor_bytes={value}", "info", str(MODELS / "affine_chain" / "model.xml"))
+    _assert_one_line_error(proc, 2)
+    assert "not a finite number" in proc.stderr
+
+
+def test_a_model_file_without_a_size_is_read_no_further_than_the_limit():
+    proc = cli("--limit", "xml_bytes=100000", "info", "/dev/zero")
+    _assert_one_line_error(proc, 1)
+    assert "[xml-size]" in proc.stderr
+
+
+def test_extract_around_a_layer_stops_once_no_hop_reaches_further(tmp_path):
+    out = tmp_path / "cut.xml"
+    proc = cli("extract", str(MODELS / "affine_chain" / "model.xml"), "--around", _some_layer(),
+               "--hops", "99999999999999999999", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert out.exists()
+
+
+def _some_layer() -> str:
+    import irscatter
+
+    model = irscatter.read_model(MODELS / "affine_chain" / "model.xml")
+    return next(layer.name for layer in model.layers if layer.type not in ("Parameter", "Const", "Result"))

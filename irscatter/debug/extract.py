@@ -154,6 +154,8 @@ def around(compiled: CompiledModel, layer_name: str, hops: int) -> Cut:
         for lid in frontier:
             reached |= {s[0] for s in compiled.sources[lid] if s is not None} | readers.get(lid, set())
         frontier = {lid for lid in reached - inside if compiled.layers[lid].type not in ("Result",)}
+        if not frontier:
+            break  # the whole connected part is inside: more hops reach nothing new
         inside |= frontier
     inside = {lid for lid in inside if compiled.layers[lid].type not in BOUNDARY}
     outputs, inputs = [], []

@@ -607,7 +607,12 @@ def _read_bytes(path: Path, what: str) -> bytes:
         if size > limit:  # refused before a byte is read
             raise SecurityError(f"the {what} has {size} bytes, over the limit of {limit} (irscatter.limits: xml_bytes)",
                                 file=str(path), label="xml-size")
-        return path.read_bytes()
+        with path.open("rb") as f:  # never more than the limit: a device or a pipe has no size to ask
+            data = f.read(limit + 1)
+        if len(data) > limit:
+            raise SecurityError(f"the {what} holds more than {limit} bytes, the limit (irscatter.limits: xml_bytes)",
+                                file=str(path), label="xml-size")
+        return data
     except FileNotFoundError:
         raise FileAccessError(f"{what} not found", file=str(path)) from None
     except IsADirectoryError:

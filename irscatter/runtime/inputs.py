@@ -3,6 +3,7 @@ and comparing outputs with expected values."""
 
 from __future__ import annotations
 
+import math
 import re
 import zipfile
 from collections.abc import Mapping, Sequence
@@ -86,21 +87,46 @@ def random_inputs(
 
 def load_npz(path: str | Path) -> dict[str, np.ndarray]:
     try:
+        with zipfile.ZipFile(path) as archive:
+            for member in archive.infolist():
+                if member.filename.endswith(".npy"):
+                    with archive.open(member) as fp:
+                        _check_header(fp, member.file_size, member.filename)
         with np.load(path, allow_pickle=False) as data:
             return {k: data[k] for k in data.files}
     except FileNotFoundError:
         raise FileAccessError("inputs file not found", file=str(path)) from None
-    except (OSError, ValueError, zipfile.BadZipFile) as e:
-        raise LoadError(f"not a readable .npz file: {e}", file=str(path)) from None
+    except (OSError, ValueError, EOFError, MemoryError, zipfile.BadZipFile) as e:
+        raise LoadError(f"not a readable .npz file: {e or type(e).__name__}", file=str(path)) from None
 
 
 def load_npy(path: str | Path) -> np.ndarray:
     try:
+        with open(path, "rb") as fp:
+            _check_header(fp, Path(path).stat().st_size, Path(path).name)
         return np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise FileAccessError("input file not found", file=str(path)) from None
-    except (OSError, ValueError) as e:
-        raise LoadError(f"not a readable .npy file: {e}", file=str(path)) from None
+    except (OSError, ValueError, EOFError, MemoryError) as e:
+        raise LoadError(f"not a readable .npy file: {e or type(e).__name__}", file=str(path)) from None
+
+
+def _check_header(fp, size: int, name: str) -> None:
+    """The array an .npy header declares fits in the file's `size` bytes and in the tensor
+    limits: the header may claim any shape, and numpy allocates it before reading the data.
+    (Version 3 headers, rare, are left to numpy.)"""
+    version = np.lib.format.read_magic(fp)
+    if version == (1, 0):
+        shape, _, dtype = np.lib.format.read_array_header_1_0(fp)
+    elif version == (2, 0):
+        shape, _, dtype = np.lib.format.read_array_header_2_0(fp)
+    else:
+        return
+    problem = tensor_size_problem(shape, dtype.itemsize)
+    if problem is not None:
+        raise ValueError(f"{name}: {problem}")
+    if math.prod(shape) * dtype.itemsize > size:
+        raise ValueError(f"{name} declares {dtype} {list(shape)}, more than its {size} bytes hold")
 
 
 @dataclass(frozen=True)

@@ -108,7 +108,8 @@ class Eye(Op):
         check_output([*batch, rows, columns], etype.dtype.itemsize)
         matrix = np.zeros((rows, columns), dtype=etype.dtype)
         # the diagonal starts at row max(0, -d), column max(0, d) and runs while both exist
-        first_row, first_column = max(0, -diagonal), max(0, diagonal)
+        # (clamped to the matrix: a diagonal far outside, up to the i64 extremes, has no element)
+        first_row, first_column = min(max(0, -diagonal), rows), min(max(0, diagonal), columns)
         length = max(0, min(rows - first_row, columns - first_column))
         steps = np.arange(length)
         matrix[first_row + steps, first_column + steps] = convert_array(np.ones(1, np.int8), ElementType.i8, etype)[0]

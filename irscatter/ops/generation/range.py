@@ -38,10 +38,13 @@ class RangeAttrs(OpAttrs):
 def range_values(start: float, stop: float, step: float, etype: ElementType) -> np.ndarray:
     """Range-4: for integer outputs the bounds are first truncated to integers."""
     count = range_length(start, stop, step, etype)
-    if etype.is_integral:
-        start, step = int(start), int(step)
     check_allocation([count], etype.dtype.itemsize)
-    return (start + step * np.arange(count, dtype=np.float64 if etype.is_float else np.int64)).astype(etype.dtype)
+    if etype.is_float:
+        return (start + step * np.arange(count, dtype=np.float64)).astype(etype.dtype)
+    # Exact modulo 2^64, so bounds past the i64 range (a u64 step) work too; the output type
+    # then keeps the low bits, as the i64 arithmetic this equals within its range would.
+    low = np.uint64(int(start) % (1 << 64)), np.uint64(int(step) % (1 << 64))
+    return (low[0] + low[1] * np.arange(count, dtype=np.uint64)).astype(etype.dtype)
 
 
 def range_length(start: float, stop: float, step: float, etype: ElementType) -> int:

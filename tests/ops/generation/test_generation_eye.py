@@ -106,3 +106,12 @@ CASES = _cases()
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_eye(case):
     harness.check(case, CASES)
+
+
+@pytest.mark.parametrize("diagonal", [-(2**63), 2**63 - 1])
+def test_a_diagonal_at_the_i64_extremes_has_no_element(diagonal):
+    from irscatter.ops.functional import call
+    from irscatter.ops.generation.eye import Eye
+
+    out = call(Eye, [np.int64(2), np.int64(3), np.int64(diagonal)], {"output_type": "f32"})
+    assert out.shape == (2, 3) and not out.any()

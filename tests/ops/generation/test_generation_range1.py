@@ -90,3 +90,17 @@ def test_range1(case):
 @pytest.mark.parametrize("case", ERRORS, ids=str)
 def test_range1_refused(case):
     harness.check(case, ERRORS)
+
+
+@pytest.mark.parametrize("start, stop, step, want", [
+    (5, 0, 2**64 - 4, []),          # a u64 step past the i64 range: no value between 5 and 0 going up
+    (0, 5, 2**64 - 4, [0]),         # one value, the start
+    (5, 0, -2, [5, 3, 1]),          # within the i64 range, as before
+])
+def test_range4_bounds_past_the_i64_range(start, stop, step, want):
+    from irscatter.ops.functional import call
+    from irscatter.ops.generation.range import Range
+
+    out = call(Range, [np.int64(start), np.int64(stop), np.uint64(step) if step > 0 else np.int64(step)],
+               {"output_type": "i64"})
+    assert out.dtype == np.int64 and out.tolist() == want
