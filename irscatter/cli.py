@@ -157,6 +157,10 @@ def _gather_feeds(args: argparse.Namespace, compiled) -> dict[str, Any]:
         feeds[name] = model_inputs.load_npy(path)
     if args.random:
         shapes = dict(_parse_shape(s) for s in args.shape or [])
+        unknown = sorted(set(shapes) - {s.name for s in compiled.inputs})
+        if unknown:
+            raise UsageError(f"--shape names no input of the model: {', '.join(unknown)} (its inputs: "
+                             f"{', '.join(s.name for s in compiled.inputs)})")
         missing = [s for s in compiled.inputs if s.name not in feeds and not any(n in feeds for n in s.names)]
         shapes = {k: v for k, v in shapes.items() if k in {s.name for s in missing}}
         defaulted = model_inputs.default_shapes(missing, shapes)

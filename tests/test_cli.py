@@ -368,3 +368,19 @@ def _some_layer() -> str:
 
     model = irscatter.read_model(MODELS / "affine_chain" / "model.xml")
     return next(layer.name for layer in model.layers if layer.type not in ("Parameter", "Const", "Result"))
+
+
+@pytest.mark.parametrize("etype", ["i4", "u4", "u2", "u1"])
+def test_random_draws_inputs_of_the_packed_integer_types(tmp_path, etype):
+    xml = write(tmp_path, net([param(0, "x", [3], et=etype, precision=etype.upper()),
+                               result(1, "r", [3], precision=etype.upper())], [(0, 0, 1, 0)]))
+    proc = cli("run", str(xml), "--random", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)["x"]
+    assert out["shape"] == [3] and out["element_type"] == {"i4": "int4", "u4": "uint4", "u2": "uint2", "u1": "uint1"}[etype]
+
+
+def test_a_shape_for_no_input_of_the_model_is_a_usage_error():
+    proc = cli("run", str(MODELS / "affine_chain" / "model.xml"), "--random", "--shape", "nope=3")
+    _assert_one_line_error(proc, 2)
+    assert "--shape names no input of the model: nope" in proc.stderr

@@ -279,3 +279,18 @@ def test_returning_the_freed_heap_is_safe_to_call_anywhere():
     trim = loader._malloc_trim()
     assert trim is None or callable(trim)  # glibc has it; other C libraries do without
     loader._return_freed_heap()
+
+
+@pytest.mark.parametrize("etype", ["u1", "u2", "u3", "u6", "i4", "u4", "nf4", "f4e2m1", "f8e4m3", "f16", "f32", "i64"])
+def test_an_empty_const_of_any_type_decodes_to_an_empty_array(tmp_path, etype):
+    xml = net([layer(0, "w", "Const", data={"element_type": etype, "shape": "0,3", "offset": "0", "size": "0"},
+                     outputs=[port(0, None, [0, 3])]), result(1, "r", [0, 3], precision=None)], [(0, 0, 1, 0)])
+    value = irscatter.read_model(write(tmp_path, xml, bytes(8))).layers[0].const_value
+    assert value.shape == (0, 3)
+
+
+@pytest.mark.parametrize("etype", ["u1", "f8e4m3", "f16", "string"])
+def test_an_empty_const_whose_other_dims_numpy_cannot_describe_is_refused(tmp_path, etype):
+    err = _load_error(tmp_path, _const_net({"element_type": etype, "shape": "99999999999999999999,0", "offset": "0",
+                                            "size": "0"}), bytes(8))
+    assert err.label == "tensor-limit" and "more than numpy can describe" in str(err)

@@ -247,6 +247,8 @@ def decode(raw: np.ndarray, etype: ElementType, shape: tuple[int, ...]) -> np.nd
     count = math.prod(shape)
     if etype is ElementType.string:
         return decode_strings(raw, shape)
+    if count == 0:  # no bytes to split into fields (nor to view: the packed dtypes may be a byte wide)
+        return np.zeros(shape, etype.dtype)
     if not etype.is_packed:
         return raw.view(etype.dtype).reshape(shape)
     if etype is ElementType.u1:

@@ -40,6 +40,7 @@ from irscatter.ir.graph import (
 )
 from irscatter.ir.shapes import MAX_DIGITS, PartialShape, is_decimal, parse_static_shape, read_count
 from irscatter.limits import current as current_limits
+from irscatter.limits import tensor_size_problem
 
 SUPPORTED_IR_VERSIONS = (10, 11)
 _LAYER_KEYS = ("id", "name", "type", "version")
@@ -515,8 +516,9 @@ def _plain_const(a: dict[str, str], weights: np.ndarray | None) -> ConstData | N
             or max(len(offset_text), len(size_text)) > MAX_DIGITS):
         return None
     offset, size = int(offset_text), int(size_text)
-    if size != etype.nbytes(math.prod(shape)) or offset + size > len(weights):
-        return None
+    count = math.prod(shape)
+    if size != etype.nbytes(count) or offset + size > len(weights) or (count == 0 and len(shape) > 1):
+        return None  # (an empty shape's other dims are checked there)
     return ConstData(weights, offset, size, etype, shape)
 
 
@@ -559,6 +561,8 @@ def _explained_const(ctx: _Ctx, layer: Layer, weights: np.ndarray | None, bin_la
         raise fail(str(e), "const-attribute") from None
     if etype is ElementType.dynamic:
         raise fail("a constant cannot have element type dynamic", "const-attribute")
+    if (problem := tensor_size_problem(shape, etype.bitwidth / 8)) is not None:  # only an empty one gets here
+        raise fail(problem, "tensor-limit")
     for key in ("offset", "size"):
         if not is_decimal(a[key].strip()):
             raise fail(f'{key}="{elide(a[key])}" is not a non-negative integer', "const-attribute")

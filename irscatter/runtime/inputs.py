@@ -71,6 +71,8 @@ def random_array(etype: ElementType, shape: tuple[int, ...], rng: np.random.Gene
         return rng.standard_normal(shape, dtype=np.float32)
     hi = min(10, (1 << (etype.bitwidth - (1 if etype.is_signed else 0))) - 1)
     lo = -hi - 1 if etype.is_signed else 0
+    if etype.dtype.itemsize * 8 != etype.bitwidth or etype.dtype.kind not in "iu":  # i4, u4, u2, u1, ...
+        return rng.integers(lo, hi + 1, shape, dtype=np.int8).astype(etype.dtype)
     return rng.integers(lo, hi + 1, shape, dtype=etype.dtype)
 
 
