@@ -561,8 +561,8 @@ def _explained_const(ctx: _Ctx, layer: Layer, weights: np.ndarray | None, bin_la
         raise fail(str(e), "const-attribute") from None
     if etype is ElementType.dynamic:
         raise fail("a constant cannot have element type dynamic", "const-attribute")
-    if (problem := tensor_size_problem(shape, etype.bitwidth / 8)) is not None:  # only an empty one gets here
-        raise fail(problem, "tensor-limit")
+    if math.prod(shape) == 0 and (problem := tensor_size_problem(shape, etype.bitwidth / 8)) is not None:
+        raise fail(problem, "tensor-limit")  # no bytes to check it by: its other dims may be past numpy's reach
     for key in ("offset", "size"):
         if not is_decimal(a[key].strip()):
             raise fail(f'{key}="{elide(a[key])}" is not a non-negative integer', "const-attribute")
