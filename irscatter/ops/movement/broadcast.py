@@ -101,20 +101,28 @@ class Broadcast1(Op):
     def compute(self, data: np.ndarray, target: np.ndarray, axes: np.ndarray | None = None) -> np.ndarray:
         mapping = int_values(axes) if axes is not None else None
         wanted = int_values(target)
+        key = (data.shape, tuple(wanted), None if mapping is None else tuple(mapping))
+        out_shape, view = self.per_shape(key, lambda: self._geometry(data.shape, wanted, mapping))
+        check_allocation(out_shape, data.dtype.itemsize)  # later layers will materialize it
+        return np.broadcast_to(data if view is None else data.reshape(view), out_shape)
+
+    def _geometry(self, data_shape: tuple[int, ...], wanted: list[int],
+                  mapping: list[int] | None) -> tuple[tuple[int, ...], list[int] | None]:
+        """The output shape, and in explicit mode the shape the data takes first (its dims
+        placed at the mapped axes, 1 elsewhere); worked out once per shapes and values."""
         if any(d < 0 for d in wanted):
             raise ExecutionError(f"target_shape {wanted} has a negative dimension",
                                  port=self.port("target_shape"), label="broadcast-shape")
         try:
-            out_shape = broadcast_target(data.shape, wanted, self.attrs.mode, mapping)
+            out_shape = broadcast_target(data_shape, wanted, self.attrs.mode, mapping)
         except ValueError as e:
             raise ExecutionError(str(e), port=self.port("target_shape"), label="broadcast-shape") from None
-        check_allocation(out_shape, data.dtype.itemsize)  # later layers will materialize it
-        if self.attrs.mode == "explicit":
-            view = [1] * len(out_shape)
-            for d, a in zip(data.shape, mapping):
-                view[a] = d
-            data = data.reshape(view)
-        return np.broadcast_to(data, out_shape)
+        if self.attrs.mode != "explicit":
+            return out_shape, None
+        view = [1] * len(out_shape)
+        for d, a in zip(data_shape, mapping):  # type: ignore[arg-type]
+            view[a] = d
+        return out_shape, view
 
 
 @register("Broadcast", 3)
