@@ -270,3 +270,17 @@ def test_a_sink_written_without_an_output_port_still_runs(tmp_path):
         compiled.reset_state()
         compiled.run({"x": x}, hook=hook)
         assert compiled.run({"x": x}, hook=hook)["r"].tolist() == [3, 3]  # the state written by the first run
+
+
+def test_a_zero_dimensional_output_is_an_array_the_caller_may_write(tmp_path):
+    """numpy's ufuncs give a scalar for 0-d operands: outputs, records and hooks still see arrays."""
+    model = irscatter.read_model(write(tmp_path, net([param(0, "a", []), param(1, "b", []), add(2, "sum", []),
+                                                      result(3, "r", [])], [(0, 0, 2, 0), (1, 0, 2, 1), (2, 2, 3, 0)])))
+    feeds = {"a": np.array(2, np.float32), "b": np.array(3, np.float32)}
+    seen = []
+    out = model.run(feeds, hook=lambda layer, inputs, outputs: seen.extend(outputs))["r"]
+    assert isinstance(out, np.ndarray) and out.shape == () and out == 5
+    out[...] = 0
+    assert all(isinstance(v, np.ndarray) for v in seen)
+    assert all(isinstance(v, np.ndarray) for v in model.run(feeds, intermediate=True).values())
+    assert isinstance(model.run(feeds)["r"], np.ndarray)

@@ -594,7 +594,7 @@ class CompiledModel:
 
     def _recorded(self, values: list[Any], prefix: str = "") -> dict[str, np.ndarray]:
         return {
-            f"{prefix}{self.layers[lid].name}:{self.layers[lid].outputs[pos].id}": values[slot]
+            f"{prefix}{self.layers[lid].name}:{self.layers[lid].outputs[pos].id}": np.asarray(values[slot])
             for (lid, pos), slot in self.slot_of.items()
             if values[slot] is not None
         }
@@ -707,7 +707,7 @@ class CompiledModel:
             elif step.outputs:  # a sink (Assign) may be written without an output port
                 values[step.outputs[0]] = out
             if hook is not None:
-                hook(step.layer, tuple(args), tuple(values[s] for s in step.outputs))
+                hook(step.layer, tuple(map(np.asarray, args)), tuple(np.asarray(values[s]) for s in step.outputs))
             args = out = array = None  # drop local references: the next step may reuse a buffer
             if not intermediate:
                 for slot in step.release:
@@ -730,7 +730,9 @@ def caller_owned(values: list[Any], fed: list[np.ndarray]) -> list[Any]:
     earlier value of the list."""
     out: list[Any] = []
     for value in values:
-        if isinstance(value, np.ndarray) and (
+        if isinstance(value, np.generic):  # numpy's ufuncs give a scalar for 0-d operands
+            value = np.array(value)
+        elif isinstance(value, np.ndarray) and (
                 not value.flags.writeable
                 or any(np.may_share_memory(value, b) for b in fed)
                 or any(np.may_share_memory(value, o) for o in out if isinstance(o, np.ndarray))):

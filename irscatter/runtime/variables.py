@@ -31,10 +31,17 @@ class VariableState:
     def set_state(self, value: Any) -> None:
         """Make the next run read `value`; its type and shape must fit the variable's."""
         etype = self.info.etype
-        array = np.array(value, dtype=None if etype is ElementType.dynamic else etype.dtype, copy=True)
-        if etype is not ElementType.dynamic and np.asarray(value).dtype != etype.dtype:
+        try:
+            given = np.asarray(value)
+            if etype is ElementType.dynamic:
+                ElementType.from_dtype(given.dtype)  # a type a tensor can have
+        except (TypeError, ValueError) as e:
+            raise ExecutionError(f'variable "{self.name}" cannot hold {type(value).__name__} {value!r:.60}: {e}',
+                                 label="variable-type") from None
+        if etype is not ElementType.dynamic and given.dtype != etype.dtype:
             raise ExecutionError(f'variable "{self.name}" holds {etype} ({etype.dtype}), the value is '
-                                 f"{np.asarray(value).dtype}", label="variable-type")
+                                 f"{given.dtype}", label="variable-type")
+        array = np.array(given, copy=True)
         if not self.info.shape.accepts(array.shape):
             raise ExecutionError(f'variable "{self.name}" has shape {self.info.shape}, the value has '
                                  f"{list(array.shape)}", label="variable-shape")

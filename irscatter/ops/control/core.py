@@ -194,6 +194,18 @@ def every_output_filled(layer: Layer, maps: list[OutputMap], name: str) -> None:
               port=f"output {position}")
 
 
+def every_parameter_fed(parameters: Sequence[int], maps: list[InputMap], name: str, *, counter: bool = False,
+                        back: Sequence[tuple[int, int]] = ()) -> None:
+    """Every Parameter of the body gets a value before its first run: from an input of the
+    layer, or (`counter`: a Loop) as the current iteration. A back edge feeds only the runs after
+    the first."""
+    fed = {m.parameter for m in maps if m.position >= 0 or (counter and m.purpose == "current_iteration")}
+    fed_back = {pid for _, pid in back}
+    for pid in parameters:
+        check(pid in fed, "port-map", f"body Parameter {pid} of <{name}> is fed by no port map entry from an input "
+              "of the layer" + (": its back edge feeds only the iterations after the first" if pid in fed_back else ""))
+
+
 def check_parameter_type(declared: ElementType, given: ElementType, port: str, pid: int) -> None:
     check(ElementType.dynamic in (declared, given) or declared is given, "body-input-type",
           f"{given} is mapped onto body Parameter {pid}, which is {declared}", port=port)
@@ -232,6 +244,7 @@ class Iterating(Op):
     foldable = False  # a body may be large; it runs when the model runs
     first_mapped_input = 0  # the inputs before it are the owner's own (a Loop's trip count, condition)
     can_stop = False  # whether something besides the sliced inputs may end the iterations
+    counts_iterations = False  # whether a body Parameter may receive the current iteration (Loop)
 
     def __init__(self, layer: Layer) -> None:
         super().__init__(layer)
@@ -241,6 +254,7 @@ class Iterating(Op):
         self.back = back_edges(body)
         self.body = compile_subgraph(body)
         every_output_filled(layer, self.outs, "body")
+        every_parameter_fed(self.body.parameter_ids, self.ins, "body", counter=self.counts_iterations, back=self.back)
         self.fed_back = {pid for _, pid in self.back}
 
     def check_arity(self, n_inputs: int, n_outputs: int) -> None:
@@ -305,15 +319,25 @@ class Iterating(Op):
             counts.append(m.slicing.count(dim.min, port))
         return min(counts) if counts else None
 
-    def output_infos(self, results: dict[int, TensorInfo], iterations: int | None) -> tuple[TensorInfo, ...]:
+    def output_infos(self, results: dict[int, TensorInfo], iterations: int | None,
+                     inputs: Sequence[TensorInfo]) -> tuple[TensorInfo, ...]:
+        """The layer's outputs. A last-iteration output whose Result a back edge carries is, when
+        no iteration may run, the value fed into that edge's Parameter: its type and shape count
+        too (alone when no iteration runs, merged with the Result's when that is not known)."""
+        initial = self._parameter_infos(inputs) if iterations in (None, 0) else {}
+        carried = dict(self.back)
         infos: list[TensorInfo | None] = [None] * len(self.layer.outputs)
         for m in self.outs:
             if m.position is None:
                 continue
             info = results[m.result]
             port = f"output {m.position}"
-            shape = m.slicing.joined_shape(info.shape, iterations, port) if m.slicing else info.shape
-            infos[m.position] = TensorInfo(info.etype, shape)
+            if m.slicing:
+                info = TensorInfo(info.etype, m.slicing.joined_shape(info.shape, iterations, port))
+            elif (first := initial.get(carried.get(m.result))) is not None:  # type: ignore[arg-type]
+                info = first if iterations == 0 else TensorInfo(
+                    merge_types(first.etype, info.etype) or info.etype, merge_shapes(first.shape, info.shape))
+            infos[m.position] = TensorInfo(info.etype, info.shape)
         return tuple(infos)  # type: ignore[arg-type]
 
     # --- running ------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from irscatter.ops.control.core import (
     body_of,
     check_parameter_type,
     every_output_filled,
+    every_parameter_fed,
     input_maps,
     merge_shapes,
     merge_types,
@@ -50,7 +51,9 @@ class If(Op):
             check(all(m.position >= 1 for m in ins), "port-map",
                   f"<{name}>'s port map must feed its Parameters from inputs 1 and up (input 0 is the condition)")
             every_output_filled(layer, outs, name)
-            self.branches.append((name, ins, outs, compile_subgraph(body)))
+            compiled = compile_subgraph(body)
+            every_parameter_fed(compiled.parameter_ids, ins, name)
+            self.branches.append((name, ins, outs, compiled))
 
     def check_arity(self, n_inputs: int, n_outputs: int) -> None:
         check(n_inputs >= 1, "input-count", "takes the condition and the bodies' inputs, the layer has no input")

@@ -32,6 +32,7 @@ class Loop(Iterating):
     inputs = ("trip_count", "execution_condition", "inputs")
     first_mapped_input = 2
     can_stop = True
+    counts_iterations = True
     labels = {
         "loop-trip-count": "the trip count is not an i32 or i64 scalar or 1-element tensor",
         "loop-condition": "a loop condition (the first, or the body's) is not a boolean scalar or 1-element tensor",
@@ -74,7 +75,8 @@ class Loop(Iterating):
         extra = {self.counter: self.counter_info} if self.counter is not None else {}
         results = self.infer_body((trip, condition, *inputs), extra)
         _check_one(results[self.condition], (ElementType.boolean,), "loop-condition", "the body's condition", None)
-        return self.output_infos(results, self._known_iterations(trip, condition, results, (trip, condition, *inputs)))
+        everything = (trip, condition, *inputs)
+        return self.output_infos(results, self._known_iterations(trip, condition, results, everything), everything)
 
     def _known_iterations(self, trip, condition, results, inputs) -> int | None:
         if condition.value is not None and not bool(np.asarray(condition.value).reshape(-1)[0]):

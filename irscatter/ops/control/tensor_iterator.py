@@ -21,7 +21,7 @@ class TensorIterator(Iterating):
 
     def infer(self, *inputs: TensorInfo) -> tuple[TensorInfo, ...]:
         results = self.infer_body(inputs, {})
-        return self.output_infos(results, self.sliced_count(inputs))
+        return self.output_infos(results, self.sliced_count(inputs), inputs)
 
     def compute(self, *arrays: np.ndarray):
         return self.iterate(arrays, None, {})

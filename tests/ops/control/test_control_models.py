@@ -238,3 +238,29 @@ def test_validate_reports_every_problem_inside_nested_bodies(tmp_path):
     messages = " | ".join(f.message for f in findings)
     assert "<then_body>" in messages and "(Loop-5)" in messages and "<body>" in messages and "Addd" in messages
     assert "<else_body>" in messages and "Negative-1" in messages
+
+
+@pytest.mark.parametrize("name, line, fragment", [
+    ("if_fed", '<input external_port_id="2" internal_layer_id="1" />', "body Parameter 1 of <then_body>"),
+    ("ti_pairs", '<input external_port_id="1" internal_layer_id="1" />', "its back edge feeds only the iterations"),
+])
+def test_a_body_parameter_no_input_feeds_is_refused_at_compilation(tmp_path, name, line, fragment):
+    path = helpers.edited_copy(tmp_path, DATA / f"{name}.xml", line, "")
+    with pytest.raises(IRError) as info:
+        irscatter.compile_model(path)
+    assert info.value.label == "port-map" and fragment in str(info.value), str(info.value)
+
+
+def test_a_last_value_that_may_come_from_no_iteration_allows_the_initial_value(tmp_path):
+    """The body's Multiply reads the scalar bound instead of v: the back-edged Result is a scalar
+    while v starts as v0, of shape [3]. With no iteration the output is v0 itself, so inference
+    must allow both shapes; the run gives v0."""
+    path = helpers.edited_copy(tmp_path, DATA / "loop_while.xml", '<edge from-layer="0" from-port="0" to-layer="3" '
+                               'to-port="0" />', '<edge from-layer="2" from-port="0" to-layer="3" to-port="0" />')
+    compiled = irscatter.compile_model(path)
+    feeds = dict(np.load(DATA / "loop_while.npz"))
+    feeds["cond"] = np.array(False)
+    out = compiled.run(feeds)
+    spec = next(s for s in compiled.outputs if out[s.name].shape == feeds["v0"].shape)
+    assert spec.shape.accepts(out[spec.name].shape)
+    np.testing.assert_array_equal(out[spec.name], feeds["v0"])

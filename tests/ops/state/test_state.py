@@ -202,3 +202,12 @@ def test_state_of_shapes_that_do_not_fit_together_is_an_error_naming_the_layer()
     with pytest.raises(IRError) as info:
         compiled.run({"x": np.zeros((1, 1, 64), np.float32)})
     assert info.value.label == "sdpa-source" and "ScaledDotProductAttention" in str(info.value)
+
+
+@pytest.mark.parametrize("value", ["abc", {"a": 1}, None, 2**40, ["x", "y"]])
+def test_set_state_refuses_a_value_of_no_tensor_type_with_one_error(value):
+    compiled = irscatter.compile_model(DATA / "state_counter.xml")
+    states = {s.name: s for s in compiled.query_state()}
+    with pytest.raises(IRError) as info:
+        states["count" if value is None or isinstance(value, int) else "total"].set_state(value)
+    assert info.value.label == "variable-type"
