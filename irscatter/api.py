@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from irscatter.checks import conformance
-from irscatter.errors import FileAccessError, LoadError
+from irscatter.errors import ExecutionError, FileAccessError, LoadError
 from irscatter.ir import loader, opsets, snippets
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Layer, Model
@@ -85,13 +85,23 @@ def run_layer(layer: Layer | bytes | str, inputs: Sequence[Any]) -> list[np.ndar
     if not isinstance(layer, Layer):
         layer = parse_layer(layer)
     op = registry.instantiate(layer)
+    inputs = list(inputs)
+    if len(inputs) != len(layer.inputs):
+        raise ExecutionError(f"the layer has {len(layer.inputs)} input ports, {len(inputs)} inputs were given",
+                             layer=layer.ref, label="input-count")
     arrays = []
     for i, value in enumerate(inputs):
         if isinstance(value, (np.ndarray, np.generic)):
             arrays.append(np.asarray(value))
-        else:
-            declared = layer.inputs[i].precision if i < len(layer.inputs) else None
-            arrays.append(np.asarray(value, dtype=(declared or ElementType.f32).dtype))
+            continue
+        etype = (layer.inputs[i].precision if i < len(layer.inputs) else None) or ElementType.f32
+        try:
+            if value is None:  # numpy would read it as NaN
+                raise TypeError("None is no value")
+            arrays.append(np.asarray(value, dtype=etype.dtype))
+        except (TypeError, ValueError, OverflowError) as e:
+            raise ExecutionError(f"the value cannot be read as {etype}: {e}", layer=layer.ref, port=f"input {i}",
+                                 label="feed-dtype") from None
     out = run_op(op, arrays)
     return caller_owned(list(out) if isinstance(out, tuple) else [out], arrays)
 

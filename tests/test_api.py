@@ -149,3 +149,25 @@ def test_run_layer_gives_outputs_of_its_own(tmp_path):
     (out,) = irscatter.run_layer(reshape, [data, [3, 2]])
     assert out.shape == (3, 2) and not np.may_share_memory(out, data)
     np.testing.assert_array_equal(data, X)
+
+
+@pytest.mark.parametrize("inputs, label", [
+    ([[1, 2]], "input-count"),
+    ([[1, 2], [3, 4], [5, 6]], "input-count"),
+    (["abc", [1, 2]], "feed-dtype"),
+    ([None, [1, 2]], "feed-dtype"),
+    ([[[1], [1, 2]], [1, 2]], "feed-dtype"),
+])
+def test_run_layer_refuses_inputs_it_cannot_take_with_one_error(inputs, label):
+    with pytest.raises(irscatter.IRError) as caught:
+        irscatter.run_layer(SPEC_SNIPPET, inputs)
+    assert caught.value.label == label and caught.value.layer.type == "Add"
+
+
+def test_a_python_int_the_input_type_cannot_hold_is_a_feed_error():
+    compiled = irscatter.compile_model(Path(__file__).resolve().parent.parent / "models" / "lstm_sequence" / "model.xml")
+    feeds = dict(np.load(Path(__file__).resolve().parent.parent / "models" / "lstm_sequence" / "inputs.npz"))
+    feeds["seq_lengths"] = 2**40  # the input is i32
+    with pytest.raises(irscatter.IRError) as caught:
+        compiled.run(feeds)
+    assert caught.value.label == "feed-dtype"

@@ -384,3 +384,16 @@ def test_a_shape_for_no_input_of_the_model_is_a_usage_error():
     proc = cli("run", str(MODELS / "affine_chain" / "model.xml"), "--random", "--shape", "nope=3")
     _assert_one_line_error(proc, 2)
     assert "--shape names no input of the model: nope" in proc.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ["run", "{model}", "--random", "--stats", "--layers", "a{99999999999}"],
+    ["run", "{model}", "--random", "--stats", "--layers", "(" * 5000 + ")" * 5000],
+    ["compare", "{model}", "--random", "--tol", "a{99999999999}=1"],
+])
+def test_a_pattern_re_cannot_compile_is_a_usage_error(args):
+    """re.compile raises OverflowError for a huge repeat and RecursionError for deep nesting, not
+    re.error; both are the user's pattern, and the message quotes it cut short."""
+    proc = cli(*[a.replace("{model}", str(MODELS / "affine_chain" / "model.xml")) for a in args])
+    _assert_one_line_error(proc, 2)
+    assert len(proc.stderr) < 400

@@ -117,6 +117,27 @@ def test_cli_extract_usage_errors(tmp_path, args, message):
     assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr
 
 
+@pytest.mark.parametrize("model, args", [
+    ("small_cnn", ["--outputs", "fc.bias:0"]),  # a Const's tensor: the cut computes nothing
+    ("stablehlo_scatter", ["--around", "scatter_indices", "--hops", "0"]),  # a Parameter's
+])
+def test_a_cut_of_tensors_no_layer_computes_checks_out_against_its_own_expected_values(tmp_path, model, args):
+    """expected.npz is keyed as the written model names its outputs, whatever tensor they are."""
+    xml = tmp_path / "sub.xml"
+    made = cli("extract", str(MODELS / model / "model.xml"), *args, "-o", str(xml), "--feeds",
+               str(MODELS / model / "inputs.npz"))
+    assert made.returncode == 0, made.stderr
+    checked = cli("run", str(xml), "--inputs", str(xml.parent / "inputs.npz"), "--expected",
+                  str(xml.parent / "expected.npz"))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_a_cut_holding_an_assign_without_its_read_value_is_refused(tmp_path):
+    out = cli("extract", str(DATA / "control" / "state_counter.xml"), "--around", "Assign_306", "--hops", "0",
+              "-o", str(tmp_path / "sub.xml"), "--random")
+    assert out.returncode == 2 and "not the ReadValue" in out.stderr and "Traceback" not in out.stderr
+
+
 # --- reduce --------------------------------------------------------------------------------------
 
 

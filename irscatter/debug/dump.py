@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from irscatter.errors import LayerRef, UsageError
+from irscatter.errors import LayerRef, UsageError, elide
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Layer
 from irscatter.runtime.interpreter import CompiledModel, Outputs
@@ -73,8 +73,8 @@ def select(compiled: CompiledModel, layers: str | None = None, types: str | Iter
     if layers is not None:
         try:
             pattern = re.compile(layers)
-        except re.error as e:
-            raise UsageError(f'the layer pattern "{layers}" is not a regular expression: {e}') from None
+        except (re.error, OverflowError, RecursionError) as e:  # a huge repeat, deep nesting
+            raise UsageError(f'the layer pattern "{elide(layers)}" is not a regular expression: {e}') from None
     wanted: set[tuple[str, str | None]] = set()
     if types is not None:
         names = [t.strip() for t in (types.split(",") if isinstance(types, str) else types)]

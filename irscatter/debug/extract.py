@@ -19,6 +19,8 @@ import numpy as np
 
 from irscatter.errors import UsageError
 from irscatter.ir.element_types import ElementType
+from irscatter.ir.graph import Model, output_name
+from irscatter.ir.loader import read_model
 from irscatter.ir.writer import IRWriter, Tensor
 from irscatter.runtime.interpreter import CompiledModel
 
@@ -191,6 +193,7 @@ def write(compiled: CompiledModel, cut: Cut, xml: str | Path, values: Mapping[So
     are written as Consts holding the value given, not as Parameters."""
     xml = Path(xml)
     frozen = frozen or {}
+    _check_state_pairs(compiled, cut)
     writer = IRWriter(name or f"{compiled.model.name or 'model'}_cut")
     made: dict[Source, Tensor] = {}
     input_names: dict[Source, str] = {}
@@ -238,10 +241,31 @@ def write(compiled: CompiledModel, cut: Cut, xml: str | Path, values: Mapping[So
         output_names[src] = out_name
     xml.parent.mkdir(parents=True, exist_ok=True)
     writer.save(xml)
+    # Keyed as the written model names its outputs (a Const's or a Parameter's tensor may carry
+    # another name there, or none): read back, which also proves the reproducer loads.
+    output_names = dict(zip(cut.outputs, _output_names(read_model(xml))))
     if values is not None:
         np.savez(xml.parent / "inputs.npz", **{n: values[s] for s, n in input_names.items()})
         np.savez(xml.parent / "expected.npz", **{n: values[s] for s, n in output_names.items()})
     return Written(xml, input_names, output_names)
+
+
+def _check_state_pairs(compiled: CompiledModel, cut: Cut) -> None:
+    """An Assign needs its variable's ReadValue in the same model, or the cut would not load."""
+    kinds = {lid: compiled.layers[lid] for lid in cut.layers}
+    read = {layer.attrs.get("variable_id") for layer in kinds.values() if layer.type == "ReadValue"}
+    for layer in kinds.values():
+        if layer.type == "Assign" and layer.attrs.get("variable_id") not in read:
+            raise UsageError(f'the cut holds {layer.ref}, which writes variable "{layer.attrs.get("variable_id")}", '
+                             "but not the ReadValue that declares it: widen the cut (--hops) or cut elsewhere")
+
+
+def _output_names(model: Model) -> list[str]:
+    """The names a model's outputs go by, in the order of its Results."""
+    ports = {(layer.id, port.id): port for layer in model.layers for port in layer.outputs}
+    feeding = {(e.to_layer, e.to_port): ports.get((e.from_layer, e.from_port)) for e in model.edges}
+    return [output_name(r, feeding.get((r.id, r.inputs[0].id)) if r.inputs else None)
+            for r in model.layers_of_type("Result")]
 
 
 def _unique(name: str, taken: set[str]) -> str:

@@ -30,7 +30,7 @@ import numpy as np
 
 from irscatter.debug.compare import Target, TensorResult, Tolerances, judge
 from irscatter.debug.extract import BOUNDARY, Cut, Written, first_holding, plan, prefix, steps, write
-from irscatter.errors import UsageError
+from irscatter.errors import UsageError, elide
 from irscatter.runtime.interpreter import CompiledModel
 from irscatter.targets.worker import TargetFailure
 
@@ -81,8 +81,8 @@ class CommandCheck:
         self.command, self.timeout = command, timeout
         try:
             self.pattern = re.compile(pattern) if pattern else None
-        except re.error as e:
-            raise UsageError(f"--fail-regex {pattern}: {e}") from None
+        except (re.error, OverflowError, RecursionError) as e:  # a huge repeat, deep nesting
+            raise UsageError(f"--fail-regex {elide(pattern)}: {e}") from None
 
     def describe(self) -> str:
         return f"the command {self.command!r}"

@@ -611,8 +611,8 @@ def _read_bytes(path: Path, what: str) -> bytes:
         if size > limit:  # refused before a byte is read
             raise SecurityError(f"the {what} has {size} bytes, over the limit of {limit} (irscatter.limits: xml_bytes)",
                                 file=str(path), label="xml-size")
-        with path.open("rb") as f:  # never more than the limit: a device or a pipe has no size to ask
-            data = f.read(limit + 1)
+        with path.open("rb") as f:  # a device or a pipe has no size to ask: read it in pieces, up to the limit
+            data = f.read() if size else _read_pieces(f, limit + 1)
         if len(data) > limit:
             raise SecurityError(f"the {what} holds more than {limit} bytes, the limit (irscatter.limits: xml_bytes)",
                                 file=str(path), label="xml-size")
@@ -623,6 +623,16 @@ def _read_bytes(path: Path, what: str) -> bytes:
         raise FileAccessError(f"{what} is a directory", file=str(path)) from None
     except OSError as e:
         raise FileAccessError(f"cannot read {what}: {e.strerror}", file=str(path)) from None
+
+
+def _read_pieces(f: Any, most: int) -> bytes:
+    """Up to `most` bytes of `f`, a megabyte at a time (a read of `most` bytes at once would
+    allocate all of them first, whatever the file holds)."""
+    pieces, total = [], 0
+    while total < most and (piece := f.read(min(1 << 20, most - total))):
+        pieces.append(piece)
+        total += len(piece)
+    return b"".join(pieces)
 
 
 # A parse tree holds some ten small C allocations per element. Once freed, the C heap keeps

@@ -387,8 +387,10 @@ class CompiledModel:
                 array = array.astype(spec.etype.dtype)
         else:
             try:
+                if value is None:  # numpy would read it as NaN
+                    raise TypeError("None is no value")
                 array = np.asarray(value, dtype=spec.etype.dtype)
-            except (TypeError, ValueError) as e:
+            except (TypeError, ValueError, OverflowError) as e:  # OverflowError: an int the type cannot hold
                 raise ExecutionError(f"the fed value cannot be read as {spec.etype}: {e}", file=file, layer=ref,
                                      label="feed-dtype") from None
         if not spec.shape.accepts(array.shape):
