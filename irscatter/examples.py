@@ -102,10 +102,12 @@ def comment_values(comments: list[str]) -> Any:
         # "axis = 1" and "axis: 1" give a value; "10 tokens, K=64" describes a shape and gives none
         single = joined.count("=") + joined.count(":") == 1 and "," not in joined
         m = re.search(r"[=:]\s*(-?\d+(?:\.\d+)?)\s*$", joined.strip()) if single else None
-        return _literal(m.group(1)) if m else None
+        groups = [m.group(1)] if m else []
+        if not groups:
+            return None
     try:
         values = [_literal(g) for g in groups]
-    except (ValueError, SyntaxError):
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):  # not a Python literal we can read
         return None
     return values[0] if len(values) == 1 else values  # rows written one comment each
 
@@ -182,8 +184,17 @@ def _drop_ragged_values(inputs: list[_Port], repairs: list[str]) -> None:
             port.values = None
 
 
-def _array(port: _Port, repairs: list[str], what: str) -> np.ndarray:
-    array = np.asarray(port.values).astype(port.guessed_type().dtype)
+def _array(port: _Port, repairs: list[str], what: str) -> np.ndarray | None:
+    """The port's listed values as an array of its (guessed) type; None, with the port read
+    without values, when they make no array of that type (numbers past its range)."""
+    try:
+        etype = port.guessed_type()
+        array = np.asarray(port.values).astype(etype.dtype)
+    except (ValueError, TypeError, OverflowError) as e:
+        repairs.append(f"{what}: its listed values {elide(repr(port.values))} make no array of its type ({e}); "
+                       "read without values")
+        port.values = None
+        return None
     if list(array.shape) != port.dims:
         if array.size == int(np.prod(port.dims)):
             array = array.reshape(port.dims)
@@ -240,7 +251,8 @@ def _compile_guessing_types(file: str, layer_xml: str, inputs: list[_Port], arra
         try:
             return _compile(file, layer_xml, inputs, arrays, outputs), arrays
         except IRError as e:
-            position = int(e.port.split()[1]) if e.port and e.port.startswith("input ") else -1
+            named = re.fullmatch(r"input (\d+)", e.port or "")  # an input of the op ("input 1")
+            position = int(named.group(1)) if named else -1
             if not (e.label or "").endswith("-type") or not 0 <= position < len(inputs):
                 raise
             port = inputs[position]
@@ -276,7 +288,12 @@ def _retry_as_columns(file: str, layer_xml: str, inputs: list[_Port], arrays: li
 
 
 def _matches(computed: np.ndarray, documented: Any) -> bool:
-    doc = np.asarray(documented, dtype=np.float64)
+    """Whether the computed values are the documented ones; documented values that make no
+    array of numbers (rows of different lengths, integers past float64) never match."""
+    try:
+        doc = np.asarray(documented, dtype=np.float64)
+    except (ValueError, TypeError, OverflowError):
+        return False
     got = np.asarray(computed, dtype=np.float64)
     if doc.size != got.size:
         return False
@@ -309,8 +326,8 @@ def run_example(file: str, index: int, line: int, snippet: str, default_version:
     root.set("id", "0")
     layer_xml = etree.tostring(root, encoding="unicode")
     _drop_ragged_values(inputs, ex.repairs)
-    all_values = all(p.values is not None for p in inputs)
     arrays = [_array(p, ex.repairs, f"input port {p.id}") if p.values is not None else None for p in inputs]
+    all_values = all(p.values is not None for p in inputs)
     try:
         # Checking shapes only allocates nothing, and spec pages use 10^12-element dims.
         lifted = contextlib.nullcontext() if all_values else limits.using(tensor_elements=2**62, tensor_bytes=2**62)

@@ -384,3 +384,43 @@ def test_mending_a_snippet_takes_time_in_proportion_to_its_length():
                           "opset1")
     assert '<port id="0" a="x/>y">\n<dim>2</dim>' in mended
     assert "reopened a self-closed <port> that its <dim>s and </port> follow" in done
+
+
+def _add_example(a: str, b: str, out: str, port_id: str = "0") -> str:
+    """An Add example whose value comments are given."""
+    return f"""```xml
+<layer ... type="Add" version="opset1">
+    <input>
+        <port id="{port_id}" precision="I32">
+            <dim>2</dim>  <!-- values: {a} -->
+        </port>
+        <port id="1" precision="I32">
+            <dim>2</dim>  <!-- values: {b} -->
+        </port>
+    </input>
+    <output>
+        <port id="2" precision="I32">
+            <dim>2</dim>  <!-- values: {out} -->
+        </port>
+    </output>
+</layer>
+```
+"""
+
+
+@pytest.mark.parametrize("document", [
+    _add_example("[1, 2]", "[10, 20]", "[[11], [22, 1]]"),                 # documented rows of two lengths
+    _add_example("[1, 2]", "[10, 20]", "[" + "9" * 401 + ", 1]"),          # an integer past float64
+    _add_example("[99999999999999999999, 2]", "[10, 20]", "[11, 22]"),     # an input value past i32
+    _add_example("[" + "7" * 4400 + ", 2]", "[10, 20]", "[11, 22]"),       # past Python's digit limit
+    _add_example("[[1], [2, 3]]", "[10, 20]", "[11, 22]"),                 # input rows of two lengths
+    _add_example("[1, 2]", "[10, 20]", "[11, 22]", port_id="9" * 5000),     # a port id of 5000 digits
+])
+def test_unreadable_values_and_ids_are_reported_per_example_not_as_a_crash(tmp_path, capsys, document):
+    path = tmp_path / "doc.md"
+    path.write_text(document)
+    code = main(["examples", str(path)])
+    captured = capsys.readouterr()
+    assert code in (0, 1), captured.err
+    assert "internal error" not in captured.err and "Traceback" not in captured.err
+    assert "0 passed" in captured.out  # none of these can pass: its values are wrong or unreadable

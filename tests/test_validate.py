@@ -164,3 +164,16 @@ def test_validate_reports_what_run_refuses_for_size(tmp_path):
     with pytest.raises(irscatter.IRError) as info:
         irscatter.compile_model(xml)
     assert info.value.label == "tensor-limit"
+
+
+def test_a_refused_const_inside_a_body_is_a_finding_of_the_outer_layer(tmp_path):
+    """Read with its defects collected, a Const of element type dynamic is left without data;
+    the body compiled for its Loop must say so rather than fail while planning."""
+    import helpers
+
+    data = Path(__file__).resolve().parent / "data" / "control"
+    path = helpers.edited_copy(tmp_path, data / "loop_while.xml", 'element_type="f32" shape=""',
+                               'element_type="dynamic" shape=""')
+    report = irscatter.validate(path)
+    codes = {f.code for f in report.findings}
+    assert "const-attribute" in codes and "const-data" in codes, report.findings

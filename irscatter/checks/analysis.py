@@ -213,6 +213,9 @@ class _Pass:
             if op is None:
                 continue
             if layer.type == "Const" and layer.const_data is None:
+                if not self.collect:  # a body compiled for a model read with its defects collected
+                    self.report(Finding("error", "const-data", "the Const has no data: its attributes or weights "
+                                        "were refused when the model was read", layer.ref, line=layer.line))
                 continue  # its data was reported by the loader
             if collector is not None:
                 collector.layer = layer

@@ -113,9 +113,10 @@ def repair(snippet: str, default_version: str) -> tuple[str, list[str]]:
 def _renumber_duplicate_ports(text: str, repairs: list[str]) -> str:
     """Two ports of one layer with one id (a copy-paste slip): the later one takes the next free id,
     and every port after it shifts, so that ids stay in document order."""
-    ids = [int(m.group(1)) for m in re.finditer(r'<port\s+id="(\d+)"', text)]
-    if len(set(ids)) == len(ids):
+    texts = [m.group(1) for m in re.finditer(r'<port\s+id="(\d+)"', text)]
+    if len(set(texts)) == len(texts) or max(map(len, texts)) > 18:  # an id past any port number: the loader says so
         return text
+    ids = [int(t) for t in texts]
     fresh = iter(range(len(ids)))
     renumbered = re.sub(r'(<port\s+id=")(\d+)(")', lambda m: f"{m.group(1)}{next(fresh)}{m.group(3)}", text)
     if sorted(ids) != ids or ids[0] != 0:
