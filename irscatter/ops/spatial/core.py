@@ -16,6 +16,7 @@ import numpy as np
 from irscatter.errors import ExecutionError, ValidationError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
+from irscatter.limits import check_allocation
 from irscatter.ops.base import Lower, Op, OpAttrs, TensorInfo, check
 
 
@@ -151,3 +152,11 @@ class BatchBlocks(Op):
         first, last = self._amounts(begin.value, end.value, rank, False)
         return TensorInfo(data.etype, PartialShape.of(self._out_dims(list(data.shape.dims), blocks, first, last,
                                                                      False)))
+
+
+def empty_result(data: np.ndarray, out_shape: tuple[int, ...]) -> np.ndarray:
+    """The output of a block rearrangement of an empty input: made directly, as the reshapes
+    to [.., block_size, ..] would describe arrays numpy cannot hold when block_size is large.
+    The output's own shape is held to the tensor limits (an empty one included)."""
+    check_allocation(out_shape, data.dtype.itemsize)
+    return np.empty(out_shape, data.dtype)

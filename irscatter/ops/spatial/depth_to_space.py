@@ -13,7 +13,7 @@ import numpy as np
 from irscatter.ir.shapes import PartialShape
 from irscatter.ops.base import Op, TensorInfo, check
 from irscatter.ops.registry import register
-from irscatter.ops.spatial.core import BlockAttrs, channel_rank, check_block_size, divided, scaled
+from irscatter.ops.spatial.core import BlockAttrs, channel_rank, check_block_size, divided, empty_result, scaled
 
 
 @register("DepthToSpace", 1)
@@ -43,6 +43,8 @@ class DepthToSpace(Op):
         n, c, *spatial = data.shape
         k = len(spatial)
         depth = c // size**k
+        if data.size == 0:
+            return empty_result(data, (n, depth, *(d * size for d in spatial)))
         if self.attrs.mode == "blocks_first":  # channel = (b1, ..., bK, c')
             split = data.reshape(n, *[size] * k, depth, *spatial)
             order = [0, k + 1] + [a for i in range(k) for a in (k + 2 + i, 1 + i)]

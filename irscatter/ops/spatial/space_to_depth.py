@@ -13,7 +13,7 @@ import numpy as np
 from irscatter.ir.shapes import PartialShape
 from irscatter.ops.base import Op, TensorInfo, check
 from irscatter.ops.registry import register
-from irscatter.ops.spatial.core import BlockAttrs, channel_rank, check_block_size, divided, scaled
+from irscatter.ops.spatial.core import BlockAttrs, channel_rank, check_block_size, divided, empty_result, scaled
 
 
 @register("SpaceToDepth", 1)
@@ -44,6 +44,8 @@ class SpaceToDepth(Op):
         n, c, *spatial = data.shape
         k = len(spatial)
         blocks = [d // size for d in spatial]
+        if data.size == 0:
+            return empty_result(data, (n, c * size**k, *blocks))
         # [N, C, D1', b1, ..., DK', bK]: axis 2 + 2i is Di / block_size, axis 3 + 2i its block offset
         split = data.reshape(n, c, *(x for d in blocks for x in (d, size)))
         offsets, outer = [3 + 2 * i for i in range(k)], [2 + 2 * i for i in range(k)]

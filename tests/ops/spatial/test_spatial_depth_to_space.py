@@ -65,3 +65,22 @@ CASES = _cases()
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_depth_to_space(case):
     harness.check(case, CASES)
+
+
+@pytest.mark.parametrize("type_name", ["DepthToSpace", "SpaceToDepth"])
+def test_an_empty_input_with_a_block_size_past_numpy_is_made_directly(type_name):
+    """The reshapes to [.., block_size, ..] would describe arrays numpy cannot hold; an empty
+    output of a shape within reach is made directly, one past reach is refused with the limit."""
+    from irscatter.errors import ExecutionError
+    from irscatter.ops import registry
+    from irscatter.ops.functional import make_op
+
+    op = make_op(registry.resolve(type_name, "opset1").cls, {"block_size": 2**63 - 1, "mode": "depth_first"})
+    out = op.compute(np.zeros((1, 0, 0, 0), np.float32))
+    assert out.shape == (1, 0, 0, 0) and out.dtype == np.float32
+    if type_name == "SpaceToDepth":  # blocks of 2 // block_size = 0: an empty output of small dims
+        assert op.compute(np.zeros((0, 0, 2, 2, 2), np.float32)).shape == (0, 0, 0, 0, 0)
+        return
+    with pytest.raises(ExecutionError) as info:  # spatial dims of 2 * block_size: past numpy's reach
+        op.compute(np.zeros((0, 0, 2, 2, 2), np.float32))
+    assert info.value.label == "tensor-limit"
