@@ -219,3 +219,12 @@ def test_cli_reduce_refuses_a_folder_with_files(tmp_path):
     (tmp_path / "r" / "keep.txt").write_text("mine")
     out = cli("reduce", str(MODELS / "small_cnn" / "model.xml"), "--random", "-o", str(tmp_path / "r"))
     assert out.returncode == 2 and "new or empty folder" in out.stderr
+
+
+def test_a_cut_without_values_keeps_the_inputs_partial_shapes_and_bounds(tmp_path):
+    xml = tmp_path / "sub.xml"
+    made = cli("extract", str(MODELS / "dynamic_batch" / "model.xml"), "--outputs", "y", "-o", str(xml))
+    assert made.returncode == 0, made.stderr
+    original = irscatter.compile_model(MODELS / "dynamic_batch" / "model.xml")
+    cut = irscatter.compile_model(xml)
+    assert [(s.name, str(s.shape)) for s in cut.inputs] == [(s.name, str(s.shape)) for s in original.inputs]

@@ -21,6 +21,7 @@ from lxml import etree
 
 from irscatter.ir.element_types import ElementType, encode
 from irscatter.ir.graph import Body, Graph, Layer, Port
+from irscatter.ir.shapes import PartialShape
 
 
 @dataclass(frozen=True)
@@ -52,13 +53,17 @@ class IRWriter:
 
     # --- boundaries ---------------------------------------------------------------------------
 
-    def parameter(self, name: str, etype: ElementType, shape: tuple[int, ...] | None,
+    def parameter(self, name: str, etype: ElementType, shape: tuple[int, ...] | PartialShape | None,
                   tensor_names: tuple[str, ...] = ()) -> Tensor:
-        """A network input; `shape` None is a dynamic rank, a -1 dim a dynamic dim."""
-        dims = None if shape is None else list(shape)
-        node = self._layer_element(name, "Parameter", "opset1", {
-            "shape": "..." if dims is None else ",".join("?" if d < 0 else str(d) for d in dims),
-            "element_type": etype.value})
+        """A network input; `shape` None is a dynamic rank, a -1 dim a dynamic dim. A
+        PartialShape keeps its bounds ("1..8") in the layer's shape; its port says -1 for them."""
+        if isinstance(shape, PartialShape):
+            text = "..." if not shape.rank_is_static else ",".join(str(d) for d in shape.dims)
+            dims = None if not shape.rank_is_static else [d.min if d.is_static else -1 for d in shape.dims]
+        else:
+            dims = None if shape is None else list(shape)
+            text = "..." if dims is None else ",".join("?" if d < 0 else str(d) for d in dims)
+        node = self._layer_element(name, "Parameter", "opset1", {"shape": text, "element_type": etype.value})
         self._ports(node, "output", [(0, etype, dims, tensor_names)])
         return Tensor(int(node.get("id")), 0)
 

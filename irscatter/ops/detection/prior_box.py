@@ -184,6 +184,9 @@ def _openvino_count(attrs: PriorBox1Attrs) -> int:
     return count
 
 
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
 @register("PriorBox", 1)
 class PriorBox(Op):
     labels = {
@@ -205,8 +208,8 @@ class PriorBox(Op):
         a = self.attrs
         for name in ("aspect_ratio", "fixed_ratio"):
             values = getattr(a, name)
-            check(all(v > 0 and math.isfinite(v) for v in values), "prior-box-ratio",
-                  f"{name} {list(values)} must hold positive numbers", port=self.port(name))
+            check(all(0 < v <= _F32_MAX for v in values), "prior-box-ratio",  # finite in f32, the compute type
+                  f"{name} {list(values)} must hold positive numbers within f32's range", port=self.port(name))
         check(all(math.isfinite(d) for d in a.density), "prior-box-fixed",
               f"density {list(a.density)} must hold finite numbers", port=self.port("density"))
         ratios = len(_aspect_ratios(a))

@@ -161,3 +161,15 @@ def test_a_density_that_is_not_a_finite_number_is_refused(density):
         call(PriorBox, [np.array([2, 2], np.int64), np.array([8, 8], np.int64)],
              {"min_size": "2", "offset": "0.5", "density": density})
     assert info.value.label == "prior-box-fixed"
+
+
+@pytest.mark.parametrize("version", ["opset1", "opset8"])
+def test_an_aspect_ratio_past_f32s_range_is_refused(version):
+    from irscatter.errors import ValidationError
+    from irscatter.ops import registry
+    from irscatter.ops.functional import call
+
+    with pytest.raises(ValidationError) as info:
+        call(registry.resolve("PriorBox", version).cls, [np.array([3, 3], np.int64), np.array([32, 32], np.int64)],
+             {"min_size": "2", "aspect_ratio": "1e40", "offset": "0.5"})
+    assert info.value.label == "prior-box-ratio"
