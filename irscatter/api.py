@@ -20,7 +20,7 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Layer, Model
 from irscatter.ops import registry
 from irscatter.ops.functional import run_op
-from irscatter.runtime.interpreter import CompiledModel, caller_owned
+from irscatter.runtime.interpreter import CompiledModel, as_array, caller_owned
 from irscatter.runtime.model import RunnableModel
 from irscatter.runtime.model import compile_model as _compile
 
@@ -96,10 +96,8 @@ def run_layer(layer: Layer | bytes | str, inputs: Sequence[Any]) -> list[np.ndar
             continue
         etype = (layer.inputs[i].precision if i < len(layer.inputs) else None) or ElementType.f32
         try:
-            if value is None:  # numpy would read it as NaN
-                raise TypeError("None is no value")
-            arrays.append(np.asarray(value, dtype=etype.dtype))
-        except (TypeError, ValueError, OverflowError) as e:
+            arrays.append(as_array(value, etype.dtype))
+        except ValueError as e:
             raise ExecutionError(f"the value cannot be read as {etype}: {e}", layer=layer.ref, port=f"input {i}",
                                  label="feed-dtype") from None
     out = run_op(op, arrays)

@@ -7,6 +7,8 @@ outwards: a kernel knows the input, the interpreter knows the layer, the loader 
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 
 
@@ -134,3 +136,8 @@ def elide(text: str, limit: int = 60) -> str:
     """`text` for a message: whole when short, else its start and how long it was, so that a
     hostile file's megabyte-long attribute does not come back as a megabyte-long error."""
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+# What `re.compile` raises for a pattern it cannot compile: re.error, and for a huge repeat
+# (a{99999999999}) or deep nesting OverflowError and RecursionError.
+PATTERN_ERRORS = (re.error, OverflowError, RecursionError)

@@ -33,7 +33,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from irscatter.debug.metrics import TensorDiff, Tolerance, diff, preset_for
-from irscatter.errors import UsageError, elide
+from irscatter.errors import PATTERN_ERRORS, UsageError, elide
 from irscatter.ir.graph import Layer
 from irscatter.debug.extract import BOUNDARY, Written, first_holding, prefix, steps, tensor_key, typed, write
 from irscatter.ir.writer import IRWriter
@@ -134,7 +134,7 @@ def parse_override(text: str) -> tuple[re.Pattern[str], Tolerance]:
     try:
         values = [float(v) for v in numbers.split(",")] if sep else []
         compiled = re.compile(pattern)
-    except (ValueError, re.error, OverflowError, RecursionError) as e:  # also a huge repeat, deep nesting
+    except (ValueError, *PATTERN_ERRORS) as e:
         raise UsageError(f'--tol {elide(text)}: expected PATTERN=RTOL[,ATOL] ({e})') from None
     if not sep or not pattern or not 1 <= len(values) <= 2 or not all(v >= 0 and np.isfinite(v) for v in values):
         raise UsageError(f'--tol {text}: expected PATTERN=RTOL[,ATOL] with tolerances of at least 0')

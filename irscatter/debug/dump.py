@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from irscatter.errors import LayerRef, UsageError, elide
+from irscatter.errors import PATTERN_ERRORS, LayerRef, UsageError, elide
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Layer
 from irscatter.runtime.interpreter import CompiledModel, Outputs
@@ -73,7 +73,7 @@ def select(compiled: CompiledModel, layers: str | None = None, types: str | Iter
     if layers is not None:
         try:
             pattern = re.compile(layers)
-        except (re.error, OverflowError, RecursionError) as e:  # a huge repeat, deep nesting
+        except PATTERN_ERRORS as e:
             raise UsageError(f'the layer pattern "{elide(layers)}" is not a regular expression: {e}') from None
     wanted: set[tuple[str, str | None]] = set()
     if types is not None:

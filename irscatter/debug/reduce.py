@@ -30,7 +30,7 @@ import numpy as np
 
 from irscatter.debug.compare import Target, TensorResult, Tolerances, judge
 from irscatter.debug.extract import BOUNDARY, Cut, Written, first_holding, plan, prefix, steps, write
-from irscatter.errors import UsageError, elide
+from irscatter.errors import PATTERN_ERRORS, UsageError, elide
 from irscatter.runtime.interpreter import CompiledModel
 from irscatter.targets.worker import TargetFailure
 
@@ -81,7 +81,7 @@ class CommandCheck:
         self.command, self.timeout = command, timeout
         try:
             self.pattern = re.compile(pattern) if pattern else None
-        except (re.error, OverflowError, RecursionError) as e:  # a huge repeat, deep nesting
+        except PATTERN_ERRORS as e:
             raise UsageError(f"--fail-regex {elide(pattern)}: {e}") from None
 
     def describe(self) -> str:

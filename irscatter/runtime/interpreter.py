@@ -387,10 +387,8 @@ class CompiledModel:
                 array = array.astype(spec.etype.dtype)
         else:
             try:
-                if value is None:  # numpy would read it as NaN
-                    raise TypeError("None is no value")
-                array = np.asarray(value, dtype=spec.etype.dtype)
-            except (TypeError, ValueError, OverflowError) as e:  # OverflowError: an int the type cannot hold
+                array = as_array(value, spec.etype.dtype)
+            except ValueError as e:
                 raise ExecutionError(f"the fed value cannot be read as {spec.etype}: {e}", file=file, layer=ref,
                                      label="feed-dtype") from None
         if not spec.shape.accepts(array.shape):
@@ -724,6 +722,18 @@ def _with_findings(outputs: Outputs, collector: strict_mode.Collector | None) ->
     if collector is not None:
         outputs.findings = collector.findings
     return outputs
+
+
+def as_array(value: Any, dtype: np.dtype) -> np.ndarray:
+    """A Python value (a number, nested lists) as an array of `dtype`; ValueError when it makes
+    none: None (which numpy would read as NaN), rows of different lengths, a number the type
+    cannot hold, anything not a number."""
+    if value is None:
+        raise ValueError("None is no value")
+    try:
+        return np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise ValueError(str(e)) from None
 
 
 def caller_owned(values: list[Any], fed: list[np.ndarray]) -> list[Any]:
