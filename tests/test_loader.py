@@ -8,7 +8,7 @@ import pytest
 
 import irscatter
 from irscatter.errors import FileAccessError, LoadError
-from irscatter.ir.loader import split_names
+from irscatter.ir.graph import split_names
 from helpers import layer, net, param, port, result, save_ov, write
 
 ov = pytest.importorskip("openvino")

@@ -4,6 +4,8 @@ Parsing is deliberately strict about structure (mandatory attributes, integer id
 at least -1) and refuses anything that could make the parser itself misbehave: lxml runs
 with entity resolution, DTD loading and network access off, and any document that declares
 a DOCTYPE or entities is rejected with a `SecurityError` before its content is looked at.
+A `<net>` document is read by the event reader (`irscatter.ir.events`) when it can, and
+by the tree reader here otherwise; the tree reader writes every message about a defect.
 Rules about how the graph fits together (dangling edges, duplicate ids, cycles) are the
 job of the wiring pass and the checks (`irscatter.ir.topology`, `irscatter.checks`), so that `validate` can report all of them at once.
 """
@@ -22,29 +24,23 @@ from typing import Any
 import numpy as np
 from lxml import etree
 
-from irscatter.errors import FileAccessError, LayerRef, LoadError, SecurityError, elide
-from irscatter.ir import opsets
-from irscatter.ir.element_types import ElementType, decode
-from irscatter.ir.graph import (
-    BackEdge,
-    Body,
-    Edge,
-    Graph,
-    Layer,
-    Model,
-    Port,
-    PortMapEntry,
-    gc_paused,
-    split_names,
-    trusted,
+from irscatter.errors import FileAccessError, LoadError, SecurityError, elide
+from irscatter.ir import events, opsets
+from irscatter.ir.building import (
+    ReadContext,
+    first_child,
+    parse_layer_element,
+    read_graph,
+    read_rt_info,
+    small_decimal,
 )
-from irscatter.ir.shapes import MAX_DIGITS, PartialShape, is_decimal, parse_static_shape, read_count
+from irscatter.ir.element_types import ElementType, decode
+from irscatter.ir.graph import Graph, Layer, Model, gc_paused
+from irscatter.ir.shapes import MAX_DIGITS, is_decimal, parse_static_shape, read_count
 from irscatter.limits import current as current_limits
 from irscatter.limits import tensor_size_problem
 
 SUPPORTED_IR_VERSIONS = (10, 11)
-_LAYER_KEYS = ("id", "name", "type", "version")
-_BODY_TAGS = {"body": "port_map", "then_body": "then_port_map", "else_body": "else_port_map"}
 
 
 # --- secure XML ---------------------------------------------------------------------------
@@ -127,6 +123,13 @@ def parse_xml(data: bytes, source: str) -> etree._Element:
     has no DTD, so an entity reference can only be a parse error of the full parse. The
     document's size, element count and nesting depth are held to `irscatter.limits`.
     """
+    _check_document(data, source)
+    return _parse_tree(data, source)
+
+
+def _check_document(data: bytes, source: str) -> None:
+    """What is refused before either reader parses a document: its size, far more markup than
+    the element limit allows, and a DOCTYPE."""
     limits = current_limits()
     if len(data) > limits.xml_bytes:
         raise SecurityError(f"the document has {len(data)} bytes, over the limit of {limits.xml_bytes} "
@@ -141,6 +144,10 @@ def parse_xml(data: bytes, source: str) -> etree._Element:
             "DOCTYPE declarations are refused (entities and external DTDs are never loaded)", file=source,
             label="doctype",
         )
+
+
+def _parse_tree(data: bytes, source: str) -> etree._Element:
+    limits = current_limits()
     try:
         root = etree.fromstring(data, _parser())
     except etree.XMLSyntaxError as e:
@@ -158,299 +165,6 @@ def parse_xml(data: bytes, source: str) -> etree._Element:
         raise SecurityError(f"elements are nested more than {limits.xml_depth} deep "
                             "(irscatter.limits: xml_depth)", file=source, label="xml-depth")
     return root
-
-
-def _elements(node: etree._Element, tag: str | None = None):
-    """Child elements, skipping comments; optionally only those with `tag` (filtered in C)."""
-    return node.iterchildren(tag if tag is not None else etree.Element)
-
-
-def _child(node: etree._Element, tag: str) -> etree._Element | None:
-    return node.find(tag)
-
-
-def _first_children(node: etree._Element) -> dict[str, etree._Element]:
-    """The first child element of each tag, in one pass (`find` parses a path on every call)."""
-    first: dict[str, etree._Element] = {}
-    for child in node.iterchildren(etree.Element):
-        if child.tag not in first:
-            first[child.tag] = child
-    return first
-
-
-# --- small field parsers --------------------------------------------------------------------
-
-
-class _Ctx:
-    """Where we are, for messages, and what to do with a defect in one element.
-
-    Normally the first defect stops loading. When `problems` is a list (validation), a
-    defect confined to one element (a port, a layer, an edge, a constant) is recorded there
-    and loading goes on without that element, so that every defect can be reported at once.
-    """
-
-    def __init__(self, source: str, ir_version: int = 11, problems: list[LoadError] | None = None,
-                 model_class: type[Model] = Model) -> None:
-        self.source = source
-        self.model_class = model_class  # the runtime's runnable subclass, when it loads
-        self.ir_version = ir_version
-        self.problems = problems
-        self.body_depth = 0  # how many <body> elements enclose the layer being read
-        self.plain_ports: dict[tuple, Port] = {}  # see `_port`
-
-    def error(self, message: str, node: etree._Element | None = None, **kw: Any) -> LoadError:
-        line = node.sourceline if node is not None else None
-        return LoadError(message, file=self.source, line=line, **kw)
-
-    def recover(self, error: LoadError) -> None:
-        """Raise `error`, or record it and let the caller skip or repair the element."""
-        if self.problems is None:
-            raise error
-        self.problems.append(error)
-
-
-_ATTRIBUTE_LABELS = {"layer": "layer-attribute", "port": "port-attribute", "edge": "edge-attribute"}
-
-
-def _uint(ctx: _Ctx, node: etree._Element, key: str, what: str) -> int:
-    label = _ATTRIBUTE_LABELS[node.tag]
-    text = node.get(key)
-    if text is None:
-        raise ctx.error(f"<{node.tag}> {what}is missing mandatory attribute \"{key}\"", node,
-                        label=label)
-    t = text.strip()
-    if not is_decimal(t):
-        raise ctx.error(
-            f'<{node.tag}> {what}has {key}="{elide(text)}", which is not a non-negative integer', node,
-            label=label,
-        )
-    if len(t) > MAX_DIGITS:
-        raise ctx.error(f'<{node.tag}> {what}has {key}="{elide(text, 24)}", {len(t)} digits: more than any id '
-                        f"or port number could need", node, label=label)
-    return int(t)
-
-
-def _small_decimal(text: str | None) -> int | None:
-    """`text` as a number when it is plain digits, few enough for any id or port (the fast path;
-    None sends the caller to `_uint`, which says what is wrong)."""
-    return int(text) if text is not None and len(text) <= MAX_DIGITS and is_decimal(text) else None
-
-
-def _int(ctx: _Ctx, node: etree._Element, key: str) -> int | None:
-    text = node.get(key)
-    if text is None:
-        return None
-    t = text.strip()
-    try:
-        if len(t.lstrip("+-")) > MAX_DIGITS:
-            raise ValueError(t)
-        return int(t)
-    except ValueError:
-        raise ctx.error(f'<{node.tag}> has {key}="{elide(text)}", which is not an integer that fits', node) from None
-
-
-def _rt_info(node: etree._Element | None) -> dict[str, Any]:
-    """`<rt_info>`: `<attribute name=...>` / `<info name= value=>` / legacy `<k value=>` children."""
-    if node is None:
-        return {}
-    out: dict[str, Any] = {}
-    for child in _elements(node):
-        if child.tag in ("attribute", "info") and child.get("name") is not None:
-            key = child.get("name")
-            fields = {k: v for k, v in child.attrib.items() if k != "name"}
-            nested = list(_elements(child))
-            if nested:
-                out[key] = _rt_info(child)
-            elif set(fields) <= {"value"}:
-                out[key] = fields.get("value", "")
-            else:
-                out[key] = fields
-        else:
-            nested = list(_elements(child))
-            out[child.tag] = _rt_info(child) if nested or child.get("value") is None else child.get("value")
-    return out
-
-
-# --- ports, layers, graphs ------------------------------------------------------------------
-
-
-def _ref(layer: etree._Element) -> LayerRef:
-    """The layer a port belongs to, for messages (built only when there is one to write)."""
-    type_name, raw_id = layer.get("type", ""), layer.get("id", "?").strip()
-    number = _small_decimal(raw_id)
-    return LayerRef(number if number is not None else elide(raw_id), layer.get("name", ""), type_name,
-                    opsets.version_text(type_name, layer.get("version", "")))
-
-
-def _port(ctx: _Ctx, node: etree._Element, where: str, layer: etree._Element) -> Port:
-    raw_id = node.get("id")
-    port_id = _small_decimal(raw_id)
-    if port_id is None:
-        try:
-            port_id = _uint(ctx, node, "id", f"({where}) ")
-        except LoadError as e:
-            raise e.add_context(layer=_ref(layer)) from None
-    precision = None
-    if (text := node.get("precision")) is not None:
-        try:
-            precision = ElementType.from_precision(text)
-        except ValueError as e:
-            ctx.recover(ctx.error(str(e), node, layer=_ref(layer), port=f"{where} port {port_id}",
-                                  label="port-precision"))
-    dims: list[int] = []
-    rt_node = None
-    for dim in node:  # comments come too: their tag is neither "dim" nor "rt_info"
-        if dim.tag != "dim":
-            if dim.tag == "rt_info" and rt_node is None and ctx.ir_version > 10:
-                rt_node = dim
-            continue
-        text = dim.text
-        try:
-            value = int(text)  # int() skips the same surrounding whitespace str.strip() does
-        except (TypeError, ValueError):  # TypeError: an empty <dim/>
-            value = -2
-        if value < -1:
-            text = (text or "").strip()
-            ctx.recover(ctx.error(f"<dim>{elide(text)}</dim> must be an integer >= -1 (-1 = dynamic)", dim,
-                                  layer=_ref(layer), port=f"{where} port {port_id}", label="port-dim"))
-            value = -1  # validation goes on with the dimension unknown
-        dims.append(value)
-    names = node.get("names")
-    if names or rt_node is not None:
-        return trusted(Port, id=port_id, precision=precision, names=_port_names(names) if names else (),
-                       shape=PartialShape.of(dims), rt_info=_rt_info(rt_node) if rt_node is not None else {})
-    # A port without names or rt_info is its id, type and dims: ports are frozen, so layers
-    # alike (mostly their inputs) share one object, 400 bytes less a port.
-    key = (port_id, precision, *dims)
-    port = ctx.plain_ports.get(key)
-    if port is None:
-        port = ctx.plain_ports[key] = trusted(Port, id=port_id, precision=precision, names=(),
-                                              shape=PartialShape.of(dims), rt_info={})
-    return port
-
-
-def _port_names(text: str) -> tuple[str, ...]:
-    """`split_names`, without its loop for the common single name."""
-    if "," in text or "\\" in text:
-        return split_names(text)
-    name = text.strip()
-    return (name,) if name else ()
-
-
-def parse_layer_element(ctx: _Ctx, node: etree._Element) -> Layer:
-    attrib = dict(node.attrib)  # one conversion: lxml's attribute lookups each cost more
-    missing = [k for k in _LAYER_KEYS if k not in attrib]
-    if missing:
-        raise ctx.error(
-            "<layer> is missing mandatory attribute" + ("s " if len(missing) > 1 else " ")
-            + ", ".join(f'"{k}"' for k in missing),
-            node, label="layer-attribute",
-        )
-    raw_id = attrib["id"]
-    layer_id = _small_decimal(raw_id)
-    if layer_id is None:
-        layer_id = _uint(ctx, node, "id", "")
-    children = _first_children(node)
-    data = children.get("data")
-    attrs = dict(data.attrib) if data is not None else {}
-    inputs_node, outputs_node = children.get("input"), children.get("output")
-    inputs = [_port(ctx, p, "input", node) for p in inputs_node.iterchildren("port")] if inputs_node is not None else []
-    outputs = [_port(ctx, p, "output", node) for p in outputs_node.iterchildren("port")] if outputs_node is not None else []
-    bodies = {}
-    for body_tag, map_tag in _BODY_TAGS.items():
-        body_node = children.get(body_tag)
-        if body_node is not None:
-            bodies[body_tag] = _body(ctx, body_node, children.get(map_tag), children.get("back_edges"))
-    rt_node = children.get("rt_info") if ctx.ir_version > 10 else None
-    return trusted(
-        Layer,
-        id=layer_id,
-        name=attrib["name"],
-        type=attrib["type"],
-        version=attrib["version"],
-        attrs=attrs,
-        extra={k: v for k, v in attrib.items() if k not in _LAYER_KEYS} if len(attrib) > 4 else {},
-        inputs=inputs,
-        outputs=outputs,
-        rt_info=_rt_info(rt_node) if rt_node is not None else {},
-        bodies=bodies,
-        line=node.sourceline,
-    )
-
-
-def _port_map(ctx: _Ctx, node: etree._Element | None, tag: str) -> list[PortMapEntry]:
-    if node is None:
-        return []
-    out = []
-    for entry in _elements(node, tag):
-        ext = _int(ctx, entry, "external_port_id")
-        internal = _int(ctx, entry, "internal_layer_id")
-        if ext is None or internal is None:
-            raise ctx.error(f"<port_map> <{tag}> needs external_port_id and internal_layer_id", entry)
-        out.append(
-            PortMapEntry.model_construct(
-                external_port_id=ext,
-                internal_layer_id=internal,
-                axis=_int(ctx, entry, "axis"),
-                start=_int(ctx, entry, "start"),
-                end=_int(ctx, entry, "end"),
-                stride=_int(ctx, entry, "stride"),
-                part_size=_int(ctx, entry, "part_size"),
-                purpose=entry.get("purpose"),
-            )
-        )
-    return out
-
-
-def _edge_list(ctx: _Ctx, parent: etree._Element | None, cls: type[Edge] | type[BackEdge], what: str) -> list:
-    """`<edge>` children as `cls`; each field `from_layer` is read from the attribute `from-layer`."""
-    if parent is None:
-        return []
-    edges = []
-    names = tuple(cls.model_fields)
-    keys = tuple(f.replace("_", "-") for f in names)
-    for e in parent.iterchildren("edge"):
-        raw = list(map(e.get, keys))
-        # Every value present and non-empty, and all of them digits: one test of their join.
-        if all(raw) and (joined := "".join(raw)).isascii() and joined.isdigit() \
-                and max(map(len, raw)) <= MAX_DIGITS:
-            edges.append(trusted(cls, **dict(zip(names, map(int, raw)))))
-            continue
-        try:  # the slow path, for its message
-            edges.append(trusted(cls, **{f: _uint(ctx, e, key, what) for f, key in zip(names, keys)}))
-        except LoadError as err:
-            ctx.recover(err)  # validation: the edge is left out
-    return edges
-
-
-def _body(ctx: _Ctx, body: etree._Element, port_map: etree._Element | None, back: etree._Element | None) -> Body:
-    limit = current_limits().body_depth
-    if ctx.body_depth >= limit:
-        raise ctx.error(f"sub-graph bodies are nested more than {limit} deep (irscatter.limits: body_depth)", body,
-                        label="body-depth")
-    ctx.body_depth += 1
-    try:
-        graph = _graph(ctx, body, Graph)
-    finally:
-        ctx.body_depth -= 1
-    return Body.model_construct(
-        graph=graph,
-        inputs=_port_map(ctx, port_map, "input"),
-        outputs=_port_map(ctx, port_map, "output"),
-        back_edges=_edge_list(ctx, back, BackEdge, "of <back_edges> "),
-    )
-
-
-def _graph(ctx: _Ctx, node: etree._Element, cls: type[Graph], **fields: Any) -> Graph:
-    layers_node = _child(node, "layers")
-    layers = []
-    for n in _elements(layers_node, "layer") if layers_node is not None else ():
-        try:
-            layers.append(parse_layer_element(ctx, n))
-        except LoadError as err:
-            ctx.recover(err)  # validation: the layer is left out
-    edges = _edge_list(ctx, _child(node, "edges"), Edge, "")
-    return cls.model_construct(layers=layers, edges=edges, **fields)
 
 
 # --- weights --------------------------------------------------------------------------------
@@ -487,7 +201,7 @@ def _open_weights(path: Path) -> tuple[np.ndarray, Any]:
     return np.frombuffer(mm, dtype=np.uint8), mm
 
 
-def _attach_constants(ctx: _Ctx, graph: Graph, weights: np.ndarray | None, bin_label: str) -> None:
+def _attach_constants(ctx: ReadContext, graph: Graph, weights: np.ndarray | None, bin_label: str) -> None:
     for layer in graph.layers:
         for body in layer.bodies.values():
             _attach_constants(ctx, body.graph, weights, bin_label)
@@ -498,7 +212,7 @@ def _attach_constants(ctx: _Ctx, graph: Graph, weights: np.ndarray | None, bin_l
                 ctx.recover(err)  # validation: the constant stays without data
 
 
-def _const_data(ctx: _Ctx, layer: Layer, weights: np.ndarray | None, bin_label: str) -> ConstData:
+def _const_data(ctx: ReadContext, layer: Layer, weights: np.ndarray | None, bin_label: str) -> ConstData:
     data = _plain_const(layer.attrs, weights)
     return data if data is not None else _explained_const(ctx, layer, weights, bin_label)
 
@@ -546,7 +260,7 @@ def _const_shape(text: str) -> tuple[int, ...]:
     return shape
 
 
-def _explained_const(ctx: _Ctx, layer: Layer, weights: np.ndarray | None, bin_label: str) -> ConstData:
+def _explained_const(ctx: ReadContext, layer: Layer, weights: np.ndarray | None, bin_label: str) -> ConstData:
     def fail(message: str, label: str) -> LoadError:
         return LoadError(message, file=ctx.source, line=layer.line, layer=layer.ref, label=label)
 
@@ -588,20 +302,36 @@ def _explained_const(ctx: _Ctx, layer: Layer, weights: np.ndarray | None, bin_la
 # --- entry points ---------------------------------------------------------------------------
 
 
-def _net_model(ctx: _Ctx, root: etree._Element) -> Model:
+def _net_model(ctx: ReadContext, root: etree._Element) -> Model:
     if root.tag.lower() != "net":
         raise ctx.error(f"the root element is <{root.tag}>, expected <net>", root, label="net-root")
     version_text = root.get("version")
     if version_text is None:
         ctx.recover(ctx.error("<net> has no version attribute (IR v10 or v11 expected)", root, label="net-version"))
-    elif _small_decimal(version_text.strip()) not in SUPPORTED_IR_VERSIONS:
+    elif small_decimal(version_text.strip()) not in SUPPORTED_IR_VERSIONS:
         ctx.recover(ctx.error(f'<net version="{elide(version_text)}"> is not supported (IR v10 and v11 are)', root,
                               label="net-version"))
     else:
         ctx.ir_version = int(version_text)  # validation of a bad version goes on as v11
-    rt_node = _child(root, "rt_info")
-    rt = _rt_info(rt_node) if rt_node is not None else _rt_info(_child(root, "meta_data"))
-    return _graph(ctx, root, ctx.model_class, name=root.get("name", ""), ir_version=ctx.ir_version, rt_info=rt)  # type: ignore[return-value]
+    rt_node = first_child(root, "rt_info")
+    rt = read_rt_info(rt_node) if rt_node is not None else read_rt_info(first_child(root, "meta_data"))
+    return read_graph(ctx, root, ctx.model_class, name=root.get("name", ""), ir_version=ctx.ir_version, rt_info=rt)  # type: ignore[return-value]
+
+
+def _read_net(ctx: ReadContext, data: bytes) -> Model:
+    """The model of a `<net>` document: read by the event reader, or by the tree reader when the
+    event reader leaves it (or when every defect is to be collected, which only the tree reader does)."""
+    _check_document(data, ctx.source)
+    if ctx.problems is None:
+        attempt = ReadContext(ctx.source, model_class=ctx.model_class)
+        try:
+            model = events.read_net(data, attempt)
+        except events.Unread:
+            pass
+        else:
+            ctx.ir_version = attempt.ir_version
+            return model
+    return _net_model(ctx, _parse_tree(data, ctx.source))
 
 
 def _read_bytes(path: Path, what: str) -> bytes:
@@ -664,7 +394,7 @@ def read_model(xml_path: str | os.PathLike, bin_path: str | os.PathLike | None =
     explicitly must exist. `model_class` is the (sub)class of Model to build.
     """
     with gc_paused():
-        return _read(_Ctx(str(xml_path), model_class=model_class), xml_path, bin_path)
+        return _read(ReadContext(str(xml_path), model_class=model_class), xml_path, bin_path)
 
 
 def read_model_collecting(xml_path: str | os.PathLike,
@@ -672,13 +402,13 @@ def read_model_collecting(xml_path: str | os.PathLike,
     """Load what can be loaded, with every defect confined to one element returned as a
     list instead of raised (the document as a whole must still parse as a `<net>`)."""
     problems: list[LoadError] = []
-    return _read(_Ctx(str(xml_path), problems=problems), xml_path, bin_path), problems
+    return _read(ReadContext(str(xml_path), problems=problems), xml_path, bin_path), problems
 
 
-def _read(ctx: _Ctx, xml_path: str | os.PathLike, bin_path: str | os.PathLike | None) -> Model:
+def _read(ctx: ReadContext, xml_path: str | os.PathLike, bin_path: str | os.PathLike | None) -> Model:
     xml = Path(xml_path)
     text = _read_bytes(xml, "model file")
-    model = _net_model(ctx, parse_xml(text, ctx.source))
+    model = _read_net(ctx, text)
     if len(text) >= _LARGE_DOCUMENT:
         _return_freed_heap()  # the parse tree is gone: half the resident growth of a large load
     model.xml_path = str(xml)
@@ -701,8 +431,8 @@ def parse_model(xml: bytes | str, weights: bytes | np.ndarray | None = None, *, 
                 model_class: type[Model] = Model) -> Model:
     """Load an IR model from memory (`weights` are the `.bin` bytes)."""
     data = xml.encode() if isinstance(xml, str) else xml
-    ctx = _Ctx(source, model_class=model_class)
-    model = _net_model(ctx, parse_xml(data, source))
+    ctx = ReadContext(source, model_class=model_class)
+    model = _read_net(ctx, data)
     buf = None if weights is None else np.frombuffer(weights, np.uint8) if isinstance(weights, (bytes, bytearray)) else weights
     if buf is not None:
         model.bin_size = len(buf)
@@ -715,7 +445,7 @@ def parse_layer(xml: bytes | str, *, source: str = "<memory>") -> Layer:
     often leave out what a model file must have: a missing `id` is 0, a missing `name` is the
     type, and a missing `version` is the newest opset that holds the type."""
     data = xml.encode() if isinstance(xml, str) else xml
-    ctx = _Ctx(source)
+    ctx = ReadContext(source)
     root = parse_xml(data, source)
     if root.tag != "layer":
         raise ctx.error(f"expected a <layer> element, found <{root.tag}>", root)
