@@ -16,8 +16,8 @@ loader gives the document to the tree reader, which stays the authority on what 
 means. The subtrees whose meaning the shared builders work out (`<rt_info>`, port maps, back
 edges) are kept whole as `_Kept` elements and handed to them as they are.
 
-The line of a layer is where its start tag ends, as libxml2 counts it, except that libxml2
-stops counting at 65535 and this reader does not.
+The line of a layer is where its start tag ends, as libxml2 counts it, except past line 65535,
+where libxml2 gives 65535 or the line of something near, and this reader goes on counting.
 """
 
 from __future__ import annotations
@@ -55,8 +55,9 @@ SUPPORTED_IR_VERSIONS = (10, 11)
 _LIBXML2_NAME_LENGTH = 50_000
 _LIBXML2_DEPTH = 256
 
-_DECLARED_ENCODING = re.compile(rb"<\?xml[^>]*?encoding\s*=\s*[\"']([^\"']*)[\"']")
-_LAYER_TAG = re.compile(rb"<layer[\s/>][^>]*")
+_DECLARED_ENCODING = re.compile(rb"encoding\s*=\s*[\"']([^\"']*)[\"']")
+# A layer's start tag, to its closing ">" (one inside a quoted value does not close it).
+_LAYER_TAG = re.compile(rb"""<layer(?=[\s/>])(?:[^>"']++|"[^"]*+"|'[^']*+')*+>""")
 
 
 class Unread(Exception):
@@ -105,8 +106,7 @@ def read_net(data: bytes, ctx: ReadContext) -> Model:
 def _layer_lines(data: bytes) -> list[int]:
     """The line on which each `<layer>` start tag ends, in document order: where libxml2 puts
     its `sourceline`, found in one pass (expat's own position costs more to ask for, layer by
-    layer, than this). A `>` inside one of a layer's own values before a line break would end
-    a tag early: no IR writer puts one there."""
+    layer, than this)."""
     lines, line, at = [], 1, 0
     for tag in _LAYER_TAG.finditer(data):
         end = tag.end()
@@ -120,13 +120,15 @@ def _eligible(data: bytes) -> bool:
     """A UTF-8 document without namespaces, within the element and depth limits by construction,
     and without a run of text long enough to pass one of libxml2's length limits."""
     limits = current_limits()
-    if data.count(b"<") > limits.xml_elements or b"xmlns" in data:
-        return False
-    if data[:2] in (b"\xfe\xff", b"\xff\xfe") or data[:4] in (b"\x00\x00\xfe\xff", b"\xff\xfe\x00\x00"):
-        return False
-    declared = _DECLARED_ENCODING.match(data[:256])
-    if declared is not None and declared.group(1).lower() not in (b"utf-8", b"utf8"):
-        return False
+    if data.count(b"<") > limits.xml_elements or b"xmlns" in data or b"xml:" in data:
+        return False  # (xml:lang and its kind are named in a namespace too)
+    if b"\x00" in data or data[:2] in (b"\xfe\xff", b"\xff\xfe"):
+        return False  # UTF-16 or UTF-32, with a byte order mark or without (UTF-8 text has no NUL)
+    head = data.removeprefix(b"\xef\xbb\xbf")
+    if head.startswith(b"<?xml"):
+        declared = _DECLARED_ENCODING.search(head, 0, max(head.find(b"?>"), 0))
+        if declared is not None and declared.group(1).lower() not in (b"utf-8", b"utf8"):
+            return False
     return len(data) <= _LIBXML2_NAME_LENGTH or _longest_run(data) <= _LIBXML2_NAME_LENGTH
 
 
