@@ -108,6 +108,7 @@ SMALL = (ROOT / "models" / "affine_chain" / "model.xml").read_bytes()
     (b"<layer ", b"<layer xml:lang=\"en\" ", 1),  # the xml prefix names a namespace too
     (b"<?xml version=\"1.0\"?>", b"\xef\xbb\xbf<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?>", 1),
     (b"<?xml version=\"1.0\"?>", b"<?xml version=\"1.0\"" + b" " * 300 + b"encoding=\"palmos\"?>", 1),
+    (b"<?xml version=\"1.0\"?>", b"<?xml version=\"2.0\"?>", 1),  # expat and libxml2 differ on other versions
 ])
 def test_what_the_event_reader_leaves_to_the_tree_reader(change):
     old, new, count = change
@@ -127,6 +128,19 @@ def test_documents_not_in_utf8_are_the_tree_readers():
     assert _events(undeclared) is None  # expat reads it as UTF-16, libxml2 refuses it
     with pytest.raises(IRError, match="malformed XML"):
         irscatter.parse_model(undeclared)
+
+
+def test_a_layer_tag_in_a_comment_never_shifts_the_lines():
+    for comment in (b'<!-- <layer " -->', b"<!-- <layer '' -->" * 2000, b'<!-- <layer a=">"> -->'):
+        data = SMALL.replace(b"<layers>", b"<layers>" + comment + b"\n", 1)
+        _agree(data)
+
+
+def test_a_comment_past_libxml2s_text_length_is_the_tree_readers():
+    data = SMALL.replace(b"<layers>", b"<layers><!--" + b"<x" * 5_000_001 + b"-->", 1)
+    assert _events(data) is None
+    with pytest.raises(IRError, match="Comment too big"):
+        _tree(data)
 
 
 def test_a_start_tag_over_two_lines_with_a_quoted_closing_bracket_has_the_tree_readers_line():

@@ -49,15 +49,19 @@ from irscatter.limits import current as current_limits
 SUPPORTED_IR_VERSIONS = (10, 11)
 
 # libxml2's limits without its huge-tree option, which the tree reader keeps: a name of more
-# than 50000 characters, a value or text of more than ten million, elements nested deeper than
-# 256. A document that could pass one is left to the tree reader (a long run of text between
-# two markup characters is what each of them needs).
+# than 50000 characters, a value, text, comment or CDATA section of more than ten million,
+# elements nested deeper than 256. A document that could pass one is left to the tree reader
+# (each needs a long run of characters without a "<", or a long comment, CDATA section or
+# processing instruction).
 _LIBXML2_NAME_LENGTH = 50_000
+_LIBXML2_TEXT_LENGTH = 10_000_000
 _LIBXML2_DEPTH = 256
 
 _DECLARED_ENCODING = re.compile(rb"encoding\s*=\s*[\"']([^\"']*)[\"']")
-# A layer's start tag, to its closing ">" (one inside a quoted value does not close it).
-_LAYER_TAG = re.compile(rb"""<layer(?=[\s/>])(?:[^>"']++|"[^"]*+"|'[^']*+')*+>""")
+# A layer's start tag, to its closing ">" (one inside a quoted value does not close it). No
+# "<" can stand in a start tag, so neither can a match: each is found in one pass.
+_LAYER_TAG = re.compile(rb"""<layer(?=[\s/>])(?:[^<>"']++|"[^<"]*+"|'[^<']*+')*+>""")
+_XML_VERSION = re.compile(rb"version\s*=\s*[\"']([^\"']*)[\"']")
 
 
 class Unread(Exception):
@@ -125,17 +129,35 @@ def _eligible(data: bytes) -> bool:
     if b"\x00" in data or data[:2] in (b"\xfe\xff", b"\xff\xfe"):
         return False  # UTF-16 or UTF-32, with a byte order mark or without (UTF-8 text has no NUL)
     head = data.removeprefix(b"\xef\xbb\xbf")
-    if head.startswith(b"<?xml"):
-        declared = _DECLARED_ENCODING.search(head, 0, max(head.find(b"?>"), 0))
+    if head.startswith(b"<?xml"):  # the declaration: XML 1.0 (libxml2 and expat differ on others), UTF-8
+        end = max(head.find(b"?>"), 0)
+        version, declared = _XML_VERSION.search(head, 0, end), _DECLARED_ENCODING.search(head, 0, end)
+        if version is None or version.group(1) != b"1.0":
+            return False
         if declared is not None and declared.group(1).lower() not in (b"utf-8", b"utf8"):
             return False
-    return len(data) <= _LIBXML2_NAME_LENGTH or _longest_run(data) <= _LIBXML2_NAME_LENGTH
+    if len(data) > _LIBXML2_NAME_LENGTH and _longest_run(data) > _LIBXML2_NAME_LENGTH:
+        return False
+    return len(data) <= _LIBXML2_TEXT_LENGTH or all(
+        _longest_section(data, opening, closing) <= _LIBXML2_TEXT_LENGTH
+        for opening, closing in ((b"<!--", b"-->"), (b"<![CDATA[", b"]]>"), (b"<?", b"?>")))
 
 
 def _longest_run(data: bytes) -> int:
     """The most characters between two `<` (or before the first, or after the last)."""
     opens = np.flatnonzero(np.frombuffer(data, np.uint8) == ord("<"))
     return int(np.diff(opens, prepend=-1, append=len(data)).max())
+
+
+def _longest_section(data: bytes, opening: bytes, closing: bytes) -> int:
+    """The longest comment, CDATA section or processing instruction (one may hold `<`)."""
+    longest, at = 0, data.find(opening)
+    while at >= 0:
+        end = data.find(closing, at + len(opening))
+        end = len(data) if end < 0 else end
+        longest = max(longest, end - at)
+        at = data.find(opening, end)
+    return longest
 
 
 # What each open element on the reader's stack is (`_TOP`: none is open yet).
