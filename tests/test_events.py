@@ -136,10 +136,14 @@ def test_a_layer_tag_in_a_comment_never_shifts_the_lines():
         _agree(data)
 
 
-def test_a_comment_past_libxml2s_text_length_is_the_tree_readers():
+def test_a_comment_or_text_past_libxml2s_text_length_is_the_tree_readers():
     data = SMALL.replace(b"<layers>", b"<layers><!--" + b"<x" * 5_000_001 + b"-->", 1)
     assert _events(data) is None
     with pytest.raises(IRError, match="Comment too big"):
+        _tree(data)
+    data = SMALL.replace(b"<layers>", b"<layers><![CDATA[" + b"<x" * 5_000_001 + b"]]>", 1)
+    assert _events(data) is None
+    with pytest.raises(IRError, match="too big"):
         _tree(data)
 
 

@@ -51,8 +51,8 @@ SUPPORTED_IR_VERSIONS = (10, 11)
 # libxml2's limits without its huge-tree option, which the tree reader keeps: a name of more
 # than 50000 characters, a value, text, comment or CDATA section of more than ten million,
 # elements nested deeper than 256. A document that could pass one is left to the tree reader
-# (each needs a long run of characters without a "<", or a long comment, CDATA section or
-# processing instruction).
+# (each needs a long run of characters without a "<", or a long comment or processing
+# instruction, or a CDATA section in a document that long).
 _LIBXML2_NAME_LENGTH = 50_000
 _LIBXML2_TEXT_LENGTH = 10_000_000
 _LIBXML2_DEPTH = 256
@@ -138,9 +138,10 @@ def _eligible(data: bytes) -> bool:
             return False
     if len(data) > _LIBXML2_NAME_LENGTH and _longest_run(data) > _LIBXML2_NAME_LENGTH:
         return False
-    return len(data) <= _LIBXML2_TEXT_LENGTH or all(
+    # (libxml2 makes one text of CDATA sections and the text around them, "<" included)
+    return len(data) <= _LIBXML2_TEXT_LENGTH or b"<![CDATA[" not in data and all(
         _longest_section(data, opening, closing) <= _LIBXML2_TEXT_LENGTH
-        for opening, closing in ((b"<!--", b"-->"), (b"<![CDATA[", b"]]>"), (b"<?", b"?>")))
+        for opening, closing in ((b"<!--", b"-->"), (b"<?", b"?>")))
 
 
 def _longest_run(data: bytes) -> int:
@@ -150,7 +151,7 @@ def _longest_run(data: bytes) -> int:
 
 
 def _longest_section(data: bytes, opening: bytes, closing: bytes) -> int:
-    """The longest comment, CDATA section or processing instruction (one may hold `<`)."""
+    """The longest comment or processing instruction (either may hold `<`)."""
     longest, at = 0, data.find(opening)
     while at >= 0:
         end = data.find(closing, at + len(opening))
