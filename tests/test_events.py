@@ -118,6 +118,13 @@ def test_what_the_event_reader_leaves_to_the_tree_reader(change):
     _agree(data)
 
 
+def test_what_an_ir_v10_net_holds_beside_the_graph_is_read_alike():
+    v10 = (ROOT / "models" / "mixed_types_v10" / "model.xml").read_bytes()
+    extra = b'<pre-process reference-layer-name="x"><channel id="0"><mean value="0.5"/></channel></pre-process></net>'
+    data = v10.replace(b"</net>", extra, 1)
+    assert data != v10 and _agree(data)
+
+
 def test_documents_not_in_utf8_are_the_tree_readers():
     text = SMALL.decode().replace('<?xml version="1.0"?>', '<?xml version="1.0" encoding="UTF-16"?>')
     data = text.encode("utf-16")

@@ -100,7 +100,7 @@ def read_net(data: bytes, ctx: ReadContext) -> Model:
     reader = _Reader(ctx, _layer_lines(data))
     try:
         reader.parser.Parse(data, True)
-    except (LoadError, ValueError, pyexpat.ExpatError):
+    except (LoadError, ValueError, LookupError, pyexpat.ExpatError):  # LookupError: an encoding Python lacks
         raise Unread() from None
     if reader.model is None or reader.layers_read != len(reader.lines):
         raise Unread()  # (or a "<layer" in a comment, which would have shifted the lines)
@@ -166,6 +166,9 @@ _TOP, _NET, _LAYERS, _LAYER, _PORTS, _PORT, _EDGES, _BODY, _KEPT = range(9)
 
 
 _PORT_MAP_TAGS = frozenset(BODY_TAGS.values())
+# What else an IR v10 `<net>` may hold: the older meta_data (read as rt_info where there is
+# none), and what the Model Optimizer wrote beside the graph, which neither reader reads.
+_NET_KEPT = frozenset({"meta_data", "pre-process", "statistics"})
 _PRECISIONS: dict[str, ElementType] = {}  # a port's precision text, parsed once
 
 
@@ -317,8 +320,8 @@ class _Reader:
             graph.kept[tag] = None
             self.kinds.append(_LAYERS if tag == "layers" else _EDGES)
             self.items.append(graph)
-        elif tag == "rt_info" or (kind == _NET and tag == "meta_data"):
-            graph.kept[tag] = self._open_kept(tag, attrib)  # (a body's is written, and never read)
+        elif tag == "rt_info" or (kind == _NET and tag in _NET_KEPT):
+            graph.kept[tag] = self._open_kept(tag, attrib)  # (a body's rt_info is written, and never read)
         else:
             raise Unread()
 
