@@ -324,11 +324,8 @@ def _read_net(ctx: ReadContext, data: bytes) -> Model:
     _check_document(data, ctx.source)
     if ctx.problems is None:
         attempt = ReadContext(ctx.source, model_class=ctx.model_class)
-        try:
+        with contextlib.suppress(events.Unread):
             model = events.read_net(data, attempt)
-        except events.Unread:
-            pass
-        else:
             ctx.ir_version = attempt.ir_version
             return model
     return _net_model(ctx, _parse_tree(data, ctx.source))
