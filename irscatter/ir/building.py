@@ -20,6 +20,7 @@ from irscatter.ir.graph import BackEdge, Body, Edge, Graph, Layer, Model, Port, 
 from irscatter.ir.shapes import MAX_DIGITS, PartialShape, is_decimal
 from irscatter.limits import current as current_limits
 
+SUPPORTED_IR_VERSIONS = (10, 11)
 LAYER_KEYS = ("id", "name", "type", "version")
 BODY_TAGS = {"body": "port_map", "then_body": "then_port_map", "else_body": "else_port_map"}
 

@@ -32,6 +32,7 @@ from lxml import etree
 
 from irscatter.errors import LoadError
 from irscatter.ir.building import (
+    SUPPORTED_IR_VERSIONS,
     BODY_TAGS,
     EDGE_KEYS,
     ReadContext,
@@ -45,8 +46,6 @@ from irscatter.ir.building import (
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Edge, Graph, Model
 from irscatter.limits import current as current_limits
-
-SUPPORTED_IR_VERSIONS = (10, 11)
 
 # libxml2's limits without its huge-tree option, which the tree reader keeps: a name of more
 # than 50000 characters, a value, text, comment or CDATA section of more than ten million,

@@ -27,6 +27,7 @@ from lxml import etree
 from irscatter.errors import FileAccessError, LoadError, SecurityError, elide
 from irscatter.ir import events, opsets
 from irscatter.ir.building import (
+    SUPPORTED_IR_VERSIONS,
     ReadContext,
     first_child,
     parse_layer_element,
@@ -39,8 +40,6 @@ from irscatter.ir.graph import Graph, Layer, Model, gc_paused
 from irscatter.ir.shapes import MAX_DIGITS, is_decimal, parse_static_shape, read_count
 from irscatter.limits import current as current_limits
 from irscatter.limits import tensor_size_problem
-
-SUPPORTED_IR_VERSIONS = (10, 11)
 
 
 # --- secure XML ---------------------------------------------------------------------------
