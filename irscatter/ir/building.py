@@ -3,7 +3,7 @@
 The tree reader (`irscatter.ir.loader`) hands these lxml elements; the event reader
 (`irscatter.ir.events`) hands them the subtrees it keeps whole (`rt_info`, port maps, back
 edges) as elements of its own with the same small interface (`tag`, `get`, `attrib`,
-`iterchildren`, `find`, `sourceline`), and builds ports and layers through the same
+`iterchildren`, `sourceline`), and builds ports and layers through the same
 constructors, so both readers make the same graph of the same document.
 """
 
@@ -61,7 +61,7 @@ class ReadContext:
         self.ir_version = ir_version
         self.problems = problems
         self.body_depth = 0  # how many <body> elements enclose the layer being read
-        self.plain_ports: dict[tuple, Port] = {}  # see `_port`
+        self.plain_ports: dict[tuple, Port] = {}  # see `make_port`
 
     def error(self, message: str, node: etree._Element | None = None, **kw: Any) -> LoadError:
         line = node.sourceline if node is not None else None
@@ -93,6 +93,12 @@ def _uint(ctx: ReadContext, node: etree._Element, key: str, what: str) -> int:
         raise ctx.error(f'<{node.tag}> {what}has {key}="{elide(text, 24)}", {len(t)} digits: more than any id '
                         f"or port number could need", node, label=label)
     return int(t)
+
+
+def ir_version(text: str | None) -> int | None:
+    """The IR version a `<net version=...>` names, when it is one irscatter reads."""
+    version = small_decimal(text.strip()) if text is not None else None
+    return version if version in SUPPORTED_IR_VERSIONS else None
 
 
 def small_decimal(text: str | None) -> int | None:
@@ -166,7 +172,7 @@ def _port(ctx: ReadContext, node: etree._Element, where: str, layer: etree._Elem
     rt_node = None
     for dim in node:  # comments come too: their tag is neither "dim" nor "rt_info"
         if dim.tag != "dim":
-            if dim.tag == "rt_info" and rt_node is None and ctx.ir_version > 10:
+            if dim.tag == "rt_info" and rt_node is None:
                 rt_node = dim
             continue
         text = dim.text
@@ -185,7 +191,10 @@ def _port(ctx: ReadContext, node: etree._Element, where: str, layer: etree._Elem
 
 def make_port(ctx: ReadContext, port_id: int, precision: ElementType | None, names: str | None, dims: list[int],
               rt_node: Any) -> Port:
-    """The port of checked fields; `names` is the attribute's text, `rt_node` its `<rt_info>` element."""
+    """The port of checked fields; `names` is the attribute's text, `rt_node` its `<rt_info>` element
+    (which IR v10 does not have: there it is not read)."""
+    if rt_node is not None and ctx.ir_version <= 10:
+        rt_node = None
     if names or rt_node is not None:
         return trusted(Port, id=port_id, precision=precision, names=_port_names(names) if names else (),
                        shape=PartialShape.of(dims), rt_info=read_rt_info(rt_node) if rt_node is not None else {})

@@ -32,11 +32,11 @@ from lxml import etree
 
 from irscatter.errors import LoadError
 from irscatter.ir.building import (
-    SUPPORTED_IR_VERSIONS,
     BODY_TAGS,
     EDGE_KEYS,
     ReadContext,
     assemble_body,
+    ir_version,
     make_layer,
     make_port,
     plain_edge,
@@ -84,16 +84,10 @@ class _Kept:
         """The child elements, or those named `tag` (lxml's `etree.Element` stands for any)."""
         return iter(self.children) if tag is etree.Element else (c for c in self.children if c.tag == tag)
 
-    def find(self, tag: str) -> _Kept | None:
-        return next(self.iterchildren(tag), None)
-
-    def __iter__(self) -> Iterator[_Kept]:
-        return iter(self.children)
-
 
 def read_net(data: bytes, ctx: ReadContext) -> Model:
-    """The model of a `<net>` document whose size and prologue `parse_xml`'s checks have passed;
-    raises `Unread` for anything the tree reader must read instead."""
+    """The model of a `<net>` document that has passed the loader's checks of its size, markup
+    and prologue; raises `Unread` for anything the tree reader must read instead."""
     if not _eligible(data):
         raise Unread()
     reader = _Reader(ctx, _layer_lines(data))
@@ -122,8 +116,7 @@ def _layer_lines(data: bytes) -> list[int]:
 def _eligible(data: bytes) -> bool:
     """A UTF-8 document without namespaces, within the element and depth limits by construction,
     and without a run of text long enough to pass one of libxml2's length limits."""
-    limits = current_limits()
-    if data.count(b"<") > limits.xml_elements or b"xmlns" in data or b"xml:" in data:
+    if b"xmlns" in data or b"xml:" in data:
         return False  # (xml:lang and its kind are named in a namespace too)
     if b"\x00" in data or data[:2] in (b"\xfe\xff", b"\xff\xfe"):
         return False  # UTF-16 or UTF-32, with a byte order mark or without (UTF-8 text has no NUL)
@@ -135,18 +128,15 @@ def _eligible(data: bytes) -> bool:
             return False
         if declared is not None and declared.group(1).lower() not in (b"utf-8", b"utf8"):
             return False
-    if len(data) > _LIBXML2_NAME_LENGTH and _longest_run(data) > _LIBXML2_NAME_LENGTH:
+    opens = np.flatnonzero(np.frombuffer(data, np.uint8) == ord("<"))
+    if opens.size > current_limits().xml_elements:  # (each element opens with one)
         return False
+    if int(np.diff(opens, prepend=-1, append=len(data)).max()) > _LIBXML2_NAME_LENGTH:
+        return False  # a run that long between two "<" (or before the first, or after the last)
     # (libxml2 makes one text of CDATA sections and the text around them, "<" included)
     return len(data) <= _LIBXML2_TEXT_LENGTH or b"<![CDATA[" not in data and all(
         _longest_section(data, opening, closing) <= _LIBXML2_TEXT_LENGTH
         for opening, closing in ((b"<!--", b"-->"), (b"<?", b"?>")))
-
-
-def _longest_run(data: bytes) -> int:
-    """The most characters between two `<` (or before the first, or after the last)."""
-    opens = np.flatnonzero(np.frombuffer(data, np.uint8) == ord("<"))
-    return int(np.diff(opens, prepend=-1, append=len(data)).max())
 
 
 def _longest_section(data: bytes, opening: bytes, closing: bytes) -> int:
@@ -168,14 +158,6 @@ _PORT_MAP_TAGS = frozenset(BODY_TAGS.values())
 # What else an IR v10 `<net>` may hold: the older meta_data (read as rt_info where there is
 # none), and what the Model Optimizer wrote beside the graph, which neither reader reads.
 _NET_KEPT = frozenset({"meta_data", "pre-process", "statistics"})
-_PRECISIONS: dict[str, ElementType] = {}  # a port's precision text, parsed once
-
-
-def _precision(text: str) -> ElementType:
-    precision = _PRECISIONS[text] = ElementType.from_precision(text)  # ValueError: the tree reader says why
-    if len(_PRECISIONS) > 256:
-        _PRECISIONS.clear()
-    return precision
 
 
 class _Graph:
@@ -210,8 +192,9 @@ class _Reader:
     def __init__(self, ctx: ReadContext, lines: list[int]) -> None:
         self.ctx, self.lines = ctx, lines
         self.layers_read = 0
-        self.max_depth = min(current_limits().xml_depth, _LIBXML2_DEPTH)
-        self.body_limit = current_limits().body_depth
+        limits = current_limits()
+        self.max_depth = min(limits.xml_depth, _LIBXML2_DEPTH)
+        self.body_limit = limits.body_depth
         self.kinds: list[int] = [_TOP]
         self.items: list[Any] = [None]
         self.leaf: str | None = None
@@ -306,10 +289,10 @@ class _Reader:
         return self.lines[index]
 
     def _net_version(self, attrib: dict[str, str]) -> None:
-        text = attrib.get("version")
-        if text is None or small_decimal(text.strip()) not in SUPPORTED_IR_VERSIONS:
+        version = ir_version(attrib.get("version"))
+        if version is None:
             raise Unread()
-        self.ctx.ir_version = int(text)
+        self.ctx.ir_version = version
 
     def _graph_part(self, kind: int, tag: str, attrib: dict[str, str]) -> None:
         graph = self.items[-1]
@@ -379,9 +362,8 @@ class _Reader:
         if port_id is None:
             raise Unread()
         text = attrib.get("precision")
-        precision = None if text is None else _PRECISIONS.get(text) or _precision(text)
-        rt_node = self.port_rt_info if ctx.ir_version > 10 else None
-        self.items[-1].append(make_port(ctx, port_id, precision, attrib.get("names"), self.dims, rt_node))
+        precision = None if text is None else ElementType.from_precision(text)  # ValueError: the tree reader says why
+        self.items[-1].append(make_port(ctx, port_id, precision, attrib.get("names"), self.dims, self.port_rt_info))
 
     def _layer(self, layer: _Layer) -> Any:
         attrib, parts, ctx = layer.attrib, layer.parts, self.ctx

@@ -27,13 +27,12 @@ from lxml import etree
 from irscatter.errors import FileAccessError, LoadError, SecurityError, elide
 from irscatter.ir import events, opsets
 from irscatter.ir.building import (
-    SUPPORTED_IR_VERSIONS,
     ReadContext,
     first_child,
+    ir_version,
     parse_layer_element,
     read_graph,
     read_rt_info,
-    small_decimal,
 )
 from irscatter.ir.element_types import ElementType, decode
 from irscatter.ir.graph import Graph, Layer, Model, gc_paused
@@ -307,11 +306,11 @@ def _net_model(ctx: ReadContext, root: etree._Element) -> Model:
     version_text = root.get("version")
     if version_text is None:
         ctx.recover(ctx.error("<net> has no version attribute (IR v10 or v11 expected)", root, label="net-version"))
-    elif small_decimal(version_text.strip()) not in SUPPORTED_IR_VERSIONS:
+    elif (version := ir_version(version_text)) is None:
         ctx.recover(ctx.error(f'<net version="{elide(version_text)}"> is not supported (IR v10 and v11 are)', root,
                               label="net-version"))
     else:
-        ctx.ir_version = int(version_text)  # validation of a bad version goes on as v11
+        ctx.ir_version = version  # validation of a bad version goes on as v11
     rt_node = first_child(root, "rt_info")
     rt = read_rt_info(rt_node) if rt_node is not None else read_rt_info(first_child(root, "meta_data"))
     return read_graph(ctx, root, ctx.model_class, name=root.get("name", ""), ir_version=ctx.ir_version, rt_info=rt)  # type: ignore[return-value]
