@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import pytest
+from pydantic import TypeAdapter
 
 import irscatter
 from irscatter.errors import FileAccessError, LoadError
@@ -75,20 +76,52 @@ def test_preparing_a_model_leaves_its_weights_unread(tmp_path):
     np.testing.assert_array_equal(next(iter(out.values())), np.repeat(weights[:, None], 3, axis=1))
 
 
-@pytest.mark.parametrize("cls", [irscatter.Port, irscatter.Edge, irscatter.Layer, irscatter.Model])
+@pytest.mark.parametrize("cls", [irscatter.Model, irscatter.ir.graph.PortMapEntry])
 def test_trusted_construction_matches_model_construct(cls):
     """The loader's fast constructor must build what pydantic's own would, defaults included."""
     from irscatter.ir.graph import trusted
 
-    fields = {irscatter.Port: {"id": 3, "names": ("a",)}, irscatter.Edge: dict(from_layer=1, from_port=2, to_layer=3, to_port=4),
-              irscatter.Layer: {"id": 1, "name": "n", "type": "Add", "version": "opset1"},
-              irscatter.Model: {"name": "m"}}[cls]
+    fields = {irscatter.Model: {"name": "m"},
+              irscatter.ir.graph.PortMapEntry: {"external_port_id": 1, "internal_layer_id": 2}}[cls]
     fast, slow = trusted(cls, **fields), cls.model_construct(**fields)
     assert fast == slow and fast.model_dump() == slow.model_dump()
     assert fast.model_fields_set == slow.model_fields_set
     assert fast.__pydantic_private__ == slow.__pydantic_private__
+    if cls is irscatter.Model:
+        assert fast.layers is not trusted(cls, **fields).layers  # default factories run per instance
+
+
+@pytest.mark.parametrize("cls", [irscatter.Port, irscatter.Edge, irscatter.ir.graph.BackEdge, irscatter.Layer])
+def test_built_records_match_validated_ones(cls):
+    """The loader's constructor of the graph's dataclasses builds what validation would, defaults included."""
+    from irscatter.ir.graph import built
+
+    fields = {irscatter.Port: {"id": 3, "names": ("a",)},
+              irscatter.Edge: dict(from_layer=1, from_port=2, to_layer=3, to_port=4),
+              irscatter.ir.graph.BackEdge: dict(from_layer=1, to_layer=2),
+              irscatter.Layer: {"id": 1, "name": "n", "type": "Add", "version": "opset1"}}[cls]
+    fast, slow = built(cls, **fields), cls(**fields)
+    adapter = TypeAdapter(cls)
+    assert fast == slow and adapter.dump_python(fast) == adapter.dump_python(slow)
     if cls is irscatter.Layer:
-        assert fast.attrs is not trusted(cls, **fields).attrs  # default factories run per instance
+        assert fast.attrs is not built(cls, **fields).attrs  # default factories run per instance
+        assert fast.const_data is None
+    first, *_ = fields
+    with pytest.raises(TypeError, match=f"needs {first}"):  # a required field left out
+        built(cls, **{k: v for k, v in fields.items() if k != first})
+
+
+def test_spelled_out_constructors_match_validated_ones():
+    from irscatter.ir.graph import new_edge, new_layer, new_port
+    from irscatter.ir.shapes import PartialShape
+
+    port_fields = (2, irscatter.ElementType.f16, ("t",), PartialShape.of([1, 3]), {"k": "v"})
+    port = new_port(*port_fields)
+    assert port == irscatter.Port(*port_fields)
+    assert new_edge(1, 2, 3, 4) == irscatter.Edge(1, 2, 3, 4)
+    layer_fields = (5, "n", "Add", "opset1", {"a": "b"}, {"c": "d"}, [port], [port], {"r": "s"}, {}, 9)
+    layer = new_layer(*layer_fields)
+    assert layer == irscatter.Layer(*layer_fields) and layer.const_data is None
 
 
 def test_dynamic_shapes(tmp_path):

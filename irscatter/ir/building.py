@@ -9,6 +9,7 @@ constructors, so both readers make the same graph of the same document.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from lxml import etree
@@ -16,7 +17,21 @@ from lxml import etree
 from irscatter.errors import LayerRef, LoadError, elide
 from irscatter.ir import opsets
 from irscatter.ir.element_types import ElementType
-from irscatter.ir.graph import BackEdge, Body, Edge, Graph, Layer, Model, Port, PortMapEntry, split_names, trusted
+from irscatter.ir.graph import (
+    BackEdge,
+    Body,
+    Edge,
+    Graph,
+    Layer,
+    Model,
+    Port,
+    PortMapEntry,
+    built,
+    new_edge,
+    new_layer,
+    new_port,
+    split_names,
+)
 from irscatter.ir.shapes import MAX_DIGITS, PartialShape, is_decimal
 from irscatter.limits import current as current_limits
 
@@ -196,15 +211,14 @@ def make_port(ctx: ReadContext, port_id: int, precision: ElementType | None, nam
     if rt_node is not None and ctx.ir_version <= 10:
         rt_node = None
     if names or rt_node is not None:
-        return trusted(Port, id=port_id, precision=precision, names=_port_names(names) if names else (),
-                       shape=PartialShape.of(dims), rt_info=read_rt_info(rt_node) if rt_node is not None else {})
+        return new_port(port_id, precision, _port_names(names) if names else (), PartialShape.of(dims),
+                        read_rt_info(rt_node) if rt_node is not None else {})
     # A port without names or rt_info is its id, type and dims: ports are frozen, so layers
     # alike (mostly their inputs) share one object, 400 bytes less a port.
     key = (port_id, precision, *dims)
     port = ctx.plain_ports.get(key)
     if port is None:
-        port = ctx.plain_ports[key] = trusted(Port, id=port_id, precision=precision, names=(),
-                                              shape=PartialShape.of(dims), rt_info={})
+        port = ctx.plain_ports[key] = new_port(port_id, precision, (), PartialShape.of(dims), {})
     return port
 
 
@@ -247,19 +261,18 @@ def make_layer(ctx: ReadContext, layer_id: int, attrib: dict[str, str], attrs: d
                outputs: list[Port], bodies: dict[str, Body], rt_node: Any, line: int | None) -> Layer:
     """The layer of checked parts: `attrib` holds the `<layer>` element's attributes, mandatory
     ones included, `attrs` those of its `<data>`."""
-    return trusted(
-        Layer,
-        id=layer_id,
-        name=attrib["name"],
-        type=attrib["type"],
-        version=attrib["version"],
-        attrs=attrs,
-        extra={k: v for k, v in attrib.items() if k not in LAYER_KEYS} if len(attrib) > 4 else {},
-        inputs=inputs,
-        outputs=outputs,
-        rt_info=read_rt_info(rt_node) if rt_node is not None and ctx.ir_version > 10 else {},
-        bodies=bodies,
-        line=line,
+    return new_layer(
+        layer_id,
+        attrib["name"],
+        attrib["type"],
+        attrib["version"],
+        attrs,
+        {k: v for k, v in attrib.items() if k not in LAYER_KEYS} if len(attrib) > 4 else {},
+        inputs,
+        outputs,
+        read_rt_info(rt_node) if rt_node is not None and ctx.ir_version > 10 else {},
+        bodies,
+        line,
     )
 
 
@@ -297,11 +310,12 @@ def plain_edge(cls: type[Edge] | type[BackEdge], raw: list[str | None]) -> Edge 
         return None
     if cls is Edge:  # (the common class, its fields named: a dict built from names costs twice as much)
         from_layer, from_port, to_layer, to_port = map(int, raw)  # type: ignore[arg-type]
-        return trusted(Edge, from_layer=from_layer, from_port=from_port, to_layer=to_layer, to_port=to_port)
-    return trusted(cls, **dict(zip(cls.model_fields, map(int, raw))))  # type: ignore[arg-type]
+        return new_edge(from_layer, from_port, to_layer, to_port)
+    return built(cls, **dict(zip(_EDGE_FIELDS[cls], map(int, raw))))  # type: ignore[arg-type]
 
 
-EDGE_KEYS = {cls: tuple(f.replace("_", "-") for f in cls.model_fields) for cls in (Edge, BackEdge)}
+_EDGE_FIELDS = {cls: tuple(f.name for f in dataclasses.fields(cls)) for cls in (Edge, BackEdge)}
+EDGE_KEYS = {cls: tuple(f.replace("_", "-") for f in names) for cls, names in _EDGE_FIELDS.items()}
 
 
 def _edge_list(ctx: ReadContext, parent: etree._Element | None, cls: type[Edge] | type[BackEdge], what: str) -> list:
@@ -309,14 +323,14 @@ def _edge_list(ctx: ReadContext, parent: etree._Element | None, cls: type[Edge] 
     if parent is None:
         return []
     edges = []
-    names, keys = tuple(cls.model_fields), EDGE_KEYS[cls]
+    names, keys = _EDGE_FIELDS[cls], EDGE_KEYS[cls]
     for e in parent.iterchildren("edge"):
         edge = plain_edge(cls, list(map(e.get, keys)))
         if edge is not None:
             edges.append(edge)
             continue
         try:  # the slow path, for its message
-            edges.append(trusted(cls, **{f: _uint(ctx, e, key, what) for f, key in zip(names, keys)}))
+            edges.append(built(cls, **{f: _uint(ctx, e, key, what) for f, key in zip(names, keys)}))
         except LoadError as err:
             ctx.recover(err)  # validation: the edge is left out
     return edges

@@ -5,17 +5,29 @@ attributes stay the raw `<data>` strings (each op parses them with its own schem
 model is prepared), port ids stay ids (edges name ports by id, not by position), and XML
 order is kept. Weights never enter the pydantic fields: a Const's bytes are a private,
 memory-mapped view, so `model_dump_json()` describes the graph without its tensors.
+
+`Model`, `Graph` and `Body` are pydantic models; the records a model has thousands of
+(`Layer`, `Port`, `Edge`) are pydantic dataclasses with slots: validated the same way when
+built by hand, a fifth of the memory (a model instance keeps its fields in a dict of its own)
+and faster to read. The loader builds both kinds from values it has checked, without
+validating them again (`trusted`, `built` and the `new_*` constructors).
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
+import dataclasses
+import functools
 import gc
-from collections.abc import Iterator
-from typing import Any, NamedTuple, TypeVar
+from collections.abc import Callable, Iterator
+from typing import Annotated, Any, NamedTuple, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic.dataclasses import dataclass as pydantic_dataclass
+from pydantic.dataclasses import rebuild_dataclass
+from pydantic.fields import FieldInfo
 
 from irscatter.errors import LayerRef
 from irscatter.ir.element_types import ElementType
@@ -24,6 +36,7 @@ from irscatter.ir.shapes import PartialShape
 
 RtInfo = dict[str, Any]
 _M = TypeVar("_M", bound=BaseModel)
+_D = TypeVar("_D")
 
 
 def trusted(cls: type[_M], **fields: Any) -> _M:
@@ -69,6 +82,80 @@ def _class_facts(cls: type[BaseModel]) -> _ClassFacts:
 _FACTS: dict[type, _ClassFacts] = {}
 _new = object.__new__
 _set = object.__setattr__
+
+
+def built(cls: type[_D], **fields: Any) -> _D:
+    """An instance of one of the graph's pydantic dataclasses (`Layer`, `Port`, the edges) built
+    from values the loader has already checked: `trusted`, for them. Fields not given take
+    their defaults."""
+    obj = _new(cls)
+    for name, default in _DEFAULTS.get(cls) or _dataclass_defaults(cls):
+        value = fields.get(name, _UNSET)
+        _set(obj, name, default() if value is _UNSET else value)  # (frozen ones too)
+    return obj
+
+
+def new_layer(id: int, name: str, type: str, version: str, attrs: dict[str, str], extra: dict[str, str],  # noqa: A002
+              inputs: list[Port], outputs: list[Port], rt_info: RtInfo, bodies: dict[str, Body], line: int | None
+              ) -> Layer:
+    """`built(Layer, ...)` with every field given, spelled out: the loader makes one a layer."""
+    layer = _new(Layer)
+    layer.id, layer.name, layer.type, layer.version, layer.attrs, layer.extra = id, name, type, version, attrs, extra
+    layer.inputs, layer.outputs, layer.rt_info, layer.bodies, layer.line = inputs, outputs, rt_info, bodies, line
+    layer._const = None
+    return layer
+
+
+def new_port(id: int, precision: ElementType | None, names: tuple[str, ...], shape: PartialShape,  # noqa: A002
+             rt_info: RtInfo) -> Port:
+    """`built(Port, ...)` with every field given, spelled out."""
+    port = _new(Port)
+    _set(port, "id", id)
+    _set(port, "precision", precision)
+    _set(port, "names", names)
+    _set(port, "shape", shape)
+    _set(port, "rt_info", rt_info)
+    return port
+
+
+def new_edge(from_layer: int, from_port: int, to_layer: int, to_port: int) -> Edge:
+    """`built(Edge, ...)` with every field given, spelled out."""
+    edge = _new(Edge)
+    _set(edge, "from_layer", from_layer)
+    _set(edge, "from_port", from_port)
+    _set(edge, "to_layer", to_layer)
+    _set(edge, "to_port", to_port)
+    return edge
+
+
+def _dataclass_defaults(cls: type) -> tuple[tuple[str, Callable[[], Any]], ...]:
+    """Each field's name and what makes its default (for a required one: a call that fails)."""
+    out = []
+    for f in dataclasses.fields(cls):
+        info = f.default if isinstance(f.default, FieldInfo) else None
+        if info is not None:
+            make = info.default_factory if info.default_factory is not None else functools.partial(_same, info.default)
+        elif f.default is not dataclasses.MISSING:
+            make = functools.partial(_same, f.default)
+        elif f.default_factory is not dataclasses.MISSING:
+            make = f.default_factory
+        else:
+            make = functools.partial(_required, cls, f.name)
+        out.append((f.name, make))
+    _DEFAULTS[cls] = facts = tuple(out)
+    return facts
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _required(cls: type, name: str) -> Any:
+    raise TypeError(f"{cls.__name__} needs {name}")
+
+
+_DEFAULTS: dict[type, tuple[tuple[str, Callable[[], Any]], ...]] = {}
+_UNSET = object()
 
 
 @contextlib.contextmanager
@@ -121,10 +208,9 @@ def output_name(result: Layer, feeding_port: Port | None) -> str:
     return result.name
 
 
-class Port(BaseModel):
+@pydantic_dataclass(frozen=True, slots=True)
+class Port:
     """An input or output port: its id, declared precision, tensor names and dims."""
-
-    model_config = ConfigDict(frozen=True)
 
     id: int
     precision: ElementType | None = None
@@ -133,9 +219,8 @@ class Port(BaseModel):
     rt_info: RtInfo = Field(default_factory=dict)
 
 
-class Edge(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
+@pydantic_dataclass(frozen=True, slots=True)
+class Edge:
     from_layer: int
     from_port: int
     to_layer: int
@@ -157,9 +242,8 @@ class PortMapEntry(BaseModel):
     purpose: str | None = None
 
 
-class BackEdge(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
+@pydantic_dataclass(frozen=True, slots=True)
+class BackEdge:
     from_layer: int
     to_layer: int
 
@@ -179,7 +263,8 @@ class Body(BaseModel):
                                      name=name, ir_version=11, rt_info={}, xml_path=None, bin_path=None, bin_size=None)
 
 
-class Layer(BaseModel):
+@pydantic_dataclass(slots=True)
+class Layer:
     id: int
     name: str
     type: str
@@ -191,8 +276,9 @@ class Layer(BaseModel):
     rt_info: RtInfo = Field(default_factory=dict)
     bodies: dict[str, Body] = Field(default_factory=dict)
     line: int | None = None  # source line of <layer>, for messages
-
-    _const: Any = PrivateAttr(default=None)  # ConstData for Const layers with weights
+    # ConstData for Const layers with weights: not a part of the graph's description
+    _const: Annotated[Any, Field(exclude=True)] = dataclasses.field(default=None, init=False, repr=False,
+                                                                    compare=False)
 
     @property
     def ref(self) -> LayerRef:
@@ -212,9 +298,15 @@ class Layer(BaseModel):
 
     @property
     def const_data(self) -> Any:
-        """`_const`, read without pydantic's fallback lookup of private attributes, which costs
-        as much as inferring a small layer."""
-        return self.__pydantic_private__["_const"]  # type: ignore[index]
+        return self._const
+
+    def copy_with(self, **changes: Any) -> Layer:
+        """A shallow copy (the same attribute dicts and port lists) with `changes` made, its
+        constant data kept."""
+        twin = copy.copy(self)
+        for name, value in changes.items():
+            setattr(twin, name, value)
+        return twin
 
     @property
     def const_value(self) -> np.ndarray:
@@ -273,3 +365,4 @@ class Model(Graph):
 
 
 Body.model_rebuild()
+rebuild_dataclass(Layer)

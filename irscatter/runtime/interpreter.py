@@ -66,7 +66,7 @@ class Observer:
         user, prefix = self.hook, self.prefix
 
         def renamed(layer: Layer, inputs: tuple[np.ndarray, ...], outputs: tuple[np.ndarray, ...]) -> None:
-            user(layer.model_copy(update={"name": prefix + layer.name}), inputs, outputs)
+            user(layer.copy_with(name=prefix + layer.name), inputs, outputs)
         return renamed
 
 

@@ -24,7 +24,7 @@ from irscatter.runtime.subgraph import inside
 def _vectorized(layer: Layer) -> Layer:
     if layer.type != "Parameter":
         return layer
-    return layer.model_copy(update={"attrs": {**layer.attrs, "shape": "?"}})
+    return layer.copy_with(attrs={**layer.attrs, "shape": "?"})
 
 
 class Region:

@@ -31,7 +31,7 @@ from irscatter.runtime.interpreter import CompiledModel, Observer, observer
 def _open_shape(layer: Layer) -> Layer:
     if layer.type != "Parameter":
         return layer
-    return layer.model_copy(update={"attrs": {**layer.attrs, "shape": "..."}})
+    return layer.copy_with(attrs={**layer.attrs, "shape": "..."})
 
 
 def _declared_shape(layer: Layer) -> PartialShape:
