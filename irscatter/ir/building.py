@@ -77,6 +77,7 @@ class ReadContext:
         self.problems = problems
         self.body_depth = 0  # how many <body> elements enclose the layer being read
         self.plain_ports: dict[tuple, Port] = {}  # see `make_port`
+        self.texts: dict[str, str] = {}  # see `make_layer`
 
     def error(self, message: str, node: etree._Element | None = None, **kw: Any) -> LoadError:
         line = node.sourceline if node is not None else None
@@ -260,12 +261,19 @@ def parse_layer_element(ctx: ReadContext, node: etree._Element) -> Layer:
 def make_layer(ctx: ReadContext, layer_id: int, attrib: dict[str, str], attrs: dict[str, str], inputs: list[Port],
                outputs: list[Port], bodies: dict[str, Body], rt_node: Any, line: int | None) -> Layer:
     """The layer of checked parts: `attrib` holds the `<layer>` element's attributes, mandatory
-    ones included, `attrs` those of its `<data>`."""
+    ones included, `attrs` those of its `<data>` (a dict of the caller's own, whose values are
+    replaced by equal ones)."""
+    # Types, versions and attribute values repeat from layer to layer: the graph keeps one
+    # string of each text read (each a parser's own object, of 50 bytes or more, otherwise).
+    texts = ctx.texts
+    for key, value in attrs.items():
+        attrs[key] = texts.setdefault(value, value)
+    type_name, version = attrib["type"], attrib["version"]
     return new_layer(
         layer_id,
         attrib["name"],
-        attrib["type"],
-        attrib["version"],
+        texts.setdefault(type_name, type_name),
+        texts.setdefault(version, version),
         attrs,
         {k: v for k, v in attrib.items() if k not in LAYER_KEYS} if len(attrib) > 4 else {},
         inputs,
