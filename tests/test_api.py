@@ -2,6 +2,8 @@
 position or input object), lists or one array; ordered inputs and outputs; a chosen set of
 outputs; outputs the caller owns; and model objects whose namespace is irscatter's own."""
 
+import gc
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -171,3 +173,29 @@ def test_a_python_int_the_input_type_cannot_hold_is_a_feed_error():
     with pytest.raises(irscatter.IRError) as caught:
         compiled.run(feeds)
     assert caught.value.label == "feed-dtype"
+
+
+@pytest.mark.parametrize("kept", ["model", "compiled"])
+def test_a_model_is_freed_when_its_last_user_lets_go(kept):
+    """Neither reader nor the compiled model's cache leaves a reference cycle behind: a graph of
+    many thousand objects goes at once, not at some later pass of the garbage collector."""
+    x = np.zeros((1, 3, 32, 32), np.float32)
+    gc.collect()
+    gc.disable()
+    try:
+        model = irscatter.read_model(MODELS / "small_cnn" / "model.xml")
+        compiled = model.compile()
+        refs = [weakref.ref(model), weakref.ref(compiled), weakref.ref(compiled.model)]
+        if kept == "model":
+            del compiled
+            outputs = model.run(x)
+        else:
+            del model
+            outputs = compiled.run(x)
+        np.testing.assert_array_equal(outputs[0].shape, (1, 10))
+        del outputs
+        model = compiled = None
+        alive = [ref() is not None for ref in refs]
+    finally:
+        gc.enable()
+    assert alive == [False, False, False]

@@ -95,6 +95,10 @@ def read_net(data: bytes, ctx: ReadContext) -> Model:
         reader.parser.Parse(data, True)
     except (LoadError, ValueError, LookupError, pyexpat.ExpatError):  # LookupError: an encoding Python lacks
         raise Unread() from None
+    finally:
+        # The parser's handlers are the reader's methods: without this cycle, the model is
+        # freed when its last user lets go of it, not by a pass of the garbage collector.
+        reader.parser = None
     if reader.model is None or reader.layers_read != len(reader.lines):
         raise Unread()  # (or a "<layer" in a comment, which would have shifted the lines)
     return reader.model
