@@ -59,6 +59,24 @@ def test_constants_are_memory_mapped_views(tmp_path):
     assert not value.flags.owndata and not value.flags.writeable
 
 
+def test_a_const_ops_attributes_are_those_its_weights_were_found_by(tmp_path):
+    """A Const with weights makes its schema's instance when first asked for, from the loader's
+    reading of its four attributes."""
+    from irscatter.ops.infrastructure.constant import Const
+
+    model = irscatter.read_model(save_ov(_simple_model(), tmp_path))
+    compiled = model.compile()
+    layer = model.layers[1]
+    op = compiled.ops[layer.id]
+    assert isinstance(op, Const) and "attrs" not in vars(op)
+    attrs = op.attrs
+    assert (attrs.element_type, attrs.shape, attrs.offset, attrs.size) == \
+        (layer.const_data.etype, layer.attrs["shape"], int(layer.attrs["offset"]), int(layer.attrs["size"]))
+    assert op.attrs is attrs and op.attrs == Const.Attrs.model_validate(layer.attrs)
+    with pytest.raises(AttributeError):
+        op.no_such_attribute  # noqa: B018
+
+
 def test_preparing_a_model_leaves_its_weights_unread(tmp_path):
     """Only constants of up to a page travel with inference; a weight tensor is decoded (and
     its pages of the `.bin` read) when a run first needs it."""

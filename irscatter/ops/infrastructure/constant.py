@@ -6,6 +6,7 @@ unread until a run.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import trusted
@@ -31,11 +32,20 @@ class Const(Op):
         if data is None:
             super().__init__(layer)  # the schema says what is wrong, or checks a snippet's attributes
             return
-        # The loader has read and checked all four attributes to find the weights: they are
-        # not parsed again (every Const has its own offset, so no parsed set is ever shared).
+        # The loader has read and checked all four attributes to find the weights: they are not
+        # parsed again, and the schema's instance is made only if asked for (`__getattr__`):
+        # every Const has its own offset, so no instance is ever shared, and a model is mostly
+        # weights.
         self.layer = layer
-        self.attrs = trusted(self.Attrs, element_type=data.etype, shape=layer.attrs["shape"], offset=data.offset,
-                             size=data.size)
+
+    def __getattr__(self, name: str) -> Any:
+        """`attrs` of a Const with weights, from its data, on first use."""
+        if name != "attrs" or "layer" not in self.__dict__:
+            raise AttributeError(name)
+        data = self.layer.const_data
+        self.attrs = trusted(self.Attrs, element_type=data.etype, shape=self.layer.attrs["shape"],
+                             offset=data.offset, size=data.size)
+        return self.attrs
 
     def infer(self) -> TensorInfo:
         data = self.layer.const_data
