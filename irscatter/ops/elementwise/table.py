@@ -11,8 +11,9 @@ keyword argument per attribute the row's schema adds to the base schema:
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 import numpy as np
@@ -55,11 +56,13 @@ class TableOp(Op):
 
     row: ClassVar[Row]
     kernel_attrs: ClassVar[tuple[str, ...]] = ()  # the attributes the row's schema adds to the base's
+    kernel_args: Mapping[str, Any] = MappingProxyType({})  # their values: most rows have none, and share this
     elementwise = True
 
     def __init__(self, layer: Any) -> None:
         super().__init__(layer)
-        self.kernel_args = {name: getattr(self.attrs, name) for name in self.kernel_attrs}
+        if self.kernel_attrs:
+            self.kernel_args = {name: getattr(self.attrs, name) for name in self.kernel_attrs}
 
     def accept(self, etype: ElementType, port: str) -> ElementType:
         accepted, label, what = ACCEPTS[self.row.accepts]
