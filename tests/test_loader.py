@@ -5,7 +5,6 @@ import json
 
 import numpy as np
 import pytest
-from pydantic import TypeAdapter
 
 import irscatter
 from irscatter.errors import FileAccessError, LoadError
@@ -107,26 +106,6 @@ def test_trusted_construction_matches_model_construct(cls):
     assert fast.__pydantic_private__ == slow.__pydantic_private__
     if cls is irscatter.Model:
         assert fast.layers is not trusted(cls, **fields).layers  # default factories run per instance
-
-
-@pytest.mark.parametrize("cls", [irscatter.Port, irscatter.Edge, irscatter.ir.graph.BackEdge, irscatter.Layer])
-def test_built_records_match_validated_ones(cls):
-    """The loader's constructor of the graph's dataclasses builds what validation would, defaults included."""
-    from irscatter.ir.graph import built
-
-    fields = {irscatter.Port: {"id": 3, "names": ("a",)},
-              irscatter.Edge: dict(from_layer=1, from_port=2, to_layer=3, to_port=4),
-              irscatter.ir.graph.BackEdge: dict(from_layer=1, to_layer=2),
-              irscatter.Layer: {"id": 1, "name": "n", "type": "Add", "version": "opset1"}}[cls]
-    fast, slow = built(cls, **fields), cls(**fields)
-    adapter = TypeAdapter(cls)
-    assert fast == slow and adapter.dump_python(fast) == adapter.dump_python(slow)
-    if cls is irscatter.Layer:
-        assert fast.attrs is not built(cls, **fields).attrs  # default factories run per instance
-        assert fast.const_data is None
-    first, *_ = fields
-    with pytest.raises(TypeError, match=f"needs {first}"):  # a required field left out
-        built(cls, **{k: v for k, v in fields.items() if k != first})
 
 
 def test_spelled_out_constructors_match_validated_ones():

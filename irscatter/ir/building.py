@@ -26,7 +26,6 @@ from irscatter.ir.graph import (
     Model,
     Port,
     PortMapEntry,
-    built,
     new_edge,
     new_layer,
     new_port,
@@ -319,7 +318,7 @@ def plain_edge(cls: type[Edge] | type[BackEdge], raw: list[str | None]) -> Edge 
     if cls is Edge:  # (the common class, its fields named: a dict built from names costs twice as much)
         from_layer, from_port, to_layer, to_port = map(int, raw)  # type: ignore[arg-type]
         return new_edge(from_layer, from_port, to_layer, to_port)
-    return built(cls, **dict(zip(_EDGE_FIELDS[cls], map(int, raw))))  # type: ignore[arg-type]
+    return cls(*map(int, raw))  # type: ignore[arg-type]  # (a back edge, of a loop body: rare)
 
 
 _EDGE_FIELDS = {cls: tuple(f.name for f in dataclasses.fields(cls)) for cls in (Edge, BackEdge)}
@@ -338,7 +337,7 @@ def _edge_list(ctx: ReadContext, parent: etree._Element | None, cls: type[Edge] 
             edges.append(edge)
             continue
         try:  # the slow path, for its message
-            edges.append(built(cls, **{f: _uint(ctx, e, key, what) for f, key in zip(names, keys)}))
+            edges.append(cls(**{f: _uint(ctx, e, key, what) for f, key in zip(names, keys)}))
         except LoadError as err:
             ctx.recover(err)  # validation: the edge is left out
     return edges

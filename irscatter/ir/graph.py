@@ -10,7 +10,7 @@ memory-mapped view, so `model_dump_json()` describes the graph without its tenso
 (`Layer`, `Port`, `Edge`) are pydantic dataclasses with slots: validated the same way when
 built by hand, a fifth of the memory (a model instance keeps its fields in a dict of its own)
 and faster to read. The loader builds both kinds from values it has checked, without
-validating them again (`trusted`, `built` and the `new_*` constructors).
+validating them again (`trusted` and the `new_*` constructors).
 """
 
 from __future__ import annotations
@@ -18,16 +18,14 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
-import functools
 import gc
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Annotated, Any, NamedTuple, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 from pydantic.dataclasses import rebuild_dataclass
-from pydantic.fields import FieldInfo
 
 from irscatter.errors import LayerRef
 from irscatter.ir.element_types import ElementType
@@ -36,7 +34,6 @@ from irscatter.ir.shapes import PartialShape
 
 RtInfo = dict[str, Any]
 _M = TypeVar("_M", bound=BaseModel)
-_D = TypeVar("_D")
 
 
 def trusted(cls: type[_M], **fields: Any) -> _M:
@@ -84,21 +81,11 @@ _new = object.__new__
 _set = object.__setattr__
 
 
-def built(cls: type[_D], **fields: Any) -> _D:
-    """An instance of one of the graph's pydantic dataclasses (`Layer`, `Port`, the edges) built
-    from values the loader has already checked: `trusted`, for them. Fields not given take
-    their defaults."""
-    obj = _new(cls)
-    for name, default in _DEFAULTS.get(cls) or _dataclass_defaults(cls):
-        value = fields.get(name, _UNSET)
-        _set(obj, name, default() if value is _UNSET else value)  # (frozen ones too)
-    return obj
-
-
 def new_layer(id: int, name: str, type: str, version: str, attrs: dict[str, str], extra: dict[str, str],  # noqa: A002
               inputs: list[Port], outputs: list[Port], rt_info: RtInfo, bodies: dict[str, Body], line: int | None
               ) -> Layer:
-    """`built(Layer, ...)` with every field given, spelled out: the loader makes one a layer."""
+    """A layer of values the loader has checked, built without validating them again (the
+    loader makes one a layer; the `new_*` constructors are `trusted` for the dataclasses)."""
     layer = _new(Layer)
     layer.id, layer.name, layer.type, layer.version, layer.attrs, layer.extra = id, name, type, version, attrs, extra
     layer.inputs, layer.outputs, layer.rt_info, layer.bodies, layer.line = inputs, outputs, rt_info, bodies, line
@@ -108,7 +95,7 @@ def new_layer(id: int, name: str, type: str, version: str, attrs: dict[str, str]
 
 def new_port(id: int, precision: ElementType | None, names: tuple[str, ...], shape: PartialShape,  # noqa: A002
              rt_info: RtInfo) -> Port:
-    """`built(Port, ...)` with every field given, spelled out."""
+    """A port of checked values (see `new_layer`)."""
     port = _new(Port)
     _set(port, "id", id)
     _set(port, "precision", precision)
@@ -119,43 +106,13 @@ def new_port(id: int, precision: ElementType | None, names: tuple[str, ...], sha
 
 
 def new_edge(from_layer: int, from_port: int, to_layer: int, to_port: int) -> Edge:
-    """`built(Edge, ...)` with every field given, spelled out."""
+    """An edge of checked values (see `new_layer`)."""
     edge = _new(Edge)
     _set(edge, "from_layer", from_layer)
     _set(edge, "from_port", from_port)
     _set(edge, "to_layer", to_layer)
     _set(edge, "to_port", to_port)
     return edge
-
-
-def _dataclass_defaults(cls: type) -> tuple[tuple[str, Callable[[], Any]], ...]:
-    """Each field's name and what makes its default (for a required one: a call that fails)."""
-    out = []
-    for f in dataclasses.fields(cls):
-        info = f.default if isinstance(f.default, FieldInfo) else None
-        if info is not None:
-            make = info.default_factory if info.default_factory is not None else functools.partial(_same, info.default)
-        elif f.default is not dataclasses.MISSING:
-            make = functools.partial(_same, f.default)
-        elif f.default_factory is not dataclasses.MISSING:
-            make = f.default_factory
-        else:
-            make = functools.partial(_required, cls, f.name)
-        out.append((f.name, make))
-    _DEFAULTS[cls] = facts = tuple(out)
-    return facts
-
-
-def _same(value: Any) -> Any:
-    return value
-
-
-def _required(cls: type, name: str) -> Any:
-    raise TypeError(f"{cls.__name__} needs {name}")
-
-
-_DEFAULTS: dict[type, tuple[tuple[str, Callable[[], Any]], ...]] = {}
-_UNSET = object()
 
 
 @contextlib.contextmanager
