@@ -11,9 +11,8 @@ keyword argument per attribute the row's schema adds to the base schema:
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any, ClassVar
 
 import numpy as np
@@ -56,7 +55,9 @@ class TableOp(Op):
 
     row: ClassVar[Row]
     kernel_attrs: ClassVar[tuple[str, ...]] = ()  # the attributes the row's schema adds to the base's
-    kernel_args: Mapping[str, Any] = MappingProxyType({})  # their values: most rows have none, and share this
+    # Their values. Most rows have none and share this dict, which is only ever unpacked into
+    # the kernel's call (a read-only mapping there would cost a conversion to a dict per call).
+    kernel_args: dict[str, Any] = {}  # noqa: RUF012
     elementwise = True
 
     def __init__(self, layer: Any) -> None:
