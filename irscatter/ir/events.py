@@ -96,8 +96,9 @@ def read_net(data: bytes, ctx: ReadContext) -> Model:
     except (LoadError, ValueError, LookupError, pyexpat.ExpatError):  # LookupError: an encoding Python lacks
         raise Unread() from None
     finally:
-        # The parser's handlers are the reader's methods: without this cycle, the model is
-        # freed when its last user lets go of it, not by a pass of the garbage collector.
+        # The parser's handlers are the reader's methods, and the reader holds the parser and
+        # the model: broken here, that cycle leaves the model to be freed when its last user
+        # lets go of it rather than by a pass of the garbage collector.
         reader.parser = None
     if reader.model is None or reader.layers_read != len(reader.lines):
         raise Unread()  # (or a "<layer" in a comment, which would have shifted the lines)
