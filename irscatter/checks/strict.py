@@ -56,7 +56,7 @@ def _known_value(info: TensorInfo, producer: Layer) -> np.ndarray | None:
     """The input's value if inference carried it, or if a Const of a probe's size produces it."""
     if info.value is not None:
         return np.asarray(info.value)
-    if producer.type == "Const" and producer._const is not None and info.shape.is_static \
+    if producer.type == "Const" and producer.const_data is not None and info.shape.is_static \
             and math.prod(info.shape.to_tuple()) <= PROBE_ELEMENTS:
         try:
             return producer.const_value

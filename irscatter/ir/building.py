@@ -206,10 +206,8 @@ def _port(ctx: ReadContext, node: etree._Element, where: str, layer: etree._Elem
 
 def make_port(ctx: ReadContext, port_id: int, precision: ElementType | None, names: str | None, dims: list[int],
               rt_node: Any) -> Port:
-    """The port of checked fields; `names` is the attribute's text, `rt_node` its `<rt_info>` element
-    (which IR v10 does not have: there it is not read)."""
-    if rt_node is not None and ctx.ir_version <= 10:
-        rt_node = None
+    """The port of checked fields; `names` is the attribute's text, `rt_node` its `<rt_info>` element."""
+    rt_node = _readable_rt_info(ctx, rt_node)
     if names or rt_node is not None:
         return new_port(port_id, precision, _port_names(names) if names else (), PartialShape.of(dims),
                         read_rt_info(rt_node) if rt_node is not None else {})
@@ -220,6 +218,12 @@ def make_port(ctx: ReadContext, port_id: int, precision: ElementType | None, nam
     if port is None:
         port = ctx.plain_ports[key] = new_port(port_id, precision, (), PartialShape.of(dims), {})
     return port
+
+
+def _readable_rt_info(ctx: ReadContext, rt_node: Any) -> Any:
+    """A layer's or port's `<rt_info>` element, or None in IR v10, which does not have them
+    there (a v10 file that writes one anyway has it left unread)."""
+    return rt_node if ctx.ir_version > 10 else None
 
 
 def _port_names(text: str) -> tuple[str, ...]:
@@ -277,7 +281,7 @@ def make_layer(ctx: ReadContext, layer_id: int, attrib: dict[str, str], attrs: d
         {k: v for k, v in attrib.items() if k not in LAYER_KEYS} if len(attrib) > 4 else {},
         inputs,
         outputs,
-        read_rt_info(rt_node) if rt_node is not None and ctx.ir_version > 10 else {},
+        read_rt_info(rt_node) if _readable_rt_info(ctx, rt_node) is not None else {},
         bodies,
         line,
     )

@@ -255,6 +255,8 @@ class Layer:
 
     @property
     def const_data(self) -> Any:
+        """The `ConstData` of a Const layer with weights (None otherwise): what `_const` holds,
+        read through here everywhere but where the loader sets it."""
         return self._const
 
     def copy_with(self, **changes: Any) -> Layer:
@@ -268,9 +270,9 @@ class Layer:
     @property
     def const_value(self) -> np.ndarray:
         """The decoded value of a Const layer (decoded once, on first use)."""
-        if self._const is None:
+        if self.const_data is None:
             raise ValueError(f"{self.ref} carries no constant data")
-        return self._const.value()
+        return self.const_data.value()
 
 
 class Graph(BaseModel):

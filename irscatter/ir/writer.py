@@ -192,9 +192,9 @@ class IRWriter:
         layers = etree.SubElement(parent, "layers")
         for layer in graph.layers:
             attrs = dict(layer.attrs)
-            if layer.type == "Const" and layer._const is not None:
+            if layer.type == "Const" and layer.const_data is not None:
                 value = layer.const_value
-                offset, size = self._store(value, layer._const.etype)
+                offset, size = self._store(value, layer.const_data.etype)
                 attrs.update(offset=str(offset), size=str(size))
             node = self._layer_element(layer.name, layer.type, layer.version, attrs, extra=layer.extra,
                                        parent=layers, layer_id=layer.id)
