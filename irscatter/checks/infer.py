@@ -152,8 +152,8 @@ def compare_declared(layer: Layer, position: int, info: TensorInfo) -> list[Find
     if position >= len(layer.outputs):
         return []
     port = layer.outputs[position]
-    if port.precision is info.etype and port.shape is info.shape:  # shapes are interned: the common case
-        return []
+    if port.precision is info.etype and (port.shape is info.shape or port.shape.dims == info.shape.dims):
+        return []  # (equal dims are mostly the same interned objects: the tuples compare by identity)
     found: list[Finding] = []
     where = f"output {position} (port {port.id})"
     if port.precision not in (None, ElementType.dynamic) and info.etype is not ElementType.dynamic:
