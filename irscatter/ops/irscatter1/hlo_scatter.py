@@ -222,13 +222,15 @@ class HloScatter(Op):
             reduction = COMBINERS[self.attrs.update_computation]
             results = []
             for x, u in zip(operands, updates):
-                out = np.array(x, copy=True)  # computed in its own type: every step rounds, as the spec's
+                # Computed in its own type: every step rounds, as the spec's. Row-major, so that the
+                # flat view written below is the array itself (of any other layout, reshape copies).
+                out = np.array(x, copy=True, order="C")
                 scatter_rows(out.reshape(-1), targets, u.reshape(-1)[in_bounds], reduction)
                 results.append(out)
             return tuple(results)
         combine = self.region or self.function
         types = self.region.param_types[:n] if self.region else [ElementType.from_dtype(x.dtype) for x in operands]
-        outs = [np.array(x, dtype=e.dtype, copy=True) for x, e in zip(operands, types)]
+        outs = [np.array(x, dtype=e.dtype, copy=True, order="C") for x, e in zip(operands, types)]
         vals = [u.reshape(-1)[in_bounds].astype(e.dtype) for u, e in zip(updates, types)]
         apply_in_rounds(combine, [o.reshape(-1) for o in outs], targets, vals)
         return tuple(outs)

@@ -113,6 +113,8 @@ def test_agrees_with_xla(case):
     if indices.shape[-1] == 1:  # and with implicit length-1 index vectors
         meta3 = {**meta, "index_vector_dim": indices.ndim - 1}
         np.testing.assert_array_equal(hlo_scatter(operand, indices[..., 0], updates, **meta3), expected)
+    if operand.ndim >= 2:  # and with the operand column-major, as a Transpose's view hands it on
+        np.testing.assert_array_equal(hlo_scatter(np.asfortranarray(operand), indices, updates, **meta), expected)
 
 
 @pytest.mark.parametrize("case", range(0, 400, 25))
@@ -241,6 +243,15 @@ def test_python_combiner_runs_sequentially():
     out = hlo_scatter(np.arange(4.0), np.array([[1], [1], [3]]), np.array([1.0, 2.0, 3.0]), **dims,
                       update_computation=lambda cur, upd: cur * 10 + upd)
     np.testing.assert_array_equal(out, [0, 112, 2, 33])  # 1 -> 11 -> 112; 3 -> 33
+
+
+def test_a_combiner_writes_an_operand_of_any_memory_layout():
+    dims = dict(update_window_dims=[1], inserted_window_dims=[0], scatter_dims_to_operand_dims=[0],
+                index_vector_dim=1)
+    operand = np.arange(6.0).reshape(3, 2).T  # column-major: the flat view a kernel writes must be its own
+    out = hlo_scatter(operand, np.array([[1]]), np.array([[10.0, 20.0, 30.0]]), **dims,
+                      update_computation=lambda cur, upd: cur + upd)
+    np.testing.assert_array_equal(out, [[0, 2, 4], [11, 23, 35]])
 
 
 def test_inputs_are_not_mutated():
