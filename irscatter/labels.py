@@ -70,6 +70,7 @@ SHARED: dict[str, str] = {
     "variable-shape": "a variable's value (initial, assigned or set) has a shape the variable's shape does not allow",
     "variable-pair": "a variable is read by more than one ReadValue, or assigned by more than one Assign",
     "unknown-variable": "an Assign, or a state set through the API, names a variable no ReadValue declares",
+    "state-busy": "a stateful model is run again from inside one of its own runs, in the same thread",
     # limits and running
     "tensor-limit": "a tensor would be larger than the tensor_elements or tensor_bytes limit",
     "out-of-memory": "the machine could not allocate an output",

@@ -581,7 +581,7 @@ class CompiledModel:
         watching = Observer(hook, {} if intermediate else None) if (intermediate or hook is not None) else None
         token, recycling = _OBSERVER.set(watching), recycle.activate(self._recycler)
         try:
-            with state.using(self.variables):
+            with state.using(self.variables, exclusive=bool(self.variable_infos)):
                 values = self._execute(bound, intermediate, hook, donated, timings)
         finally:
             recycle.deactivate(recycling)

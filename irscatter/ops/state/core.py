@@ -10,11 +10,13 @@ OpenVINO, where the pair shares one buffer that the Assign overwrites for the ne
 
 from __future__ import annotations
 
+import threading
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import PartialShape
 
@@ -32,6 +34,10 @@ class VariableInfo:
 class Variables:
     values: dict[str, np.ndarray] = field(default_factory=dict)
     staged: dict[str, np.ndarray] = field(default_factory=dict)
+    # Runs that read and write the store take turns (see `using`); `holder` is the thread whose
+    # run has the turn.
+    turn: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    holder: int | None = field(default=None, repr=False, compare=False)
 
     def read(self, variable_id: str) -> np.ndarray | None:
         return self.values.get(variable_id)
@@ -65,14 +71,29 @@ def current() -> Variables | None:
 
 class using:  # noqa: N801 - used as a function: `with state.using(store):`
     """Make `store` current for one run; commit its staged values if the run succeeds, discard
-    them if it fails. (A class rather than a generator: it is entered on every run.)"""
+    them if it fails. (A class rather than a generator: it is entered on every run.)
 
-    def __init__(self, store: Variables) -> None:
-        self.store = store
+    With `exclusive` (a model that has variables), runs on the store take turns, as an OpenVINO
+    infer request runs one inference at a time: a run from another thread waits for the one in
+    progress, since two runs staging into one store would commit each other's values and leave
+    the variables out of step with each other. A run the running thread starts again (a hook
+    running the model it watches) could only wait for itself, and is refused."""
+
+    def __init__(self, store: Variables, exclusive: bool = False) -> None:
+        self.store, self.exclusive = store, exclusive
 
     def __enter__(self) -> Variables:
-        self.token = _CURRENT.set(self.store)
-        return self.store
+        store = self.store
+        if self.exclusive:
+            me = threading.get_ident()
+            if store.holder == me:
+                raise ExecutionError("the model is already running in this thread, and its variables serve one "
+                                     "run at a time: a run started from inside another (a hook?) needs a state "
+                                     "of its own (new_request())", label="state-busy")
+            store.turn.acquire()
+            store.holder = me
+        self.token = _CURRENT.set(store)
+        return store
 
     def __exit__(self, kind, error, trace) -> None:
         try:
@@ -82,3 +103,6 @@ class using:  # noqa: N801 - used as a function: `with state.using(store):`
                 self.store.discard()
         finally:
             _CURRENT.reset(self.token)
+            if self.exclusive:
+                self.store.holder = None
+                self.store.turn.release()

@@ -3,6 +3,7 @@ request does, compared step by step with OpenVINO's CPU plugin (out of process).
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import helpers
@@ -139,6 +140,48 @@ def test_a_failed_run_leaves_the_variables_as_they_were():
     states = {s.name: s.state for s in compiled.query_state()}
     np.testing.assert_array_equal(states["total"], [1.0, 1.0])
     assert states["count"] == 1
+
+
+def test_runs_from_two_threads_take_turns_on_the_variables():
+    compiled = irscatter.compile_model(DATA / "state_counter.xml")
+    x = np.array([1.0, 2.0], np.float32)
+    inside, go_on = threading.Event(), threading.Event()
+
+    def hold_after_assign(layer, inputs, outputs):
+        if layer.type == "Assign" and not inside.is_set():
+            inside.set()
+            assert go_on.wait(10)
+
+    first = threading.Thread(target=compiled.run, args=({"x": x},), kwargs={"hook": hold_after_assign})
+    first.start()
+    assert inside.wait(10)  # the first run is between its Assigns and its commit
+    second = threading.Thread(target=compiled.run, args=({"x": x},))
+    second.start()
+    second.join(0.3)
+    assert second.is_alive()  # waiting its turn, not staging into the first run's variables
+    go_on.set()
+    first.join(10)
+    second.join(10)
+    states = {s.name: s.state for s in compiled.query_state()}
+    assert states["count"] == 2
+    np.testing.assert_array_equal(states["total"], 2 * x)
+
+
+def test_a_run_started_inside_a_run_of_the_same_state_is_refused():
+    compiled = irscatter.compile_model(DATA / "state_counter.xml")
+    x = np.array([1.0, 2.0], np.float32)
+    refused = []
+
+    def run_again(layer, inputs, outputs):
+        if layer.type == "Assign" and not refused:
+            with pytest.raises(IRError) as info:
+                compiled.run({"x": x})
+            refused.append(info.value.label)
+
+    compiled.run({"x": x}, hook=run_again)
+    assert refused == ["state-busy"]
+    assert {s.name: s.state for s in compiled.query_state()}["count"] == 1
+    compiled.new_request().run({"x": x}, hook=lambda *_: compiled.new_request().run({"x": x}))  # states of their own
 
 
 def test_assign_layers_are_sinks_not_unreachable():
