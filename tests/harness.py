@@ -35,7 +35,7 @@ import pytest
 import irscatter
 from irscatter.ops import registry
 from irscatter.ops.base import TensorInfo
-from irscatter.ops.functional import attr_text, make_op
+from irscatter.ops.functional import attr_text, call, make_op
 
 
 @dataclass
@@ -266,6 +266,7 @@ def check(case: Case, batch: Sequence[Case] = ()) -> None:
     got = run_irscatter(case)
     for i, before in zip(case.inputs, originals):
         assert i.value.tobytes() == before, f"input {i.name} was written"  # bit for bit: NaN and -0.0 too
+    check_layouts(case)
     if case.openvino != "none":
         want = run_openvino(case, batch or [case])
         assert len(got) == len(want)
@@ -277,6 +278,37 @@ def check(case: Case, batch: Sequence[Case] = ()) -> None:
         for k, (g, w) in enumerate(zip(got, _oracle_outputs(case))):
             assert_close(g, np.asarray(w).astype(g.dtype) if np.asarray(w).dtype != g.dtype else w,
                          ulps=case.ulps, atol=case.atol, what=f"output {k} against the oracle")
+
+
+def other_layout(array: np.ndarray) -> np.ndarray:
+    """The same values in another memory layout, as a model's own views (a Transpose, a reversed
+    Slice) hand them to a kernel: column-major from rank 2, a negative stride at rank 1."""
+    if array.ndim >= 2:
+        return np.asfortranarray(array)
+    if array.ndim == 1:
+        return array[::-1].copy()[::-1]
+    return array
+
+
+def check_layouts(case: Case) -> None:
+    """The kernel gives the same answer whatever the memory layout of its inputs, and writes
+    none of them. Compared kernel against kernel (the layer run alone, as `run_layer` runs it):
+    the same bits for integers, and for floats what a different summation order allows."""
+    plain = [i.value for i in case.inputs]
+    other = [other_layout(v) for v in plain]
+    if all(o is v for o, v in zip(other, plain)):
+        return
+    try:
+        want = call(case.op, plain, case.attrs)
+    except irscatter.IRError:
+        return  # (a case the layer alone cannot run: its other checks hold it)
+    before = [o.tobytes() for o in other]
+    got = call(case.op, other, case.attrs)
+    assert [o.tobytes() for o in other] == before, "an input in another layout was written"
+    want, got = (list(x) if isinstance(x, tuple) else [x] for x in (want, got))
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert_close(np.asarray(g), np.asarray(w), ulps=case.ulps * 2 + 4, atol=case.atol,
+                     what=f"output {k} with its inputs in another memory layout")
 
 
 # --- generating -------------------------------------------------------------------------------
