@@ -307,8 +307,19 @@ def check_layouts(case: Case) -> None:
     assert [o.tobytes() for o in other] == before, "an input in another layout was written"
     want, got = (list(x) if isinstance(x, tuple) else [x] for x in (want, got))
     for k, (g, w) in enumerate(zip(got, want)):
-        assert_close(np.asarray(g), np.asarray(w), ulps=case.ulps * 2 + 4, atol=case.atol,
+        g, w = np.asarray(g), np.asarray(w)
+        assert_close(g, w, ulps=case.ulps * 2 + 4, atol=case.atol + _summation_slack(w),
                      what=f"output {k} with its inputs in another memory layout")
+
+
+def _summation_slack(values: np.ndarray) -> float:
+    """What summing in another order may change in a float output: a few units in the last
+    place of its largest magnitude (a result near 0 may come from cancelling large terms)."""
+    if values.dtype.kind not in "fV" and values.dtype.name not in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        return 0.0
+    finite = values.astype(np.float64)
+    finite = np.abs(finite[np.isfinite(finite)])
+    return 8 * float(ml_dtypes.finfo(values.dtype).eps) * float(finite.max()) if finite.size else 0.0
 
 
 # --- generating -------------------------------------------------------------------------------
