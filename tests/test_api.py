@@ -3,6 +3,7 @@ position or input object), lists or one array; ordered inputs and outputs; a cho
 outputs; outputs the caller owns; and model objects whose namespace is irscatter's own."""
 
 import gc
+import re
 import weakref
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 from helpers import layer, net, one_layer_ir, param, port, result, write
 
 import irscatter
+from irscatter.runtime.interpreter import as_array
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 X = np.arange(6, dtype=np.float32).reshape(2, 3)
@@ -173,6 +175,43 @@ def test_a_python_int_the_input_type_cannot_hold_is_a_feed_error():
     with pytest.raises(irscatter.IRError) as caught:
         compiled.run(feeds)
     assert caught.value.label == "feed-dtype"
+
+
+@pytest.mark.parametrize("value, etype, why", [
+    ([1.5, 2.0], "i32", "1.5 is not a whole number int32"),
+    (float("nan"), "i32", "nan is not a whole number"),
+    (-1, "u8", "-1 is not a whole number uint8"),
+    (2, "boolean", "2 is not a truth value"),
+    (["7", "8"], "i32", "holds text"),
+    ([b"7"], "i32", "holds text"),
+    ([[None, 1.0]], "f32", "None"),
+    (2**70, "i64", "beyond 64 bits"),
+    (1 + 2j, "f32", "complex128"),
+    (1e40, "f32", "beyond what float32"),
+    (70000.0, "f16", "beyond what float16"),
+    (1e30, "f8e4m3", "beyond what float8_e4m3fn"),
+])
+def test_a_python_value_its_type_cannot_hold_is_refused_not_converted(value, etype, why):
+    with pytest.raises(ValueError, match=re.escape(why)):
+        as_array(value, irscatter.ElementType(etype).dtype)
+
+
+@pytest.mark.parametrize("value, etype, want", [
+    ([1, 2], "f32", [1.0, 2.0]),
+    (3.0, "i64", 3),
+    (1, "boolean", True),
+    (True, "f32", 1.0),
+    (0.1, "f16", np.float16(0.1)),  # a float type rounds to its nearest value
+    (float("inf"), "f32", np.inf),
+    (float("-nan"), "bf16", np.nan),
+    ([], "f32", []),
+    (["a", "b"], "string", ["a", "b"]),
+])
+def test_a_python_value_its_type_holds_is_converted(value, etype, want):
+    got = as_array(value, irscatter.ElementType(etype).dtype)
+    assert got.dtype == irscatter.ElementType(etype).dtype
+    np.testing.assert_array_equal(got.astype(object) if etype == "string" else got.astype(np.float64),
+                                  np.asarray(want, object if etype == "string" else np.float64))
 
 
 @pytest.mark.parametrize("kept", ["model", "compiled"])

@@ -727,13 +727,37 @@ def _with_findings(outputs: Outputs, collector: strict_mode.Collector | None) ->
 def as_array(value: Any, dtype: np.dtype) -> np.ndarray:
     """A Python value (a number, nested lists) as an array of `dtype`; ValueError when it makes
     none: None (which numpy would read as NaN), rows of different lengths, a number the type
-    cannot hold, anything not a number."""
+    cannot hold, anything not a number.
+
+    numpy's own conversion to `dtype` would cut 1.5 to 1 for an integer type, read the text
+    "7" as a number, a None inside a list as NaN and 1e40 as an f32 infinity: the value is read
+    as numpy reads it untyped first, and converted only when the type holds it (a float type
+    rounds to its nearest value, as a literal in a model's source would)."""
     if value is None:
         raise ValueError("None is no value")
     try:
-        return np.asarray(value, dtype=dtype)
+        if dtype.kind in "OTU":  # a string type: text is its value
+            return np.asarray(value, dtype=dtype)
+        raw = np.asarray(value)
     except (TypeError, ValueError, OverflowError) as e:
         raise ValueError(str(e)) from None
+    if raw.dtype.kind not in "biuf":
+        what = "text" if raw.dtype.kind in "USTa" else f"values of numpy type {raw.dtype}" if raw.dtype.kind != "O" \
+            else "what numpy reads as no number type: None, a mix of types, or an integer beyond 64 bits"
+        raise ValueError(f"it holds {what}")
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = raw.astype(dtype)
+        if dtype.kind in "biu" or dtype.name.startswith(("int", "uint")):
+            lost = out.astype(raw.dtype) != raw
+            if lost.any():
+                kind = "a truth value (0 or 1)" if dtype.kind == "b" else f"a whole number {dtype.name} can hold"
+                raise ValueError(f"{raw[lost].flat[0].item()!r} is not {kind}")
+        else:
+            wide, got = raw.astype(np.float64), out.astype(np.float64)
+            lost = np.isfinite(wide) & ~np.isfinite(got) | np.isnan(got) & ~np.isnan(wide)
+            if lost.any():
+                raise ValueError(f"{raw[lost].flat[0].item()!r} is beyond what {dtype.name} can hold")
+    return out
 
 
 def caller_owned(values: list[Any], fed: list[np.ndarray]) -> list[Any]:
