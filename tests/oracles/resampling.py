@@ -102,6 +102,7 @@ def _interpolate(data, axes, target, *, mode, shape_calculation_mode, coordinate
     else:
         scales = [F(out_shape[a]) / F(padded.shape[a]) if padded.shape[a] else F(0) for a in axes]
     result = np.zeros(out_shape, np.float64)
+    magnitude = np.zeros(out_shape, np.float64)  # the sum of |weight * value|: see _settle
     how = "round" if mode == "linear" else "trunc"
     if mode in ("bilinear_pillow", "bicubic_pillow"):
         return _pillow(padded, axes, out_shape, mode, cube_coeff, data.dtype)
@@ -126,6 +127,7 @@ def _interpolate(data, axes, target, *, mode, shape_calculation_mode, coordinate
                     src[a] = min(max(bases[a] + t - 1, 0), padded.shape[a] - 1)
                     w *= float(coeffs[a][t])
                 total += w * padded[tuple(src)]
+                magnitude[out] += abs(w * padded[tuple(src)])
             result[out] = total
             continue
         if mode == "linear_onnx":
@@ -145,6 +147,7 @@ def _interpolate(data, axes, target, *, mode, shape_calculation_mode, coordinate
                     src[a], wt = ends[a][t]
                     w *= wt
                 total += w * padded[tuple(src)]
+                magnitude[out] += abs(w * padded[tuple(src)])
             result[out] = total
             continue
         # linear: the spec's triangle filter over 2r+1 taps per axis, normalised by the weight sum
@@ -162,9 +165,23 @@ def _interpolate(data, axes, target, *, mode, shape_calculation_mode, coordinate
             for a in axes:
                 w *= float(aa[a] * max(F(0), F(1) - abs(aa[a] * (coords[a] - F(src[a])))))
             summa += w * padded[tuple(src)]
+            magnitude[out] += abs(w * padded[tuple(src)])
             wsum += w
         result[out] = 0.0 if wsum == 0 else summa / wsum
-    return _cast(result, data.dtype, how)
+        magnitude[out] = 0.0 if wsum == 0 else magnitude[out] / wsum
+    return _cast(_settle(result, magnitude) if _is_int(data.dtype) else result, data.dtype, how)
+
+
+def _settle(result, magnitude):
+    """An integer result is rounded or cut where its exact value is a whole number or a half, so
+    a sum that lies within the f32 weights' rounding error of one (4 f32 ulps of the sum of
+    |weight * value|) is taken to be it: 187 * 1/3 + 112 * 2/3 is 137, not 136."""
+    out = result.copy()
+    for index in np.ndindex(result.shape):
+        half = round(result[index] * 2) / 2 if math.isfinite(result[index]) else result[index]
+        if abs(result[index] - half) <= 4 * float(np.finfo(F).eps) * magnitude[index]:
+            out[index] = half
+    return out
 
 
 def _is_int(dtype):

@@ -17,6 +17,11 @@ zero), linear_onnx and cubic truncated, the Pillow modes to nearest after each p
 the type's range saturate (the reference's cast is undefined there).
 
 Where the spec and OpenVINO's reference disagree:
+  * An integer result whose exact value is a whole number (or, for linear, a half) is that
+    number, cut or rounded as such. The weights are f32, so a sum lands a little off it;
+    OpenVINO's reference sums in f32 and cuts whatever it gets (cubic from -57 and -3 at 1/3:
+    exactly -40, -39.99999 in f32, -39 there), and here a sum within the weights' rounding
+    error of such a value is taken to be it.
   * Output size from scales: the spec's floor(scale * size). OpenVINO adds 1e-6 to the scale
     first (in f32), so a scale just below a ratio (0.29999998 * 10) gives 3 there and 2 here.
   * An axis whose scale is 1, or whose size does not change, maps each position onto itself in
@@ -105,6 +110,11 @@ def resize(padded: np.ndarray, etype: ElementType, axes: list[int], out_sizes: l
             x = np.take(x, core.nearest_indices(coords, s.nearest_mode, sc, x.shape[a]), axis=a)
         return x if x is not padded else x.copy()
     x = x.astype(work, copy=False)
+    # An integer result is rounded or cut, so its error matters where the exact sum is a whole
+    # number or a half: the weights are rounded to f32 (as the reference works them out), and
+    # 187 * 1/3 + 112 * 2/3 = 137 came out 136.9999997 and was cut to 136. The bound on that
+    # error, the sum of |weight * value|, goes through the same taps.
+    bound = np.abs(x) if integral else None
     downsample = any(np.float32(sc) < 1 for sc in scales)
     for a, n, sc in zip(axes, out_sizes, scales):
         in_len = x.shape[a]
@@ -118,11 +128,22 @@ def resize(padded: np.ndarray, etype: ElementType, axes: list[int], out_sizes: l
         else:
             idx, w = core.linear_onnx_table(coords, in_len)
         x = core.apply_table(x, a, idx, w, work)
+        if bound is not None:
+            bound = core.apply_table(bound, a, idx, np.abs(w), work)
     if not integral:
         return convert_array(np.require(x, requirements="C"), ElementType.from_dtype(x.dtype), etype)
     with np.errstate(invalid="ignore"):
+        x = _settle_weight_rounding(x, bound)
         x = core.round_half_away(x) if s.mode == "linear" else np.trunc(x)
     return _saturate(x, etype)
+
+
+def _settle_weight_rounding(x: np.ndarray, bound: np.ndarray) -> np.ndarray:
+    """`x` with each value that lies within its weights' rounding error of a whole number or a
+    half (the places where rounding or cutting jumps) moved onto it. f32 weights are each off
+    by at most half an f32 ulp; four ulps of the bound leave room for the products and sums."""
+    halves = np.rint(x * 2) / 2
+    return np.where(np.abs(x - halves) <= bound * (4 * float(np.finfo(np.float32).eps)), halves, x)
 
 
 def _saturate(x: np.ndarray, etype: ElementType) -> np.ndarray:

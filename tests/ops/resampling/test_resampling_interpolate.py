@@ -16,6 +16,9 @@ import pytest
 from harness import Case, Input
 from oracles import resampling as oracle
 
+from irscatter.ops import registry
+from irscatter.ops.functional import call
+
 RNG = np.random.default_rng(1711)
 BF16 = ml_dtypes.bfloat16
 CTMS = ("half_pixel", "pytorch_half_pixel", "asymmetric", "tf_half_pixel_for_nn", "align_corners")
@@ -201,6 +204,17 @@ v4("err-axes-type", (2, 3), "nearest", [3], [1.0], [1], error="axes-type")
 CASES[-1].inputs[3] = Input("axes", np.array([1.0], np.float32), const=True)
 v4("err-axes-vector", (2, 3), "nearest", [3], [1.0], [[1]], error="axes-vector")
 
+# Integer results whose exact value is whole (or, for linear, a half): the f32 weights put the sum
+# a hair below it, which cutting or rounding must not see.
+v11("u8-whole-linear_onnx", (1, 2), "linear_onnx", [1, 3], dtype=np.uint8, data=np.array([[187, 112]], np.uint8),
+    coordinate_transformation_mode="asymmetric")
+v11("u8-whole-align", (1, 3), "linear_onnx", [1, 4], dtype=np.uint8, data=np.array([[73, 16, 10]], np.uint8),
+    coordinate_transformation_mode="align_corners")
+v11("i8-whole-cubic", (1, 2), "cubic", [1, 4], dtype=np.int8, data=np.array([[-57, -3]], np.int8),
+    coordinate_transformation_mode="align_corners", openvino="none",
+    why="the exact sum at 1/3 is -40 (weights -1/9, 43/54, 10/27, -1/18); OpenVINO's reference sums in f32 "
+        "to -39.99999 and cuts that to -39")
+
 # --- Interpolate-1 ---------------------------------------------------------------------------------
 
 for mode, align in itertools.product(("nearest", "linear", "cubic"), (False, True)):
@@ -222,3 +236,13 @@ v1("err-count", (1, 1, 3, 4), [5], axes=[2, 3], mode="nearest", error="interpola
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_interpolate(case):
     harness.check(case, CASES)
+
+
+@pytest.mark.parametrize(("data", "size", "ctm", "want"), [
+    ([187, 112], 3, "asymmetric", [187, 137, 112]),  # 187 + (112 - 187) * 2/3 = 137
+    ([73, 16, 10], 4, "align_corners", [73, 35, 14, 10]),  # 73 - 57 * 2/3 = 35, 16 - 6 * 1/3 = 14
+])
+def test_a_whole_integer_result_is_not_cut_to_the_one_below(data, size, ctm, want):
+    attrs = dict(mode="linear_onnx", shape_calculation_mode="sizes", coordinate_transformation_mode=ctm)
+    out = call(registry.find("Interpolate", "opset11"), [np.array([data], np.uint8), np.array([1, size])], attrs)
+    assert out.tolist() == [want]
