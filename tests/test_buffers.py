@@ -152,6 +152,32 @@ def test_donating_an_unknown_input_is_an_error():
         _model("direct").run(_feeds(), donate=["cache"])
 
 
+@pytest.mark.parametrize("donate", [np.int64(0), 0, "data", [np.int32(0)], None, ()])
+def test_donate_takes_a_name_a_position_or_a_list_of_them(donate):
+    feeds = _feeds()
+    data = feeds["data"].copy()
+    model = _model("direct")
+    out = model.run({**feeds, "data": data}, donate=donate)
+    np.testing.assert_array_equal(out["scatter"], _scatter_sum(feeds["data"], feeds["idx"], feeds["upd"]))
+    donated = not (donate is None or isinstance(donate, tuple))  # (the tuple is the empty one)
+    assert np.shares_memory(out["scatter"], data) == donated
+
+
+@pytest.mark.parametrize(("option", "value", "label"), [
+    ("donate", 1.5, "unknown-input"),
+    ("donate", b"data", "unknown-input"),  # (bytes would be read as positions, one per byte)
+    ("donate", {"data": True}, "unknown-input"),
+    ("donate", [1.5], "unknown-input"),
+    ("outputs", 42, "unknown-output"),
+    ("outputs", b"scatter", "unknown-output"),
+    ("outputs", [42], "unknown-output"),
+])
+def test_donate_and_outputs_refuse_what_names_nothing(option, value, label):
+    with pytest.raises(irscatter.ExecutionError) as caught:
+        _model("direct").run(_feeds(), **{option: value})
+    assert caught.value.label == label
+
+
 def test_a_donated_feed_of_another_layout_is_copied_not_written():
     feeds = _feeds()
     data = np.asfortranarray(feeds["data"])

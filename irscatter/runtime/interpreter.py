@@ -413,11 +413,19 @@ class CompiledModel:
         if len(self._shape_cache) > _SHAPE_CACHE_SIZE:
             self._shape_cache.popitem(last=False)
 
-    def _donated(self, names: Iterable[Any]) -> frozenset[int]:
-        if isinstance(names, (str, int, InputSpec)):
-            names = (names,)
+    def _listed(self, given: Any, option: str, label: str) -> list[Any]:
+        """What `donate=` or `outputs=` names: one name (a position, an input or output object)
+        or an iterable of them."""
+        if isinstance(given, (str, int, np.integer, InputSpec, OutputSpec)):
+            return [given]
+        if isinstance(given, (bytes, bytearray, Mapping)) or not isinstance(given, Iterable):
+            raise ExecutionError(f"{option}= takes a name or a list of names, not a {type(given).__name__}",
+                                 file=self.model.source, label=label)
+        return list(given)
+
+    def _donated(self, names: Any) -> frozenset[int]:
         out = set()
-        for name in names:
+        for name in self._listed(() if names is None else names, "donate", "unknown-input"):
             try:
                 out.add(self._input_index(name))
             except ExecutionError as e:
@@ -431,7 +439,7 @@ class CompiledModel:
         *,
         intermediate: bool = False,
         hook: LayerHook | None = None,
-        donate: Iterable[Any] = (),
+        donate: Any = (),
         outputs: Iterable[str] | None = None,
         timings: list[tuple[Layer, float, bool]] | None = None,
         strict: bool = False,
@@ -468,12 +476,11 @@ class CompiledModel:
     def _selection(self, names: Iterable[str]) -> dict[str, str]:
         """Each requested name with the key its value is recorded under ("<layer>:<port>"):
         an output name, a tensor name of any layer's output port, or "<layer name>:<port id>"."""
-        if isinstance(names, str):
-            names = [names]
         keys = self._tensor_keys()
         chosen = {}
-        for name in names:
-            if name not in keys:
+        for name in self._listed(names, "outputs", "unknown-output"):
+            name = name.name if isinstance(name, OutputSpec) else name
+            if not isinstance(name, str) or name not in keys:
                 raise ExecutionError(f'outputs=: no tensor is named "{name}" (give an output name, a tensor name '
                                      f'or "<layer name>:<port id>")', file=self.model.source, label="unknown-output")
             chosen[name] = keys[name]

@@ -82,7 +82,7 @@ class RunnableModel(Model):
         *,
         intermediate: bool = False,
         hook: Any = None,
-        donate: Iterable[Any] = (),
+        donate: Any = (),
         outputs: Iterable[str] | None = None,
         strict: bool = False,
         precision: str | None = None,
@@ -100,9 +100,10 @@ class RunnableModel(Model):
         The arrays returned are the caller's own: writable, sharing memory with no fed array
         and with no other output (values of `intermediate=True` are the interpreter's arrays
         as computed, and may view each other). Fed arrays are never written, except those
-        named in `donate`: their buffers are handed over, and a scatter that is their only
-        reader may write its output into them (an output may then share memory with the
-        donated array, whose contents are unspecified after the run). Intermediate buffers
+        named in `donate` (an input's name, position or `InputSpec`, or a list of them): their
+        buffers are handed over, and a scatter that is their only reader may write its output
+        into them (an output may then share memory with the donated array, whose contents are
+        unspecified after the run). Intermediate buffers
         are reused the same way whenever nothing else can see them; `intermediate=True` and a
         `hook` turn all reuse off.
 
