@@ -113,6 +113,18 @@ def test_dynamic_shapes_are_checked_per_run(tmp_path):
     assert 'layer 2 "s" (Add-1)' in str(info.value) and "do not broadcast" in str(info.value)
 
 
+@pytest.mark.parametrize("value", [np.ones(2, np.complex64), np.zeros(2, "M8[s]"), np.array([b"a", b"b"]),
+                                   np.zeros(2, [("a", "f4")]), None, [None, 1], [{}, {}]])
+def test_an_input_of_dynamic_type_refuses_a_value_of_no_element_type(tmp_path, value):
+    layers = [param(0, "x", [2], et="dynamic", precision="UNSPECIFIED"), result(1, "r", [2], precision="UNSPECIFIED")]
+    model = irscatter.read_model(write(tmp_path, net(layers, [(0, 0, 1, 0)])))
+    with pytest.raises(irscatter.ExecutionError) as info:
+        model.run({"x": value})
+    assert info.value.label == "feed-dtype" and info.value.layer.name == "x"
+    assert model.run({"x": np.arange(2, dtype=np.uint16)})[0].dtype == np.uint16  # any IR type goes
+    assert model.run({"x": ["a", "b"]})[0].tolist() == ["a", "b"]  # and text, as a string tensor
+
+
 @pytest.mark.parametrize(
     "layers, edges, message",
     [

@@ -28,7 +28,7 @@ import numpy as np
 
 from irscatter.checks.analysis import analyze
 from irscatter.checks.infer import infer_graph
-from irscatter.errors import ExecutionError, IRError
+from irscatter.errors import ExecutionError, IRError, LayerRef
 from irscatter.findings import Finding
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Layer, Model, output_name
@@ -375,7 +375,7 @@ class CompiledModel:
         ref = spec.layer.ref
         file = self.model.source
         if spec.etype is ElementType.dynamic:
-            array = np.asarray(value)
+            array = self._dynamic_feed(value, ref)
         elif isinstance(value, (np.ndarray, np.generic)):
             array = np.asarray(value)
             if array.dtype != spec.etype.dtype and not (spec.etype is ElementType.string and array.dtype.kind in "UTO"):
@@ -397,6 +397,25 @@ class CompiledModel:
                 label="feed-shape",
             )
         return array
+
+    def _dynamic_feed(self, value: Any, ref: LayerRef) -> np.ndarray:
+        """A feed of an input of element type `dynamic`: any array whose dtype is an IR
+        element type (text for a string tensor)."""
+        array = None if value is None else np.asarray(value)
+        if array is not None and array.dtype.kind == "O":
+            if all(isinstance(v, str) for v in array.flat):  # a string tensor, as lists of str read
+                return array
+            array = None
+        elif array is not None:
+            try:
+                ElementType.from_dtype(array.dtype)
+                return array
+            except ValueError:
+                pass
+        what = "None" if value is None else f"an array of dtype {array.dtype}" if array is not None \
+            else "values that are neither numbers nor text"
+        raise ExecutionError(f"the input's element type is dynamic, but {what} is of no IR element type",
+                             file=self.model.source, layer=ref, label="feed-dtype")
 
     def _check_dynamic_shapes(self, bound: list[np.ndarray]) -> None:
         key = tuple((a.shape, a.dtype.str) for a in bound)
