@@ -75,6 +75,7 @@ SHARED: dict[str, str] = {
     "tensor-limit": "a tensor would be larger than the tensor_elements or tensor_bytes limit",
     "out-of-memory": "the machine could not allocate an output",
     "iteration-limit": "a Loop or TensorIterator would run more iterations than the loop_iterations limit",
+    "pipe-wait": "a named pipe given as the model file had no writer within the pipe_wait_seconds limit",
     "unknown-input": "a feed names no Parameter of the model",
     "unknown-output": "a requested output names no tensor of the model",
     "fed-twice": "one Parameter is fed twice (by name and by position)",

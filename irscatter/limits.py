@@ -30,6 +30,7 @@ class Limits:
     tensor_elements: int = 2**32  # elements of any one tensor, inferred or computed
     tensor_bytes: int = 4 * 2**30  # bytes of any one tensor
     loop_iterations: int = 1_000_000  # iterations of one Loop or TensorIterator run (a Loop may be unbounded)
+    pipe_wait_seconds: int = 60  # how long a named pipe given as the .xml may stay without a writer
 
 
 # Inference folds a layer whose inputs are all known values when its output has at most

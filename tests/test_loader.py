@@ -2,6 +2,9 @@
 sub-graphs, bare layers, and the errors for malformed files."""
 
 import json
+import os
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -272,6 +275,36 @@ def test_missing_files(tmp_path):
     with pytest.raises(FileAccessError, match="weights file not found"):
         irscatter.read_model(xml, tmp_path / "none.bin")
     assert irscatter.read_model(xml).bin_path is None  # no Const, no .bin needed
+
+
+needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+
+
+@needs_fifo
+def test_a_weights_file_that_is_not_a_regular_file_is_refused_by_kind(tmp_path):
+    xml = write(tmp_path, net([param(0, "x", [2]), result(1, "r", [2])], [(0, 0, 1, 0)]))
+    os.mkfifo(tmp_path / "pipe.bin")  # (opened as it is, it would wait for a writer for ever)
+    with pytest.raises(FileAccessError, match="weights file is a pipe, not a regular file: it is memory-mapped"):
+        irscatter.read_model(xml, tmp_path / "pipe.bin")
+    if os.path.exists("/dev/zero"):
+        with pytest.raises(FileAccessError, match="is a character device"):
+            irscatter.read_model(xml, "/dev/zero")
+
+
+@needs_fifo
+def test_a_model_file_may_be_a_pipe_whose_writer_starts_in_time(tmp_path):
+    text = net([param(0, "x", [2]), result(1, "r", [2])], [(0, 0, 1, 0)])
+    pipe = tmp_path / "model.xml"
+    os.mkfifo(pipe)
+    writer = threading.Timer(0.2, pipe.write_text, (text,))
+    writer.start()
+    assert [layer.name for layer in irscatter.read_model(pipe).layers] == ["x", "r"]
+    writer.join()
+    started = time.monotonic()
+    with irscatter.limits.using(pipe_wait_seconds=1), pytest.raises(FileAccessError) as caught:
+        irscatter.read_model(pipe)  # nobody writes now
+    assert caught.value.label == "pipe-wait" and "nothing wrote into within 1 seconds" in str(caught.value)
+    assert time.monotonic() - started < 30
 
 
 def test_loading_leaves_the_collector_as_it_found_it_with_the_graph_in_the_oldest_generation(tmp_path):

@@ -35,6 +35,7 @@ from irscatter.ir.building import (
     read_rt_info,
 )
 from irscatter.ir.element_types import ElementType, decode
+from irscatter.ir.files import open_stream, require_regular
 from irscatter.ir.graph import Graph, Layer, Model, gc_paused
 from irscatter.ir.shapes import MAX_DIGITS, is_decimal, parse_static_shape, read_count
 from irscatter.limits import current as current_limits
@@ -336,7 +337,7 @@ def _read_bytes(path: Path, what: str) -> bytes:
         if size > limit:  # refused before a byte is read
             raise SecurityError(f"the {what} has {size} bytes, over the limit of {limit} (irscatter.limits: xml_bytes)",
                                 file=str(path), label="xml-size")
-        with path.open("rb") as f:  # a device or a pipe has no size to ask: read it in pieces, up to the limit
+        with open_stream(path, what) as f:  # a device or a pipe has no size to ask: read it in pieces, up to the limit
             data = f.read() if size else _read_pieces(f, limit + 1)
         if len(data) > limit:
             raise SecurityError(f"the {what} holds more than {limit} bytes, the limit (irscatter.limits: xml_bytes)",
@@ -410,10 +411,7 @@ def _read(ctx: ReadContext, xml_path: str | os.PathLike, bin_path: str | os.Path
     weights_path = Path(bin_path) if bin_path is not None else xml.with_suffix(".bin")
     weights = mm = None
     if bin_path is not None or weights_path.exists():
-        if weights_path.is_dir():
-            raise FileAccessError("weights path is a directory", file=str(weights_path))
-        if not weights_path.exists():
-            raise FileAccessError("weights file not found", file=str(weights_path))
+        require_regular(weights_path, "weights file", "it is memory-mapped")
         weights, mm = _open_weights(weights_path)
         model.bin_path = str(weights_path)
         model.bin_size = len(weights)

@@ -14,6 +14,7 @@ import numpy as np
 
 from irscatter.errors import FileAccessError, LoadError, UsageError
 from irscatter.ir.element_types import ElementType
+from irscatter.ir.files import require_regular
 from irscatter.limits import tensor_size_problem
 from irscatter.runtime.interpreter import InputSpec
 
@@ -88,6 +89,7 @@ def random_inputs(
 
 
 def load_npz(path: str | Path) -> dict[str, np.ndarray]:
+    require_regular(Path(path), "inputs file", "an .npz archive is read by seeking")
     try:
         with zipfile.ZipFile(path) as archive:
             for member in archive.infolist():
@@ -103,6 +105,7 @@ def load_npz(path: str | Path) -> dict[str, np.ndarray]:
 
 
 def load_npy(path: str | Path) -> np.ndarray:
+    require_regular(Path(path), "input file", "an .npy file is read twice, its header first")
     try:
         with open(path, "rb") as fp:
             _check_header(fp, Path(path).stat().st_size, Path(path).name)
