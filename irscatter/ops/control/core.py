@@ -52,21 +52,24 @@ class Slicing:
         end = self.end + dim if self.end < 0 else self.end
         return start, end
 
-    def count(self, dim: int, port: str) -> int:
-        """How many parts an axis of size `dim` is cut into: |end - start| + 1 indices, in parts of
-        part_size (OpenVINO's rule)."""
+    def check_steps(self, port: str) -> None:
+        """stride and part_size as any slicing or joining needs them (attributes only)."""
         check(self.stride != 0 and self.part_size > 0, "slice-parts",
               f"stride must not be 0 and part_size must be positive (stride {self.stride}, part_size "
               f"{self.part_size})", port=port)
+
+    def count(self, dim: int, port: str) -> int:
+        """How many parts an axis of size `dim` is cut into: |end - start| + 1 indices, in parts of
+        part_size (OpenVINO's rule)."""
+        self.check_steps(port)
         if dim == 0:
             return 0
         start, end = self.bounds(dim)
         return (abs(end - start) + 1) // self.part_size
 
-    def parts(self, array: np.ndarray, port: str) -> list[np.ndarray]:
-        """The parts, in the order the iterations take them (views, nothing copied)."""
-        axis = self.normalized_axis(array.ndim, port)
-        dim = array.shape[axis]
+    def begins(self, dim: int, port: str) -> list[int]:
+        """Where each part starts on an axis of size `dim`, in the order the iterations take them;
+        an error (at inference, where the size is known) when a part reaches outside the axis."""
         n = self.count(dim, port)
         if n == 0:
             return []
@@ -79,18 +82,26 @@ class Slicing:
             raise ExecutionError(f"start {self.start}, end {self.end}, stride {self.stride} and part_size "
                                  f"{self.part_size} reach outside the axis of size {dim}", label="slice-parts",
                                  port=port)
+        return begins
+
+    def parts(self, array: np.ndarray, port: str) -> list[np.ndarray]:
+        """The parts, in the order the iterations take them (views, nothing copied)."""
+        axis = self.normalized_axis(array.ndim, port)
         index = [slice(None)] * array.ndim
         out = []
-        for b in begins:
+        for b in self.begins(array.shape[axis], port):
             index[axis] = slice(b, b + self.part_size)
             out.append(array[tuple(index)])
         return out
 
     def part_shape(self, shape: PartialShape, port: str) -> PartialShape:
+        self.check_steps(port)
         if not shape.rank_is_static:
             return shape
         axis = self.normalized_axis(shape.rank, port)
         dims = list(shape.dims)  # type: ignore[arg-type]
+        if dims[axis].is_static:
+            self.begins(dims[axis].min, port)  # the parts fit the axis: known before any run
         dims[axis] = Dimension.static(self.part_size)
         return PartialShape.model_construct(dims=tuple(dims))
 
@@ -110,6 +121,7 @@ class Slicing:
                                  label="slice-axis", port=port) from None
 
     def joined_shape(self, shape: PartialShape, iterations: int | None, port: str) -> PartialShape:
+        self.check_steps(port)
         if not shape.rank_is_static:
             return shape
         dims = list(shape.dims) if shape.rank else [Dimension.static(1)]  # type: ignore[arg-type]

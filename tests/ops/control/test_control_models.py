@@ -240,6 +240,26 @@ def test_validate_reports_every_problem_inside_nested_bodies(tmp_path):
     assert "<else_body>" in messages and "Negative-1" in messages
 
 
+LOOP_SCAN_IN = '<input axis="0" external_port_id="2" internal_layer_id="0" start="0" end="-1" stride="1" part_size="1" />'
+TI_PAIRS_OUT = '<output axis="0" external_port_id="3" internal_layer_id="4" start="0" end="-1" stride="2" part_size="2" />'
+
+
+@pytest.mark.parametrize("name, line, edit, where", [
+    ("loop_scan", LOOP_SCAN_IN, 'stride="1"', 'stride="0"'),  # a Loop whose trip count is fed: known only when run
+    ("loop_scan", LOOP_SCAN_IN, 'part_size="1"', 'part_size="0"'),
+    ("loop_scan", LOOP_SCAN_IN, 'start="0"', 'start="999"'),
+    ("ti_pairs", TI_PAIRS_OUT, 'stride="2"', 'stride="0"'),  # a concatenated output's
+    ("ti_pairs", TI_PAIRS_OUT, 'part_size="2"', 'part_size="-1"'),
+])
+def test_a_port_map_that_cannot_slice_or_join_is_found_by_validate(tmp_path, name, line, edit, where):
+    path = helpers.edited_copy(tmp_path, DATA / f"{name}.xml", line, line.replace(edit, where))
+    findings = irscatter.validate(path).findings
+    assert [(f.severity, f.code) for f in findings] == [("error", "slice-parts")], [f.message for f in findings]
+    with pytest.raises(IRError) as info:
+        irscatter.compile_model(path)
+    assert info.value.label == "slice-parts"
+
+
 @pytest.mark.parametrize("name, line, fragment", [
     ("if_fed", '<input external_port_id="2" internal_layer_id="1" />', "body Parameter 1 of <then_body>"),
     ("ti_pairs", '<input external_port_id="1" internal_layer_id="1" />', "its back edge feeds only the iterations"),
