@@ -24,21 +24,23 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Body, Layer
 from irscatter.ir.shapes import PartialShape
 from irscatter.ops.base import TensorInfo
+from irscatter.ops import registry
 from irscatter.ops.common import strict
 from irscatter.runtime.interpreter import CompiledModel, Observer, observer
 
 
 def _open_shape(layer: Layer) -> Layer:
+    """A body Parameter with its shape left open. Its attributes as written must still be valid
+    (a shape of "abc" is a defect however the owner shapes the Parameter): its op is made once
+    from them, which raises what is wrong, naming the layer."""
     if layer.type != "Parameter":
         return layer
+    registry.instantiate(layer)
     return layer.copy_with(attrs={**layer.attrs, "shape": "..."})
 
 
 def _declared_shape(layer: Layer) -> PartialShape:
-    try:
-        return PartialShape.model_validate(layer.attrs.get("shape", "..."))
-    except ValueError:  # the open-shape compile accepted the layer; its written shape is only advice
-        return PartialShape.dynamic_rank()
+    return PartialShape.model_validate(layer.attrs.get("shape", "..."))  # (parsed by `_open_shape` already)
 
 
 class Subgraph:

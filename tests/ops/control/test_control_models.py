@@ -260,6 +260,19 @@ def test_a_port_map_that_cannot_slice_or_join_is_found_by_validate(tmp_path, nam
     assert info.value.label == "slice-parts"
 
 
+@pytest.mark.parametrize("shape", ["abc", "1,x", "1180591620717411303424"])
+def test_a_body_parameter_whose_written_shape_is_no_shape_is_refused(tmp_path, shape):
+    """The owner decides a body Parameter's shape, but what is written must still be a shape."""
+    col = '<layer id="1" name="col" type="Parameter" version="opset1">\n\t\t\t\t\t\t<data shape="2,1"'
+    path = helpers.edited_copy(tmp_path, DATA / "loop_growing.xml", col, col.replace("2,1", shape))
+    findings = irscatter.validate(path).findings
+    assert [(f.code, f.layer.type) for f in findings] == [("attributes", "Loop")]
+    assert '<body>, layer 1 "col" (Parameter-1)' in findings[0].message and "shape=" in findings[0].message
+    with pytest.raises(IRError) as info:
+        irscatter.compile_model(path)
+    assert info.value.label == "attributes"
+
+
 @pytest.mark.parametrize("name, line, fragment", [
     ("if_fed", '<input external_port_id="2" internal_layer_id="1" />', "body Parameter 1 of <then_body>"),
     ("ti_pairs", '<input external_port_id="1" internal_layer_id="1" />', "its back edge feeds only the iterations"),
