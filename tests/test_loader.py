@@ -227,6 +227,10 @@ def test_parse_errors_carry_line_and_column(tmp_path):
         ('<net version="11"><layers><layer name="a" type="Add" version="opset1"/></layers></net>', 'missing mandatory attribute "id"'),
         ('<net version="11"><layers><layer id="x" name="a" type="Add" version="opset1"/></layers></net>', 'id="x"'),
         (net([layer(0, "p", "Parameter", data={"shape": "2", "element_type": "f32"}, outputs=[port(0, "FP32", [-2])])], []), "must be an integer >= -1"),
+        (net([layer(0, "p", "Parameter", data={"shape": "2", "element_type": "f32"}, outputs=[port(0, "FP32", ["\u0663"])])], []),
+         "must be an integer >= -1"),  # (Python's int() reads the Arabic-Indic three; OpenVINO does not)
+        (net([layer(0, "p", "Parameter", data={"shape": "2", "element_type": "f32"}, outputs=[port(0, "FP32", ["1_0"])])], []),
+         "must be an integer >= -1"),
         (net([layer(0, "p", "Parameter", outputs=[port(0, "FP99", [2])])], []), '"FP99" is not a port precision'),
         (net([layer(0, "p", "Parameter", outputs=["<port><dim>1</dim></port>"])], []), 'missing mandatory attribute "id"'),
         ('<net version="11"><layers/><edges><edge from-layer="0" to-layer="1" to-port="0"/></edges></net>', '"from-port"'),

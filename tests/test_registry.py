@@ -7,7 +7,7 @@ from helpers import kernel_hidden, layer, net, param, port, result, write
 
 import irscatter
 from irscatter.ops import registry
-from irscatter.ops.base import Op
+from irscatter.ops.base import FloatList, IntList, Op, OpAttrs
 
 
 @pytest.mark.parametrize(
@@ -209,3 +209,18 @@ def test_every_op_of_every_opset_openvino_defines_has_a_kernel():
     listed = {(op["type"].lower(), n) for op in json.loads(listing.getvalue()) for n in op["opsets"]}
     wanted = {("const" if t == "Constant" else t.lower(), f"opset{n}") for n, types in OPSETS.items() for t in types}
     assert wanted - listed == set()
+
+
+class _Lists(OpAttrs):
+    ints: IntList = ()
+    floats: FloatList = ()
+
+
+@pytest.mark.parametrize("field, text", [("ints", "1,\u0663"), ("ints", "1_000"), ("floats", "\u0663.5"),
+                                         ("floats", "0.5,1_0.0"), ("ints", "\uff11")])
+def test_list_attributes_read_numbers_as_openvino_does_not_as_python_does(field, text):
+    """Python's int() and float() read digits of other scripts and underscores; OpenVINO does not."""
+    with pytest.raises(ValueError, match="comma-separated list of"):
+        _Lists.model_validate({field: text})
+    assert _Lists.model_validate({"ints": " -3, +4 ", "floats": "1e3, -inf"}) == _Lists(ints=(-3, 4), floats=(1e3, -np.inf))
+

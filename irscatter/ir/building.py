@@ -31,7 +31,7 @@ from irscatter.ir.graph import (
     new_port,
     split_names,
 )
-from irscatter.ir.shapes import MAX_DIGITS, PartialShape, is_decimal
+from irscatter.ir.shapes import MAX_DIGITS, PartialShape, is_decimal, is_plain_number
 from irscatter.limits import current as current_limits
 
 SUPPORTED_IR_VERSIONS = (10, 11)
@@ -128,7 +128,7 @@ def _int(ctx: ReadContext, node: etree._Element, key: str) -> int | None:
         return None
     t = text.strip()
     try:
-        if len(t.lstrip("+-")) > MAX_DIGITS:
+        if len(t.lstrip("+-")) > MAX_DIGITS or not is_plain_number(t):
             raise ValueError(t)
         return int(t)
     except ValueError:
@@ -192,8 +192,8 @@ def _port(ctx: ReadContext, node: etree._Element, where: str, layer: etree._Elem
             continue
         text = dim.text
         try:
-            value = int(text)  # int() skips the same surrounding whitespace str.strip() does
-        except (TypeError, ValueError):  # TypeError: an empty <dim/>
+            value = int(text) if is_plain_number(text) else -2  # int() skips the whitespace str.strip() does
+        except (TypeError, ValueError, AttributeError):  # an empty <dim/> has None for text
             value = -2
         if value < -1:
             text = (text or "").strip()

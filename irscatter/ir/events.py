@@ -45,6 +45,7 @@ from irscatter.ir.building import (
 )
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Edge, Graph, Model
+from irscatter.ir.shapes import is_plain_number
 from irscatter.limits import current as current_limits
 
 # libxml2's limits without its huge-tree option, which the tree reader keeps: a name of more
@@ -356,8 +357,9 @@ class _Reader:
         chunks = self.chunks
         if len(chunks) != 1:
             raise Unread()  # an empty <dim/>, or text the tree reader would cut at a comment
-        value = int(chunks[0])
-        if value < -1:
+        text = chunks[0]
+        value = int(text)
+        if value < -1 or not is_plain_number(text):
             raise Unread()
         self.dims.append(value)
 

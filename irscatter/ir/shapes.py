@@ -79,6 +79,12 @@ class Dimension(BaseModel):
         return f"Dimension({self})"
 
 
+def is_plain_number(text: str) -> bool:
+    """Whether `int()` or `float()` reads `text` as C's parsers (and OpenVINO) would: Python's
+    also take digits of other scripts ("٣" is 3) and underscores between digits."""
+    return text.isascii() and "_" not in text
+
+
 def is_decimal(text: str) -> bool:
     """A non-empty run of ASCII digits: what `int()` is sure to read (`str.isdigit` also
     accepts characters such as superscript two, which `int()` refuses)."""

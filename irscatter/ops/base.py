@@ -33,7 +33,7 @@ from pydantic import ValidationError as PydanticValidationError
 from irscatter.errors import ExecutionError, ValidationError, elide
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Body, Layer
-from irscatter.ir.shapes import PartialShape
+from irscatter.ir.shapes import PartialShape, is_plain_number
 
 # --- sub-graph bodies -----------------------------------------------------------------------------
 # An op with a <body> needs the interpreter to compile it, and the interpreter sits above the op
@@ -81,6 +81,14 @@ def _ir_bool(value: Any) -> Any:
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
+def _plain(field: str) -> str:
+    """A number's text, refused (ValueError) unless C's parsers would read it as Python does."""
+    field = field.strip()
+    if not is_plain_number(field):
+        raise ValueError(field)
+    return field
+
+
 def _int_list(value: Any) -> Any:
     if isinstance(value, str):
         t = value.strip()
@@ -88,7 +96,7 @@ def _int_list(value: Any) -> Any:
             return ()
         fields = t.split(",")
         try:
-            values = tuple(int(f.strip()) for f in fields)
+            values = tuple(int(_plain(f)) for f in fields)
         except ValueError:
             raise ValueError(f'"{value}" is not a comma-separated list of integers') from None
         if any(not _INT64_MIN <= v <= _INT64_MAX for v in values):  # OpenVINO reads them as 64-bit integers
@@ -103,7 +111,7 @@ def _float_list(value: Any) -> Any:
         if t == "":
             return ()
         try:
-            return tuple(float(f.strip()) for f in t.split(","))
+            return tuple(float(_plain(f)) for f in t.split(","))
         except ValueError:
             raise ValueError(f'"{value}" is not a comma-separated list of numbers') from None
     return value

@@ -260,6 +260,13 @@ def test_a_port_map_that_cannot_slice_or_join_is_found_by_validate(tmp_path, nam
     assert info.value.label == "slice-parts"
 
 
+@pytest.mark.parametrize("axis", ["\u0663", "0_0"])
+def test_a_port_map_number_python_would_read_but_openvino_would_not_is_refused(tmp_path, axis):
+    path = helpers.edited_copy(tmp_path, DATA / "loop_scan.xml", LOOP_SCAN_IN, LOOP_SCAN_IN.replace('axis="0"', f'axis="{axis}"'))
+    with pytest.raises(irscatter.LoadError, match="not an integer that fits"):
+        irscatter.read_model(path)
+
+
 @pytest.mark.parametrize("shape", ["abc", "1,x", "1180591620717411303424"])
 def test_a_body_parameter_whose_written_shape_is_no_shape_is_refused(tmp_path, shape):
     """The owner decides a body Parameter's shape, but what is written must still be a shape."""
