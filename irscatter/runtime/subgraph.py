@@ -14,7 +14,7 @@ iteration it came from: `"<outer layer name>/<body>[<iteration>]/<inner layer na
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 import numpy as np
 
@@ -58,6 +58,22 @@ class Subgraph:
         self.declared: dict[int, TensorInfo] = {  # the Parameters as written
             spec.layer.id: TensorInfo(spec.etype, _declared_shape(by_id[spec.layer.id])) for spec in self.model.inputs}
         self.layers = self.model.layers
+
+    def may_vary(self, result_id: int, varying: Collection[int]) -> bool:
+        """Whether the body Result's value may differ from one run to the next: it depends on one
+        of the body Parameters `varying`, or on a layer that is not a function of its inputs
+        alone (a ReadValue) or runs a body of its own (taken to vary, unexamined)."""
+        sources, ops, seen, todo = self.model.sources, self.model.ops, set(), [result_id]
+        while todo:
+            lid = todo.pop()
+            if lid in seen:
+                continue
+            seen.add(lid)
+            op = ops.get(lid)
+            if lid in varying or (op is not None and not op.foldable):
+                return True
+            todo.extend(src[0] for src in sources.get(lid, ()) if src is not None)
+        return False
 
     def parameter_type(self, pid: int) -> ElementType:
         return self.declared[pid].etype

@@ -389,12 +389,23 @@ class Iterating(Op):
             i += 1
             for rid, pid in self.back:
                 feeds[pid] = last[rid]
+            if i == 1 and (limit is None or limit > most) and self.never_stops(last):
+                # (a million iterations of a small body take most of a minute to find out)
+                raise ExecutionError("the loop would never stop: its body's execution condition is true and "
+                                     "reads nothing that changes from one iteration to the next" + ("" if limit is None else f", and {limit} iterations "
+                                     f"are more than {most} (irscatter.limits: loop_iterations)"),
+                                     label="iteration-limit")
             if not self.go_on(last, i, feeds):
                 break
         return self._outputs(last, joined, feeds, arrays)
 
     def go_on(self, results: dict[int, np.ndarray], done: int, feeds: dict[int, np.ndarray]) -> bool:
         return True
+
+    def never_stops(self, results: dict[int, np.ndarray]) -> bool:
+        """Whether, after a first iteration that gave `results`, nothing in the body could ever
+        end the loop (only the trip count and sliced inputs would)."""
+        return False
 
     def _outputs(self, last: dict[int, np.ndarray] | None, joined: dict[int, list[np.ndarray]],
                  feeds: dict[int, np.ndarray], arrays: Sequence[np.ndarray]) -> tuple:

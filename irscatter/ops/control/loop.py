@@ -52,6 +52,12 @@ class Loop(Iterating):
         if self.counter is not None:
             self.ins = [m for m in self.ins if m.parameter != self.counter or m.position >= 0]
         self.counter_info = self._counter_info() if self.counter is not None else None
+        # A condition that reads no body Parameter whose value changes between iterations (fed
+        # back, sliced, or the current iteration) is the same every iteration.
+        varying = {pid for _, pid in self.back} | {m.parameter for m in self.ins if m.slicing is not None}
+        if self.counter is not None:
+            varying.add(self.counter)
+        self.condition_fixed = not self.body.may_vary(self.condition, varying)
 
     def port_of(self, position: int) -> str:
         return self.port("trip_count") if position == 0 else \
@@ -114,6 +120,10 @@ class Loop(Iterating):
             raise ExecutionError(f"the body's execution condition has {flag.size} elements; it must have 1",
                                  label="loop-condition")
         return bool(flag.reshape(-1)[0])
+
+    def never_stops(self, results: dict[int, np.ndarray]) -> bool:
+        flag = results[self.condition]
+        return self.condition_fixed and flag.size == 1 and bool(flag.reshape(-1)[0])
 
 
 def _check_one(info: TensorInfo, types, label: str, what: str, port: str | None) -> None:

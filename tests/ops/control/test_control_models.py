@@ -159,6 +159,31 @@ def test_an_unbounded_loop_stops_at_the_iteration_limit():
     assert "Loop" in str(info.value) and "50" in str(info.value)
 
 
+@pytest.mark.parametrize("trip", [-1, 10**9])
+def test_a_loop_whose_condition_cannot_change_is_stopped_after_one_iteration(tmp_path, trip):
+    """Without its back edge, the body's condition reads only what the loop feeds it unchanged:
+    true once, true for ever. Told at once, rather than after a million iterations."""
+    path = helpers.edited_copy(tmp_path, DATA / "loop_while.xml", '<edge from-layer="10" to-layer="0" />', "")
+    feeds = {**dict(np.load(DATA / "loop_while.npz")), "trip": np.int64(trip), "cond": np.array(True),
+             "limit": np.float32(np.inf)}
+    iterations = []
+    with pytest.raises(ExecutionError) as info:
+        irscatter.read_model(path).run(feeds, hook=lambda layer, *_: iterations.append(layer.name))
+    assert info.value.label == "iteration-limit" and "would never stop" in str(info.value)
+    assert ("1000000000 iterations are more than" in str(info.value)) == (trip > 0)
+    assert 0 < len(iterations) < 20  # the first iteration's layers, and the Loop's own few
+
+
+def test_a_loop_whose_condition_reads_a_fed_back_value_runs_until_it_turns_false():
+    model, feeds = _load("loop_while")  # its condition reads v, which is fed back
+    feeds.update(trip=np.int64(-1), cond=np.array(True), v0=np.ones(3, np.float32), limit=np.float32(100))
+    v, sums = model.run(feeds).values()
+    want_v, want_sums = oracle_loop_while(**feeds)
+    assert len(sums) == 7  # 2, 4, ..., 128
+    np.testing.assert_array_equal(v, want_v)
+    np.testing.assert_array_equal(sums, want_sums)
+
+
 def test_intermediate_values_and_hooks_see_inside_bodies_by_iteration():
     model, feeds = _load("loop_scan")
     values = model.run(feeds, intermediate=True)
