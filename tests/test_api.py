@@ -214,6 +214,20 @@ def test_a_python_value_its_type_holds_is_converted(value, etype, want):
                                   np.asarray(want, object if etype == "string" else np.float64))
 
 
+@pytest.mark.parametrize("name", ["transformer_block", "relative_position_bias"])
+def test_the_same_values_in_another_memory_layout_give_the_same_bits(name):
+    """numpy sums in an order that follows memory layout: feeds are read row-major, so Softmax's
+    and MVN's reductions do not change their last bits with the caller's layout."""
+    compiled = irscatter.compile_model(MODELS / name / "model.xml")
+    feeds = dict(np.load(MODELS / name / "inputs.npz"))
+    others = {k: np.asfortranarray(v) if v.ndim >= 2 else v[::-1].copy()[::-1] for k, v in feeds.items()}
+    assert any(not v.flags.c_contiguous for v in others.values())
+    want, got = compiled.run(feeds), compiled.run(others)
+    for key in want:
+        assert want[key].tobytes() == got[key].tobytes(), key
+    assert all(not v.flags.c_contiguous for v in others.values() if v.ndim >= 2)  # (read, never changed)
+
+
 @pytest.mark.parametrize("kept", ["model", "compiled"])
 def test_a_model_is_freed_when_its_last_user_lets_go(kept):
     """Neither reader nor the compiled model's cache leaves a reference cycle behind: a graph of

@@ -370,7 +370,7 @@ class CompiledModel:
 
     def _check_feed(self, spec: InputSpec, value: Any) -> np.ndarray:
         if (type(value) is np.ndarray and spec.etype is not ElementType.dynamic and value.dtype == spec.etype.dtype
-                and spec.shape.accepts(value.shape)):
+                and spec.shape.accepts(value.shape) and value.flags.c_contiguous):
             return value  # the common case, checked at the cost of a run of a small layer
         ref = spec.layer.ref
         file = self.model.source
@@ -396,7 +396,10 @@ class CompiledModel:
                 f"the fed array has shape {list(array.shape)}, the Parameter expects {spec.shape}", file=file, layer=ref,
                 label="feed-shape",
             )
-        return array
+        # Row-major, as OpenVINO copies a tensor in: numpy sums an array in an order that follows
+        # its memory layout, so a column-major or strided feed would change the last bits of
+        # reductions (Softmax, MVN) between runs on the same values.
+        return array if array.flags.c_contiguous else np.ascontiguousarray(array)
 
     def _dynamic_feed(self, value: Any, ref: LayerRef) -> np.ndarray:
         """A feed of an input of element type `dynamic`: any array whose dtype is an IR

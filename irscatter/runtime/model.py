@@ -103,7 +103,9 @@ class RunnableModel(Model):
         named in `donate` (an input's name, position or `InputSpec`, or a list of them): their
         buffers are handed over, and a scatter that is their only reader may write its output
         into them (an output may then share memory with the donated array, whose contents are
-        unspecified after the run). Intermediate buffers
+        unspecified after the run). A feed that is not row-major (a transposed or strided view)
+        is copied row-major first, so its layout never changes the result's bits, and a donated
+        one is then left as it was. Intermediate buffers
         are reused the same way whenever nothing else can see them; `intermediate=True` and a
         `hook` turn all reuse off.
 
