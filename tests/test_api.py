@@ -228,6 +228,23 @@ def test_the_same_values_in_another_memory_layout_give_the_same_bits(name):
     assert all(not v.flags.c_contiguous for v in others.values() if v.ndim >= 2)  # (read, never changed)
 
 
+@pytest.mark.parametrize("path", [5, None, 1.5])
+def test_a_model_path_that_is_no_path_is_a_usage_error(path):
+    with pytest.raises(irscatter.UsageError, match="must be a path"):
+        irscatter.compile_model(path)
+    with pytest.raises(irscatter.UsageError, match="weights file must be a path"):
+        irscatter.read_model(MODELS / "affine_chain" / "model.xml", path if path is not None else [])
+    assert irscatter.read_model(bytes(MODELS / "affine_chain" / "model.xml")).name == "affine_chain"
+
+
+@pytest.mark.parametrize("option", [{"hook": 5}, {"timings": 5}, {"timings": ()}])
+def test_a_hook_or_timings_that_cannot_serve_is_a_usage_error(option):
+    compiled = irscatter.compile_model(MODELS / "affine_chain" / "model.xml")
+    feeds = dict(np.load(MODELS / "affine_chain" / "inputs.npz"))
+    with pytest.raises(irscatter.UsageError, match=f"{next(iter(option))}= must be"):
+        compiled.run(feeds, **option)
+
+
 @pytest.mark.parametrize("kept", ["model", "compiled"])
 def test_a_model_is_freed_when_its_last_user_lets_go(kept):
     """Neither reader nor the compiled model's cache leaves a reference cycle behind: a graph of

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from lxml import etree
 
-from irscatter.errors import FileAccessError, LoadError, SecurityError, elide
+from irscatter.errors import FileAccessError, LoadError, SecurityError, UsageError, elide
 from irscatter.ir import events, opsets
 from irscatter.ir.building import (
     ReadContext,
@@ -390,7 +390,7 @@ def read_model(xml_path: str | os.PathLike, bin_path: str | os.PathLike | None =
     explicitly must exist. `model_class` is the (sub)class of Model to build.
     """
     with gc_paused():
-        return _read(ReadContext(str(xml_path), model_class=model_class), xml_path, bin_path)
+        return _read(ReadContext(str(_path(xml_path, "model file")), model_class=model_class), xml_path, bin_path)
 
 
 def read_model_collecting(xml_path: str | os.PathLike,
@@ -398,17 +398,25 @@ def read_model_collecting(xml_path: str | os.PathLike,
     """Load what can be loaded, with every defect confined to one element returned as a
     list instead of raised (the document as a whole must still parse as a `<net>`)."""
     problems: list[LoadError] = []
-    return _read(ReadContext(str(xml_path), problems=problems), xml_path, bin_path), problems
+    return _read(ReadContext(str(_path(xml_path, "model file")), problems=problems), xml_path, bin_path), problems
+
+
+def _path(value: Any, what: str) -> Path:
+    """A path the caller gave: str, bytes or os.PathLike (anything else is a usage error)."""
+    try:
+        return Path(os.fsdecode(value))
+    except TypeError:
+        raise UsageError(f"the {what} must be a path (str, bytes or os.PathLike), not {type(value).__name__}") from None
 
 
 def _read(ctx: ReadContext, xml_path: str | os.PathLike, bin_path: str | os.PathLike | None) -> Model:
-    xml = Path(xml_path)
+    xml = _path(xml_path, "model file")
     text = _read_bytes(xml, "model file")
     model = _read_net(ctx, text)
     if len(text) >= _LARGE_DOCUMENT:
         _return_freed_heap()  # the parse tree is gone: half the resident growth of a large load
     model.xml_path = str(xml)
-    weights_path = Path(bin_path) if bin_path is not None else xml.with_suffix(".bin")
+    weights_path = _path(bin_path, "weights file") if bin_path is not None else xml.with_suffix(".bin")
     weights = mm = None
     if bin_path is not None or weights_path.exists():
         require_regular(weights_path, "weights file", "it is memory-mapped")

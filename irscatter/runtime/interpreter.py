@@ -28,7 +28,7 @@ import numpy as np
 
 from irscatter.checks.analysis import analyze
 from irscatter.checks.infer import infer_graph
-from irscatter.errors import ExecutionError, IRError, LayerRef
+from irscatter.errors import ExecutionError, IRError, LayerRef, UsageError
 from irscatter.findings import Finding
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Layer, Model, output_name
@@ -472,6 +472,10 @@ class CompiledModel:
         `strict=True` also reports each use of behaviour the spec leaves undefined, in
         `Outputs.findings` (see `RunnableModel.run`). `precision="f16"|"bf16"` emulates a device
         inferring in that precision (see `runtime/precision.py`)."""
+        if hook is not None and not callable(hook):
+            raise UsageError(f"hook= must be callable as hook(layer, inputs, outputs); got {type(hook).__name__}")
+        if timings is not None and not callable(getattr(timings, "append", None)):
+            raise UsageError(f"timings= must be a list to append to; got {type(timings).__name__}")
         bound = self._bind(feeds)
         donated = self._donated(donate)
         # A donated buffer that another feed also reaches (the same array fed twice, or a
