@@ -150,10 +150,14 @@ def _gather_feeds(args: argparse.Namespace, compiled) -> dict[str, Any]:
     feeds: dict[str, Any] = {}
     if args.inputs:
         feeds.update(model_inputs.load_npz(args.inputs))
+    given: set[str] = set()  # (-i may replace an input of --inputs, but not one of its own)
     for item in args.input or []:
         name, sep, path = item.partition("=")
         if not sep or not name:
             raise UsageError(f'-i expects NAME=FILE.npy, got "{item}"')
+        if name in given:
+            raise UsageError(f'-i gives input "{name}" twice')
+        given.add(name)
         feeds[name] = model_inputs.load_npy(path)
     if args.random:
         shapes = dict(_parse_shape(s) for s in args.shape or [])

@@ -160,6 +160,14 @@ def test_feed_error_names_the_parameter(tmp_path):
     assert 'layer 0 "x" (Parameter-1): the fed array has dtype float64' in proc.stderr
 
 
+def test_one_input_given_twice_with_i_is_a_usage_error(tmp_path):
+    x = tmp_path / "x.npy"
+    np.save(x, np.ones((1, 4), np.float32))
+    proc = cli("run", str(MODELS / "affine_chain" / "model.xml"), "-i", f"x={x}", "-i", f"x={x}")
+    _assert_one_line_error(proc, 2)
+    assert '-i gives input "x" twice' in proc.stderr
+
+
 def test_usage_errors_exit_2():
     assert cli("run").returncode == 2
     assert cli("frobnicate").returncode == 2
