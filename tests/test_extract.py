@@ -127,6 +127,7 @@ def test_a_cut_of_tensors_no_layer_computes_checks_out_against_its_own_expected_
     made = cli("extract", str(MODELS / model / "model.xml"), *args, "-o", str(xml), "--feeds",
                str(MODELS / model / "inputs.npz"))
     assert made.returncode == 0, made.stderr
+    assert "(no layer computes anything: each output is an input or a constant)" in made.stderr
     checked = cli("run", str(xml), "--inputs", str(xml.parent / "inputs.npz"), "--expected",
                   str(xml.parent / "expected.npz"))
     assert checked.returncode == 0, checked.stdout + checked.stderr
