@@ -40,6 +40,12 @@ CASES = {
     "shapeof3-i32": lambda: (lambda x: [o3.shape_of(x, "i32")])(_x()),
     "reshape-special-zero": lambda: (lambda x: [ops.reshape(x, C([0, -1]), True)])(_x()),
     "reshape-plain": lambda: (lambda x: [ops.reshape(x, C([4, 6]), False)])(_x()),
+    # an input of no elements: -1 as OpenVINO's shape inference resolves it (the spec leaves it open)
+    "reshape-empty-copied": lambda: (lambda x: [ops.reshape(x, C([0, -1]), True)])(_x((0, 5))),
+    "reshape-empty-copied-3d": lambda: (lambda x: [ops.reshape(x, C([0, 0, -1]), True)])(_x((0, 3, 3, 2))),
+    "reshape-empty-literal-zero": lambda: (lambda x: [ops.reshape(x, C([0, -1]), False)])(_x((0, 3, 4))),
+    "reshape-empty-leading": lambda: (lambda x: [ops.reshape(x, C([-1, 2]), False)])(_x((0, 4))),
+    "reshape-empty-matched": lambda: (lambda x: [ops.reshape(x, C([3, -1]), False)])(_x((3, 0))),
     "reshape-from-shapeof": lambda: (lambda x: [ops.reshape(x, ops.concat([ops.gather(ops.shape_of(x), C([0]), C(0)), C([-1])], 0), False)])(_x()),
     "squeeze-axes": lambda: (lambda x: [ops.squeeze(x, C([0, -1]))])(_x((1, 3, 1))),
     "squeeze-all": lambda: (lambda x: [ops.squeeze(x)])(_x((1, 3, 1, 2))),

@@ -1,5 +1,11 @@
 """Reshape-1: a new shape for the same elements, with `special_zero` (0 copies the input
 dimension) and one -1 inferred from the element count.
+
+An input of no elements leaves -1 open: any size holds them. The spec says no more, and this
+follows OpenVINO's shape inference: the input dimensions a special zero does not copy are
+matched with equal, non-zero pattern values, and -1 is the product of the unmatched input
+dimensions over the product of the unmatched pattern values, or 1 when the two are equal.
+[0, 5] to [0, -1] with special_zero gives [0, 5]; [0, 3, 4] to [0, -1] without it gives [0, 1].
 """
 
 from __future__ import annotations
@@ -34,7 +40,9 @@ def reshape_target(in_shape: tuple[int, ...], pattern: list[int], special_zero: 
     if out.count(-1) > 1:
         raise ValueError("at most one pattern value may be -1")
     total = math.prod(in_shape)
-    if -1 in out:
+    if -1 in out and total == 0:
+        out[out.index(-1)] = _open_dimension(in_shape, pattern, special_zero)
+    elif -1 in out:
         known = math.prod(d for d in out if d != -1)
         if known == 0 or total % known:
             raise ValueError(f"cannot infer the -1 dimension: {total} elements do not divide by {known}")
@@ -42,6 +50,27 @@ def reshape_target(in_shape: tuple[int, ...], pattern: list[int], special_zero: 
     if math.prod(out) != total:
         raise ValueError(f"{list(in_shape)} ({total} elements) cannot be reshaped to {out} ({math.prod(out)} elements)")
     return tuple(out)
+
+
+def _open_dimension(in_shape: tuple[int, ...], pattern: list[int], special_zero: bool) -> int:
+    """The -1 of a pattern for an input of no elements, as OpenVINO's shape inference works it
+    out (see the module's docstring)."""
+    copied = {i for i, d in enumerate(pattern) if d == 0 and special_zero}
+    unmatched = [d for d in pattern if d != -1 and not (d == 0 and special_zero)]
+    product = 1
+    for i, d in enumerate(in_shape):
+        if i in copied:
+            continue
+        if d != 0 and d in unmatched:
+            unmatched.remove(d)
+        else:
+            product *= d
+    rest = math.prod(unmatched)
+    if product == rest:
+        return 1
+    if rest == 0:  # (a pattern value 0 without special_zero: the input has one too, so both are 0)
+        raise ValueError(f"cannot infer the -1 dimension of {list(in_shape)} reshaped by {pattern}")
+    return product // rest
 
 
 @register("Reshape", 1)
