@@ -224,3 +224,12 @@ def test_list_attributes_read_numbers_as_openvino_does_not_as_python_does(field,
         _Lists.model_validate({field: text})
     assert _Lists.model_validate({"ints": " -3, +4 ", "floats": "1e3, -inf"}) == _Lists(ints=(-3, 4), floats=(1e3, -np.inf))
 
+
+def test_the_functional_api_writes_float_list_attributes_in_full():
+    from irscatter.ops.functional import attr_text, make_op
+
+    assert attr_text([2.5, 0.5]) == "2.5,0.5" and attr_text([2.0, -1]) == "2,-1"  # whole floats suit integer lists
+    assert float(attr_text([np.float32(0.1)])) == float(np.float32(0.1))  # the same number, read back
+    op = make_op(registry.find("PriorBoxClustered", "opset1"), {"width": [2.5], "height": [3.5], "variance": [0.1], "offset": 0.5})
+    assert (op.attrs.width, op.attrs.height, op.attrs.variance) == ((2.5,), (3.5,), (0.1,))
+

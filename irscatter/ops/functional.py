@@ -26,8 +26,17 @@ def attr_text(value: Any) -> str:
     if isinstance(value, ElementType):
         return str(value)
     if isinstance(value, (list, tuple)):
-        return ",".join(str(int(v)) for v in value)
+        return ",".join(map(_number_text, value))
     return str(value)
+
+
+def _number_text(value: Any) -> str:
+    """One number of a list: whole numbers as integers (an integer list takes 2.0 as 2), other
+    floats in full (repr reads back as the same double: 2.5 stays 2.5)."""
+    number = float(value) if isinstance(value, (float, np.floating)) else value
+    if isinstance(number, float) and not number.is_integer():
+        return repr(number)
+    return str(int(number))
 
 
 def make_op(cls: type[Op], attrs: Mapping[str, Any]) -> Op:
