@@ -255,7 +255,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     finally:
         target.close()
     _print_comparison(report, args)
-    return 0 if report.ok else 1
+    return 0 if report.passed else 1
 
 
 def _compare_dumps(args: argparse.Namespace, tolerances) -> int:
@@ -267,7 +267,7 @@ def _compare_dumps(args: argparse.Namespace, tolerances) -> int:
     first, second = (model_inputs.load_npz(path) for path in args.files)
     report = compare.compare_dumps(first, second, tolerances, names=tuple(args.files))
     _print_comparison(report, args)
-    return 0 if report.ok else 1
+    return 0 if report.passed else 1
 
 
 def _print_comparison(report, args: argparse.Namespace) -> None:

@@ -19,7 +19,7 @@ import irscatter
 from irscatter.debug import compare
 from irscatter.debug.metrics import PRESETS, Tolerance, diff, preset_for
 from irscatter.ir.writer import IRWriter
-from irscatter.targets.worker import WorkerProcess
+from irscatter.targets.worker import TargetFailure, WorkerProcess
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 DATA = Path(__file__).resolve().parent / "data"
@@ -52,6 +52,19 @@ def test_the_tolerance_rule_scales_atol_with_the_largest_magnitude():
     assert failed.required.atol == pytest.approx(1.1e-3, rel=1e-6)
     assert math.isinf(failed.required.rtol)  # no rtol passes an error at a zero reference
     assert diff(want + np.array([0, 1.1, 0], np.float32), want, Tolerance(0.0, failed.required.atol * 1.0001)).passed
+
+
+@pytest.mark.parametrize("mask", [-1e30, float(np.finfo(np.float32).min)])
+def test_a_mask_value_does_not_set_the_scale_of_the_absolute_tolerance(mask):
+    """An attention mask's -1e30 is a million times the tensor's median magnitude and more: it
+    leaves the scale to the other values, which would otherwise pass with any error at all."""
+    want = np.array([5.0, 9.0, -7.0, mask], np.float32)
+    wrong = np.array([0.3, -1.2, 0.7, mask], np.float32)
+    failed = diff(wrong, want, PRESETS["f32"])
+    assert not failed.passed and failed.mismatches == 3
+    assert diff(want + np.array([1e-5, 0, 0, 0], np.float32), want, PRESETS["f32"]).passed
+    rounded = diff(np.array([1.0, 0.0, mask], np.float32), np.array([0.0, 0.0, mask], np.float32), PRESETS["f32"])
+    assert not rounded.passed  # Round(0.49999997) as 1 where the spec gives 0
 
 
 def test_float_metrics_on_known_values():
@@ -300,7 +313,50 @@ def test_cli_compare_two_dumps(tmp_path):
     assert "n:1: 1 of 2 elements differ; first at [1]: 2 vs 3" in out.stdout
     assert "only_a" in out.stdout and "only in" in out.stdout
     same = cli("compare", str(tmp_path / "a.npz"), str(tmp_path / "a.npz"), "--json")
-    assert same.returncode == 0 and json.loads(same.stdout)["ok"] is True
+    assert same.returncode == 0 and json.loads(same.stdout)["ok"] is True and json.loads(same.stdout)["gap"] is None
+
+
+class _Refusing:
+    """A target that refuses every model, as OpenVINO refuses an op it does not know."""
+
+    name = "refusing"
+
+    def infer(self, xml, feeds):
+        raise TargetFailure("refused", "no such op here")
+
+    def output_names(self, xml):
+        raise TargetFailure("refused", "no such op here")
+
+    def describe(self):
+        return "a refusing runtime"
+
+    def close(self):
+        return None
+
+
+def test_a_comparison_the_target_refused_entirely_does_not_pass():
+    compiled = irscatter.compile_model(MODELS / "small_cnn" / "model.xml")
+    feeds = dict(np.load(MODELS / "small_cnn" / "inputs.npz"))
+    report = compare.compare_whole(compiled, feeds, _Refusing(), compare.Tolerances("f32"))
+    assert report.ok and not report.passed and report.gap == "nothing was compared"
+    assert compare.summary_line(report).endswith("no divergence, but nothing was compared")
+
+
+@pytest.mark.parametrize("judged, gap", [
+    ({"conv:0": np.ones(3, np.float32), "x:0": np.zeros(2, np.float32)}, "1 tensor of the reference is not in"),
+    ({}, "nothing was compared"),
+])
+def test_cli_compare_dumps_passes_only_what_it_could_compare(tmp_path, judged, gap):
+    """Another runtime names its tensors otherwise (an output index, not a port id): a dump that
+    matches only the inputs, or nothing, is no evidence, whatever did not diverge."""
+    reference = {"x:0": np.zeros(2, np.float32), "conv:2": np.ones(3, np.float32)}
+    np.savez(tmp_path / "judged.npz", **judged)
+    np.savez(tmp_path / "reference.npz", **reference)
+    out = cli("compare", str(tmp_path / "judged.npz"), str(tmp_path / "reference.npz"))
+    assert out.returncode == 1 and "no divergence, but" in out.stdout and gap in out.stdout, out.stdout
+    as_json = json.loads(cli("compare", str(tmp_path / "judged.npz"), str(tmp_path / "reference.npz"),
+                             "--json").stdout)
+    assert as_json["ok"] is True and gap in as_json["gap"]
 
 
 @pytest.mark.parametrize("args, message", [

@@ -199,9 +199,30 @@ class Report:
     def ok(self) -> bool:
         return not any(r.diverged for r in self.records) and self.bisect is None
 
+    @property
+    def gap(self) -> str | None:
+        """Why a comparison without a divergence still says too little to pass: nothing was
+        compared (the target refused everything), or a reference dump's tensors are missing from
+        the dump judged (another runtime's names, perhaps). None when it says enough."""
+        judged = [r for r in self.records if r.status not in ("not compared", "refused")]
+        if not judged:
+            return "nothing was compared"
+        if self.mode == "dumps":
+            missing = sum(1 for r in self.records if r.status == "not compared" and r.reason == _MISSING)
+            if missing:
+                return (f"{missing} tensor{'s' if missing != 1 else ''} of the reference "
+                        f"{'are' if missing != 1 else 'is'} not in {self.target} (the keys are "
+                        f'"<layer name>:<port id>"; another runtime may name its tensors otherwise)')
+        return None
+
+    @property
+    def passed(self) -> bool:
+        """No divergence, and enough compared to say so (the exit status of `compare`)."""
+        return self.ok and self.gap is None
+
     def to_json(self) -> dict[str, Any]:
         first = self.first_divergence
-        return {"model": self.model, "target": self.target, "mode": self.mode, "ok": self.ok,
+        return {"model": self.model, "target": self.target, "mode": self.mode, "ok": self.ok, "gap": self.gap,
                 "seconds": round(self.seconds, 3),
                 "first_divergence": None if first is None else {"id": first.id, "name": first.name, "op": first.op},
                 "records": [r.to_json() for r in self.records],
@@ -505,6 +526,9 @@ def _run_prefix(compiled: CompiledModel, values: dict[Source, np.ndarray], targe
 # --- two dumps ----------------------------------------------------------------------------------
 
 
+_MISSING = "missing from the dump judged"
+
+
 def compare_dumps(target: Mapping[str, np.ndarray], reference: Mapping[str, np.ndarray], tolerances: Tolerances,
                   names: Sequence[str] = ("A", "B")) -> Report:
     """Two saved sets of tensors (from any runtime), key by key: `target` judged against
@@ -513,9 +537,10 @@ def compare_dumps(target: Mapping[str, np.ndarray], reference: Mapping[str, np.n
     keys = list(reference) + [k for k in target if k not in reference]
     for position, key in enumerate(keys):
         record = LayerResult(position, position, key, "", None, "pending")
-        if key not in target or key not in reference:
-            record.status = "not compared"
-            record.reason = f"only in {names[1] if key in reference else names[0]}"
+        if key not in target:
+            record.status, record.reason = "not compared", _MISSING
+        elif key not in reference:
+            record.status, record.reason = "not compared", f"only in {names[0]}"
         else:
             want = np.asarray(reference[key])
             tensor = TensorResult(key, diff(np.asarray(target[key]), want, tolerances.for_tensor(key, want.dtype)))
@@ -582,7 +607,8 @@ def summary_line(report: Report) -> str:
     head = f"{len(report.records)} {what} against {report.target} in {report.seconds:.2f} s: {done}"
     first = report.first_divergence
     if first is None:
-        return head + "; no divergence"
+        gap = report.gap
+        return head + (f"; no divergence, but {gap}" if gap else "; no divergence")
     where = f" (line {first.line})" if first.line else ""
     label = f'layer {first.id} "{first.name}" ({first.op}){where}' if report.mode != "dumps" else f'"{first.name}"'
     if report.mode == "whole" and report.bisect is None:

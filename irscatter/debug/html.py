@@ -59,7 +59,7 @@ def render(report: Report, *, command: str) -> str:
         f"<style>{_STYLE}</style></head>",
         "<body>",
         f"<h1>{_e(title)}</h1>",
-        f'<p class="verdict {"clean" if report.ok else "diverged"}">{_e(summary_line(report))}</p>',
+        f'<p class="verdict {"clean" if report.passed else "diverged"}">{_e(summary_line(report))}</p>',
         _summary(report),
         "<h2>Error along the topological order</h2>",
         f'<figure class="chart">{_chart_svg(report)}<figcaption>{_e(_caption(report))}</figcaption></figure>',

@@ -8,8 +8,10 @@ equal, and so are infinities of one sign) or when
 The absolute term is measured against the tensor's largest finite magnitude (when that is
 over 1), so that one tolerance fits a tensor of logits in the thousands and one of
 probabilities: a sum of many products that cancels to near zero carries an error in
-proportion to the products, not to the result. A NaN or an infinity on one side only always
-fails. Integers, booleans and strings must be equal.
+proportion to the products, not to the result. Values over a million times the tensor's median
+magnitude do not count for that scale: an attention mask's -1e30, or a type's lowest value
+standing for -inf, would otherwise allow any error at every other element. A NaN or an infinity
+on one side only always fails. Integers, booleans and strings must be equal.
 
 The presets follow the precision the target computes in: its inference precision hint (f32,
 f16, bf16) and the tensor's own element type, whichever is coarser.
@@ -164,8 +166,7 @@ def _inexact(target: np.ndarray, reference: np.ndarray, tol: Tolerance) -> Tenso
     nan_g, nan_w = np.isnan(g), np.isnan(w)
     same = (g == w) | (nan_g & nan_w)
     one_sided = (nan_g != nan_w) | ((np.isinf(g) | np.isinf(w)) & ~same)
-    finite_w = w[np.isfinite(w)]
-    scale = max(1.0, float(np.abs(finite_w).max())) if finite_w.size else 1.0
+    scale = _scale(w)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         error = np.where(same | one_sided, 0.0, np.abs(g - w))
         allowed = tol.atol * scale + tol.rtol * np.abs(w)
@@ -196,6 +197,21 @@ def _inexact(target: np.ndarray, reference: np.ndarray, tol: Tolerance) -> Tenso
             need_atol = need_rtol = math.inf
         record["required"] = Tolerance(need_rtol, need_atol)
     return TensorDiff(reference.shape, str(reference.dtype), passed, tol, **record)
+
+
+# How far above the median magnitude a value may be and still set the absolute tolerance's scale.
+_OUTLIER_FACTOR = 1e6
+
+
+def _scale(w: np.ndarray) -> float:
+    """The magnitude the absolute tolerance is measured against: the largest finite one, over 1,
+    leaving out outliers a million times the median (see the module's docstring)."""
+    magnitudes = np.abs(w[np.isfinite(w)])
+    if not magnitudes.size:
+        return 1.0
+    typical = max(1.0, float(np.median(magnitudes)))
+    usual = magnitudes[magnitudes <= typical * _OUTLIER_FACTOR]
+    return max(1.0, float(usual.max()) if usual.size else typical)
 
 
 def _cosine(g: np.ndarray, w: np.ndarray) -> float:
