@@ -409,7 +409,7 @@ def cmd_reduce(args: argparse.Namespace) -> int:
             print(f"not reproducible: {reduction.note} ({reduction.checks} check{'s' if reduction.checks != 1 else ''}, "
                   f"{reduction.seconds:.1f} s)")
             return 1
-        reduce.write_reproducer(compiled, values, reduction, check, out, " ".join(["irscatter", *sys.argv[1:]]))
+        reduce.write_reproducer(compiled, values, reduction, check, out, shlex.join(["irscatter", *sys.argv[1:]]))
     except TargetFailure as e:
         raise UsageError(f"--target {args.target or 'openvino'}: {e.message}") from None
     finally:
@@ -422,7 +422,7 @@ def cmd_reduce(args: argparse.Namespace) -> int:
           f"wrote the reproducer to {out}/")
     if reduction.note:
         print(f"note: {reduction.note}")
-    return 0
+    return 0 if reduction.deterministic else 1  # (a reproducer that may not reproduce is no pass)
 
 
 def cmd_info(args: argparse.Namespace) -> int:

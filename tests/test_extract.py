@@ -191,6 +191,7 @@ def test_reduce_with_a_command_and_a_pattern(tmp_path):
     assert "reduced to 1 layer (Gather_" in out.stdout
     readme = (tmp_path / "r" / "README.md").read_text()
     assert "cat model.xml" in readme and not (tmp_path / "r" / "actual.npz").exists()
+    assert "--check 'cat {model}' --fail-regex 'type=\"Gather\"'" in readme  # the command as it can be pasted
 
 
 def test_reduce_says_when_the_check_is_not_deterministic(tmp_path):
@@ -202,6 +203,13 @@ def test_reduce_says_when_the_check_is_not_deterministic(tmp_path):
     reduction = reduce.reduce_model(compiled, values, check)
     assert reduction.reproducible and not reduction.deterministic
     assert "not deterministic" in reduction.note
+    again = tmp_path / "calls-again"
+    out = cli("reduce", str(MODELS / "relative_position_bias" / "model.xml"), "--inputs",
+              str(MODELS / "relative_position_bias" / "inputs.npz"), "-o", str(tmp_path / "r"), "--check",
+              f"{shlex.quote(sys.executable)} {shlex.quote(str(DATA / 'flaky_check.py'))} {{model}} "
+              f"{shlex.quote(str(again))}")
+    assert out.returncode == 1 and "note: the check is not deterministic" in out.stdout, out.stdout + out.stderr
+    assert (tmp_path / "r" / "model.xml").exists()  # written all the same, with the note
 
 
 @pytest.mark.parametrize("args, message", [
