@@ -87,6 +87,7 @@ def test_nan_and_infinity_on_one_side_always_fail():
     d = diff(got, want, Tolerance(1e9, 1e9))
     assert not d.passed and d.mismatches == 2
     assert "2 NaN or infinite on one side only, first at [2]" in d.nonfinite
+    assert d.max_abs == math.inf and d.max_rel == math.inf  # (not the 0 the finite elements give)
 
 
 @pytest.mark.parametrize("got, problem", [
