@@ -230,10 +230,17 @@ def test_cli_reduce_refuses_a_folder_with_files(tmp_path):
     assert out.returncode == 2 and "new or empty folder" in out.stderr
 
 
-def test_a_cut_without_values_keeps_the_inputs_partial_shapes_and_bounds(tmp_path):
+@pytest.mark.parametrize("values", [[], ["--feeds", str(MODELS / "dynamic_batch" / "inputs.npz")]])
+def test_a_cut_keeps_the_inputs_partial_shapes_and_bounds(tmp_path, values):
+    """With values too: a failure only the dynamic shape brings out must reproduce in the cut."""
     xml = tmp_path / "sub.xml"
-    made = cli("extract", str(MODELS / "dynamic_batch" / "model.xml"), "--outputs", "y", "-o", str(xml))
+    made = cli("extract", str(MODELS / "dynamic_batch" / "model.xml"), "--outputs", "y", "-o", str(xml), *values)
     assert made.returncode == 0, made.stderr
     original = irscatter.compile_model(MODELS / "dynamic_batch" / "model.xml")
     cut = irscatter.compile_model(xml)
     assert [(s.name, str(s.shape)) for s in cut.inputs] == [(s.name, str(s.shape)) for s in original.inputs]
+    if values:  # the fed values, of one concrete shape, beside it; they run it and match
+        feeds = dict(np.load(tmp_path / "inputs.npz"))
+        expected = dict(np.load(tmp_path / "expected.npz"))
+        got = cut.run(feeds)
+        assert all(np.array_equal(got[k], expected[k]) for k in expected)

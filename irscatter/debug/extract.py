@@ -205,16 +205,16 @@ def write(compiled: CompiledModel, cut: Cut, xml: str | Path, values: Mapping[So
             continue
         port = compiled.layers[src[0]].outputs[src[1]]
         pname = _unique(port.names[0] if port.names else tensor_key(compiled, src), taken)
-        shape = tuple(values[src].shape) if values is not None and src in values else info.shape
-        made[src] = writer.parameter(pname, info.etype, shape, (pname, *[n for n in port.names if n != pname]))
+        # The shape irscatter infers from the model's declared inputs, not the fed value's: a
+        # failure only a dynamic shape brings out must still reproduce in the cut.
+        made[src] = writer.parameter(pname, info.etype, info.shape, (pname, *[n for n in port.names if n != pname]))
         input_names[src] = pname
     for lid in cut.layers:
         layer = compiled.layers[lid]
         if layer.type == "Parameter":
             spec = next(s for s in compiled.inputs if s.layer.id == lid)
-            shape = tuple(values[(lid, 0)].shape) if values is not None else spec.shape
             pname = _unique(spec.name, taken)
-            made[(lid, 0)] = writer.parameter(pname, spec.etype, shape, spec.names or (pname,))
+            made[(lid, 0)] = writer.parameter(pname, spec.etype, spec.shape, spec.names or (pname,))  # as declared
             input_names[(lid, 0)] = pname
         elif layer.type == "Const":
             made[(lid, 0)] = writer.const(layer.name, layer.const_value, compiled.infos[(lid, 0)].etype)
