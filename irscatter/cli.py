@@ -363,7 +363,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
     elif args.feeds or args.input or args.random:
         feeds = _gather_feeds(argparse.Namespace(**{**vars(args), "inputs": args.feeds}), compiled)
         values = compare.reference_values(compiled, feeds)
-    xml = _output_path(args.output, flag="-o", suffix=".xml")
+    xml = _output_path(args.output, flag="-o", suffix=".xml", folder_made=True)
     written = extract.write(compiled, cut, xml, values)
     kept = [compiled.layers[lid].name for lid in cut.layers if compiled.layers[lid].type not in ("Parameter", "Const")]
     beside = ", with inputs.npz and expected.npz beside it" if values is not None else ""
@@ -536,16 +536,17 @@ def _print_labels(ops: list, as_json: bool) -> int:
     return 0
 
 
-def _output_path(name: str, flag: str = "--output", suffix: str = ".npz") -> str:
+def _output_path(name: str, flag: str = "--output", suffix: str = ".npz", *, folder_made: bool = False) -> str:
     """Where --output (or --dump, or extract's -o) writes: the name as given when it ends in
-    `suffix`, else with it added (as numpy does for .npz); a directory or a missing folder is
-    refused before anything is computed."""
+    `suffix`, else with it added (as numpy does for .npz); a directory, or a missing folder
+    (unless the writer makes it, as extract does for its files), is refused before anything is
+    computed."""
     path = Path(name)
     if path.is_dir():
         raise UsageError(f"{flag} {name} is a directory; give a file name, e.g. {path / ('outputs' + suffix)}")
     if path.suffix != suffix:
         path = path.with_name(path.name + suffix)
-    if not path.parent.is_dir():
+    if not path.parent.is_dir() and not (folder_made and not path.parent.exists()):
         raise UsageError(f"{flag} {name}: the folder {path.parent} does not exist")
     return str(path)
 

@@ -104,6 +104,14 @@ def test_cli_extract_with_values_from_a_dump(tmp_path):
     assert check.returncode == 0 and "ok   Add_28:2" in check.stdout
 
 
+def test_cli_extract_makes_the_folder_it_writes_into_as_the_readme_shows(tmp_path):
+    model = MODELS / "small_cnn"
+    out = cli("extract", str(model / "model.xml"), "--outputs", "Relu_22:1", "--inputs", "MaxPool_9:1", "-o",
+              str(tmp_path / "cut" / "sub.xml"), "--feeds", str(model / "inputs.npz"))
+    assert out.returncode == 0, out.stderr
+    assert {p.name for p in (tmp_path / "cut").iterdir()} == {"sub.xml", "sub.bin", "inputs.npz", "expected.npz"}
+
+
 @pytest.mark.parametrize("args, message", [
     (["--outputs", "nope:1"], 'no tensor named "nope:1"'),
     (["--outputs", "Relu_22:1", "--inputs", "Softmax_40:1"], "do not depend on Softmax_40:1"),
