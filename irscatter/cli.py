@@ -688,7 +688,8 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Compare every layer of a model on a target runtime with irscatter's values "
                                      "(each layer run alone on the target, fed irscatter's inputs), or the whole "
                                      "model with --whole; or compare two .npz files of saved tensors. Exit status: "
-                                     "0 all within tolerance, 1 a divergence, 2 a usage error or unreadable file.")
+                                     "0 all within tolerance, 1 a divergence or nothing compared, 2 a usage error or "
+                                     "unreadable file.")
     cmp.add_argument("files", nargs="+", metavar="MODEL.xml | A.npz B.npz",
                      help="the model, or two saved sets of tensors (the first judged against the second)")
     cmp.add_argument("--bin", help="the weights file (default: the .xml's sibling .bin)")
