@@ -80,6 +80,22 @@ def test_a_cut_loads_in_openvino_and_matches_the_original_tensors(tmp_path, targ
             assert verdict.passed, (name, verdict.summary())
 
 
+@needs_openvino
+def test_a_read_value_whose_assign_is_cut_away_is_fed_and_openvino_runs_the_cut(tmp_path, target):
+    """OpenVINO's CPU plugin runs no ReadValue without its Assign: the cut feeds the value read."""
+    compiled = irscatter.read_model(MODELS / "stateful_decoder" / "model.xml").compile()
+    steps = dict(np.load(MODELS / "stateful_decoder" / "inputs.npz"))
+    feeds = {k.removeprefix("step0/"): v for k, v in steps.items() if k.startswith("step0/")}
+    values = compare.reference_values(compiled, feeds)
+    cut = extract.plan(compiled, extract.resolve(compiled, ["Concat_11461:2"], "--outputs"))
+    read = [lid for lid in compiled.order if compiled.layers[lid].type == "ReadValue"]
+    assert not set(read) & set(cut.layers) and any(src[0] in read for src in cut.inputs)
+    written = extract.write(compiled, cut, tmp_path / "sub.xml", values)
+    [(src, name)] = written.output_names.items()
+    got = target.infer(written.xml, dict(np.load(tmp_path / "inputs.npz")))
+    assert diff(got[0], values[src], compare.Tolerances().for_tensor(name, values[src].dtype)).passed
+
+
 def test_around_takes_a_neighbourhood_and_its_boundary(tmp_path):
     compiled = irscatter.read_model(MODELS / "small_cnn" / "model.xml").compile()
     cut = extract.around(compiled, "BatchNormInference_21", 1)

@@ -4,7 +4,8 @@ standalone IR, with the values that go in and come out.
 A cut is named by tensors: `outputs` are what the new model returns, `inputs` the tensors it
 is fed instead of computing them (they become Parameters with the types and shapes irscatter
 infers). Everything between is copied as written; the original model's Parameters and Consts
-that the outputs need come along as they are. Tensors are named as `run(outputs=...)` names
+that the outputs need come along as they are. A ReadValue whose Assign the cut leaves out is
+fed too, as the value it read: OpenVINO's CPU plugin runs no ReadValue without its Assign. Tensors are named as `run(outputs=...)` names
 them: an output name, a tensor name, or `"<layer name>:<port id>"`.
 """
 
@@ -103,7 +104,19 @@ def plan(compiled: CompiledModel, outputs: Sequence[Source], inputs: Sequence[So
     if unused and require_used:
         raise UsageError(f"--inputs: the outputs do not depend on {', '.join(unused)}")
     order = tuple(lid for lid in compiled.order if lid in needed)
+    lone = _lone_reads(compiled, order)
+    if lone:  # each fed instead, as the value it read in this run
+        return plan(compiled, outputs, [*inputs, *lone], require_used=require_used)
     return Cut(tuple(dict.fromkeys(outputs)), tuple(s for s in inputs if s in used_inputs), order)
+
+
+def _lone_reads(compiled: CompiledModel, layers: Sequence[int]) -> list[Source]:
+    """The outputs of the ReadValues among `layers` whose variable no Assign among them writes.
+    A model holding such a ReadValue is valid, but OpenVINO's CPU plugin cannot run it (it
+    pairs each ReadValue with its Assign), so a cut feeds that value as an input instead."""
+    kinds = [compiled.layers[lid] for lid in layers]
+    written = {layer.attrs.get("variable_id") for layer in kinds if layer.type == "Assign"}
+    return [(layer.id, 0) for layer in kinds if layer.type == "ReadValue" and layer.attrs.get("variable_id") not in written]
 
 
 def steps(compiled: CompiledModel) -> list[int]:
