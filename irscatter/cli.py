@@ -25,7 +25,7 @@ from irscatter import __version__, examples, labels, limits
 from irscatter.api import read_model, validate
 from irscatter.checks.conformance import finding_line
 from irscatter.debug import dump
-from irscatter.errors import IRError, UsageError
+from irscatter.errors import ExecutionError, IRError, UsageError
 from irscatter.ops import registry
 from irscatter.runtime import inputs as model_inputs
 from irscatter.runtime.precision import PRECISIONS, emulating
@@ -145,6 +145,22 @@ def cmd_run_at_precision(args: argparse.Namespace) -> int:
         return cmd_run(args)
 
 
+_FEED_LABELS = ("unknown-input", "missing-input", "fed-twice", "feed-dtype", "feed-shape")
+
+
+def _checked_feeds(feeds: dict[str, Any], compiled) -> dict[str, Any]:
+    """The feeds of `compare` and `reduce`, bound as a run would bind them before any work: one
+    that does not fit the model is a usage error (exit 2), so that exit 1 keeps meaning what
+    the command found (a divergence, a failure that does not reproduce)."""
+    try:
+        compiled.feed_arrays(feeds)
+    except ExecutionError as e:
+        if e.label not in _FEED_LABELS:
+            raise
+        raise UsageError(str(e)) from None
+    return feeds
+
+
 def _gather_feeds(args: argparse.Namespace, compiled) -> dict[str, Any]:
     """The feeds `run` and `compare` take: --inputs, then -i, then --random for what is left."""
     feeds: dict[str, Any] = {}
@@ -241,7 +257,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if value not in (None, False) and not getattr(args, parent[2:]):
             raise UsageError(f"{flag} only applies with {parent}")
     compiled = read_model(args.files[0], args.bin).compile()
-    feeds = _gather_feeds(args, compiled)
+    feeds = _checked_feeds(_gather_feeds(args, compiled), compiled)
     target = compare.open_target(args.target, args.target_precision, args.timeout)
     try:
         target.describe()  # fails here, once, when the target cannot start
@@ -390,7 +406,7 @@ def cmd_reduce(args: argparse.Namespace) -> int:
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError(f"-o {args.output}: give a new or empty folder for the reproducer")
     compiled = read_model(args.model, args.bin).compile()
-    feeds = _gather_feeds(args, compiled)
+    feeds = _checked_feeds(_gather_feeds(args, compiled), compiled)
     values = compare.reference_values(compiled, feeds)
     target = None
     if args.check:

@@ -371,6 +371,16 @@ def test_cli_compare_usage_errors(args, message):
     assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr
 
 
+@pytest.mark.parametrize("command", ["compare", "reduce"])
+def test_feeds_that_do_not_fit_the_model_are_a_usage_error_not_a_finding(tmp_path, command):
+    """Exit 1 is what compare and reduce found (a divergence, a failure that does not reproduce)."""
+    np.savez(tmp_path / "wrong.npz", nope=np.zeros((1, 3, 32, 32), np.float32))
+    extra = ["-o", str(tmp_path / "r")] if command == "reduce" else []
+    out = cli(command, str(MODELS / "small_cnn" / "model.xml"), "--inputs", str(tmp_path / "wrong.npz"), *extra)
+    assert out.returncode == 2 and 'there is no input named "nope"' in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
+
+
 def test_cli_compare_dumps_refuse_model_flags(tmp_path):
     np.savez(tmp_path / "a.npz", x=np.zeros(2))
     out = cli("compare", str(tmp_path / "a.npz"), str(tmp_path / "a.npz"), "--whole")
