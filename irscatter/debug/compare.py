@@ -566,7 +566,7 @@ def table(report: Report, every: bool = False) -> str:
     for record in report.records:
         if not every and record.status == "passed":
             continue
-        if not every and record.status == "not compared" and report.mode != "dumps":
+        if not every and record.status == "not compared":
             continue  # counted in the summary; --all lists them with their reasons
         mark = "> " if record is first else "  "
         pos = "" if record.position < 0 or report.mode == "dumps" else str(record.position)
@@ -604,7 +604,9 @@ def summary_line(report: Report) -> str:
     what = {"layers": "layer", "whole": "output", "dumps": "tensor"}[report.mode] + (
         "s" if len(report.records) != 1 else "")
     done = ", ".join(f"{n} {status}" for status, n in counts.items()) or "nothing to compare"
-    head = f"{len(report.records)} {what} against {report.target} in {report.seconds:.2f} s: {done}"
+    head = (f"{len(report.records)} {what} against {report.target} in {report.seconds:.2f} s: {done}"
+            if report.mode != "dumps" else
+            f"{len(report.records)} {what}, {report.target} judged against {report.model}: {done}")
     first = report.first_divergence
     if first is None:
         gap = report.gap
