@@ -383,8 +383,8 @@ def cmd_extract(args: argparse.Namespace) -> int:
     written = extract.write(compiled, cut, xml, values)
     kept = [compiled.layers[lid].name for lid in cut.layers if compiled.layers[lid].type not in ("Parameter", "Const")]
     beside = ", with inputs.npz and expected.npz beside it" if values is not None else ""
-    listed = (f"{len(kept)} layer{'s' if len(kept) != 1 else ''}: {', '.join(kept[:8])}{', ...' if len(kept) > 8 else ''}"
-              if kept else "no layer computes anything: each output is an input or a constant")
+    listed = "no layer computes anything: each output is an input or a constant" if not kept else \
+        f"{len(kept)} layer{'s' if len(kept) != 1 else ''}: {', '.join(kept[:8])}{', ...' if len(kept) > 8 else ''}"
     print(f"wrote {written.xml} ({listed}){beside}", file=sys.stderr)
     return 0
 

@@ -5,8 +5,9 @@ A cut is named by tensors: `outputs` are what the new model returns, `inputs` th
 is fed instead of computing them (they become Parameters with the types and shapes irscatter
 infers). Everything between is copied as written; the original model's Parameters and Consts
 that the outputs need come along as they are. A ReadValue whose Assign the cut leaves out is
-fed too, as the value it read: OpenVINO's CPU plugin runs no ReadValue without its Assign. Tensors are named as `run(outputs=...)` names
-them: an output name, a tensor name, or `"<layer name>:<port id>"`.
+fed too, as the value it read: OpenVINO's CPU plugin runs no ReadValue without its Assign.
+Tensors are named as `run(outputs=...)` names them: an output name, a tensor name, or
+`"<layer name>:<port id>"`.
 """
 
 from __future__ import annotations
@@ -116,7 +117,8 @@ def _lone_reads(compiled: CompiledModel, layers: Sequence[int]) -> list[Source]:
     pairs each ReadValue with its Assign), so a cut feeds that value as an input instead."""
     kinds = [compiled.layers[lid] for lid in layers]
     written = {layer.attrs.get("variable_id") for layer in kinds if layer.type == "Assign"}
-    return [(layer.id, 0) for layer in kinds if layer.type == "ReadValue" and layer.attrs.get("variable_id") not in written]
+    return [(layer.id, 0) for layer in kinds
+            if layer.type == "ReadValue" and layer.attrs.get("variable_id") not in written]
 
 
 def steps(compiled: CompiledModel) -> list[int]:

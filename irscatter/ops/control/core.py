@@ -391,9 +391,10 @@ class Iterating(Op):
                 feeds[pid] = last[rid]
             if i == 1 and (limit is None or limit > most) and self.never_stops(last):
                 # (a million iterations of a small body take most of a minute to find out)
-                raise ExecutionError("the loop would never stop: its body's execution condition is true and "
-                                     "reads nothing that changes from one iteration to the next" + ("" if limit is None else f", and {limit} iterations "
-                                     f"are more than {most} (irscatter.limits: loop_iterations)"),
+                bound = "" if limit is None else \
+                    f", and {limit} iterations are more than {most} (irscatter.limits: loop_iterations)"
+                raise ExecutionError("the loop would never stop: its body's execution condition is true and reads "
+                                     f"nothing that changes from one iteration to the next{bound}",
                                      label="iteration-limit")
             if not self.go_on(last, i, feeds):
                 break
