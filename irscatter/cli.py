@@ -257,6 +257,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if value not in (None, False) and not getattr(args, parent[2:]):
             raise UsageError(f"{flag} only applies with {parent}")
     compiled = read_model(args.files[0], args.bin).compile()
+    compare.check_overrides(tolerances, (compare.tensor_key(compiled, src) for src in compiled.slot_of))
     feeds = _checked_feeds(_gather_feeds(args, compiled), compiled)
     target = compare.open_target(args.target, args.target_precision, args.timeout)
     try:
@@ -281,6 +282,7 @@ def _compare_dumps(args: argparse.Namespace, tolerances) -> int:
         raise UsageError("comparing two .npz files takes no model inputs and no --whole, --bisect or "
                          "--reference-precision")
     first, second = (model_inputs.load_npz(path) for path in args.files)
+    compare.check_overrides(tolerances, second)
     report = compare.compare_dumps(first, second, tolerances, names=tuple(args.files))
     _print_comparison(report, args)
     return 0 if report.passed else 1
@@ -416,6 +418,7 @@ def cmd_reduce(args: argparse.Namespace) -> int:
         target = compare.open_target(args.target or "openvino", precision, args.timeout)
         tolerances = compare.Tolerances(precision, args.rtol, args.atol,
                                         tuple(compare.parse_override(t) for t in args.tol or []))
+        compare.check_overrides(tolerances, (compare.tensor_key(compiled, src) for src in compiled.slot_of))
         check = reduce.TargetCheck(compiled, target, tolerances)
     try:
         if target is not None:

@@ -384,6 +384,14 @@ def test_feeds_that_do_not_fit_the_model_are_a_usage_error_not_a_finding(tmp_pat
     assert "Traceback" not in out.stderr
 
 
+def test_a_tol_pattern_that_picks_no_tensor_is_refused_before_any_work(tmp_path):
+    out = cli("compare", str(MODELS / "small_cnn" / "model.xml"), "--random", "--tol", "Convolutoin=1e-2")
+    assert out.returncode == 2 and "--tol Convolutoin=...: the pattern matches no tensor" in out.stderr
+    np.savez(tmp_path / "a.npz", x=np.zeros(2))
+    dumps = cli("compare", str(tmp_path / "a.npz"), str(tmp_path / "a.npz"), "--tol", "y=1")
+    assert dumps.returncode == 2 and "matches no tensor" in dumps.stderr
+
+
 def test_cli_compare_dumps_refuse_model_flags(tmp_path):
     np.savez(tmp_path / "a.npz", x=np.zeros(2))
     out = cli("compare", str(tmp_path / "a.npz"), str(tmp_path / "a.npz"), "--whole")

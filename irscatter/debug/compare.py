@@ -141,6 +141,16 @@ def parse_override(text: str) -> tuple[re.Pattern[str], Tolerance]:
     return compiled, Tolerance(values[0], values[1] if len(values) > 1 else values[0])
 
 
+def check_overrides(tolerances: Tolerances, keys: Iterable[str]) -> None:
+    """Refuse a `--tol` pattern that picks none of `keys` (the tensors to be judged): a typo
+    would otherwise leave the tensor it meant under the preset, silently."""
+    keys = list(keys)
+    for pattern, _ in tolerances.overrides:
+        if not any(pattern.search(key) for key in keys):
+            raise UsageError(f'--tol {pattern.pattern}=...: the pattern matches no tensor ("<layer name>:<port id>") '
+                             "to be compared")
+
+
 # --- the report ----------------------------------------------------------------------------------
 
 
