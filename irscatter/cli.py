@@ -415,10 +415,10 @@ def cmd_reduce(args: argparse.Namespace) -> int:
         check = reduce.CommandCheck(args.check, args.fail_regex, args.timeout)
     else:
         precision = args.target_precision or "f32"
-        target = compare.open_target(args.target or "openvino", precision, args.timeout)
         tolerances = compare.Tolerances(precision, args.rtol, args.atol,
                                         tuple(compare.parse_override(t) for t in args.tol or []))
         compare.check_overrides(tolerances, (compare.tensor_key(compiled, src) for src in compiled.slot_of))
+        target = compare.open_target(args.target or "openvino", precision, args.timeout)
         check = reduce.TargetCheck(compiled, target, tolerances)
     try:
         if target is not None:
