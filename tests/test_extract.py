@@ -81,19 +81,40 @@ def test_a_cut_loads_in_openvino_and_matches_the_original_tensors(tmp_path, targ
 
 
 @needs_openvino
-def test_a_read_value_whose_assign_is_cut_away_is_fed_and_openvino_runs_the_cut(tmp_path, target):
-    """OpenVINO's CPU plugin runs no ReadValue without its Assign: the cut feeds the value read."""
+@pytest.mark.parametrize("output, paired", [
+    ("Concat_11461:2", True),  # the Assign writes this very tensor: it comes along with its ReadValue
+    ("ReadValue_11448:1", False),  # its Assign writes a tensor the cut does not compute: it is fed
+])
+def test_a_read_value_keeps_its_assign_or_is_fed_and_openvino_runs_the_cut(tmp_path, target, output, paired):
+    """OpenVINO's CPU plugin runs no ReadValue without its Assign."""
     compiled = irscatter.read_model(MODELS / "stateful_decoder" / "model.xml").compile()
     steps = dict(np.load(MODELS / "stateful_decoder" / "inputs.npz"))
-    feeds = {k.removeprefix("step0/"): v for k, v in steps.items() if k.startswith("step0/")}
-    values = compare.reference_values(compiled, feeds)
-    cut = extract.plan(compiled, extract.resolve(compiled, ["Concat_11461:2"], "--outputs"))
-    read = [lid for lid in compiled.order if compiled.layers[lid].type == "ReadValue"]
-    assert not set(read) & set(cut.layers) and any(src[0] in read for src in cut.inputs)
+    values = compare.reference_values(compiled, {"x": steps["step0/x"]})
+    cut = extract.plan(compiled, extract.resolve(compiled, [output], "--outputs"))
+    kinds = [compiled.layers[lid].type for lid in cut.layers]
+    assert ("ReadValue" in kinds, "Assign" in kinds) == (paired, paired)
     written = extract.write(compiled, cut, tmp_path / "sub.xml", values)
     [(src, name)] = written.output_names.items()
     got = target.infer(written.xml, dict(np.load(tmp_path / "inputs.npz")))
     assert diff(got[0], values[src], compare.Tolerances().for_tensor(name, values[src].dtype)).passed
+
+
+def test_a_whole_model_cut_keeps_its_state_and_steps_as_the_model_does(tmp_path):
+    """The Assigns are sinks no output needs; the cut keeps them when it computes what they
+    write, so the written model carries its variables from run to run as the original does."""
+    compiled = irscatter.read_model(MODELS / "stateful_decoder" / "model.xml").compile()
+    outputs = tuple(compiled.sources[s.layer.id][0] for s in compiled.outputs)
+    cut = extract.plan(compiled, outputs)
+    kinds = sorted(compiled.layers[lid].type for lid in cut.layers if compiled.layers[lid].type in ("ReadValue", "Assign"))
+    assert kinds == sorted(layer.type for layer in compiled.model.layers if layer.type in ("ReadValue", "Assign"))
+    assert not cut.inputs or all(compiled.layers[src[0]].type == "Parameter" for src in cut.inputs)
+    written = extract.write(compiled, cut, tmp_path / "whole.xml")
+    again = irscatter.compile_model(written.xml)
+    steps = dict(np.load(MODELS / "stateful_decoder" / "inputs.npz"))
+    for k in range(4):
+        feeds = {"x": steps[f"step{k}/x"]}
+        want, got = compiled.run(feeds), again.run(feeds)
+        assert [np.array_equal(got[name], want[name]) for name in want] == [True] * len(want), k
 
 
 def test_around_takes_a_neighbourhood_and_its_boundary(tmp_path):

@@ -4,8 +4,9 @@ standalone IR, with the values that go in and come out.
 A cut is named by tensors: `outputs` are what the new model returns, `inputs` the tensors it
 is fed instead of computing them (they become Parameters with the types and shapes irscatter
 infers). Everything between is copied as written; the original model's Parameters and Consts
-that the outputs need come along as they are. A ReadValue whose Assign the cut leaves out is
-fed too, as the value it read: OpenVINO's CPU plugin runs no ReadValue without its Assign.
+that the outputs need come along as they are. The Assign of a ReadValue in the cut comes along
+when the cut computes what it writes (a whole model keeps its state); otherwise the ReadValue
+is fed, as the value it read: OpenVINO's CPU plugin runs no ReadValue without its Assign.
 Tensors are named as `run(outputs=...)` names them: an output name, a tensor name, or
 `"<layer name>:<port id>"`.
 """
@@ -104,11 +105,21 @@ def plan(compiled: CompiledModel, outputs: Sequence[Source], inputs: Sequence[So
     unused = [tensor_key(compiled, s) for s in inputs if s not in used_inputs]
     if unused and require_used:
         raise UsageError(f"--inputs: the outputs do not depend on {', '.join(unused)}")
+    needed |= _closing_assigns(compiled, needed, given)
     order = tuple(lid for lid in compiled.order if lid in needed)
     lone = _lone_reads(compiled, order)
     if lone:  # each fed instead, as the value it read in this run
         return plan(compiled, outputs, [*inputs, *lone], require_used=require_used)
     return Cut(tuple(dict.fromkeys(outputs)), tuple(s for s in inputs if s in used_inputs), order)
+
+
+def _closing_assigns(compiled: CompiledModel, needed: set[int], given: set[Source]) -> set[int]:
+    """The Assigns (sinks: no output needs them) of the variables whose ReadValue is in the cut,
+    when the cut already computes what they write: a whole model's cut keeps its state."""
+    read = {compiled.layers[lid].attrs.get("variable_id") for lid in needed if compiled.layers[lid].type == "ReadValue"}
+    return {lid for lid in compiled.order
+            if compiled.layers[lid].type == "Assign" and compiled.layers[lid].attrs.get("variable_id") in read
+            and all(src is None or src in given or src[0] in needed for src in compiled.sources[lid])}
 
 
 def _lone_reads(compiled: CompiledModel, layers: Sequence[int]) -> list[Source]:
