@@ -384,6 +384,26 @@ def test_feeds_that_do_not_fit_the_model_are_a_usage_error_not_a_finding(tmp_pat
     assert "Traceback" not in out.stderr
 
 
+def test_an_ir_v10_model_is_judged_in_the_types_its_file_declares(tmp_path):
+    """OpenVINO reads IR v10 under its legacy conventions: an f16 input taken as f32, i64 outputs
+    given as i32 and boolean ones as f32. Neither is a divergence of the model."""
+    ov = pytest.importorskip("openvino")
+    import openvino.opset15 as ops
+    from helpers import save_ov
+
+    a, b = ops.parameter([3], ov.Type.f16, name="a"), ops.parameter([3], ov.Type.i64, name="b")
+    total = ops.add(b, b)
+    greater = ops.greater(ops.convert(a, "i64"), b)
+    scaled = ops.multiply(a, ops.constant(np.float16(2)))
+    for node, name in ((total, "total"), (greater, "greater"), (scaled, "scaled")):
+        node.output(0).set_names({name})
+    model = ov.Model([ops.result(total), ops.result(greater), ops.result(scaled)], [a, b], "legacy")
+    xml = save_ov(model, tmp_path, version="v10")
+    np.savez(tmp_path / "inputs.npz", a=np.array([1, 5, -2], np.float16), b=np.array([3, 4, 5], np.int64))
+    out = cli("compare", str(xml), "--inputs", str(tmp_path / "inputs.npz"), "--whole")
+    assert out.returncode == 0 and "3 passed; no divergence" in out.stdout, out.stdout + out.stderr
+
+
 def test_a_tol_pattern_that_picks_no_tensor_is_refused_before_any_work(tmp_path):
     out = cli("compare", str(MODELS / "small_cnn" / "model.xml"), "--random", "--tol", "Convolutoin=1e-2")
     assert out.returncode == 2 and "--tol Convolutoin=...: the pattern matches no tensor" in out.stderr

@@ -119,6 +119,22 @@ def _ordered(inputs: Sequence[Any], feeds: dict[str, np.ndarray] | list[np.ndarr
     return out
 
 
+def _in_port_type(array: np.ndarray, port: Any) -> np.ndarray:
+    """A feed in the element type the compiled model takes, when that type holds it exactly:
+    OpenVINO reads an IR v10 file under its legacy conventions, an f16 input as f32 and an i64
+    one as i32, and refuses the type the file declares."""
+    try:
+        wanted = np.dtype(port.get_element_type().to_dtype())
+    except Exception:  # (a type numpy has no dtype for: the feed goes as it is)
+        return array
+    if array.dtype == wanted or array.dtype.kind not in "biuf" or wanted.kind not in "biuf":
+        return array
+    converted = array.astype(wanted)
+    back = converted.astype(array.dtype)
+    exact = np.array_equal(back, array, equal_nan=True) if array.dtype.kind == "f" else np.array_equal(back, array)
+    return converted if exact else array
+
+
 def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
@@ -150,7 +166,8 @@ class _Handler:
         ov = self.ov
         compiled = self.core.compile_model(self.core.read_model(request["xml"]), request["device"], request["config"])
         stepped = "steps" in request
-        steps = [[_to_tensor(ov, a) for a in _ordered(compiled.inputs, f)]
+        steps = [[_to_tensor(ov, _in_port_type(a, port)) for a, port in zip(_ordered(compiled.inputs, f),
+                                                                            compiled.inputs)]
                  for f in (request["steps"] if stepped else [request["feeds"]])]
         patterns = (0x00, 0xA5) if request["check_stable"] else (None,)
         answers = []
