@@ -118,6 +118,49 @@ def test_a_whole_model_cut_keeps_its_state_and_steps_as_the_model_does(tmp_path)
         assert [np.array_equal(got[name], want[name]) for name in want] == [True] * len(want), k
 
 
+RT_INFO_MODEL = """<?xml version="1.0"?>
+<net name="annotated" version="11">
+  <layers>
+    <layer id="0" name="x" type="Parameter" version="opset1">
+      <data shape="1,3" element_type="f32"/>
+      <output><port id="0" precision="FP32" names="x"><dim>1</dim><dim>3</dim>
+        <rt_info><attribute name="layout" version="0" layout="[N,C]"/></rt_info></port></output>
+    </layer>
+    <layer id="1" name="relu" type="ReLU" version="opset1">
+      <rt_info><attribute name="fused_names" version="0" value="relu,act"/></rt_info>
+      <input><port id="0" precision="FP32"><dim>1</dim><dim>3</dim></port></input>
+      <output><port id="1" precision="FP32" names="y"><dim>1</dim><dim>3</dim></port></output>
+    </layer>
+    <layer id="2" name="out" type="Result" version="opset1">
+      <input><port id="0" precision="FP32"><dim>1</dim><dim>3</dim></port></input>
+    </layer>
+  </layers>
+  <edges><edge from-layer="0" from-port="0" to-layer="1" to-port="0"/>
+         <edge from-layer="1" from-port="1" to-layer="2" to-port="0"/></edges>
+  <rt_info>
+    <info name="OpenVINO Runtime" value="2026.4"/>
+    <framework><version value="2026.4"/></framework>
+    <runtime_options><KV_CACHE_PRECISION value="u8"/></runtime_options>
+  </rt_info>
+</net>
+"""
+
+
+def test_a_written_cut_keeps_the_rt_info_of_the_model_its_layers_and_ports(tmp_path):
+    """Runtime options (applied when a model is compiled), a Parameter's layout and a layer's
+    fused names survive the writer: a reproducer must compile as the original does."""
+    (tmp_path / "model.xml").write_text(RT_INFO_MODEL)
+    (tmp_path / "model.bin").write_bytes(b"")
+    compiled = irscatter.read_model(tmp_path / "model.xml").compile()
+    cut = extract.plan(compiled, extract.resolve(compiled, ["y"], "--outputs"))
+    again = irscatter.read_model(extract.write(compiled, cut, tmp_path / "cut" / "sub.xml").xml)
+    assert again.rt_info == compiled.model.rt_info == {
+        "OpenVINO Runtime": "2026.4", "framework": {"version": "2026.4"}, "runtime_options": {"KV_CACHE_PRECISION": "u8"}}
+    by_name = {layer.name: layer for layer in again.layers}
+    assert by_name["x"].outputs[0].rt_info == {"layout": {"version": "0", "layout": "[N,C]"}}
+    assert by_name["relu"].rt_info == {"fused_names": {"version": "0", "value": "relu,act"}}
+
+
 def test_around_takes_a_neighbourhood_and_its_boundary(tmp_path):
     compiled = irscatter.read_model(MODELS / "small_cnn" / "model.xml").compile()
     cut = extract.around(compiled, "BatchNormInference_21", 1)

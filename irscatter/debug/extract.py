@@ -220,7 +220,7 @@ def write(compiled: CompiledModel, cut: Cut, xml: str | Path, values: Mapping[So
     xml = Path(xml)
     frozen = frozen or {}
     _check_state_pairs(compiled, cut)
-    writer = IRWriter(name or f"{compiled.model.name or 'model'}_cut")
+    writer = IRWriter(name or f"{compiled.model.name or 'model'}_cut", rt_info=compiled.model.rt_info)
     made: dict[Source, Tensor] = {}
     input_names: dict[Source, str] = {}
     taken: set[str] = set()
@@ -240,7 +240,8 @@ def write(compiled: CompiledModel, cut: Cut, xml: str | Path, values: Mapping[So
         if layer.type == "Parameter":
             spec = next(s for s in compiled.inputs if s.layer.id == lid)
             pname = _unique(spec.name, taken)
-            made[(lid, 0)] = writer.parameter(pname, spec.etype, spec.shape, spec.names or (pname,))  # as declared
+            made[(lid, 0)] = writer.parameter(pname, spec.etype, spec.shape, spec.names or (pname,),  # as declared
+                                              rt_info=layer.rt_info, port_rt_info=layer.outputs[0].rt_info)
             input_names[(lid, 0)] = pname
         elif layer.type == "Const":
             made[(lid, 0)] = writer.const(layer.name, layer.const_value, compiled.infos[(lid, 0)].etype)

@@ -7,20 +7,27 @@ caller knows (irscatter's own results). New boundaries are made as needed: a Par
 tensor the new network is fed, a Const for a value it carries in its weights, a Result for a
 tensor it returns. Const values, also those inside bodies, are written into a fresh `.bin`.
 
-What comes out is IR v11 as OpenVINO's serializer writes it, so that OpenVINO reads it back.
+What comes out is IR v11 as OpenVINO's serializer writes it, so that OpenVINO reads it back,
+`<rt_info>` included (the model's: runtime options a compiled model applies, the framework's
+version; a layer's and a port's: a Parameter's layout, fused names), written back from what the
+loader read: a layer's or port's entries as `<attribute name=...>` elements with their fields,
+the model's as elements named by their keys (or `<info name=... value=...>` where a key is no
+XML name).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
+from typing import Any
 from pathlib import Path
 
 import numpy as np
 from lxml import etree
 
 from irscatter.ir.element_types import ElementType, encode
-from irscatter.ir.graph import Body, Graph, Layer, Port
+from irscatter.ir.graph import Body, Graph, Layer, Port, RtInfo
 from irscatter.ir.shapes import PartialShape
 
 
@@ -43,6 +50,7 @@ class IRWriter:
     """A network written layer by layer; `save(path)` writes the `.xml` and its `.bin`."""
 
     name: str = "model"
+    rt_info: RtInfo = field(default_factory=dict)  # the model's own
     _layers: etree._Element = field(init=False)
     _edges: list[tuple[int, int, int, int]] = field(default_factory=list)
     _weights: bytearray = field(default_factory=bytearray)
@@ -54,17 +62,20 @@ class IRWriter:
     # --- boundaries ---------------------------------------------------------------------------
 
     def parameter(self, name: str, etype: ElementType, shape: tuple[int, ...] | PartialShape | None,
-                  tensor_names: tuple[str, ...] = ()) -> Tensor:
+                  tensor_names: tuple[str, ...] = (), *, rt_info: RtInfo | None = None,
+                  port_rt_info: RtInfo | None = None) -> Tensor:
         """A network input; `shape` None is a dynamic rank, a -1 dim a dynamic dim. A
-        PartialShape keeps its bounds ("1..8") in the layer's shape; its port says -1 for them."""
+        PartialShape keeps its bounds ("1..8") in the layer's shape; its port says -1 for them.
+        `rt_info` and `port_rt_info` are an original Parameter's (its layout, say)."""
         if isinstance(shape, PartialShape):
             text = "..." if not shape.rank_is_static else ",".join(str(d) for d in shape.dims)
             dims = None if not shape.rank_is_static else [d.min if d.is_static else -1 for d in shape.dims]
         else:
             dims = None if shape is None else list(shape)
             text = "..." if dims is None else ",".join("?" if d < 0 else str(d) for d in dims)
-        node = self._layer_element(name, "Parameter", "opset1", {"shape": text, "element_type": etype.value})
-        self._ports(node, "output", [(0, etype, dims, tensor_names)])
+        node = self._layer_element(name, "Parameter", "opset1", {"shape": text, "element_type": etype.value},
+                                   rt_info=rt_info)
+        self._ports(node, "output", [(0, etype, dims, tensor_names, port_rt_info)])
         return Tensor(int(node.get("id")), 0)
 
     def const(self, name: str, value: np.ndarray, etype: ElementType | None = None) -> Tensor:
@@ -75,13 +86,13 @@ class IRWriter:
         node = self._layer_element(name, "Const", "opset1", {
             "element_type": etype.value, "shape": ",".join(map(str, value.shape)),
             "offset": str(offset), "size": str(size)})
-        self._ports(node, "output", [(0, etype, list(value.shape), ())])
+        self._ports(node, "output", [(0, etype, list(value.shape), (), None)])
         return Tensor(int(node.get("id")), 0)
 
     def result(self, name: str, source: Tensor, etype: ElementType | None, shape: tuple[int, ...] | None) -> int:
         """A network output fed by `source`; returns the Result's id."""
         node = self._layer_element(name, "Result", "opset1", {})
-        self._ports(node, "input", [(0, etype, None if shape is None else list(shape), ())])
+        self._ports(node, "input", [(0, etype, None if shape is None else list(shape), (), None)])
         self._edges.append((source.layer, source.port, int(node.get("id")), 0))
         return int(node.get("id"))
 
@@ -95,11 +106,12 @@ class IRWriter:
         a port unconnected), its ports declared with the given (element type, shape) pairs;
         returns its outputs in port order. `output_names` replaces the tensor names of its
         output ports (a runtime reports an output by them)."""
-        node = self._layer_element(name or layer.name, layer.type, layer.version, layer.attrs, extra=layer.extra)
-        self._ports(node, "input", [(p.id, et, None if sh is None else list(sh), ())
+        node = self._layer_element(name or layer.name, layer.type, layer.version, layer.attrs, extra=layer.extra,
+                                   rt_info=layer.rt_info)
+        self._ports(node, "input", [(p.id, et, None if sh is None else list(sh), (), p.rt_info)
                                     for p, (et, sh) in zip(layer.inputs, input_types)])
         names = output_names or [p.names for p in layer.outputs]
-        self._ports(node, "output", [(p.id, et, None if sh is None else list(sh), n)
+        self._ports(node, "output", [(p.id, et, None if sh is None else list(sh), n, p.rt_info)
                                      for p, (et, sh), n in zip(layer.outputs, output_types, names)])
         for tag, body in layer.bodies.items():
             self._body(node, tag, body)
@@ -119,6 +131,8 @@ class IRWriter:
         for fl, fp, tl, tp in self._edges:
             etree.SubElement(edges, "edge", {"from-layer": str(fl), "from-port": str(fp),
                                              "to-layer": str(tl), "to-port": str(tp)})
+        if self.rt_info:
+            _model_entries(etree.SubElement(net, "rt_info"), self.rt_info)
         xml = etree.tostring(net, pretty_print=True, xml_declaration=True, encoding="utf-8")
         net.remove(self._layers)  # the writer may go on adding layers
         return xml, bytes(self._weights)
@@ -147,7 +161,7 @@ class IRWriter:
 
     def _layer_element(self, name: str, type_name: str, version: str, attrs: dict[str, str], *,
                        extra: dict[str, str] | None = None, parent: etree._Element | None = None,
-                       layer_id: int | None = None) -> etree._Element:
+                       layer_id: int | None = None, rt_info: RtInfo | None = None) -> etree._Element:
         if layer_id is None:
             layer_id, self._next_id = self._next_id, self._next_id + 1
         node = etree.SubElement(self._layers if parent is None else parent, "layer",
@@ -155,15 +169,16 @@ class IRWriter:
                                  **(extra or {})})
         if attrs or type_name in ("Parameter", "Const"):
             etree.SubElement(node, "data", dict(attrs))
+        _attributes(node, rt_info)
         return node
 
     @staticmethod
     def _ports(node: etree._Element, tag: str,
-               ports: list[tuple[int, ElementType | None, list[int] | None, tuple[str, ...]]]) -> None:
+               ports: list[tuple[int, ElementType | None, list[int] | None, tuple[str, ...], RtInfo | None]]) -> None:
         if not ports:
             return
         group = etree.SubElement(node, tag)
-        for port_id, etype, dims, names in ports:
+        for port_id, etype, dims, names, rt_info in ports:
             attrib = {"id": str(port_id)}
             if etype is not None and etype is not ElementType.dynamic:
                 attrib["precision"] = etype.precision
@@ -172,6 +187,7 @@ class IRWriter:
             port = etree.SubElement(group, "port", attrib)
             for d in dims or ():
                 etree.SubElement(port, "dim").text = str(d)
+            _attributes(port, rt_info)
 
     def _body(self, owner: etree._Element, tag: str, body: Body) -> None:
         """A body as written, its Consts re-stored in this writer's weights."""
@@ -197,7 +213,7 @@ class IRWriter:
                 offset, size = self._store(value, layer.const_data.etype)
                 attrs.update(offset=str(offset), size=str(size))
             node = self._layer_element(layer.name, layer.type, layer.version, attrs, extra=layer.extra,
-                                       parent=layers, layer_id=layer.id)
+                                       parent=layers, layer_id=layer.id, rt_info=layer.rt_info)
             self._declared_ports(node, "input", layer.inputs)
             self._declared_ports(node, "output", layer.outputs)
             for tag, body in layer.bodies.items():
@@ -208,7 +224,39 @@ class IRWriter:
                                              "to-layer": str(e.to_layer), "to-port": str(e.to_port)})
 
     def _declared_ports(self, node: etree._Element, tag: str, ports: list[Port]) -> None:
-        self._ports(node, tag, [(p.id, p.precision, _dims(p), p.names) for p in ports])
+        self._ports(node, tag, [(p.id, p.precision, _dims(p), p.names, p.rt_info) for p in ports])
+
+
+_XML_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
+
+
+def _attributes(owner: etree._Element, rt_info: RtInfo | None) -> None:
+    """A layer's or port's `<rt_info>`: one `<attribute name=...>` per entry, with its fields
+    (version, value, layout, ...) or, for an entry of entries, its own `<attribute>` children."""
+    if rt_info:
+        _attribute_entries(etree.SubElement(owner, "rt_info"), rt_info)
+
+
+def _attribute_entries(node: etree._Element, entries: dict[str, Any]) -> None:
+    for key, value in entries.items():
+        if isinstance(value, dict) and all(isinstance(v, str) for v in value.values()):
+            etree.SubElement(node, "attribute", {"name": key, **value})
+        elif isinstance(value, dict):
+            _attribute_entries(etree.SubElement(node, "attribute", {"name": key}), value)
+        else:
+            etree.SubElement(node, "attribute", {"name": key, "value": str(value)})
+
+
+def _model_entries(node: etree._Element, entries: dict[str, Any]) -> None:
+    """The model's `<rt_info>`: `<key value=...>` per entry, `<key>` around an entry of entries,
+    and `<info name=...>` where a key is no XML name ("OpenVINO Runtime")."""
+    for key, value in entries.items():
+        named = _XML_NAME.match(key) is not None
+        child = etree.SubElement(node, key) if named else etree.SubElement(node, "info", {"name": key})
+        if isinstance(value, dict):
+            _model_entries(child, value)
+        else:
+            child.set("value", str(value))
 
 
 def _dims(port: Port) -> list[int] | None:
