@@ -154,8 +154,8 @@ def test_a_written_cut_keeps_the_rt_info_of_the_model_its_layers_and_ports(tmp_p
     compiled = irscatter.read_model(tmp_path / "model.xml").compile()
     cut = extract.plan(compiled, extract.resolve(compiled, ["y"], "--outputs"))
     again = irscatter.read_model(extract.write(compiled, cut, tmp_path / "cut" / "sub.xml").xml)
-    assert again.rt_info == compiled.model.rt_info == {
-        "OpenVINO Runtime": "2026.4", "framework": {"version": "2026.4"}, "runtime_options": {"KV_CACHE_PRECISION": "u8"}}
+    assert again.rt_info == compiled.model.rt_info == {"OpenVINO Runtime": "2026.4", "framework": {"version": "2026.4"},
+                                                       "runtime_options": {"KV_CACHE_PRECISION": "u8"}}
     by_name = {layer.name: layer for layer in again.layers}
     assert by_name["x"].outputs[0].rt_info == {"layout": {"version": "0", "layout": "[N,C]"}}
     assert by_name["relu"].rt_info == {"fused_names": {"version": "0", "value": "relu,act"}}
