@@ -251,6 +251,19 @@ def test_const_past_the_end_of_the_bin(tmp_path):
     assert 'layer 0 "w" (Const-1)' in str(err)
 
 
+def test_an_empty_const_written_as_one_byte_loads_as_openvino_writes_it(tmp_path):
+    """OpenVINO's serializer gives an empty constant size="1" and one byte in the .bin."""
+    text = net([layer(0, "w", "Const", data={"element_type": "i64", "shape": "0", "offset": "0", "size": "1"},
+                      outputs=[port(0, "I64", [0])]), result(1, "r", [0], precision="I64")], [(0, 0, 1, 0)])
+    xml = write(tmp_path, text)
+    xml.with_suffix(".bin").write_bytes(b"\0")
+    (value,) = irscatter.read_model(xml).run({}).values()
+    assert value.shape == (0,) and value.dtype == np.int64
+    xml.with_suffix(".bin").write_bytes(b"")  # one byte past the end of the file is still past it
+    with pytest.raises(LoadError, match="past the end"):
+        irscatter.read_model(xml)
+
+
 def test_const_size_mismatch(tmp_path):
     err = _load_error(tmp_path, _const_net({"element_type": "f32", "shape": "2,3", "offset": "0", "size": "20"}), bytes(64))
     assert "size=20" in str(err) and "needs 24 bytes" in str(err) and "has 64 bytes" in str(err)

@@ -289,7 +289,12 @@ def _explained_const(ctx: ReadContext, layer: Layer, weights: np.ndarray | None,
     real = len(weights)
     if etype is not ElementType.string:
         expected = etype.nbytes(count)
-        if size != expected:
+        if count == 0:
+            # OpenVINO's serializer writes an empty constant as one byte, and reads it back: it
+            # holds no value, so its size says nothing (past the end of the file is still refused).
+            if offset + size <= real:
+                return ConstData(weights, offset, 0, etype, shape)
+        elif size != expected:
             raise fail(f"size={size} bytes at offset {offset} does not match {etype.value} "
                        f"{list(shape)}, which needs {expected} bytes ({bin_label} has {real} bytes)", "const-size")
     if offset + size > real:
