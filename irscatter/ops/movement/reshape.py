@@ -98,10 +98,14 @@ class Reshape(Op):
             except ValueError as e:
                 check(False, "reshape-pattern", str(e), port=self.port("shape"))
         self._check_pattern(pattern, data.shape.rank if data.shape.rank_is_static else None)
-        dims = [data.shape[i] if (d == 0 and self.attrs.special_zero and data.shape.rank_is_static
-                                  and i < data.shape.rank) else (Dimension.dynamic() if d == -1 else Dimension.static(d))
-                for i, d in enumerate(pattern)]
+        dims = [self._known_dim(data.shape, i, d) for i, d in enumerate(pattern)]
         return TensorInfo(data.etype, PartialShape.of(dims))
+
+    def _known_dim(self, shape: PartialShape, i: int, d: int) -> Dimension:
+        """What an input of partly known shape tells of output dimension `i` (pattern value `d`)."""
+        if d == 0 and self.attrs.special_zero:  # a copy of the input's dimension, when its rank is known
+            return shape[i] if shape.rank_is_static and i < shape.rank else Dimension.dynamic()
+        return Dimension.dynamic() if d == -1 else Dimension.static(d)
 
     def _check_pattern(self, pattern: list[int], rank: int | None) -> None:
         """What `reshape_target` refuses that needs no input sizes: for an input of unknown shape."""

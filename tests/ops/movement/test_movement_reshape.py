@@ -31,3 +31,11 @@ def test_a_sound_pattern_keeps_what_it_knows():
     op = make_op(Reshape, {"special_zero": True})
     out = op.infer(DYNAMIC, TensorInfo.of(np.array([0, -1, 4, 16], np.int64)))
     assert str(out.shape) == str(PartialShape.of([1, -1, 4, 16]))
+
+
+def test_a_special_zero_on_an_input_of_unknown_rank_copies_an_unknown_dimension():
+    op = make_op(Reshape, {"special_zero": True})
+    unknown = TensorInfo(ElementType.f32, PartialShape.dynamic_rank())
+    out = op.infer(unknown, TensorInfo.of(np.array([1, 0, 2], np.int64)))
+    assert str(out.shape) == str(PartialShape.of([1, -1, 2]))  # not a literal 0
+
