@@ -245,6 +245,26 @@ def test_a_hook_or_timings_that_cannot_serve_is_a_usage_error(option):
         compiled.run(feeds, **option)
 
 
+def test_two_results_of_one_name_are_two_outputs_in_their_order(tmp_path):
+    """OpenVINO writes two Results of one tensor with one output_names: each output keeps a key
+    of its own (the second its Result's name), so positions stay those of the Results."""
+    relu = layer(1, "relu", "Relu", inputs=[port(0, "FP32", [3])], outputs=[port(1, "FP32", [3], names="y")])
+    relu = relu.replace('type="Relu"', 'type="ReLU"')
+    results = [layer(2, "Result_6", "Result", inputs=[port(0, "FP32", [3])]),
+               layer(3, "Result_7", "Result", inputs=[port(0, "FP32", [3])])]
+    results = [r.replace('version="opset1"', 'version="opset1" output_names="y"') for r in results]
+    double = layer(4, "double", "Add", data={"auto_broadcast": "numpy"},
+                   inputs=[port(0, "FP32", [3]), port(1, "FP32", [3])], outputs=[port(2, "FP32", [3], names="z")])
+    last = layer(5, "Result_8", "Result", inputs=[port(0, "FP32", [3])])
+    xml = write(tmp_path, net([param(0, "x", [3]), relu, *results, double, last],
+                              [(0, 0, 1, 0), (1, 1, 2, 0), (1, 1, 3, 0), (0, 0, 4, 0), (0, 0, 4, 1), (4, 2, 5, 0)]))
+    compiled = irscatter.compile_model(xml)
+    assert [spec.name for spec in compiled.outputs] == ["y", "Result_7", "z"]
+    out = compiled.run({"x": np.array([-1, 0, 2], np.float32)})
+    assert [out[i].tolist() for i in range(3)] == [[0, 0, 2], [0, 0, 2], [-2, 0, 4]]
+    assert not np.shares_memory(out[0], out[1])
+
+
 @pytest.mark.parametrize("kept", ["model", "compiled"])
 def test_a_model_is_freed_when_its_last_user_lets_go(kept):
     """Neither reader nor the compiled model's cache leaves a reference cycle behind: a graph of

@@ -218,7 +218,8 @@ class CompiledModel:
             assert src is not None
             info = self.infos[src]
             port = layers[src[0]].outputs[src[1]]
-            self.outputs.append(OutputSpec(output_name(r, port), info.etype, info.shape, r, tuple(port.names)))
+            name = _distinct(output_name(r, port), r.name, {spec.name for spec in self.outputs})
+            self.outputs.append(OutputSpec(name, info.etype, info.shape, r, tuple(port.names)))
             self.output_slots.append(slot_of[src])
 
         keep = set(self.output_slots) | {s for s, _ in self.const_slots}
@@ -748,6 +749,19 @@ class CompiledModel:
         if rounding is not None:
             rounding.round_results(values)
         return values
+
+
+def _distinct(name: str, result_name: str, taken: set[str]) -> str:
+    """An output's key: its name, unless an earlier output has it (OpenVINO writes two Results
+    of one tensor with one `output_names`), then its Result layer's name, or a numbered one.
+    Every output keeps a key of its own, so none is lost from a run's outputs or their order."""
+    for candidate in (name, result_name):
+        if candidate not in taken:
+            return candidate
+    n = 2
+    while f"{name}#{n}" in taken:
+        n += 1
+    return f"{name}#{n}"
 
 
 def _with_findings(outputs: Outputs, collector: strict_mode.Collector | None) -> Outputs:
