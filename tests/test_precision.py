@@ -282,11 +282,23 @@ def test_f16_rounds_every_value_except_the_kept_ones(tmp_path):
     x = np.random.default_rng(2).standard_normal((2, 8)).astype(np.float32) * 3
     recorded = model.run({"x": x}, intermediate=True, precision="f16")
     for key, value in recorded.items():
-        if value.dtype == np.float32 and key.split(":")[0] not in kept:
+        # (x as fed: a kept layer reads it whole, each other reader rounds it as it reads it)
+        if value.dtype == np.float32 and key.split(":")[0] not in kept | {"x"}:
             assert is_representable(value, np.float16), key
     assert not is_representable(recorded["soft:2"], np.float16)  # kept in f32, and it shows
     outputs = model.run({"x": x}, precision="f16")  # the device hands its outputs over rounded
     assert all(is_representable(v, np.float16) for v in outputs.values())
+
+
+def test_a_fed_input_is_read_whole_by_a_kept_layer_and_rounded_by_the_others(tmp_path):
+    """x feeds the Subtract kept with the Exp after it, and the ReduceMax that is not kept: the
+    CPU plugin's kept Exp sees x as fed (exp of the rounded x was 1 ulp off in 6 of 64 rows)."""
+    model = irscatter.read_model(softmax_then_matmul(tmp_path))
+    seen: dict[str, tuple] = {}
+    x = np.random.default_rng(5).standard_normal((2, 8)).astype(np.float32) * 3
+    model.run({"x": x}, precision="f16", hook=lambda layer, inputs, outputs: seen.setdefault(layer.name, inputs))
+    assert np.array_equal(seen["shifted"][0], x) and not is_representable(x, np.float16)
+    assert is_representable(seen["peak"][0], np.float16)
 
 
 def test_a_kept_value_is_read_rounded_by_a_rounded_layer_only(tmp_path):

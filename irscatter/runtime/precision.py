@@ -425,9 +425,12 @@ class RoundingPlan:
         readers = graph.readers()
         rounded_slots: set[int] = set()  # slots whose value is already rounded when it is read
 
+        # An input every reader takes rounded is rounded once, as it comes in; one that a layer
+        # kept in f32 reads too stays whole, and each other reader rounds it as it reads it.
         self.feeds: list[int] = []  # positions of the inputs to round
         for position, (spec, slot) in enumerate(zip(compiled.inputs, compiled.param_slots)):
-            if any(self._reader_rounds(graph, r) for r, _ in readers.get(spec.layer.id, ())):
+            takers = [self._reader_rounds(graph, r) for r, _ in readers.get(spec.layer.id, ())]
+            if takers and all(takers):
                 self.feeds.append(position)
                 rounded_slots.add(slot)
 
