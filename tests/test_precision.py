@@ -443,3 +443,19 @@ def test_emulation_is_closer_to_the_cpu_plugin_than_f32(tmp_path, kind, precisio
         assert plain_error.mean() > 0, "the plugin did compute in a lower precision"
         # the last ulp still differs where the device sums in another order or fuses otherwise
         assert emulated_error.mean() < 0.7 * plain_error.mean(), name
+
+
+def test_compare_layer_by_layer_at_f16_leaves_the_kept_layers_to_the_whole_model(tmp_path):
+    """Run alone at f16 on the target, the kept Exp loses what keeps it: not compared, with why."""
+    pytest.importorskip("openvino")
+    xml = softmax_then_matmul(tmp_path)
+    np.savez(tmp_path / "inputs.npz", x=np.random.default_rng(6).standard_normal((2, 8)).astype(np.float32) * 3)
+    args = ("compare", str(xml), "--inputs", str(tmp_path / "inputs.npz"), "--target-precision", "f16",
+            "--reference-precision", "f16", "--json")
+    out = cli(*args)
+    records = {r["name"]: r for r in json.loads(out.stdout)["records"]}
+    kept = kept_names(xml, "f16") & set(records)
+    assert kept and all(records[name]["status"] == "not compared" for name in kept)
+    assert "--whole judges it" in records["exp"]["reason"]
+    assert any(r["status"] in ("passed", "failed") for r in records.values())  # the others are judged
+

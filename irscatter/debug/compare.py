@@ -38,6 +38,7 @@ from irscatter.ir.graph import Layer
 from irscatter.debug.extract import BOUNDARY, Written, first_holding, prefix, steps, tensor_key, typed, write
 from irscatter.ir.writer import IRWriter
 from irscatter.runtime.interpreter import CompiledModel
+from irscatter.runtime.precision import GraphView, kept_in_f32
 from irscatter.targets.worker import TargetFailure
 
 Source = tuple[int, int]
@@ -293,9 +294,12 @@ def compare_layers(compiled: CompiledModel, feeds: Any, target: Target, toleranc
     values = reference_values(compiled, feeds) if values is None else values
     report = Report(compiled.model.source, target.describe(), "layers")
     candidates = []
+    kept = _kept_in_f32(compiled, tolerances.precision)
     for position, lid in enumerate(lid for lid in compiled.order if compiled.layers[lid].type not in BOUNDARY):
         record = _record(compiled, lid, position)
-        reason = _no_standalone_form(compiled, lid, values)
+        reason = _no_standalone_form(compiled, lid, values) or (
+            f"the device keeps it in f32 within the model, but run alone it computes it in {tolerances.precision}: "
+            "--whole judges it" if lid in kept else None)
         if reason:
             record.status, record.reason = "not compared", reason
         else:
@@ -316,6 +320,14 @@ def compare_layers(compiled: CompiledModel, feeds: Any, target: Target, toleranc
 def _record(compiled: CompiledModel, lid: int, position: int) -> LayerResult:
     layer, op = compiled.layers[lid], compiled.ops[lid]
     return LayerResult(position, lid, layer.name, f"{op.type_name}-{op.version}", layer.line, "pending")
+
+
+def _kept_in_f32(compiled: CompiledModel, precision: str) -> frozenset[int]:
+    """The layers a target inferring in f16 or bf16 keeps in f32 (`runtime/precision.py`): run
+    alone they lose what kept them (an Exp whose sum would overflow), so alone they say nothing."""
+    if precision not in ("f16", "bf16"):
+        return frozenset()
+    return kept_in_f32(GraphView(compiled.order, compiled.layers, compiled.sources, compiled.infos), precision)
 
 
 def _no_standalone_form(compiled: CompiledModel, lid: int, values: Mapping[Source, np.ndarray]) -> str | None:
