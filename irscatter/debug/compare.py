@@ -456,7 +456,8 @@ def compare_whole(compiled: CompiledModel, feeds: Any, target: Target, tolerance
         else:
             want = values[src]
             theirs = _in_declared_type(got[j], want) if compiled.model.ir_version == 10 else got[j]
-            tensor = TensorResult(spec.name, diff(theirs, want, tolerances.for_tensor(tensor_key(compiled, src), want.dtype)))
+            tolerance = tolerances.for_tensor(tensor_key(compiled, src), want.dtype)
+            tensor = TensorResult(spec.name, diff(theirs, want, tolerance))
             record.tensors.append(tensor)
             record.status = "passed" if tensor.diff.passed else "failed"
         report.outputs.append(record)
