@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -241,7 +242,12 @@ def test_expected_reports_every_output_with_its_errors_and_honours_ulps(tmp_path
     proc = cli(*args)
     assert proc.returncode == 1
     lines = {line.split(":")[0]: line for line in proc.stdout.splitlines() if line[:4] in ("ok  ", "FAIL", "skip")}
-    assert "max abs 1e-05" in lines["FAIL y"] and "would pass within --atol 1e-05" in lines["FAIL y"]
+    assert "max abs 1e-05" in lines["FAIL y"] and "would pass within --atol " in lines["FAIL y"]
+    hinted = re.search(r"--atol (\S+) or --ulps (\d+)", lines["FAIL y"]).groups()
+    only_y = tmp_path / "y.npz"
+    np.savez(only_y, y=y + np.float32(1e-5))
+    for flag, value in zip(("--atol", "--ulps"), hinted):  # what the hint names passes (rounded up)
+        assert cli(*args[:-1], str(only_y), flag, value).returncode == 0, (flag, value)
     assert "element type float16, expected float64" in lines["FAIL y_f16"]
     assert "no output of this name" in lines["FAIL z"]
     proc = cli(*args[:-1], str(tmp_path / "only_y.npz"), "--ulps", "100000")
@@ -252,6 +258,21 @@ def test_expected_reports_every_output_with_its_errors_and_honours_ulps(tmp_path
     assert "ok   y:" in proc.stdout and "skip y_f16: not in the expected values" in proc.stdout
     proc = cli(*args[:-1], str(tmp_path / "only_y.npz"), "--atol", "2e-5")
     assert proc.returncode == 0 and "rtol 9.54e-07, atol 2e-05" in proc.stdout
+
+
+@pytest.mark.parametrize("expected, fragment", [
+    (np.inf, "no tolerance passes"), (-np.inf, "no tolerance passes"), (np.nan, "no tolerance passes")])
+@pytest.mark.parametrize("tolerance", [(), ("--atol", "1e9"), ("--ulps", "4000000000")])
+def test_expected_never_passes_a_nan_or_an_infinity_on_one_side(tmp_path, expected, fragment, tolerance):
+    folder = MODELS / "affine_chain"
+    with np.load(folder / "expected.npz") as want:
+        y = want["y"].copy()
+    y[0, 0] = expected
+    np.savez(tmp_path / "e.npz", y=y)
+    proc = cli("run", str(folder / "model.xml"), "--inputs", str(folder / "inputs.npz"), "--expected",
+               str(tmp_path / "e.npz"), *tolerance)
+    assert proc.returncode == 1 and fragment in proc.stdout and "max abs inf" in proc.stdout, proc.stdout
+    assert "Warning" not in proc.stderr
 
 
 @pytest.mark.parametrize("flag", [("--atol", "-1"), ("--rtol", "nan"), ("--ulps", "x")])

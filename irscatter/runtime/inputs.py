@@ -175,24 +175,37 @@ def _scalar(value) -> str:
     return str(value)  # a numpy scalar prints the digits of its own type: 0.043198023, not 0.04319802299141884
 
 
+def _rounded_up(value: float) -> str:
+    """`value` in three significant digits, rounded up, so that the tolerance it names passes."""
+    text = f"{value:.3g}"
+    if float(text) >= value:
+        return text
+    exponent = math.floor(math.log10(value)) - 2
+    return f"{math.ceil(value / 10.0 ** exponent) * 10.0 ** exponent:.3g}"
+
+
 def _float_comparison(name: str, got: np.ndarray, want: np.ndarray, rtol: float, atol: float,
                       ulps: float | None) -> Comparison:
     g, w = got.astype(np.float64), want.astype(np.float64)
-    with np.errstate(invalid="ignore", over="ignore"):
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         diff = np.abs(g - w)
         rel = diff / np.abs(w)
     same = (g == w) | (np.isnan(g) & np.isnan(w))
-    diff, rel = np.where(same, 0.0, diff), np.where(same, 0.0, rel)
+    # A NaN or an infinity that the other side does not have (an infinity of the other sign
+    # included) is no small difference: no tolerance passes it, and the maxima say inf.
+    one_sided = ~same & ~(np.isfinite(g) & np.isfinite(w))
+    diff = np.where(same, 0.0, np.where(one_sided, np.inf, diff))
+    rel = np.where(same, 0.0, np.where(one_sided, np.inf, rel))
     distance = ulp_distance(got, want)
     if ulps is not None:
-        passing = distance <= ulps
+        passing = (distance <= ulps) & ~one_sided
         rule = f"{ulps:g} ulps"
     else:
         with np.errstate(invalid="ignore"):
-            passing = same | (diff <= atol + rtol * np.abs(w))
+            passing = same | (~one_sided & (diff <= atol + rtol * np.abs(w)))
         rule = f"rtol {rtol:.3g}, atol {atol:.3g}"
-    max_abs = float(np.nanmax(diff)) if diff.size else 0.0
-    max_rel = float(np.nanmax(rel)) if rel.size else 0.0
+    max_abs = float(diff.max()) if diff.size else 0.0
+    max_rel = float(np.nanmax(rel)) if rel.size and not np.isnan(rel).all() else 0.0
     max_ulps = float(distance.max()) if distance.size else 0.0
     stats = f"max abs {max_abs:.3g}, max rel {max_rel:.3g}, max {max_ulps:.0f} ulps"
     ok = bool(passing.all())
@@ -201,10 +214,10 @@ def _float_comparison(name: str, got: np.ndarray, want: np.ndarray, rtol: float,
     bad = ~passing
     worst = np.unravel_index(int(np.argmax(np.where(bad, np.nan_to_num(diff, nan=np.inf), -1.0))), diff.shape)
     where = f"[{', '.join(map(str, worst))}]"
-    hint = (f"within --atol {max_abs:.3g} or --ulps {max_ulps:.0f}" if np.isfinite(max_abs)
-            else "a NaN or an infinity differs")
+    hint = (f"would pass within --atol {_rounded_up(max_abs)} or --ulps {max_ulps:.0f}" if np.isfinite(max_abs)
+            else "no tolerance passes a NaN or an infinity on one side only")
     detail = (f"{int(bad.sum())} of {bad.size} elements outside {rule}; {stats}; worst at {where}: "
-              f"{_scalar(got[worst])} vs expected {_scalar(want[worst])}; would pass {hint}")
+              f"{_scalar(got[worst])} vs expected {_scalar(want[worst])}; {hint}")
     return Comparison(name, False, detail, max_abs, max_rel, max_ulps)
 
 
