@@ -71,6 +71,10 @@ def _refuse_orphan_flags(args: argparse.Namespace) -> None:
         raise UsageError("--ulps replaces --rtol/--atol; give one or the other")
     if args.json and args.output:
         raise UsageError("--json prints the outputs and --output saves them; give one or the other")
+    if args.json and args.profile:
+        raise UsageError("--profile prints a table; --json does not combine with it")
+    if args.output and args.dump and Path(_output_path(args.output)) == Path(_output_path(args.dump, "--dump")):
+        raise UsageError(f"--output and --dump name one file, {args.output}: the outputs would overwrite the dump")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -112,8 +116,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.expected:
         results = model_inputs.compare_outputs(outputs, model_inputs.load_npz(args.expected),
                                                rtol=args.rtol, atol=args.atol, ulps=args.ulps)
-        for c in results:
-            print(f"{'skip' if not c.compared else 'ok  ' if c.ok else 'FAIL'} {c.name}: {c.detail}")
+        for c in results:  # (with --json, stdout stays one JSON document)
+            print(f"{'skip' if not c.compared else 'ok  ' if c.ok else 'FAIL'} {c.name}: {c.detail}",
+                  file=sys.stderr if args.json else sys.stdout)
         if not all(c.ok for c in results):
             return 1
     return debug_status or strict_status
@@ -229,6 +234,14 @@ def _run_steps(compiled, feeds: dict[str, Any], args: argparse.Namespace) -> dic
             raise UsageError(f'--feed-back {item}: the model has no input "{name}"')
         links.append((out, name))
     per_step = model_inputs.split_steps(feeds, args.steps)
+    if links and len(per_step) == 1:
+        raise UsageError("--feed-back hands an output to the next step, and one step has none: give --steps N "
+                         "(N > 1) or step-keyed inputs")
+    for out, name in links:
+        given = [k for k in range(1, len(per_step)) if name in per_step[k]]
+        if given:
+            raise UsageError(f'--feed-back {out}={name}: the inputs also give "{name}" for step {given[0]}, which '
+                             "would replace the value fed back; give one or the other")
     results: dict[str, np.ndarray] = {}
     current = dict(per_step[0])
     for k in range(len(per_step)):
@@ -350,7 +363,8 @@ def _print_debugging(stats, found, as_json: bool) -> None:
         records = {"stats": dump.stats_json(stats) if stats is not None else None,
                    "nonfinite": [f.to_json() for f in found] if found is not None else None}
         chosen = {name: value for name, value in records.items() if value is not None}
-        print(json.dumps(next(iter(chosen.values())) if len(chosen) == 1 else chosen, indent=2))
+        if chosen:  # (--dump alone: the outputs are the JSON document, printed after)
+            print(json.dumps(next(iter(chosen.values())) if len(chosen) == 1 else chosen, indent=2))
         return
     if stats is not None:
         print(dump.stats_table(stats))

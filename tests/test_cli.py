@@ -275,6 +275,38 @@ def test_expected_never_passes_a_nan_or_an_infinity_on_one_side(tmp_path, expect
     assert "Warning" not in proc.stderr
 
 
+@pytest.mark.parametrize("extra", [["--dump", "{tmp}/d.npz"], ["--expected", "{model}/expected.npz"],
+                                   ["--stats", "--expected", "{model}/expected.npz"]])
+def test_run_json_keeps_stdout_one_json_document(tmp_path, extra):
+    folder = MODELS / "affine_chain"
+    extra = [e.format(tmp=tmp_path, model=folder) for e in extra]
+    proc = cli("run", str(folder / "model.xml"), "--inputs", str(folder / "inputs.npz"), "--json", *extra)
+    assert proc.returncode == 0, proc.stderr
+    json.loads(proc.stdout)  # one document; the ok/FAIL lines of --expected go to stderr
+    if "--expected" in extra:
+        assert "ok   y:" in proc.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--json", "--profile"], "--json does not combine"),
+    (["--output", "{tmp}/same.npz", "--dump", "{tmp}/same.npz"], "name one file"),
+    (["--feed-back", "y=x"], "one step has none"),
+])
+def test_run_refuses_options_that_would_be_lost(tmp_path, args, message):
+    folder = MODELS / "affine_chain"
+    args = [a.format(tmp=tmp_path) for a in args]
+    proc = cli("run", str(folder / "model.xml"), "--inputs", str(folder / "inputs.npz"), *args)
+    _assert_one_line_error(proc, 2)
+    assert message in proc.stderr
+
+
+def test_feed_back_refuses_an_input_the_steps_also_give():
+    folder = MODELS / "stateful_decoder"  # its inputs give x for every step
+    proc = cli("run", str(folder / "model.xml"), "--inputs", str(folder / "inputs.npz"), "--feed-back", "y=x")
+    _assert_one_line_error(proc, 2)
+    assert 'also give "x" for step 1' in proc.stderr
+
+
 @pytest.mark.parametrize("flag", [("--atol", "-1"), ("--rtol", "nan"), ("--ulps", "x")])
 def test_tolerances_must_be_numbers_of_at_least_zero(flag):
     proc = cli("run", str(MODELS / "affine_chain" / "model.xml"), "--random", *flag)
