@@ -4,6 +4,7 @@ outputs never change, and without strict nothing is reported."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -393,5 +394,7 @@ def test_cli_validate_strict(tmp_path):
     done = cli("validate", str(xml), "--strict")
     assert done.returncode == 1
     assert "[duplicate-indices]" in done.stdout and "0 errors, 1 warning" in done.stdout
+    as_json = json.loads(cli("validate", str(xml), "--strict", "--json").stdout)
+    assert as_json["ok"] is True and as_json["passed"] is False and as_json["strict"] == 1  # as the exit status
     clean = cli("validate", str(_scatter_with_constant_indices(tmp_path, [0, 1])), "--strict")
     assert clean.returncode == 0 and "no findings" in clean.stdout

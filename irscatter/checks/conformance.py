@@ -53,9 +53,11 @@ class Report:
     def to_json(self) -> dict[str, Any]:
         return {
             "file": self.file,
-            "ok": self.ok,
+            "ok": self.ok,  # no error
+            "passed": self.ok and not self.strict_findings,  # what `validate`'s exit status says
             "errors": len(self.errors),
             "warnings": len(self.warnings),
+            "strict": len(self.strict_findings),
             "findings": [finding_record(f) for f in self.findings],
         }
 
