@@ -296,3 +296,17 @@ def test_a_zero_dimensional_output_is_an_array_the_caller_may_write(tmp_path):
     assert all(isinstance(v, np.ndarray) for v in seen)
     assert all(isinstance(v, np.ndarray) for v in model.run(feeds, intermediate=True).values())
     assert isinstance(model.run(feeds)["r"], np.ndarray)
+
+
+def test_a_value_that_overflows_is_a_value_not_a_warning(tmp_path):
+    """inf and NaN are what a device computes; `run --check-numerics` says where they appear."""
+    import warnings
+
+    layers = [param(0, "a", [2]), param(1, "b", [2]), add(2, "s", [2]), result(3, "r", [2])]
+    model = irscatter.read_model(write(tmp_path, net(layers, [(0, 0, 2, 0), (1, 0, 2, 1), (2, 2, 3, 0)])))
+    big = np.array([3e38, -3e38], np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a RuntimeWarning would fail the run here
+        out = model.run({"a": big, "b": big})
+    assert out["r"].tolist() == [np.inf, -np.inf]
+

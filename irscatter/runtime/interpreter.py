@@ -615,7 +615,9 @@ class CompiledModel:
         watching = Observer(hook, {} if intermediate else None) if (intermediate or hook is not None) else None
         token, recycling = _OBSERVER.set(watching), recycle.activate(self._recycler)
         try:
-            with state.using(self.variables, exclusive=bool(self.variable_infos)):
+            # A float that overflows to inf or turns NaN is a value the model computes, as on any
+            # device, not a Python warning (`run --check-numerics` says where one first appears).
+            with state.using(self.variables, exclusive=bool(self.variable_infos)), np.errstate(all="ignore"):
                 values = self._execute(bound, intermediate, hook, donated, timings)
         finally:
             recycle.deactivate(recycling)
