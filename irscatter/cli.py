@@ -513,6 +513,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_examples(args: argparse.Namespace) -> int:
     found, empty = [], []
     for path in args.files:
+        if Path(path).is_file() and b"\0" in Path(path).read_bytes()[:65536]:
+            raise UsageError(f"{path}: a binary file, not a document (examples reads .rst, .md, .xml and .txt pages)")
         document = examples.run_document(path)
         found += document
         if not document:

@@ -424,3 +424,10 @@ def test_unreadable_values_and_ids_are_reported_per_example_not_as_a_crash(tmp_p
     assert code in (0, 1), captured.err
     assert "internal error" not in captured.err and "Traceback" not in captured.err
     assert "0 passed" in captured.out  # none of these can pass: its values are wrong or unreadable
+
+
+def test_examples_refuses_a_binary_file_as_no_document(capsys):
+    weights = Path(__file__).resolve().parent.parent / "models" / "small_cnn" / "model.bin"
+    assert main(["examples", str(weights)]) == 2
+    assert "a binary file, not a document" in capsys.readouterr().err
+
