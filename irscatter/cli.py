@@ -181,13 +181,19 @@ def _gather_feeds(args: argparse.Namespace, compiled) -> dict[str, Any]:
         given.add(name)
         feeds[name] = model_inputs.load_npy(path)
     if args.random:
-        shapes = dict(_parse_shape(s) for s in args.shape or [])
+        pairs = [_parse_shape(s) for s in args.shape or []]
+        shapes = dict(pairs)
+        if len(shapes) < len(pairs):
+            twice = next(name for i, (name, _) in enumerate(pairs) if name in dict(pairs[:i]))
+            raise UsageError(f'--shape gives input "{twice}" twice')
         unknown = sorted(set(shapes) - {s.name for s in compiled.inputs})
         if unknown:
             raise UsageError(f"--shape names no input of the model: {', '.join(unknown)} (its inputs: "
                              f"{', '.join(s.name for s in compiled.inputs)})")
         missing = [s for s in compiled.inputs if s.name not in feeds and not any(n in feeds for n in s.names)]
-        shapes = {k: v for k, v in shapes.items() if k in {s.name for s in missing}}
+        fed = sorted(set(shapes) - {s.name for s in missing})
+        if fed:
+            raise UsageError(f"--shape {fed[0]}: that input is fed (--inputs or -i); --shape sizes what --random draws")
         defaulted = model_inputs.default_shapes(missing, shapes)
         if defaulted:
             drawn = ", ".join(f"{name} as [{', '.join(map(str, shape))}]" for name, shape in defaulted.items())

@@ -300,6 +300,17 @@ def test_run_refuses_options_that_would_be_lost(tmp_path, args, message):
     assert message in proc.stderr
 
 
+@pytest.mark.parametrize("args, message", [
+    (["--random", "--shape", "x=2,3", "--shape", "x=4,3"], 'gives input "x" twice'),
+    (["--inputs", "{model}/inputs.npz", "--random", "--shape", "x=2,3"], "that input is fed"),
+])
+def test_a_shape_that_would_be_ignored_is_refused(args, message):
+    folder = MODELS / "dynamic_batch"
+    proc = cli("run", str(folder / "model.xml"), *[a.format(model=folder) for a in args])
+    _assert_one_line_error(proc, 2)
+    assert message in proc.stderr
+
+
 def test_feed_back_refuses_an_input_the_steps_also_give():
     folder = MODELS / "stateful_decoder"  # its inputs give x for every step
     proc = cli("run", str(folder / "model.xml"), "--inputs", str(folder / "inputs.npz"), "--feed-back", "y=x")
