@@ -15,7 +15,7 @@ import os
 import shlex
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -277,21 +277,51 @@ def cmd_compare(args: argparse.Namespace) -> int:
             raise UsageError(f"{flag} only applies with {parent}")
     compiled = read_model(args.files[0], args.bin).compile()
     compare.check_overrides(tolerances, (compare.tensor_key(compiled, src) for src in compiled.slot_of))
-    feeds = _checked_feeds(_gather_feeds(args, compiled), compiled)
+    gathered = _gather_feeds(args, compiled)
+    if args.steps > 1 or model_inputs.has_steps(gathered):
+        return _compare_steps(args, compiled, gathered, tolerances)
+    if args.steps < 1:
+        raise UsageError(f"--steps must be at least 1, got {args.steps}")
+    feeds = _checked_feeds(gathered, compiled)
+
+    def judge(target):
+        values = compare.reference_values(compiled, feeds, args.reference_precision)
+        if args.whole:
+            return compare.compare_whole(compiled, feeds, target, tolerances, bisect=args.bisect, values=values)
+        return compare.compare_layers(compiled, feeds, target, tolerances, values=values)
+    return _judged_on_target(args, judge)
+
+
+def _judged_on_target(args: argparse.Namespace, judge: Callable[[Any], Any]) -> int:
+    """Open the target, let `judge(target)` make the report, print it; the exit status."""
+    from irscatter.debug import compare
+
     target = compare.open_target(args.target, args.target_precision, args.timeout)
     try:
         target.describe()  # fails here, once, when the target cannot start
-        values = compare.reference_values(compiled, feeds, args.reference_precision)
-        if args.whole:
-            report = compare.compare_whole(compiled, feeds, target, tolerances, bisect=args.bisect, values=values)
-        else:
-            report = compare.compare_layers(compiled, feeds, target, tolerances, values=values)
+        report = judge(target)
     except TargetFailure as e:
         raise UsageError(f"--target {args.target}: {e.message}") from None
     finally:
         target.close()
     _print_comparison(report, args)
     return 0 if report.passed else 1
+
+
+def _compare_steps(args: argparse.Namespace, compiled, feeds: dict[str, Any], tolerances) -> int:
+    """compare --whole over the steps of a stateful model (--steps N, or step-keyed inputs)."""
+    from irscatter.debug import compare
+
+    if not args.whole or args.bisect:
+        raise UsageError("a model is compared over steps as a whole (--whole), its state carried from step to "
+                         "step; layer by layer and --bisect look at one run")
+    per_step = model_inputs.split_steps(feeds, args.steps)
+    current: dict[str, Any] = {}
+    for step in per_step:  # each step's feeds checked as a run would bind them, before any work
+        current = {**current, **step}
+        _checked_feeds(current, compiled)
+    return _judged_on_target(args, lambda target: compare.compare_steps(
+        compiled, per_step, target, tolerances, precision=args.reference_precision))
 
 
 def _compare_dumps(args: argparse.Namespace, tolerances) -> int:
@@ -742,6 +772,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="run the whole model on the target, as it compiles it, and compare its outputs")
     cmp.add_argument("--bisect", action="store_true",
                      help="with --whole: find the first layer that diverges by running prefixes of the graph")
+    cmp.add_argument("--steps", type=int, default=1, metavar="N",
+                     help="with --whole: run a stateful model N times in a row on both sides, its state carried "
+                          "over (step-keyed inputs, step<k>/NAME, give each step's feeds), and compare every step")
     cmp.add_argument("--all", action="store_true", help="list every layer, not only those that diverged")
     cmp.add_argument("--json", action="store_true", help="print the report as JSON records")
     cmp.add_argument("--report", metavar="REPORT.html",

@@ -19,6 +19,7 @@ import irscatter
 from irscatter.debug import compare
 from irscatter.debug.metrics import PRESETS, Tolerance, diff, preset_for
 from irscatter.ir.writer import IRWriter
+from irscatter.runtime.inputs import split_steps
 from irscatter.targets.worker import TargetFailure, WorkerProcess
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
@@ -336,6 +337,40 @@ class _Refusing:
 
     def close(self):
         return None
+
+
+class _StateDrift(compare.OpenVINOTarget):
+    """OpenVINO, with the outputs of every step from the third on nudged: a runtime whose state
+    goes wrong after two steps."""
+
+    def infer_steps(self, xml, steps):
+        outputs = super().infer_steps(xml, steps)
+        return [[o + np.float32(0.01) if k >= 2 else o for o in step] for k, step in enumerate(outputs)]
+
+
+@needs_openvino
+def test_a_stateful_model_is_compared_step_by_step_and_the_first_wrong_step_is_named():
+    compiled = irscatter.compile_model(MODELS / "stateful_decoder" / "model.xml")
+    feeds = dict(np.load(MODELS / "stateful_decoder" / "inputs.npz"))
+    steps = split_steps(feeds, 1)
+    target = _StateDrift("CPU", "f32")
+    try:
+        drifted = compare.compare_steps(compiled, steps, target, compare.Tolerances("f32"))
+    finally:
+        target.close()
+    assert [r.status for r in drifted.outputs] == ["passed", "passed", "failed", "failed"]
+    assert drifted.first_divergence.tensors[0].key == "step2/y"
+    assert 'output "step2/y"' in compare.summary_line(drifted) and "--bisect" not in compare.summary_line(drifted)
+    out = cli("compare", str(MODELS / "stateful_decoder" / "model.xml"), "--inputs",
+              str(MODELS / "stateful_decoder" / "inputs.npz"), "--whole", "--steps", "6")
+    assert out.returncode == 0 and "6 passed; no divergence" in out.stdout, out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("extra", [[], ["--whole", "--bisect"]])
+def test_steps_are_compared_as_a_whole_only(extra):
+    out = cli("compare", str(MODELS / "stateful_decoder" / "model.xml"), "--inputs",
+              str(MODELS / "stateful_decoder" / "inputs.npz"), *extra)
+    assert out.returncode == 2 and "compared over steps as a whole" in out.stderr
 
 
 def test_a_comparison_the_target_refused_entirely_does_not_pass():

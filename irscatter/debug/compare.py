@@ -81,6 +81,11 @@ class OpenVINOTarget:
         return self._process.infer(xml, dict(feeds), device=self.device,
                                    config={"INFERENCE_PRECISION_HINT": self.precision})
 
+    def infer_steps(self, xml: Path, steps: Sequence[Mapping[str, np.ndarray]]) -> list[list[np.ndarray]]:
+        """One infer request run on each step's feeds in turn, its variables carried over."""
+        return self._process.infer_steps(xml, [dict(f) for f in steps], device=self.device,
+                                         config={"INFERENCE_PRECISION_HINT": self.precision})
+
     def output_names(self, xml: Path) -> list[list[str]]:
         return self._process.output_names(xml)
 
@@ -194,6 +199,7 @@ class Report:
     outputs: list[LayerResult] = field(default_factory=list)  # whole mode: one record per model output
     bisect: LayerResult | None = None  # whole mode with bisect: the first layer found diverging
     bisect_note: str | None = None
+    steps: int = 0  # whole mode over the steps of a stateful model: how many (its records are step by step)
     seconds: float = 0.0
 
     @property
@@ -480,6 +486,47 @@ def _in_declared_type(theirs: np.ndarray, ours: np.ndarray) -> np.ndarray:
     return converted if exact else theirs
 
 
+def compare_steps(compiled: CompiledModel, steps: Sequence[Mapping[str, Any]], target: Any, tolerances: Tolerances,
+                  *, precision: str | None = None) -> Report:
+    """A stateful model run step after step, as the target compiles it: irscatter's variables
+    and the target's infer request each carried from one step to the next, every output of
+    every step against irscatter's (the records in step order, keyed `step<k>/<output>`), so
+    the first divergence says at which step the state first went wrong."""
+    start = time.perf_counter()
+    report = Report(compiled.model.source, target.describe(), "whole", steps=len(steps))
+    xml = Path(compiled.model.source)
+    mine, named, current = [], [], {}
+    request = compiled.new_request()  # variables of its own, from their initial values
+    for feeds in steps:
+        current = {**current, **feeds}  # an input a step does not give keeps its last value
+        mine.append(request.run(current, precision=precision))
+        arrays = request.feed_arrays(current)
+        named.append({(spec.names[0] if spec.names else spec.name): a for spec, a in zip(compiled.inputs, arrays)})
+    try:
+        got = target.infer_steps(xml, named)
+        names = target.output_names(xml)
+    except TargetFailure as failure:
+        report.outputs = [_output_record(compiled, i, failure.kind, failure.message)
+                          for i in range(len(compiled.outputs))]
+        report.seconds = time.perf_counter() - start
+        return report
+    for k, (ours, theirs) in enumerate(zip(mine, got)):
+        for i, spec in enumerate(compiled.outputs):
+            record = _output_record(compiled, i, "pending")
+            j = _match_output(spec.names, spec.name, names, i)
+            if j is None:
+                record.status, record.reason = "not compared", "the target has no output of this name"
+            else:
+                src = compiled.sources[spec.layer.id][0]
+                want = np.asarray(ours[i])
+                tolerance = tolerances.for_tensor(tensor_key(compiled, src), want.dtype)
+                record.tensors.append(TensorResult(f"step{k}/{spec.name}", diff(theirs[j], want, tolerance)))
+                record.status = "passed" if record.tensors[0].diff.passed else "failed"
+            report.outputs.append(record)
+    report.seconds = time.perf_counter() - start
+    return report
+
+
 def _named_feeds(compiled: CompiledModel, values: Mapping[Source, np.ndarray]) -> dict[str, np.ndarray]:
     """The feeds under a name the target knows each input by: its first tensor name, else its
     Parameter's name."""
@@ -652,7 +699,7 @@ def summary_line(report: Report) -> str:
     if report.mode == "whole" and report.bisect is None:
         output = first.tensors[0].key if first.tensors else first.name
         return (head + f'; output "{output}" of {label} diverges'
-                + ("" if report.bisect_note else "; --bisect looks for the first layer that does"))
+                + ("" if report.bisect_note or report.steps else "; --bisect looks for the first layer that does"))
     found = "first diverging layer (bisect)" if report.bisect is not None else "first divergence"
     return head + f"; {found}: {label}"
 
