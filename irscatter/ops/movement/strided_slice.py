@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from irscatter.ir.shapes import PartialShape
+from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.ops.base import IntList, Op, OpAttrs, TensorInfo
 from irscatter.ops.movement.slice import PlanError, check_slice_params, planned
 from irscatter.ops.registry import register
@@ -65,6 +65,31 @@ def strided_index(shape: tuple[int, ...], begin, end, stride, attrs: StridedSlic
     return tuple(index)
 
 
+_LARGE = 1 << 40  # an unbounded axis' stand-in for its largest size
+
+
+def indexed_shape(shape: tuple[int, ...], index: tuple) -> tuple[int, ...]:
+    """The shape numpy's basic indexing by `index` (slices, ints, None, one Ellipsis) gives,
+    worked out from `shape` alone (no array, so any size)."""
+    consumed = sum(1 for item in index if item is not None and item is not Ellipsis)
+    out: list[int] = []
+    axis = 0
+    for item in index:
+        if item is None:
+            out.append(1)
+        elif item is Ellipsis:
+            n = len(shape) - consumed
+            out.extend(shape[axis:axis + n])
+            axis += n
+        elif isinstance(item, slice):
+            out.append(len(range(*item.indices(shape[axis]))))
+            axis += 1
+        else:  # an int: the axis is shrunk away
+            axis += 1
+    out.extend(shape[axis:])
+    return tuple(out)
+
+
 @register("StridedSlice", 1)
 class StridedSlice(Op):
     """Python slicing with TensorFlow-style masks, and two rules of the spec:
@@ -85,12 +110,33 @@ class StridedSlice(Op):
     def infer(self, data: TensorInfo, begin: TensorInfo, end: TensorInfo, stride: TensorInfo | None = None) -> TensorInfo:
         check_slice_params([begin, end, stride], 1)
         known = [begin, end] + ([stride] if stride is not None else [])
-        if not data.shape.is_static or any(i.value is None for i in known):
+        if not data.shape.rank_is_static or any(i.value is None for i in known):
             return TensorInfo(data.etype, PartialShape.dynamic_rank())
+        if not data.shape.is_static:
+            return TensorInfo(data.etype, self._partly_known(data.shape, begin.value, end.value,
+                                                             None if stride is None else stride.value))
         index = planned(strided_index, data.shape.to_tuple(), begin.value, end.value,
                         None if stride is None else stride.value, self.attrs, port=self.port("begin"), at_runtime=False)
         shape = np.broadcast_to(np.empty((), np.uint8), data.shape.to_tuple())[index].shape
         return TensorInfo(data.etype, PartialShape.of(shape))
+
+    def _partly_known(self, shape: PartialShape, begin, end, stride) -> PartialShape:
+        """The output of an input of known rank and some unknown dims. A slice never shortens as
+        its axis grows, so an output dim is fixed when the axis' smallest and largest sizes give
+        the same, and lies between the two otherwise (unbounded above when an input dim is). A
+        plan the smallest sizes cannot take (a shrunk index past an axis of maybe 0) leaves the
+        rank unknown."""
+        dims = shape.dims
+        bounded = all(d.max is not None for d in dims)  # type: ignore[union-attr]
+        low = tuple(d.min for d in dims)  # type: ignore[union-attr]
+        high = tuple(d.max if d.max is not None else max(d.min, _LARGE) for d in dims)  # type: ignore[union-attr]
+        try:
+            small, large = (indexed_shape(s, strided_index(s, begin, end, stride, self.attrs)) for s in (low, high))
+        except PlanError:
+            return PartialShape.dynamic_rank()
+        return PartialShape.of([Dimension.static(a) if a == b else
+                                Dimension.model_construct(min=a, max=b if bounded else None)
+                                for a, b in zip(small, large)])
 
     def compute(self, data: np.ndarray, begin, end, stride=None) -> np.ndarray:
         return data[planned(strided_index, data.shape, begin, end, stride, self.attrs, port=self.port("begin"), at_runtime=True)]

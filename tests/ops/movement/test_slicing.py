@@ -217,3 +217,48 @@ def test_strided_slice_errors(attrs, begin, message):
     op = StridedSlice(Layer(id=1, name="ss", type="StridedSlice", version="opset1", attrs=attrs))
     with pytest.raises(irscatter.ExecutionError, match=message.replace("[", r"\[").replace("]", r"\]")):
         op.compute(np.zeros((2, 3)), np.array(begin), np.array(begin), np.ones(len(begin), np.int64))
+
+
+@pytest.mark.parametrize("shape, begin, end, attrs, want", [
+    ([-1, 1, -1], [0, 0, 0], [0, 1, 2], {"begin_mask": [1, 0, 0], "end_mask": [1, 0, 0]}, "[?, 1, ?]"),
+    ([-1, 4], [0, 1], [0, 3], {"begin_mask": [1, 0], "end_mask": [1, 0]}, "[?, 2]"),
+    ([-1, 4], [0, -1], [0, 0], {"begin_mask": [1, 0], "end_mask": [1, 0], "shrink_axis_mask": [0, 1]}, "[?]"),
+    ([-1, 4], [0, 0], [0, 0], {"begin_mask": [1, 1], "end_mask": [1, 1], "new_axis_mask": [1, 0]}, "[1, ?, 4]"),
+    ([-1, 4], [-1, 0], [0, 0], {"shrink_axis_mask": [1, 0], "end_mask": [0, 1]}, "[...]"),  # maybe past an axis of 0
+])
+def test_strided_slice_keeps_the_rank_of_an_input_with_unknown_dims(shape, begin, end, attrs, want):
+    """Slicing never changes the rank the masks give; an axis of unknown size leaves its own
+    output dim unknown, the others known (OpenVINO infers the same)."""
+    from irscatter.ir.element_types import ElementType
+    from irscatter.ir.shapes import PartialShape
+    from irscatter.ops.base import TensorInfo
+    from irscatter.ops.functional import make_op
+    from irscatter.ops import registry
+
+    op = make_op(registry.find("StridedSlice", "opset1"), {"begin_mask": [0] * len(begin), "end_mask": [0] * len(begin),
+                                                           **attrs})
+    out = op.infer(TensorInfo(ElementType.f32, PartialShape.of(shape)), TensorInfo.of(np.array(begin, np.int64)),
+                   TensorInfo.of(np.array(end, np.int64)), TensorInfo.of(np.ones(len(begin), np.int64)))
+    assert str(out.shape) == want
+
+
+def test_indexed_shape_is_numpys_basic_indexing():
+    from irscatter.ops.movement.strided_slice import indexed_shape
+
+    rng = np.random.default_rng(3)
+    checked = 0
+    for _ in range(500):
+        shape = tuple(int(d) for d in rng.integers(0, 5, int(rng.integers(1, 4))))
+        index = [int(rng.integers(-d, d)) if d and rng.random() < 0.2 else None if rng.random() < 0.15
+                 else slice(int(rng.integers(-6, 6)), int(rng.integers(-6, 6)), int(rng.choice([-2, -1, 1, 3])))
+                 for d in shape]
+        if rng.random() < 0.3:
+            index.insert(int(rng.integers(0, len(index) + 1)), Ellipsis)
+        try:
+            want = np.empty(shape)[tuple(index)].shape
+        except IndexError:  # an index past its axis (the None and Ellipsis shift the axes): numpy refuses
+            continue
+        assert indexed_shape(shape, tuple(index)) == want, (shape, index)
+        checked += 1
+    assert checked > 300
+
