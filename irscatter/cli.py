@@ -181,11 +181,11 @@ def _gather_feeds(args: argparse.Namespace, compiled) -> dict[str, Any]:
         given.add(name)
         feeds[name] = model_inputs.load_npy(path)
     if args.random:
-        pairs = [_parse_shape(s) for s in args.shape or []]
-        shapes = dict(pairs)
-        if len(shapes) < len(pairs):
-            twice = next(name for i, (name, _) in enumerate(pairs) if name in dict(pairs[:i]))
-            raise UsageError(f'--shape gives input "{twice}" twice')
+        shapes: dict[str, Any] = {}
+        for name, dims in map(_parse_shape, args.shape or []):
+            if name in shapes:
+                raise UsageError(f'--shape gives input "{name}" twice')
+            shapes[name] = dims
         unknown = sorted(set(shapes) - {s.name for s in compiled.inputs})
         if unknown:
             raise UsageError(f"--shape names no input of the model: {', '.join(unknown)} (its inputs: "

@@ -39,6 +39,7 @@ from irscatter.debug.extract import BOUNDARY, Written, first_holding, prefix, st
 from irscatter.ir.writer import IRWriter
 from irscatter.runtime.interpreter import CompiledModel
 from irscatter.runtime.precision import GraphView, kept_in_f32
+from irscatter.targets.openvino import exactly_as
 from irscatter.targets.worker import TargetFailure
 
 Source = tuple[int, int]
@@ -450,23 +451,11 @@ def compare_whole(compiled: CompiledModel, feeds: Any, target: Target, tolerance
         got = target.infer(xml, named)
         names = target.output_names(xml)
     except TargetFailure as failure:
-        report.outputs = [_output_record(compiled, i, failure.kind, failure.message) for i in range(len(compiled.outputs))]
+        report.outputs = _failed_outputs(compiled, failure)
         report.seconds = time.perf_counter() - start
         return report
-    for i, spec in enumerate(compiled.outputs):
-        record = _output_record(compiled, i, "pending")
-        j = _match_output(spec.names, spec.name, names, i)
-        src = compiled.sources[spec.layer.id][0]
-        if j is None:
-            record.status, record.reason = "not compared", "the target has no output of this name"
-        else:
-            want = values[src]
-            theirs = _in_declared_type(got[j], want) if compiled.model.ir_version == 10 else got[j]
-            tolerance = tolerances.for_tensor(tensor_key(compiled, src), want.dtype)
-            tensor = TensorResult(spec.name, diff(theirs, want, tolerance))
-            record.tensors.append(tensor)
-            record.status = "passed" if tensor.diff.passed else "failed"
-        report.outputs.append(record)
+    report.outputs = [_judged_output(compiled, i, values[compiled.sources[spec.layer.id][0]], got, names, tolerances,
+                                     spec.name) for i, spec in enumerate(compiled.outputs)]
     if bisect and not report.ok:
         with tempfile.TemporaryDirectory(prefix="irscatter-bisect-") as folder:
             report.bisect, report.bisect_note = _bisect(compiled, values, target, tolerances, Path(folder))
@@ -474,16 +463,30 @@ def compare_whole(compiled: CompiledModel, feeds: Any, target: Target, tolerance
     return report
 
 
-def _in_declared_type(theirs: np.ndarray, ours: np.ndarray) -> np.ndarray:
-    """OpenVINO reads an IR v10 file under its legacy conventions and answers an i64 output as
-    i32, a boolean or u8 one as f32: its answer in the type the file declares, when that type
-    holds it exactly (otherwise as it came, and the types differ in the verdict)."""
-    if theirs.dtype == ours.dtype or theirs.dtype.kind not in "biuf" or ours.dtype.kind not in "biuf":
-        return theirs
-    converted = theirs.astype(ours.dtype)
-    back = converted.astype(theirs.dtype)
-    exact = np.array_equal(back, theirs, equal_nan=True) if theirs.dtype.kind == "f" else np.array_equal(back, theirs)
-    return converted if exact else theirs
+def _failed_outputs(compiled: CompiledModel, failure: TargetFailure) -> list[LayerResult]:
+    """One record per output of a model the target failed on as a whole."""
+    return [_output_record(compiled, i, failure.kind, failure.message) for i in range(len(compiled.outputs))]
+
+
+def _judged_output(compiled: CompiledModel, i: int, want: np.ndarray, got: Sequence[np.ndarray],
+                   names: list[list[str]], tolerances: Tolerances, key: str) -> LayerResult:
+    """Output `i` of the model against the target's output of its name, as a record whose
+    tensor is keyed `key`. OpenVINO reads an IR v10 file under its legacy conventions (an i64
+    output given as i32, a boolean or u8 one as f32): its answer is taken in the type the file
+    declares when that type holds it exactly."""
+    spec = compiled.outputs[i]
+    record = _output_record(compiled, i, "pending")
+    j = _match_output(spec.names, spec.name, names, i)
+    if j is None:
+        record.status, record.reason = "not compared", "the target has no output of this name"
+        return record
+    want = np.asarray(want)
+    theirs = exactly_as(got[j], want.dtype) if compiled.model.ir_version == 10 else got[j]
+    src = compiled.sources[spec.layer.id][0]
+    record.tensors.append(TensorResult(key, diff(theirs, want, tolerances.for_tensor(tensor_key(compiled, src),
+                                                                                      want.dtype))))
+    record.status = "passed" if record.tensors[0].diff.passed else "failed"
+    return record
 
 
 def compare_steps(compiled: CompiledModel, steps: Sequence[Mapping[str, Any]], target: Any, tolerances: Tolerances,
@@ -506,23 +509,11 @@ def compare_steps(compiled: CompiledModel, steps: Sequence[Mapping[str, Any]], t
         got = target.infer_steps(xml, named)
         names = target.output_names(xml)
     except TargetFailure as failure:
-        report.outputs = [_output_record(compiled, i, failure.kind, failure.message)
-                          for i in range(len(compiled.outputs))]
+        report.outputs = _failed_outputs(compiled, failure)
         report.seconds = time.perf_counter() - start
         return report
-    for k, (ours, theirs) in enumerate(zip(mine, got)):
-        for i, spec in enumerate(compiled.outputs):
-            record = _output_record(compiled, i, "pending")
-            j = _match_output(spec.names, spec.name, names, i)
-            if j is None:
-                record.status, record.reason = "not compared", "the target has no output of this name"
-            else:
-                src = compiled.sources[spec.layer.id][0]
-                want = np.asarray(ours[i])
-                tolerance = tolerances.for_tensor(tensor_key(compiled, src), want.dtype)
-                record.tensors.append(TensorResult(f"step{k}/{spec.name}", diff(theirs[j], want, tolerance)))
-                record.status = "passed" if record.tensors[0].diff.passed else "failed"
-            report.outputs.append(record)
+    report.outputs = [_judged_output(compiled, i, ours[i], theirs, names, tolerances, f"step{k}/{spec.name}")
+                      for k, (ours, theirs) in enumerate(zip(mine, got)) for i, spec in enumerate(compiled.outputs)]
     report.seconds = time.perf_counter() - start
     return report
 

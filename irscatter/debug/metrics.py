@@ -178,8 +178,9 @@ def _inexact(target: np.ndarray, reference: np.ndarray, tol: Tolerance) -> Tenso
     if count:
         # A NaN or an infinity on one side is an error no finite number measures: the maxima say
         # so (the other measures cover the elements finite on both sides).
-        record.update(max_abs=float(error.max()) if not one_sided.any() else math.inf,
-                      max_rel=float(relative.max()) if not one_sided.any() else math.inf, mean_abs=float(error.mean()),
+        unmeasured = bool(one_sided.any())
+        record.update(max_abs=math.inf if unmeasured else float(error.max()),
+                      max_rel=math.inf if unmeasured else float(relative.max()), mean_abs=float(error.mean()),
                       cosine=_cosine(g[both], w[both]), nrmse=_nrmse(g[both], w[both]),
                       max_ulps=_max_ulps(target, reference), worst_ratio=float(ratio.max()))
     else:

@@ -191,9 +191,10 @@ def _port(ctx: ReadContext, node: etree._Element, where: str, layer: etree._Elem
                 rt_node = dim
             continue
         text = dim.text
+        # int() skips the same surrounding whitespace str.strip() does; an empty <dim/> has None
         try:
-            value = int(text) if is_plain_number(text) else -2  # int() skips the whitespace str.strip() does
-        except (TypeError, ValueError, AttributeError):  # an empty <dim/> has None for text
+            value = int(text) if text is not None and is_plain_number(text) else -2
+        except ValueError:
             value = -2
         if value < -1:
             text = (text or "").strip()

@@ -358,8 +358,10 @@ class _Reader:
         if len(chunks) != 1:
             raise Unread()  # an empty <dim/>, or text the tree reader would cut at a comment
         text = chunks[0]
+        if not is_plain_number(text):
+            raise Unread()
         value = int(text)
-        if value < -1 or not is_plain_number(text):
+        if value < -1:
             raise Unread()
         self.dims.append(value)
 

@@ -213,12 +213,14 @@ class CompiledModel:
 
         self.outputs: list[OutputSpec] = []
         self.output_slots: list[int] = []
+        taken: set[str] = set()
         for r in results:
             src = sources[r.id][0]
             assert src is not None
             info = self.infos[src]
             port = layers[src[0]].outputs[src[1]]
-            name = _distinct(output_name(r, port), r.name, {spec.name for spec in self.outputs})
+            name = _distinct(output_name(r, port), r.name, taken)
+            taken.add(name)
             self.outputs.append(OutputSpec(name, info.etype, info.shape, r, tuple(port.names)))
             self.output_slots.append(slot_of[src])
 
@@ -405,19 +407,19 @@ class CompiledModel:
     def _dynamic_feed(self, value: Any, ref: LayerRef) -> np.ndarray:
         """A feed of an input of element type `dynamic`: any array whose dtype is an IR
         element type (text for a string tensor)."""
-        array = None if value is None else np.asarray(value)
-        if array is not None and array.dtype.kind == "O":
-            if all(isinstance(v, str) for v in array.flat):  # a string tensor, as lists of str read
+        what = "None"
+        if value is not None:
+            array = np.asarray(value)
+            if array.dtype.kind != "O":
+                try:
+                    ElementType.from_dtype(array.dtype)
+                    return array
+                except ValueError:
+                    what = f"an array of dtype {array.dtype}"
+            elif all(isinstance(v, str) for v in array.flat):  # a string tensor, as lists of str read
                 return array
-            array = None
-        elif array is not None:
-            try:
-                ElementType.from_dtype(array.dtype)
-                return array
-            except ValueError:
-                pass
-        what = "None" if value is None else f"an array of dtype {array.dtype}" if array is not None \
-            else "values that are neither numbers nor text"
+            else:
+                what = "values that are neither numbers nor text"
         raise ExecutionError(f"the input's element type is dynamic, but {what} is of no IR element type",
                              file=self.model.source, layer=ref, label="feed-dtype")
 

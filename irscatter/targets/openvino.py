@@ -119,20 +119,25 @@ def _ordered(inputs: Sequence[Any], feeds: dict[str, np.ndarray] | list[np.ndarr
     return out
 
 
+def exactly_as(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """`array` in numeric type `dtype` when that type holds every value exactly, else as it is:
+    OpenVINO reads an IR v10 file under its legacy conventions (an f16 input taken as f32, an
+    i64 output given as i32, a boolean one as f32), and each side is met in its own type."""
+    if array.dtype == dtype or array.dtype.kind not in "biuf" or np.dtype(dtype).kind not in "biuf":
+        return array
+    converted = array.astype(dtype)
+    back = converted.astype(array.dtype)
+    exact = np.array_equal(back, array, equal_nan=True) if array.dtype.kind == "f" else np.array_equal(back, array)
+    return converted if exact else array
+
+
 def _in_port_type(array: np.ndarray, port: Any) -> np.ndarray:
-    """A feed in the element type the compiled model takes, when that type holds it exactly:
-    OpenVINO reads an IR v10 file under its legacy conventions, an f16 input as f32 and an i64
-    one as i32, and refuses the type the file declares."""
+    """A feed in the element type the compiled model takes, where that type holds it exactly."""
     try:
         wanted = np.dtype(port.get_element_type().to_dtype())
     except Exception:  # (a type numpy has no dtype for: the feed goes as it is)
         return array
-    if array.dtype == wanted or array.dtype.kind not in "biuf" or wanted.kind not in "biuf":
-        return array
-    converted = array.astype(wanted)
-    back = converted.astype(array.dtype)
-    exact = np.array_equal(back, array, equal_nan=True) if array.dtype.kind == "f" else np.array_equal(back, array)
-    return converted if exact else array
+    return exactly_as(array, wanted)
 
 
 def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
