@@ -285,7 +285,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     feeds = _checked_feeds(gathered, compiled)
 
     def judge(target):
-        values = compare.reference_values(compiled, feeds, args.reference_precision)
+        emulated = compare.emulated_at_device_precision(target, args.reference_precision)
+        values = compare.reference_values(compiled, feeds, emulated)
         if args.whole:
             return compare.compare_whole(compiled, feeds, target, tolerances, bisect=args.bisect, values=values)
         return compare.compare_layers(compiled, feeds, target, tolerances, values=values)
@@ -321,7 +322,8 @@ def _compare_steps(args: argparse.Namespace, compiled, feeds: dict[str, Any], to
         current = {**current, **step}
         _checked_feeds(current, compiled)
     return _judged_on_target(args, lambda target: compare.compare_steps(
-        compiled, per_step, target, tolerances, precision=args.reference_precision))
+        compiled, per_step, target, tolerances,
+        precision=compare.emulated_at_device_precision(target, args.reference_precision)))
 
 
 def _compare_dumps(args: argparse.Namespace, tolerances) -> int:
@@ -687,7 +689,8 @@ def _target_arguments(parser: argparse.ArgumentParser, defaults: bool) -> None:
                         help="the runtime to judge (default: openvino on CPU); it runs in a separate process")
     parser.add_argument("--target-precision", default="f32" if defaults else None, choices=["f32", "f16", "bf16"],
                         help="the target's inference precision (OpenVINO's INFERENCE_PRECISION_HINT, default f32); "
-                             "it also picks the tolerance presets")
+                             "the tolerance presets follow the precision the device says it ran, which the "
+                             "report names (a CPU without f16 or bf16 arithmetic runs f32)")
     parser.add_argument("--rtol", type=_tolerance,
                         help="relative tolerance for floats (default: the precision's preset)")
     parser.add_argument("--atol", type=_tolerance, help="absolute tolerance for floats, in units of the tensor's "

@@ -29,6 +29,10 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.section("skipped")
         for reason, count in sorted(reasons.items()):
             terminalreporter.write_line(f"{count} skipped: {reason}")
+    if helpers.CPU_NOTES:
+        terminalreporter.section("checks that depend on this CPU")
+        for line in helpers.CPU_NOTES:
+            terminalreporter.write_line(line)
     if helpers.ORACLE_NOTES:
         terminalreporter.section("cases not checked against OpenVINO's CPU plugin")
         for line in helpers.ORACLE_NOTES:

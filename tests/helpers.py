@@ -62,6 +62,15 @@ def oracle():
     return _ORACLE
 
 
+CPU_NOTES: list[str] = []  # one line per test whose check depends on what this CPU computes
+
+
+def cpu_note(text: str) -> None:
+    """Say, in the run's summary, which form of a CPU-dependent test ran here and why."""
+    case = os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" ", 1)[0]
+    CPU_NOTES.append(f"{case}: {text}")
+
+
 def _note(text: str) -> None:
     case = os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" ", 1)[0]
     ORACLE_NOTES.append(f"{case}: {text}")

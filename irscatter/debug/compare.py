@@ -26,7 +26,7 @@ import re
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -69,7 +69,8 @@ class Target(Protocol):
 class OpenVINOTarget:
     """OpenVINO on a device, in a worker process, at an inference precision (its
     INFERENCE_PRECISION_HINT; f32 unless asked otherwise, since a CPU with bf16 units would
-    otherwise pick bf16 by itself)."""
+    otherwise pick bf16 by itself). What the device really runs may differ from what was asked
+    (a CPU without f16 arithmetic keeps its default): `ran_precision` asks the device once."""
 
     def __init__(self, device: str = "CPU", precision: str = "f32", timeout: float = 120.0) -> None:
         from irscatter.targets.openvino import OpenVINOProcess
@@ -77,25 +78,54 @@ class OpenVINOTarget:
         self.device, self.precision = device, precision
         self.name = f"openvino:{device}"
         self._process = OpenVINOProcess(timeout=timeout)
+        self._ran: str | None = None
+
+    def _config(self) -> dict[str, str]:
+        return {"INFERENCE_PRECISION_HINT": self.precision}
 
     def infer(self, xml: Path, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-        return self._process.infer(xml, dict(feeds), device=self.device,
-                                   config={"INFERENCE_PRECISION_HINT": self.precision})
+        return self._process.infer(xml, dict(feeds), device=self.device, config=self._config())
 
     def infer_steps(self, xml: Path, steps: Sequence[Mapping[str, np.ndarray]]) -> list[list[np.ndarray]]:
         """One infer request run on each step's feeds in turn, its variables carried over."""
-        return self._process.infer_steps(xml, [dict(f) for f in steps], device=self.device,
-                                         config={"INFERENCE_PRECISION_HINT": self.precision})
+        return self._process.infer_steps(xml, [dict(f) for f in steps], device=self.device, config=self._config())
 
     def output_names(self, xml: Path) -> list[list[str]]:
         return self._process.output_names(xml)
 
+    def ran_precision(self) -> str:
+        """The precision the device infers in when asked for `precision` (f32, f16 or bf16)."""
+        if self._ran is None:
+            self._ran = str(self._process.inference_precision(self.device, self._config())["precision"])
+        return self._ran
+
     def describe(self) -> str:
         release = self._process.version().split("-")[0]  # 2026.4.1, without the build string
-        return f"OpenVINO {release} {self.device} at {self.precision}"
+        ran = self.ran_precision()
+        asked = "" if ran == self.precision else f" (asked for {self.precision}, which this {self.device} does not run)"
+        return f"OpenVINO {release} {self.device} at {ran}{asked}"
 
     def close(self) -> None:
         self._process.close()
+
+
+def at_device_precision(target: Target, tolerances: Tolerances) -> Tolerances:
+    """`tolerances` at the precision `target` really infers in, where it can say: judging an
+    f32 answer with f16's presets would hide a fault, and a bf16 answer with f16's would
+    report one that is not there."""
+    ran = getattr(target, "ran_precision", None)
+    precision = ran() if callable(ran) else tolerances.precision
+    return tolerances if precision == tolerances.precision else replace(tolerances, precision=precision)
+
+
+def emulated_at_device_precision(target: Target, emulated: str | None) -> str | None:
+    """The precision to emulate irscatter's values in, `emulated` having been asked for the
+    target's own precision: the one the target really runs (none when that is f32)."""
+    ran = getattr(target, "ran_precision", None)
+    if emulated is None or not callable(ran) or getattr(target, "precision", None) != emulated:
+        return emulated
+    precision = ran()
+    return None if precision == "f32" else precision
 
 
 def open_target(spec: str, precision: str = "f32", timeout: float = 120.0) -> OpenVINOTarget:
@@ -300,6 +330,7 @@ def compare_layers(compiled: CompiledModel, feeds: Any, target: Target, toleranc
     start = time.perf_counter()
     values = reference_values(compiled, feeds) if values is None else values
     report = Report(compiled.model.source, target.describe(), "layers")
+    tolerances = at_device_precision(target, tolerances)
     candidates = []
     kept = _kept_in_f32(compiled, tolerances.precision)
     for position, lid in enumerate(lid for lid in compiled.order if compiled.layers[lid].type not in BOUNDARY):
@@ -445,6 +476,7 @@ def compare_whole(compiled: CompiledModel, feeds: Any, target: Target, tolerance
     start = time.perf_counter()
     values = reference_values(compiled, feeds) if values is None else values
     report = Report(compiled.model.source, target.describe(), "whole")
+    tolerances = at_device_precision(target, tolerances)
     xml = Path(compiled.model.source)
     named = _named_feeds(compiled, values)
     try:
@@ -497,6 +529,7 @@ def compare_steps(compiled: CompiledModel, steps: Sequence[Mapping[str, Any]], t
     the first divergence says at which step the state first went wrong."""
     start = time.perf_counter()
     report = Report(compiled.model.source, target.describe(), "whole", steps=len(steps))
+    tolerances = at_device_precision(target, tolerances)
     xml = Path(compiled.model.source)
     mine, named, current = [], [], {}
     request = compiled.new_request()  # variables of its own, from their initial values

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from irscatter.debug.compare import Target, TensorResult, Tolerances, judge
+from irscatter.debug.compare import Target, TensorResult, Tolerances, at_device_precision, judge
 from irscatter.debug.extract import BOUNDARY, Cut, Written, first_holding, plan, prefix, steps, write
 from irscatter.errors import PATTERN_ERRORS, UsageError, elide
 from irscatter.runtime.interpreter import CompiledModel
@@ -54,7 +54,7 @@ class TargetCheck:
     hangs or answers unstably on the candidate; refusing it is not a failure to keep)."""
 
     def __init__(self, compiled: CompiledModel, target: Target, tolerances: Tolerances) -> None:
-        self.compiled, self.target, self.tolerances = compiled, target, tolerances
+        self.compiled, self.target, self.tolerances = compiled, target, at_device_precision(target, tolerances)
 
     def describe(self) -> str:
         return self.target.describe()

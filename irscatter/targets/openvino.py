@@ -60,6 +60,13 @@ class OpenVINOProcess:
         return self._worker.request({"kind": "infer", "xml": os.fspath(xml), "steps": [_plain(f) for f in steps],
                                      "device": device, "config": dict(config or {}), "check_stable": check_stable})
 
+    def inference_precision(self, device: str = "CPU", config: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """What the device really infers in under `config`: `{"precision": "f32" | "f16" | "bf16",
+        "capabilities": [...]}`. OpenVINO's CPU plugin takes an INFERENCE_PRECISION_HINT it has no
+        arithmetic for without a word and keeps its own default (f32 on a CPU without AVX-512,
+        bf16 on one with AVX-512 BF16 but no AVX512-FP16), so only the compiled model can say."""
+        return self._worker.request({"kind": "inference_precision", "device": device, "config": dict(config or {})})
+
     def evaluate(self, xml: str | os.PathLike, feeds: Feeds) -> list[np.ndarray]:
         """The core reference's outputs in Result order; `refused` where an op has no reference."""
         return self._worker.request({"kind": "evaluate", "xml": os.fspath(xml), "feeds": _plain(feeds)})
@@ -163,6 +170,8 @@ class _Handler:
             return self.infer(request)
         if kind == "evaluate":
             return self.evaluate(request)
+        if kind == "inference_precision":
+            return self.inference_precision(request)
         if kind == "output_names":
             return [sorted(port.get_names()) for port in self.core.read_model(request["xml"]).outputs]
         raise TargetFailure("refused", f"unknown request {kind!r}")
@@ -208,6 +217,22 @@ class _Handler:
                 raw = tensor.data
                 raw.reshape(-1).view(np.uint8)[...] = pattern
             infer.set_output_tensor(i, tensor)
+
+    def inference_precision(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Compile a one-MatMul model under the request's config and read back the precision the
+        plugin settled on (it depends on the device and the config, not on the model)."""
+        ov = self.ov
+        x = ov.opset13.parameter([1, 16], ov.Type.f32, name="x")
+        weights = ov.opset13.constant(np.ones((16, 16), np.float32))
+        probe = ov.Model([ov.opset13.matmul(x, weights, False, False)], [x], "precision_probe")
+        compiled = self.core.compile_model(probe, request["device"], request["config"])
+        chosen = compiled.get_property("INFERENCE_PRECISION_HINT")
+        name = chosen.get_type_name() if chosen != ov.Type.dynamic else "f32"  # dynamic: ACCURACY mode, f32
+        try:
+            capabilities = list(self.core.get_property(request["device"], "OPTIMIZATION_CAPABILITIES"))
+        except Exception:  # (a device that does not say)
+            capabilities = []
+        return {"precision": name, "capabilities": capabilities}
 
     def evaluate(self, request: dict[str, Any]) -> list[np.ndarray]:
         ov = self.ov
