@@ -1,9 +1,10 @@
 """irscatter: a numpy reference interpreter and conformance tool for OpenVINO IR models."""
 
 from irscatter import limits
-from irscatter.api import compile_model, parse_layer, parse_model, read_model, run_layer, validate
+from irscatter.api import Core, compile_model, parse_layer, parse_model, read_model, run_layer, validate
 from irscatter.checks.conformance import Report
 from irscatter.errors import (
+    CompatibilityNote,
     ExecutionError,
     FileAccessError,
     IRError,
@@ -19,6 +20,8 @@ from irscatter.ir.shapes import Dimension, PartialShape
 __version__ = "0.1.0"
 
 __all__ = [
+    "CompatibilityNote",
+    "Core",
     "Dimension",
     "Edge",
     "ElementType",

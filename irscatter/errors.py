@@ -141,3 +141,15 @@ def elide(text: str, limit: int = 60) -> str:
 # What `re.compile` raises for a pattern it cannot compile: re.error, and for a huge repeat
 # (a{99999999999}) or deep nesting OverflowError and RecursionError.
 PATTERN_ERRORS = (re.error, OverflowError, RecursionError)
+
+
+class CompatibilityNote(UserWarning):
+    """Something irscatter took as OpenVINO's API takes it but has no use for (a device name, a
+    speed setting): said once as a warning of this category, which `warnings.filterwarnings`
+    can silence."""
+
+
+def note(message: str) -> None:
+    import warnings
+
+    warnings.warn(message, CompatibilityNote, stacklevel=4)  # the caller of the API function

@@ -86,7 +86,9 @@ def test_inputs_are_never_mutated(tmp_path):
     "feeds, message",
     [
         ({}, "no value was fed"),
-        ({"x": np.ones((2, 2), np.float64)}, "dtype float64, the Parameter expects f32"),
+        ({"x": np.full((2, 2), 0.1, np.float64)}, "dtype float64, the Parameter expects f32"),
+        ({"x": np.full((2, 2), 2**40 + 1, np.int64)}, "1099511627777 is not exactly representable in f32"),
+        ({"x": np.ones((2, 2), np.complex64)}, "dtype complex64, the Parameter expects f32"),
         ({"x": np.ones((3, 2), np.float32)}, "shape [3, 2], the Parameter expects [2, 2]"),
         ({"x": np.ones((2, 2), np.float32), "y": 1}, 'no input named "y"'),
     ],

@@ -68,6 +68,12 @@ class Dimension(BaseModel):
             raise ValueError(f"dimension {self} is not static")
         return self.min
 
+    def __index__(self) -> int:
+        """A static dimension is an integer wherever numpy or Python wants one (`np.zeros(shape)`)."""
+        if not self.is_static:
+            raise TypeError(f"dimension {self} is not static: it has no one size")
+        return self.min
+
     def __str__(self) -> str:
         if self.is_static:
             return str(self.min)

@@ -28,7 +28,7 @@ import numpy as np
 
 from irscatter.checks.analysis import analyze
 from irscatter.checks.infer import infer_graph
-from irscatter.errors import ExecutionError, IRError, LayerRef, UsageError
+from irscatter.errors import ExecutionError, IRError, LayerRef, UsageError, note
 from irscatter.findings import Finding
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Layer, Model, output_name
@@ -38,6 +38,8 @@ from irscatter.ops.base import Op, TensorInfo
 from irscatter.ops.common import recycle
 from irscatter.ops.common import strict as strict_mode
 from irscatter.ops.state import core as state
+from irscatter.runtime.ports import InputSpec, OutputSpec
+from irscatter.runtime.request import InferRequest
 from irscatter.runtime.precision import active_plan, emulating
 from irscatter.runtime.variables import VariableState
 
@@ -97,44 +99,6 @@ class Step:
     unused: frozenset[int] = frozenset()
 
 
-@dataclass(frozen=True, eq=False)  # compared and hashed by identity: a dict of feeds may key by it
-class InputSpec:
-    """A model input as `run()` expects it: its name, every tensor name it answers to, its
-    element type and (partial) shape after inference, and its Parameter layer."""
-
-    name: str
-    names: tuple[str, ...]
-    etype: ElementType
-    shape: PartialShape
-    layer: Layer
-
-    @property
-    def element_type(self) -> ElementType:
-        return self.etype
-
-    def __repr__(self) -> str:
-        return f"<input {self.name!r}: {self.etype} {self.shape}>"
-
-
-@dataclass(frozen=True, eq=False)
-class OutputSpec:
-    """A model output: the key `run()` returns it under, the tensor names of the port that
-    feeds its Result, its element type and (partial) shape, and its Result layer."""
-
-    name: str
-    etype: ElementType
-    shape: PartialShape
-    layer: Layer
-    names: tuple[str, ...] = ()
-
-    @property
-    def element_type(self) -> ElementType:
-        return self.etype
-
-    def __repr__(self) -> str:
-        return f"<output {self.name!r}: {self.etype} {self.shape}>"
-
-
 class Outputs(dict):
     """The outputs of a run: a dict keyed by output name, in the order of the model's
     outputs, that also answers to an output's position (`out[0]`) and to its `OutputSpec`
@@ -179,6 +143,9 @@ class CompiledModel:
         # Large outputs of recent runs, written again once the caller has dropped them.
         self._recycler = recycle.Recycler()
         self._shape_cache: OrderedDict[tuple, None] = OrderedDict()
+        # The precision a run emulates when it names none (OpenVINO's INFERENCE_PRECISION_HINT
+        # given to `compile_model`); None is f32.
+        self.default_precision: str | None = None
         self._plan(parameters, results)
 
     # --- planning ---------------------------------------------------------------------------
@@ -304,6 +271,29 @@ class CompiledModel:
         """OpenVINO's spelling of `run`."""
         return self.run(inputs if inputs is not None else {}, **kwargs)
 
+    def input(self, key: Any = None) -> InputSpec:
+        """One input, as OpenVINO's `compiled.input()`: the only one, or by position or name."""
+        return _the_only(self.inputs, "input") if key is None else self.inputs[self._input_index(key)]
+
+    def output(self, key: Any = None) -> OutputSpec:
+        """One output, as OpenVINO's `compiled.output()`: the only one, or by position or name."""
+        if key is None:
+            return _the_only(self.outputs, "output")
+        if isinstance(key, (int, np.integer)) and not isinstance(key, bool) and 0 <= key < len(self.outputs):
+            return self.outputs[int(key)]
+        for spec in self.outputs:
+            if key == spec.name or key in spec.names:
+                return spec
+        raise UsageError(f"there is no output {key!r}: the outputs are {[s.any_name for s in self.outputs]}")
+
+    def create_infer_request(self) -> InferRequest:
+        """An infer request with variables of its own (OpenVINO's way to run a compiled model)."""
+        return InferRequest(self)
+
+    def infer_new_request(self, inputs: Any = None) -> Outputs:
+        """One run on a fresh request: the variables start from their initial values."""
+        return InferRequest(self).infer(inputs)
+
     def _feed_names(self) -> dict[str, int]:
         index: dict[str, int] = {}
         for i, spec in enumerate(self.inputs):
@@ -339,7 +329,7 @@ class CompiledModel:
         array as the only input."""
         if isinstance(feeds, Mapping):
             return feeds
-        if isinstance(feeds, np.ndarray) and len(self.inputs) == 1:
+        if (isinstance(feeds, np.ndarray) or _is_openvino_tensor(feeds)) and len(self.inputs) == 1:
             return {0: feeds}
         if isinstance(feeds, (list, tuple)):
             if len(feeds) != len(self.inputs):
@@ -379,13 +369,10 @@ class CompiledModel:
         file = self.model.source
         if spec.etype is ElementType.dynamic:
             array = self._dynamic_feed(value, ref)
-        elif isinstance(value, (np.ndarray, np.generic)):
-            array = np.asarray(value)
+        elif isinstance(value, (np.ndarray, np.generic)) or _is_openvino_tensor(value):
+            array = value.data if _is_openvino_tensor(value) else np.asarray(value)
             if array.dtype != spec.etype.dtype and not (spec.etype is ElementType.string and array.dtype.kind in "UTO"):
-                raise ExecutionError(
-                    f"the fed array has dtype {array.dtype}, the Parameter expects {spec.etype} ({spec.etype.dtype})",
-                    file=file, layer=ref, label="feed-dtype",
-                )
+                array = _converted_feed(array, spec, file)
             if spec.etype is ElementType.string and array.dtype != spec.etype.dtype:
                 array = array.astype(spec.etype.dtype)
         else:
@@ -479,6 +466,8 @@ class CompiledModel:
             raise UsageError(f"hook= must be callable as hook(layer, inputs, outputs); got {type(hook).__name__}")
         if timings is not None and not callable(getattr(timings, "append", None)):
             raise UsageError(f"timings= must be a list to append to; got {type(timings).__name__}")
+        if precision is None:
+            precision = self.default_precision
         bound = self._bind(feeds)
         donated = self._donated(donate)
         # A donated buffer that another feed also reaches (the same array fed twice, or a
@@ -773,6 +762,42 @@ def _with_findings(outputs: Outputs, collector: strict_mode.Collector | None) ->
     if collector is not None:
         outputs.findings = collector.findings
     return outputs
+
+
+def _the_only(specs: list[Any], what: str) -> Any:
+    if len(specs) != 1:
+        raise UsageError(f"{what}() without an index or name needs a model of one {what}; this one has {len(specs)}")
+    return specs[0]
+
+
+def _is_openvino_tensor(value: Any) -> bool:
+    """An `openvino.Tensor`, told by its type's module so that openvino is never imported here."""
+    return type(value).__module__.startswith("openvino") and hasattr(value, "data") and hasattr(value, "shape")
+
+
+def _converted_feed(array: np.ndarray, spec: InputSpec, file: str | None) -> np.ndarray:
+    """A feed of another dtype than its input's, converted as OpenVINO converts a tensor when
+    every value survives the conversion (a note says so), and refused with the first value that
+    would not (an f64 0.1 is no f32 value: rounding it is the caller's choice to make)."""
+    wanted = spec.etype.dtype
+    refuse = f"the fed array has dtype {array.dtype}, the Parameter expects {spec.etype} ({wanted})"
+    try:
+        ElementType.from_dtype(array.dtype)
+        with np.errstate(invalid="ignore", over="ignore"):
+            converted = array.astype(wanted)
+            back = converted.astype(array.dtype)
+    except (TypeError, ValueError):
+        raise ExecutionError(refuse, file=file, layer=spec.layer.ref, label="feed-dtype") from None
+    same = back == array
+    if array.dtype.kind in "fcV" and wanted.kind != "b":
+        same |= (back != back) & (array != array)  # NaN stays NaN
+    if not same.all():
+        first = array[~same].flat[0].item()
+        raise ExecutionError(f"{refuse}, and {first!r} is not exactly representable in {spec.etype}: convert it first "
+                             f"(.astype(np.{wanted.name})) if that rounding is what you want", file=file,
+                             layer=spec.layer.ref, label="feed-dtype")
+    note(f'input "{spec.name}": the {array.dtype} array was converted to {spec.etype}; every value is exact in it')
+    return converted
 
 
 def as_array(value: Any, dtype: np.dtype) -> np.ndarray:

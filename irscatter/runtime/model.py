@@ -6,14 +6,16 @@ returns; the graph classes in `irscatter.ir` stay plain data that know nothing o
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pydantic import PrivateAttr
 
 from irscatter.checks import conformance
 from irscatter.checks.conformance import Report
-from irscatter.ir.graph import Layer, Model, gc_paused
+from irscatter.errors import IRError, UsageError
+from irscatter.ir.graph import Layer, Model, gc_paused, new_port, output_name
+from irscatter.ir.shapes import Dimension, PartialShape, parse_partial_shape
 from irscatter.runtime.interpreter import CompiledModel, InputSpec, Outputs, OutputSpec
 
 
@@ -71,6 +73,51 @@ class RunnableModel(Model):
         """The layers in the order they run."""
         return self.compile().get_ordered_ops()
 
+    def get_parameters(self) -> list[Layer]:
+        """The Parameter layers, in the order of the model's inputs (OpenVINO's spelling)."""
+        return [spec.layer for spec in self.inputs]
+
+    def get_results(self) -> list[Layer]:
+        """The Result layers, in the order of the model's outputs (OpenVINO's spelling)."""
+        return [spec.layer for spec in self.outputs]
+
+    def reshape(self, shapes: Any) -> None:
+        """Give inputs new shapes, in place, as OpenVINO's `model.reshape` does: one shape for a
+        one-input model, or a dict from input (name, position or `InputSpec`) to shape. A shape is
+        a list of ints (-1 for a dynamic dimension), a `PartialShape` or its text ("1,3,?,?").
+        The model is inferred again at once; a shape its layers cannot take is refused and the
+        model is left as it was."""
+        targets = self._reshape_targets(shapes)
+        before = self.layers
+        self.layers = [_with_shape(layer, targets[layer.id]) if layer.id in targets else layer for layer in before]
+        self._compiled = None
+        try:
+            self.compile()
+        except IRError:
+            self.layers, self._compiled = before, None
+            raise
+
+    def _reshape_targets(self, shapes: Any) -> dict[int, PartialShape]:
+        specs = self.inputs
+        if not isinstance(shapes, Mapping):
+            if len(specs) != 1:
+                raise UsageError(f"reshape takes a dict from input to shape for a model of {len(specs)} inputs")
+            shapes = {0: shapes}
+        compiled = self.compile()
+        return {compiled.input(key).layer.id: _partial_shape(value) for key, value in shapes.items()}
+
+    def __repr__(self) -> str:
+        """One line, from the file as written (nothing is compiled to print a model)."""
+        inputs = ", ".join(f"{p.name}: {p.attrs.get('element_type', '?')} [{p.attrs.get('shape', '?')}]"
+                           for p in self.parameters)
+        outputs = ", ".join(output_name(r, None) for r in self.results)
+        return f"<Model {self.name or self.source!r} inputs[{inputs}] outputs[{outputs}]>"
+
+    def __dir__(self) -> list[str]:
+        # What a user may reach: neither the pydantic v1 spellings hidden below nor those
+        # pydantic deprecates on instances.
+        return [name for name in super().__dir__() if name not in _HIDDEN]
+
     def validate(self, *, strict: bool = False) -> Report:  # type: ignore[override]
         """Every conformance finding about this model (`irscatter.validate`); `strict=True` adds
         the strict-mode findings its constants decide."""
@@ -79,7 +126,7 @@ class RunnableModel(Model):
     def run(
         self,
         feeds: Any = None,
-        *,
+        *onnx_feeds: Any,
         intermediate: bool = False,
         hook: Any = None,
         donate: Any = (),
@@ -88,7 +135,8 @@ class RunnableModel(Model):
         precision: str | None = None,
     ) -> Outputs:
         """Run the model on `feeds`: a dict keyed by input name, tensor name, position or
-        `InputSpec`; a list in input order; or one array for a one-input model.
+        `InputSpec`; a list in input order; or one array for a one-input model. onnxruntime's
+        `run(None, feeds)` and `run(["name", ...], feeds)` work too.
 
         Returns the outputs keyed by output name in the XML order of Results (the result also
         answers to positions and `OutputSpec`s). `outputs=[...]` computes other tensors
@@ -127,6 +175,13 @@ class RunnableModel(Model):
         those a hook sees are the rounded ones, inside If, Loop and TensorIterator bodies too.
         Without a precision the run is the plain f32 one.
         """
+        if onnx_feeds:  # onnxruntime's and onnx.reference's habit: run(output_names or None, feeds)
+            if len(onnx_feeds) != 1 or outputs is not None or not (feeds is None or isinstance(feeds, (list, tuple))):
+                raise UsageError("run takes the feeds, or as onnxruntime does (output names or None, feeds); "
+                                 "the outputs to compute go in outputs=[...]")
+            feeds, outputs = onnx_feeds[0], (None if feeds is None else list(feeds))
+            if outputs is None:
+                return self.compile().run(feeds, strict=strict, precision=precision, hook=hook, donate=donate)
         return self.compile().run(feeds if feeds is not None else {}, intermediate=intermediate, hook=hook,
                                   donate=donate, outputs=outputs, strict=strict,
                                   precision=precision)
@@ -142,7 +197,27 @@ def _absent(name: str) -> property:
     return property(get)
 
 
-for _name in ("json", "dict", "copy", "parse_obj", "parse_raw", "parse_file", "from_orm", "construct",
-              "schema", "schema_json", "update_forward_refs", "_iter", "_copy_and_set_values",
-              "_get_value", "_calculate_keys"):
+_PYDANTIC_V1 = ("json", "dict", "copy", "parse_obj", "parse_raw", "parse_file", "from_orm", "construct",
+                "schema", "schema_json", "update_forward_refs", "_iter", "_copy_and_set_values",
+                "_get_value", "_calculate_keys")
+_HIDDEN = frozenset({*_PYDANTIC_V1, "__fields__", "__fields_set__", "model_fields", "model_computed_fields",
+                     "__signature__"})
+for _name in _PYDANTIC_V1:
     setattr(RunnableModel, _name, _absent(_name))
+
+
+def _partial_shape(value: Any) -> PartialShape:
+    try:
+        if isinstance(value, PartialShape):
+            return value
+        if isinstance(value, str):
+            return parse_partial_shape(value)
+        return PartialShape.of([int(d) if not isinstance(d, Dimension) else d for d in value])
+    except (TypeError, ValueError) as e:
+        raise UsageError(f"reshape: {value!r} is no shape ({e})") from None
+
+
+def _with_shape(layer: Layer, shape: PartialShape) -> Layer:
+    """A Parameter layer declaring `shape`, in its attribute and on its output port."""
+    ports = [new_port(port.id, port.precision, port.names, shape, port.rt_info) for port in layer.outputs]
+    return layer.copy_with(attrs={**layer.attrs, "shape": shape.to_text()}, outputs=ports)
