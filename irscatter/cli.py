@@ -116,12 +116,25 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.expected:
         results = model_inputs.compare_outputs(outputs, model_inputs.load_npz(args.expected),
                                                rtol=args.rtol, atol=args.atol, ulps=args.ulps)
-        for c in results:  # (with --json, stdout stays one JSON document)
-            print(f"{'skip' if not c.compared else 'ok  ' if c.ok else 'FAIL'} {c.name}: {c.detail}",
-                  file=sys.stderr if args.json else sys.stdout)
+        where = sys.stderr if args.json else sys.stdout  # (with --json, stdout stays one JSON document)
+        for c in results:
+            print(f"{'skip' if not c.compared else 'ok  ' if c.ok else 'FAIL'} {c.name}: {c.detail}", file=where)
+        print(_verdict_line(results, args.expected), file=where)
         if not all(c.ok for c in results):
             return 1
     return debug_status or strict_status
+
+
+def _verdict_line(results: list, expected: str) -> str:
+    """One line a person reads first: how many outputs match the expected file."""
+    compared = [c for c in results if c.compared]
+    failed = [c for c in compared if not c.ok]
+    skipped = len(results) - len(compared)
+    tail = f" ({skipped} not in it)" if skipped else ""
+    if failed:
+        return (f"{len(failed)} of {len(compared)} output{'s' if len(compared) != 1 else ''} "
+                f"differ{'s' if len(failed) == 1 else ''} from {expected}{tail}")
+    return f"{len(compared)} output{'s' if len(compared) != 1 else ''} match{'' if len(compared) != 1 else 'es'} {expected}{tail}"
 
 
 def _refuse_strict_beside(args: argparse.Namespace, feeds: dict[str, Any]) -> None:
@@ -169,13 +182,17 @@ def _checked_feeds(feeds: dict[str, Any], compiled) -> dict[str, Any]:
 def _gather_feeds(args: argparse.Namespace, compiled) -> dict[str, Any]:
     """The feeds `run` and `compare` take: --inputs, then -i, then --random for what is left."""
     feeds: dict[str, Any] = {}
-    if args.inputs:
+    if args.inputs and _is_npy(args.inputs):  # one array: the input of a one-input model
+        feeds[_only_input(compiled, f"--inputs {args.inputs}")] = model_inputs.load_npy(args.inputs)
+    elif args.inputs:
         feeds.update(model_inputs.load_npz(args.inputs))
     given: set[str] = set()  # (-i may replace an input of --inputs, but not one of its own)
     for item in args.input or []:
         name, sep, path = item.partition("=")
+        if not sep and item.lower().endswith(".npy"):
+            name, sep, path = _only_input(compiled, f"-i {item}"), "=", item
         if not sep or not name:
-            raise UsageError(f'-i expects NAME=FILE.npy, got "{item}"')
+            raise UsageError(f'-i expects NAME=FILE.npy (or FILE.npy for a one-input model), got "{item}"')
         if name in given:
             raise UsageError(f'-i gives input "{name}" twice')
         given.add(name)
@@ -200,7 +217,29 @@ def _gather_feeds(args: argparse.Namespace, compiled) -> dict[str, Any]:
             print(f"{PROG}: note: dynamic inputs drawn at their smallest shape (lower bound, or 1): {drawn}; "
                   "--shape NAME=d0,d1,... chooses another", file=sys.stderr)
         feeds.update(model_inputs.random_inputs(missing, args.seed or 0, {**shapes, **defaulted}))
+    if not feeds and compiled.inputs and not getattr(args, "steps", 1) > 1:
+        listed = ", ".join(f"{s.name}: {s.etype} {s.shape}" for s in compiled.inputs[:4])
+        more = ", ..." if len(compiled.inputs) > 4 else ""
+        raise UsageError(f"the model has {len(compiled.inputs)} input{'s' if len(compiled.inputs) != 1 else ''} "
+                         f"({listed}{more}) and nothing was fed: give --inputs FILE.npz, -i NAME=FILE.npy, "
+                         f"or --random")
     return feeds
+
+
+def _is_npy(path: str) -> bool:
+    """A .npy file (by its magic string, whatever its name), rather than an .npz archive."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(6) == b"\x93NUMPY"
+    except OSError:
+        return False  # (the .npz reader says what is wrong with it)
+
+
+def _only_input(compiled, option: str) -> str:
+    if len(compiled.inputs) != 1:
+        raise UsageError(f"{option}: one array feeds a model of one input; this one has {len(compiled.inputs)} "
+                         f"({', '.join(s.name for s in compiled.inputs)}): give -i NAME=FILE.npy or an .npz")
+    return compiled.inputs[0].name
 
 
 def _as_json(value: np.ndarray) -> dict[str, Any]:
@@ -541,8 +580,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
         for f in report.findings:
             print(finding_line(f, report.file))
         n_err, n_warn = len(report.errors), len(report.warnings)
+        strict = len(report.strict_findings)
+        counted = (f" ({strict} of them strict-mode finding{'s' if strict != 1 else ''}, which --strict counts "
+                   f"as failing)" if strict else "")
         if report.findings:
-            print(f"{report.file}: {n_err} error{'s' if n_err != 1 else ''}, {n_warn} warning{'s' if n_warn != 1 else ''}")
+            verdict = "fails" if n_err or strict else "passes"
+            print(f"{report.file}: {n_err} error{'s' if n_err != 1 else ''}, {n_warn} warning"
+                  f"{'s' if n_warn != 1 else ''}{counted}: {verdict}")
         else:
             print(f"{report.file}: no findings")
     return 0 if report.ok and not report.strict_findings else 1
@@ -580,12 +624,23 @@ def cmd_ops(args: argparse.Namespace) -> int:
                            "opsets": registry.opsets_of(c), "module": c.__module__,
                            "labels": c.constraint_labels()} for c in ops], indent=2))
         return 0
-    by_domain: dict[str, list[str]] = {}
-    for c in ops:
-        by_domain.setdefault(c.domain, []).append(c.label())
-    for domain, names in by_domain.items():
-        print(f"{domain}: {', '.join(names)}")
+    print(_ops_table(ops))
     return 0
+
+
+def _ops_table(ops: list) -> str:
+    """One row per op type: its domain, its versions and the family (module) it lives in."""
+    rows: dict[tuple[str, str], list[Any]] = {}
+    for c in ops:
+        rows.setdefault((c.domain, c.type_name), []).append(c)
+    lines = [f"{'domain':<10} {'type':<34} {'versions':<16} family"]
+    for (domain, type_name), classes in sorted(rows.items(), key=lambda item: (item[0][0] != "opset", item[0])):
+        versions = ", ".join(str(c.version) for c in sorted(classes, key=lambda c: c.version))
+        family = classes[0].__module__.split(".")[2] if classes[0].__module__.startswith("irscatter.ops.") else "user"
+        lines.append(f"{domain:<10} {type_name:<34} {versions:<16} {family}")
+    types = len(rows)
+    lines.append(f"{types} op types, {len(ops)} versions")
+    return "\n".join(lines)
 
 
 def _print_labels(ops: list, as_json: bool) -> int:
@@ -851,7 +906,31 @@ def build_parser() -> argparse.ArgumentParser:
                      help="print every registered op version with its module and labels as JSON")
     ops.add_argument("--labels", action="store_true", help="list every error label with its meaning")
     ops.set_defaults(func=cmd_ops)
+    for name, command in sub.choices.items():
+        command.description = DESCRIPTIONS[name]
     return parser
+
+
+# What `irscatter COMMAND --help` says above its options: what the command is for and what it answers.
+DESCRIPTIONS = {
+    "run": "Run a model on inputs (--inputs, -i, or --random) and print or save its outputs; with --expected, "
+           "say whether they match saved values. --profile times every layer; --dump, --stats and "
+           "--check-numerics look inside.",
+    "compare": "Find the layer of another runtime that went wrong: every layer run alone on the target, fed "
+               "irscatter's values of its inputs, and judged against irscatter's (--whole: the model as a whole, "
+               "with --bisect for the first diverging layer). Also compares two saved .npz files of tensors.",
+    "extract": "Write the part of a model that computes some tensors (--outputs) or surrounds a layer (--around) "
+               "as a standalone IR, with inputs to run it.",
+    "reduce": "Shrink a model that fails on a target (or a --check command) to a small reproducer folder: the "
+              "smallest cut that still fails, its inputs, expected values and a README.",
+    "info": "Describe a model without running it: header, inputs, outputs, opsets and op histogram.",
+    "validate": "Report every conformance finding about a model in one pass (errors and warnings; --strict adds "
+                "what the model relies on that the spec leaves undefined). Exit 1 on an error.",
+    "examples": "Run the example <layer>s of spec documents (.rst, .md, .xml pages) and check the values they "
+                "state.",
+    "ops": "List the ops irscatter implements, a row per type with its versions and family (--json for "
+           "details, --labels for every error label and its meaning).",
+}
 
 
 def _apply_limits(items: list[str]) -> None:

@@ -1,5 +1,6 @@
-"""What `irscatter info` reports: a model's header, interface and op mix, from the XML alone
-(no weights are read and nothing is computed; a missing weights file is reported, not refused)."""
+"""What `irscatter info` reports: a model's header, interface and op mix, from the XML (nothing is
+computed, and weights are read only where an output port written without dims needs inference to
+say whether it is a scalar or of dynamic rank; a missing weights file is reported, not refused)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ import re
 from collections import Counter
 from typing import Any
 
+from irscatter.errors import IRError
 from irscatter.ir import loader
 from irscatter.ir.graph import Graph, Model, output_name
 from irscatter.ir.shapes import PartialShape, parse_partial_shape
 from irscatter.ops import registry
+from irscatter.runtime.model import compile_model
 
 
 def _walk(graph: Graph):
@@ -30,11 +33,31 @@ def describe(xml_path: str | os.PathLike, bin_path: str | os.PathLike | None = N
     if other:
         raise other[0]
     info = summarize(model)
+    if not problems:
+        _settle_undeclared_shapes(model, info)
     if problems:
         default = os.path.splitext(str(xml_path))[0] + ".bin"
         info["missing_weights"] = {"file": str(bin_path) if bin_path is not None else default,
                                    "constants": len(problems)}
     return info
+
+
+def _settle_undeclared_shapes(model: Model, info: dict[str, Any]) -> None:
+    """An output port written without dims reads as a scalar, but OpenVINO writes a tensor of
+    dynamic rank the same way: where inference can say which it is, the output gets the shape
+    inference gives it (`[...]` for a dynamic rank), never a scalar it is not."""
+    undeclared = [record for record in info["outputs"] if record["shape"] == []]
+    if not undeclared:
+        return
+    try:
+        inferred = {spec.name: spec for spec in compile_model(model).outputs}
+    except IRError:
+        return  # (validate says what is wrong; info describes the file as written)
+    for record in undeclared:
+        spec = inferred.get(record["name"])
+        if spec is not None:
+            record["shape"] = shape_record(spec.shape)
+            record["element_type"] = record["element_type"] or str(spec.etype)
 
 
 def shape_record(shape: PartialShape | None) -> list[int | str] | None:

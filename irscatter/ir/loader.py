@@ -395,7 +395,8 @@ def read_model(xml_path: str | os.PathLike, bin_path: str | os.PathLike | None =
     explicitly must exist. `model_class` is the (sub)class of Model to build.
     """
     with gc_paused():
-        return _read(ReadContext(str(_path(xml_path, "model file")), model_class=model_class), xml_path, bin_path)
+        xml_path = model_file(xml_path)
+        return _read(ReadContext(str(xml_path), model_class=model_class), xml_path, bin_path)
 
 
 def read_model_collecting(xml_path: str | os.PathLike,
@@ -403,7 +404,23 @@ def read_model_collecting(xml_path: str | os.PathLike,
     """Load what can be loaded, with every defect confined to one element returned as a
     list instead of raised (the document as a whole must still parse as a `<net>`)."""
     problems: list[LoadError] = []
-    return _read(ReadContext(str(_path(xml_path, "model file")), problems=problems), xml_path, bin_path), problems
+    xml_path = model_file(xml_path)
+    return _read(ReadContext(str(xml_path), problems=problems), xml_path, bin_path), problems
+
+
+def model_file(given: Any) -> Path:
+    """The `.xml` a model path names: the file itself, or in a folder its `model.xml`, else its
+    only `.xml` file (as a folder of OpenVINO's converter output holds one model)."""
+    path = _path(given, "model file")
+    if not path.is_dir():
+        return path
+    if (path / "model.xml").is_file():
+        return path / "model.xml"
+    found = sorted(p.name for p in path.glob("*.xml") if p.is_file())
+    if len(found) == 1:
+        return path / found[0]
+    what = "no .xml file" if not found else f"{len(found)} .xml files ({', '.join(found[:4])}{', ...' if len(found) > 4 else ''})"
+    raise FileAccessError(f"the folder holds {what}: name the model's .xml", file=str(path))
 
 
 def _path(value: Any, what: str) -> Path:
