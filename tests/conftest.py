@@ -29,9 +29,12 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.section("skipped")
         for reason, count in sorted(reasons.items()):
             terminalreporter.write_line(f"{count} skipped: {reason}")
-    if helpers.CPU_NOTES:
+    import harness
+
+    cpu_lines = harness.harness_notes() + helpers.CPU_NOTES
+    if cpu_lines:
         terminalreporter.section("checks that depend on this CPU")
-        for line in helpers.CPU_NOTES:
+        for line in cpu_lines:
             terminalreporter.write_line(line)
     if helpers.ORACLE_NOTES:
         terminalreporter.section("cases not checked against OpenVINO's CPU plugin")

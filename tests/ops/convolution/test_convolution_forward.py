@@ -36,6 +36,8 @@ F64_EDGES = "the CPU plugin computes f64 in f32 and saturates infinities to the 
 EMPTY = {"cin0": "with no input channels the CPU plugin returns uninitialized memory instead of zeros",
          "spatial0": "the CPU plugin cannot compile a same_upper convolution of an empty spatial axis"}
 WRAPS = "the CPU plugin computes integer convolutions in floats and saturates; irscatter wraps as the reference"
+AVX2_INT8 = "the CPU plugin's AVX2 int8 convolution sums pairs of products in saturating 16-bit lanes"
+AVX2_PADDING = "the CPU plugin's AVX2 convolution multiplies the padding's zeros by the weights (0 * inf is NaN)"
 
 
 def _atol(data: np.ndarray, filters: np.ndarray, length: int) -> float:
@@ -46,14 +48,14 @@ def _atol(data: np.ndarray, filters: np.ndarray, length: int) -> float:
     return max(length, 1) * 2.0 ** -21 * peak
 
 
-def _case(cid, op, data, filters, attrs, *, const_filters=False, openvino="cpu", why="", ulps=None):
+def _case(cid, op, data, filters, attrs, *, const_filters=False, openvino="cpu", why="", ulps=None, avx512_path=""):
     grouped = op == "GroupConvolution"
     c_in = filters.shape[2] if grouped else filters.shape[1]
     length = c_in * math.prod(filters.shape[3 if grouped else 2:])
     fn = oracle.group_convolution if grouped else oracle.convolution
     floats = data.dtype.kind == "f" or data.dtype == ml_dtypes.bfloat16
     return Case(cid, op, "opset1", [Input("data", data), Input("filters", filters, const=const_filters)], attrs,
-                oracle=partial(fn, **attrs), openvino=openvino, why=why,
+                oracle=partial(fn, **attrs), openvino=openvino, why=why, avx512_path=avx512_path,
                 ulps=(2 if floats else 0) if ulps is None else ulps, atol=_atol(data, filters, length))
 
 
@@ -116,7 +118,8 @@ def _cases():
             dshape, fshape = _shapes(rng, op, 1, 2, 2, 2, spatial, kernel)
             low = 0 if np.dtype(dtype).kind == "u" else -4
             data, filters = harness.values(rng, dshape, dtype, low=low), harness.values(rng, fshape, dtype, low=low)
-            cases.append(_case(f"{op}-{np.dtype(dtype).name}", op, data, filters, attrs))
+            cases.append(_case(f"{op}-{np.dtype(dtype).name}", op, data, filters, attrs,
+                               avx512_path=AVX2_INT8 if dtype == np.int8 else ""))
             data = harness.values(rng, dshape, dtype, low=low, edges=True)
             filters = harness.values(rng, fshape, dtype, low=low, edges=True)
             cases.append(_case(f"{op}-{np.dtype(dtype).name}-wraps", op, data, filters, attrs, openvino="none",
@@ -142,7 +145,8 @@ def _cases():
         if op == "GroupConvolution":
             filters = filters[None]
         cases.append(_case(f"{op}-inf-weight-in-padding", op, data, filters,
-                           {"strides": [1], "dilations": [1], "pads_begin": [1], "pads_end": [1]}))
+                           {"strides": [1], "dilations": [1], "pads_begin": [1], "pads_end": [1]},
+                           avx512_path=AVX2_PADDING))
         # both inputs constant: folded at inference
         attrs, kernel, spatial = _geometry(rng, 2, "explicit")
         dshape, fshape = _shapes(rng, op, 1, 2, 2, 2, spatial, kernel)

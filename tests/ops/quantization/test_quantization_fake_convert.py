@@ -97,6 +97,8 @@ ERRORS = _errors()
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_fake_convert(case):
     harness.check(Case(**{**case.__dict__, "openvino": "none", "why": "compared with OpenVINO below"}), [])
+    if harness.judge(case) == "none":
+        return  # bf16 on a CPU without bf16 arithmetic: the oracle above is the judge (the run's summary says so)
     got = harness.run_irscatter(case)[0]
     want = harness.run_openvino(case, CASES)[0]
     nan = np.isnan(case.inputs[0].value.astype(np.float32))
