@@ -1,0 +1,76 @@
+"""Hostile input, round three: models that ran to a silent wrong answer or passed `validate`
+with nothing to say (a variable of two types, duplicate port ids, an element given twice or out
+of place), and the holes around running checks (reduce's time limit and the processes its check
+leaves behind, hooks that could write into the caller's arrays)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers import layer, net, param, port, result, write
+
+import irscatter
+from irscatter.errors import IRError
+
+MODELS = Path(__file__).resolve().parent.parent / "models"
+
+
+# --- a variable has one type and one shape --------------------------------------------------------
+
+
+def _read_value(lid, name, etype, precision, shape="2", dims=(2,)):
+    return layer(lid, name, "ReadValue", "opset6",
+                 data={"variable_id": "v", "variable_type": etype, "variable_shape": shape},
+                 inputs=[port(0, precision, dims)], outputs=[port(1, precision, dims)])
+
+
+def _assign(lid, name, precision="FP32", dims=(2,)):
+    return layer(lid, name, "Assign", "opset6", data={"variable_id": "v"}, inputs=[port(0, precision, dims)])
+
+
+def _two_reads(tmp_path, second_type="i32", second_precision="I32", second_dims=(2,)):
+    """Variable "v" read as f32 [2] by one ReadValue (whose value the Assign writes back) and
+    by another as `second_type`, which feeds a Multiply and the Result."""
+    shape = ",".join(map(str, second_dims))
+    layers = [param(0, "x", [2]), param(1, "y", list(second_dims), second_type, second_precision),
+              _read_value(2, "read_f32", "f32", "FP32"),
+              _read_value(3, "read_again", second_type, second_precision, shape, second_dims),
+              layer(4, "times", "Multiply", data={"auto_broadcast": "numpy"},
+                    inputs=[port(0, second_precision, second_dims), port(1, second_precision, second_dims)],
+                    outputs=[port(2, second_precision, second_dims)]),
+              _assign(5, "write_back"), result(6, "r", list(second_dims), second_precision)]
+    edges = [(0, 0, 2, 0), (1, 0, 3, 0), (3, 1, 4, 0), (1, 0, 4, 1), (2, 1, 5, 0), (4, 2, 6, 0)]
+    return write(tmp_path, net(layers, edges))
+
+
+@pytest.mark.parametrize("second, label", [(("i32", "I32", (2,)), "variable-type"),
+                                           (("f32", "FP32", (3,)), "variable-shape")])
+def test_a_variable_read_as_two_types_or_shapes_is_refused(tmp_path, second, label):
+    """Before, the second ReadValue's i32 Multiply gave float32 from the second step on, and
+    `validate` only warned."""
+    xml = _two_reads(tmp_path, *second)
+    findings = irscatter.validate(xml).findings
+    assert [(f.severity, f.code, f.layer.name) for f in findings] == [("error", label, "read_again")], findings
+    with pytest.raises(IRError) as caught:
+        irscatter.compile_model(xml)
+    assert caught.value.label == label and '"read_again"' in str(caught.value)
+
+
+def test_two_reads_of_one_variable_that_agree_stay_a_warning(tmp_path):
+    findings = irscatter.validate(_two_reads(tmp_path, "f32", "FP32")).findings
+    assert [(f.severity, f.code) for f in findings] == [("warning", "variable-pair")]
+
+
+def test_two_assigns_of_one_variable_are_an_error(tmp_path):
+    """Which of the two values the variable kept depended on the order the layers ran in."""
+    layers = [param(0, "x", [2]), _read_value(1, "read", "f32", "FP32"),
+              layer(2, "double", "Add", data={"auto_broadcast": "numpy"},
+                    inputs=[port(0, "FP32", [2]), port(1, "FP32", [2])], outputs=[port(2, "FP32", [2])]),
+              _assign(3, "write_one"), _assign(4, "write_two"), result(5, "r", [2])]
+    edges = [(0, 0, 1, 0), (1, 1, 2, 0), (1, 1, 2, 1), (1, 1, 3, 0), (2, 2, 4, 0), (2, 2, 5, 0)]
+    xml = write(tmp_path, net(layers, edges))
+    findings = irscatter.validate(xml).findings
+    assert [(f.severity, f.code, f.layer.name) for f in findings] == [("error", "variable-pair", "write_two")]
+    with pytest.raises(IRError, match=r"assigned by more than one Assign \[variable-pair\]"):
+        irscatter.compile_model(xml)
