@@ -5,12 +5,17 @@ leaves behind, hooks that could write into the caller's arrays)."""
 
 from __future__ import annotations
 
+import shlex
+import sys
+import time
 from pathlib import Path
 
 import pytest
-from helpers import layer, net, param, port, result, write
+from helpers import cli, layer, net, param, port, result, write
 
 import irscatter
+from irscatter.debug import reduce
+from irscatter.debug.extract import Written
 from irscatter.errors import IRError
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
@@ -74,3 +79,40 @@ def test_two_assigns_of_one_variable_are_an_error(tmp_path):
     assert [(f.severity, f.code, f.layer.name) for f in findings] == [("error", "variable-pair", "write_two")]
     with pytest.raises(IRError, match=r"assigned by more than one Assign \[variable-pair\]"):
         irscatter.compile_model(xml)
+
+
+# --- reduce: the time limit of a check, and what a check leaves behind ------------------------------
+
+
+@pytest.mark.parametrize("command, extra", [("reduce", ["--check", "true {model}"]), ("compare", [])])
+@pytest.mark.parametrize("timeout", ["0", "-1"])
+def test_a_time_limit_of_zero_or_less_is_a_usage_error(tmp_path, command, extra, timeout):
+    """reduce wrote a reproducer ("did not end within 0 s") and exited 0."""
+    out_dir = ["-o", str(tmp_path / "r")] if command == "reduce" else []
+    out = cli(command, str(MODELS / "small_cnn" / "model.xml"), "--random", *out_dir, *extra, "--timeout", timeout)
+    assert out.returncode == 2 and "--timeout" in out.stderr and "above 0" in out.stderr, out.stderr
+    assert not (tmp_path / "r").exists()
+
+
+def _gone(pid: int) -> bool:
+    """Whether process `pid` has ended (a zombie not yet reaped counts as ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process table in /proc")
+def test_a_check_that_runs_out_of_time_takes_its_background_processes_with_it(tmp_path):
+    """Before, only the shell was killed: a process it started in the background lived on."""
+    pid_file = tmp_path / "pid"
+    sleeper = f"{shlex.quote(sys.executable)} -c 'import time; time.sleep(60)'"
+    check = reduce.CommandCheck(f": {{model}}; {sleeper} & echo $! > {pid_file}; wait", timeout=0.5)
+    verdict = check(Written(tmp_path / "model.xml", {}, {}), {})
+    assert verdict.fails and "did not end within 0.5 s" in verdict.detail
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 10  # the kill is sent at once; only its delivery is waited for
+    while not _gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert _gone(pid), f"the background process {pid} outlived its check"
