@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from helpers import cli, layer, net, param, port, result, write
 
@@ -116,3 +117,29 @@ def test_a_check_that_runs_out_of_time_takes_its_background_processes_with_it(tm
     while not _gone(pid) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert _gone(pid), f"the background process {pid} outlived its check"
+
+
+# --- hooks look, they do not touch -------------------------------------------------------------------
+
+
+def test_a_hook_gets_read_only_views_of_fed_and_computed_arrays(tmp_path):
+    layers = [param(0, "x", [2]),
+              layer(1, "double", "Add", data={"auto_broadcast": "numpy"},
+                    inputs=[port(0, "FP32", [2]), port(1, "FP32", [2])], outputs=[port(2, "FP32", [2])]),
+              layer(2, "negate", "Negative", inputs=[port(0, "FP32", [2])], outputs=[port(1, "FP32", [2])]),
+              result(3, "r", [2])]
+    xml = write(tmp_path, net(layers, [(0, 0, 1, 0), (0, 0, 1, 1), (1, 2, 2, 0), (2, 1, 3, 0)]))
+    x = np.array([1, 2], np.float32)
+    refused = []
+
+    def vandal(layer, inputs, outputs):
+        for array in (*inputs, *outputs):
+            try:
+                array[...] = 100
+            except ValueError:
+                refused.append(layer.name)
+
+    out = irscatter.read_model(xml).run({"x": x}, hook=vandal)
+    assert x.tolist() == [1, 2] and out["r"].tolist() == [-2, -4]
+    assert refused == ["double"] * 3 + ["negate"] * 2
+    assert out["r"].flags.writeable  # the caller's outputs stay the caller's to write
