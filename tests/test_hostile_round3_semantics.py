@@ -18,6 +18,8 @@ import irscatter
 from irscatter.debug import reduce
 from irscatter.debug.extract import Written
 from irscatter.errors import IRError
+from irscatter.ir import events
+from irscatter.ir.building import ReadContext
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 
@@ -143,3 +145,83 @@ def test_a_hook_gets_read_only_views_of_fed_and_computed_arrays(tmp_path):
     assert x.tolist() == [1, 2] and out["r"].tolist() == [-2, -4]
     assert refused == ["double"] * 3 + ["negate"] * 2
     assert out["r"].flags.writeable  # the caller's outputs stay the caller's to write
+
+
+# --- one port per id, one element per place ------------------------------------------------------
+
+
+def _split(tmp_path, output_ids):
+    """x [4] split in two halves along axis 0, each half to a Result."""
+    axis = np.zeros((), np.int64)
+    layers = [param(0, "x", [4]),
+              layer(1, "axis", "Const", data={"element_type": "i64", "shape": "", "offset": 0, "size": 8},
+                    outputs=[port(0, "I64", [])]),
+              layer(2, "halves", "Split", data={"num_splits": 2}, inputs=[port(0, "FP32", [4]), port(1, "I64", [])],
+                    outputs=[port(output_ids[0], "FP32", [2]), port(output_ids[1], "FP32", [2])]),
+              result(3, "first", [2]), result(4, "second", [2])]
+    edges = [(0, 0, 2, 0), (1, 0, 2, 1), (2, output_ids[0], 3, 0), (2, output_ids[1], 4, 0)]
+    return write(tmp_path, net(layers, edges), axis.tobytes())
+
+
+def _refused_by_both_readers(xml: Path, label: str, *words: str) -> None:
+    """The event reader leaves the document to the tree reader, which refuses it with `label`;
+    `validate` reports it as an error."""
+    with pytest.raises(events.Unread):
+        events.read_net(xml.read_bytes(), ReadContext(str(xml)))
+    with pytest.raises(IRError) as caught:
+        irscatter.read_model(xml)
+    message = str(caught.value)
+    assert caught.value.label == label and message.count("\n") == 0, message
+    assert all(word in message for word in words), message
+    findings = irscatter.validate(xml).findings
+    assert ("error", label) in [(f.severity, f.code) for f in findings], findings
+
+
+def test_a_split_with_distinct_output_ids_runs(tmp_path):
+    out = irscatter.read_model(_split(tmp_path, (2, 3))).run({"x": np.arange(4, dtype=np.float32)})
+    assert out["first"].tolist() == [0, 1] and out["second"].tolist() == [2, 3]
+
+
+@pytest.mark.parametrize("output_ids, words", [
+    ((2, 2), ["output port 2 has the id of an earlier output port", '"halves"']),
+    ((1, 3), ["output port 1 has the id of an earlier input port", '"halves"']),
+])
+def test_two_ports_of_one_layer_with_one_id_are_refused(tmp_path, output_ids, words):
+    """Before, both Results got the first half, and validate said nothing."""
+    _refused_by_both_readers(_split(tmp_path, output_ids), "duplicate-port", *words)
+
+
+def _doubled(tmp_path, old: str, new: str) -> Path:
+    """x -> Add(x, x) -> Result, with `old` in its text replaced by `new` (once)."""
+    layers = [param(0, "x", [2]),
+              layer(1, "double", "Add", data={"auto_broadcast": "numpy"},
+                    inputs=[port(0, "FP32", [2]), port(1, "FP32", [2])], outputs=[port(2, "FP32", [2])]),
+              result(2, "r", [2])]
+    text = net(layers, [(0, 0, 1, 0), (0, 0, 1, 1), (1, 2, 2, 0)])
+    assert old in text
+    return write(tmp_path, text.replace(old, new, 1))
+
+
+EDGE = '<edge from-layer="1" from-port="2" to-layer="2" to-port="0"/>'
+STRAY = '<layer id="9" name="stray" type="Relu" version="opset1"/>'
+
+
+@pytest.mark.parametrize("old, new, label, words", [
+    ('<data auto_broadcast="numpy"/>', '<data auto_broadcast="numpy"/><data auto_broadcast="none"/>',
+     "duplicate-element", ["<layer> has a second <data>", '"double"']),
+    ("</input>", "</input><input/>", "duplicate-element", ["<layer> has a second <input>"]),
+    ("</output></layer>", '</output><output><port id="3" precision="FP32"><dim>2</dim></port></output></layer>',
+     "duplicate-element", ["<layer> has a second <output>"]),
+    ('<data auto_broadcast="numpy"/>', '<data auto_broadcast="numpy"/><body><layers/></body><body><layers/></body>',
+     "duplicate-element", ["<layer> has a second <body>"]),
+    ("<edges>", f"<edges>{EDGE}</edges><edges>", "duplicate-element", ["<net> has a second <edges>"]),
+    ("</layers>", "</layers><layers/>", "duplicate-element", ["<net> has a second <layers>"]),
+    ("</layers>", f"</layers>{STRAY}", "misplaced-element", ["<layer> inside <net>"]),
+    ("<edges>", f"<edges>{STRAY}", "misplaced-element", ["<layer> inside <edges>"]),
+    ("</output></layer>", f"</output><layers>{STRAY}</layers></layer>", "misplaced-element",
+     ["<layer> inside <layers>"]),
+])
+def test_an_element_given_twice_or_out_of_place_is_refused(tmp_path, old, new, label, words):
+    """Before, the tree reader read the first and left the rest unread (a second <edges>' edges
+    dropped), and nothing said so."""
+    _refused_by_both_readers(_doubled(tmp_path, old, new), label, *words)
