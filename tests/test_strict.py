@@ -228,6 +228,30 @@ def test_reduce_max_over_an_empty_axis(tmp_path):
     assert run_strict(tmp_path, "ReduceSum", "opset1", {"keep_dims": "false"}, inputs, (2,)).findings == []
 
 
+def test_a_scalar_prelu_slope_runs_and_is_reported_as_a_departure(tmp_path):
+    """OpenVINO writes a rank-0 slope for leaky_relu, which the spec (rank >= 1) does not allow."""
+    data = np.array([[-2, 3], [4, -8]], np.float32)
+    out = run_strict(tmp_path, "PRelu", "opset1", {}, [("data", data), ("slope", np.array(0.5, np.float32))], (2, 2))
+    [finding] = out.findings
+    assert finding.code == "slope-rank" and finding.port == "input 1" and "scalar" in finding.message
+    assert out[0].tolist() == [[-1, 3], [4, -4]]
+    assert run_strict(tmp_path, "PRelu", "opset1", {},
+                      [("data", data), ("slope", np.array([0.5], np.float32))], (2, 2)).findings == []
+
+
+def test_validate_strict_reports_a_constant_scalar_prelu_slope(tmp_path):
+    layers = [param(0, "x", [2, 2]),
+              layer(1, "slope", "Const", data={"element_type": "f32", "shape": "", "offset": 0, "size": 4},
+                    outputs=[port(0, "FP32", [])]),
+              layer(2, "leaky", "PRelu", inputs=[port(0, "FP32", [2, 2]), port(1, "FP32", [])],
+                    outputs=[port(2, "FP32", [2, 2])]),
+              result(3, "r", [2, 2])]
+    xml = write(tmp_path, net(layers, [(0, 0, 2, 0), (1, 0, 2, 1), (2, 2, 3, 0)]), np.float32(0.01).tobytes())
+    assert irscatter.validate(xml).findings == []
+    report = irscatter.validate(xml, strict=True)
+    assert [(f.code, f.layer.name, f.port) for f in report.strict_findings] == [("slope-rank", "leaky", "input 1")]
+
+
 # --- the mechanism --------------------------------------------------------------------------------
 
 
