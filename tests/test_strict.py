@@ -239,6 +239,16 @@ def test_a_scalar_prelu_slope_runs_and_is_reported_as_a_departure(tmp_path):
                       [("data", data), ("slope", np.array([0.5], np.float32))], (2, 2)).findings == []
 
 
+def test_a_sequence_length_of_zero_runs_and_is_reported_as_a_departure(tmp_path):
+    """An ONNX-converted ReverseSequence may hold a length of 0, which OpenVINO reads as 1."""
+    data = np.arange(6, dtype=np.float32).reshape(2, 3)
+    out = run_strict(tmp_path, "ReverseSequence", "opset1", {"batch_axis": 0, "seq_axis": 1},
+                     [("data", data), ("seq_lengths", np.array([0, 3], np.int32))], (2, 3))
+    [finding] = out.findings
+    assert finding.code == "seq_lengths-zero" and finding.port == "input 1" and "0 at [0]" in finding.message
+    assert out[0].tolist() == [[0, 1, 2], [5, 4, 3]]
+
+
 def test_validate_strict_reports_a_constant_scalar_prelu_slope(tmp_path):
     layers = [param(0, "x", [2, 2]),
               layer(1, "slope", "Const", data={"element_type": "f32", "shape": "", "offset": 0, "size": 4},
