@@ -221,6 +221,17 @@ def test_convert_of_unrepresentable_floats(tmp_path):
     assert "256.0 at [1], -1.0 at [3], nan at [4]" in finding.message
 
 
+def test_convert_to_i4_reports_the_values_past_its_own_range(tmp_path):
+    """Not the range of the byte that holds an i4 value."""
+    import ml_dtypes
+
+    out = run_strict(tmp_path, "Convert", "opset1", {"destination_type": "i4"},
+                     [("data", np.array([7.9, 8.5, -8.0, -9.0], np.float32))], (4,), ml_dtypes.int4)
+    [finding] = out.findings
+    assert finding.code == "convert-range" and "8.5 at [1], -9.0 at [3]" in finding.message
+    assert "low bits" in finding.message and out[0].astype(int).tolist() == [7, -8, -8, 7]
+
+
 def test_reduce_max_over_an_empty_axis(tmp_path):
     inputs = [("data", np.zeros((2, 0), np.float32)), ("axes", np.array([1], np.int64))]
     out = run_strict(tmp_path, "ReduceMax", "opset1", {"keep_dims": "false"}, inputs, (2,))
