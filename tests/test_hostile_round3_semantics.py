@@ -225,3 +225,20 @@ def test_an_element_given_twice_or_out_of_place_is_refused(tmp_path, old, new, l
     """Before, the tree reader read the first and left the rest unread (a second <edges>' edges
     dropped), and nothing said so."""
     _refused_by_both_readers(_doubled(tmp_path, old, new), label, *words)
+
+
+def test_a_layer_in_a_port_map_is_refused_and_one_in_rt_info_is_not(tmp_path):
+    """The event reader keeps a port map and rt_info whole: it hands a <layer> in either to the
+    tree reader, which refuses the one in the port map and reads rt_info as free-form."""
+    xml = Path(__file__).resolve().parent / "data" / "control" / "loop_fails_at_3.xml"
+    text = xml.read_text()
+    assert "<port_map>" in text
+    copy = tmp_path / "model.xml"
+    copy.with_suffix(".bin").write_bytes(xml.with_suffix(".bin").read_bytes())
+    copy.write_text(text.replace("<port_map>", f"<port_map>{STRAY}", 1))
+    _refused_by_both_readers(copy, "misplaced-element", "<layer> inside <port_map>")
+    head, tail = text.rsplit("<rt_info>", 1)  # the net's own
+    copy.write_text(f"{head}<rt_info><info>{STRAY}</info>{tail}")
+    with pytest.raises(events.Unread):
+        events.read_net(copy.read_bytes(), ReadContext(str(copy)))
+    assert irscatter.validate(copy).findings == irscatter.validate(xml).findings

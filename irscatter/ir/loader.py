@@ -323,9 +323,11 @@ def _net_model(ctx: ReadContext, root: etree._Element) -> Model:
     return read_graph(ctx, root, ctx.model_class, name=root.get("name", ""), ir_version=ctx.ir_version, rt_info=rt)  # type: ignore[return-value]
 
 
-# A layer stands in the <layers> of the model or of a body; what rt_info holds is free-form.
+# A layer stands in the <layers> of the model or of a body; what rt_info (and what an IR v10 net
+# holds beside the graph) holds is free-form.
 _MISPLACED_LAYERS = etree.XPath("//layer[not(parent::layers[parent::net or parent::body or parent::then_body "
-                                "or parent::else_body])][not(ancestor::rt_info or ancestor::meta_data)]")
+                                "or parent::else_body])][not(ancestor::rt_info or ancestor::meta_data "
+                                "or ancestor::pre-process or ancestor::statistics)]")
 
 
 def _check_layers_placed(ctx: ReadContext, root: etree._Element) -> None:
