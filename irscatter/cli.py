@@ -717,6 +717,18 @@ def _tolerance(text: str) -> float:
     return value
 
 
+def _seconds(text: str) -> float:
+    """An argparse type: a time limit, a finite number of seconds above 0 (a limit of 0 would
+    count every run as hung, and report that as the failure)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (value > 0 and np.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number of seconds above 0")
+    return value
+
+
 def _global_options(parser: argparse.ArgumentParser, default) -> None:
     """--debug and --limit, before the command or after it. The subcommands' copies default to
     nothing at all, so that a flag given before the command is not reset after it."""
@@ -838,7 +850,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--report", metavar="REPORT.html",
                      help="also write the report as one self-contained HTML page: a chart of every layer's error "
                           "along the topological order and a sortable table (needs pip install irscatter[report])")
-    cmp.add_argument("--timeout", type=_tolerance, default=120.0, metavar="SECONDS",
+    cmp.add_argument("--timeout", type=_seconds, default=120.0, metavar="SECONDS",
                      help="how long the target may take on one batch of layers before it counts as hung")
     cmp.set_defaults(func=cmd_compare)
 
@@ -877,7 +889,7 @@ def build_parser() -> argparse.ArgumentParser:
     red.add_argument("--check", metavar="CMD", help="instead of a target: a shell command given {model} and {inputs} "
                      "(the candidate's files) that fails by a non-zero exit status")
     red.add_argument("--fail-regex", metavar="REGEX", help="with --check: fail when the command's output matches")
-    red.add_argument("--timeout", type=_tolerance, default=120.0, metavar="SECONDS",
+    red.add_argument("--timeout", type=_seconds, default=120.0, metavar="SECONDS",
                      help="how long one check may take before it counts as hung")
     red.set_defaults(func=cmd_reduce)
 

@@ -25,6 +25,10 @@ SHARED: dict[str, str] = {
     "port-dim": "a port's <dim> is not a size (a non-negative integer, -1 or ?)",
     "port-precision": "a port's precision is not an element type",
     "body-depth": "sub-graph bodies nest deeper than the body_depth limit",
+    "duplicate-element": "an element the format allows once where it stands (<data>, <input>, <output>, <body>, "
+                         "<layers>, <edges>, ...) is given twice",
+    "misplaced-element": "a <layer> stands outside the <layers> of the model or of a body",
+    "duplicate-port": "two ports of one layer (inputs and outputs together) share an id",
     # weights
     "no-weights": "a Const needs bytes from a weights file and there is none",
     "const-size": "a Const's size attribute disagrees with its shape and element type",

@@ -221,11 +221,56 @@ def test_convert_of_unrepresentable_floats(tmp_path):
     assert "256.0 at [1], -1.0 at [3], nan at [4]" in finding.message
 
 
+def test_convert_to_i4_reports_the_values_past_its_own_range(tmp_path):
+    """Not the range of the byte that holds an i4 value."""
+    import ml_dtypes
+
+    out = run_strict(tmp_path, "Convert", "opset1", {"destination_type": "i4"},
+                     [("data", np.array([7.9, 8.5, -8.0, -9.0], np.float32))], (4,), ml_dtypes.int4)
+    [finding] = out.findings
+    assert finding.code == "convert-range" and "8.5 at [1], -9.0 at [3]" in finding.message
+    assert "low bits" in finding.message and out[0].astype(int).tolist() == [7, -8, -8, 7]
+
+
 def test_reduce_max_over_an_empty_axis(tmp_path):
     inputs = [("data", np.zeros((2, 0), np.float32)), ("axes", np.array([1], np.int64))]
     out = run_strict(tmp_path, "ReduceMax", "opset1", {"keep_dims": "false"}, inputs, (2,))
     assert codes(out) == ["empty-reduction"]
     assert run_strict(tmp_path, "ReduceSum", "opset1", {"keep_dims": "false"}, inputs, (2,)).findings == []
+
+
+def test_a_scalar_prelu_slope_runs_and_is_reported_as_a_departure(tmp_path):
+    """OpenVINO writes a rank-0 slope for leaky_relu, which the spec (rank >= 1) does not allow."""
+    data = np.array([[-2, 3], [4, -8]], np.float32)
+    out = run_strict(tmp_path, "PRelu", "opset1", {}, [("data", data), ("slope", np.array(0.5, np.float32))], (2, 2))
+    [finding] = out.findings
+    assert finding.code == "slope-rank" and finding.port == "input 1" and "scalar" in finding.message
+    assert out[0].tolist() == [[-1, 3], [4, -4]]
+    assert run_strict(tmp_path, "PRelu", "opset1", {},
+                      [("data", data), ("slope", np.array([0.5], np.float32))], (2, 2)).findings == []
+
+
+def test_a_sequence_length_of_zero_runs_and_is_reported_as_a_departure(tmp_path):
+    """An ONNX-converted ReverseSequence may hold a length of 0, which OpenVINO reads as 1."""
+    data = np.arange(6, dtype=np.float32).reshape(2, 3)
+    out = run_strict(tmp_path, "ReverseSequence", "opset1", {"batch_axis": 0, "seq_axis": 1},
+                     [("data", data), ("seq_lengths", np.array([0, 3], np.int32))], (2, 3))
+    [finding] = out.findings
+    assert finding.code == "seq_lengths-zero" and finding.port == "input 1" and "0 at [0]" in finding.message
+    assert out[0].tolist() == [[0, 1, 2], [5, 4, 3]]
+
+
+def test_validate_strict_reports_a_constant_scalar_prelu_slope(tmp_path):
+    layers = [param(0, "x", [2, 2]),
+              layer(1, "slope", "Const", data={"element_type": "f32", "shape": "", "offset": 0, "size": 4},
+                    outputs=[port(0, "FP32", [])]),
+              layer(2, "leaky", "PRelu", inputs=[port(0, "FP32", [2, 2]), port(1, "FP32", [])],
+                    outputs=[port(2, "FP32", [2, 2])]),
+              result(3, "r", [2, 2])]
+    xml = write(tmp_path, net(layers, [(0, 0, 2, 0), (1, 0, 2, 1), (2, 2, 3, 0)]), np.float32(0.01).tobytes())
+    assert irscatter.validate(xml).findings == []
+    report = irscatter.validate(xml, strict=True)
+    assert [(f.code, f.layer.name, f.port) for f in report.strict_findings] == [("slope-rank", "leaky", "input 1")]
 
 
 # --- the mechanism --------------------------------------------------------------------------------

@@ -245,8 +245,7 @@ class _Pass:
                 init = infos.get(wiring.sources[lid][0]) if wiring.sources[lid] else None  # type: ignore[arg-type]
                 info = op.variable(init)
                 if info.variable_id in variables:
-                    self.report(Finding("warning", "variable-pair", f'variable "{info.variable_id}" is read by '
-                                        f"more than one ReadValue", layer.ref, line=layer.line))
+                    self._read_again(variables[info.variable_id], info, layer)
                 variables.setdefault(info.variable_id, info)
         for lid in order:
             op, layer = ops.get(lid), wiring.by_id[lid]
@@ -258,8 +257,8 @@ class _Pass:
                 self.report(Finding("error", "unknown-variable", f'no ReadValue declares variable "{name}"',
                                     layer.ref, line=layer.line))
                 continue
-            if name in assigned:
-                self.report(Finding("warning", "variable-pair", f'variable "{name}" is assigned by more than one '
+            if name in assigned:  # which value would the variable keep? Their order is arbitrary
+                self.report(Finding("error", "variable-pair", f'variable "{name}" is assigned by more than one '
                                     f"Assign", layer.ref, line=layer.line))
             assigned.add(name)
             value = infos[wiring.sources[lid][0]]  # type: ignore[index]
@@ -270,6 +269,23 @@ class _Pass:
                 self.report(Finding("error", "variable-shape", f'assigns shape {value.shape} to variable "{name}" '
                                     f"of shape {info.shape}", layer.ref, "input 0", layer.line))
         return variables
+
+
+    def _read_again(self, first: VariableInfo, again: VariableInfo, layer) -> None:
+        """A second ReadValue of a variable: it must declare what the first does, for a variable
+        holds one value, of one type and shape (otherwise a later step would read a value of the
+        other's type)."""
+        name = first.variable_id
+        if again.etype is not first.etype:
+            self.report(Finding("error", "variable-type", f'reads variable "{name}" as {again.etype}, which an '
+                                "earlier ReadValue reads as " + str(first.etype), layer.ref, line=layer.line))
+        elif again.shape != first.shape:
+            self.report(Finding("error", "variable-shape", f'reads variable "{name}" with shape {again.shape}, '
+                                f"which an earlier ReadValue reads with shape {first.shape}", layer.ref,
+                                line=layer.line))
+        else:
+            self.report(Finding("warning", "variable-pair", f'variable "{name}" is read by more than one '
+                                "ReadValue", layer.ref, line=layer.line))
 
 
 def _is_sink(layer) -> bool:

@@ -18,7 +18,9 @@ every time is reported as not deterministic.
 
 from __future__ import annotations
 
+import os
 import shlex
+import signal
 import subprocess
 import tempfile
 import time
@@ -91,16 +93,34 @@ class CommandCheck:
         inputs = written.xml.parent / "inputs.npz"
         command = self.command.replace("{model}", shlex.quote(str(written.xml))).replace(
             "{inputs}", shlex.quote(str(inputs)))
-        try:
-            done = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=self.timeout)
-        except subprocess.TimeoutExpired:
+        finished = _run_in_own_group(command, self.timeout)
+        if finished is None:
             return Verdict(True, f"the command did not end within {self.timeout:g} s")
-        output = done.stdout + done.stderr
+        returncode, output = finished
         if self.pattern is not None:
             found = self.pattern.search(output)
             return Verdict(bool(found), f"its output {'matches' if found else 'does not match'} the pattern")
         tail = " | ".join(line for line in output.strip().splitlines()[-3:])
-        return Verdict(done.returncode != 0, f"exit status {done.returncode}" + (f": {tail}" if tail else ""))
+        return Verdict(returncode != 0, f"exit status {returncode}" + (f": {tail}" if tail else ""))
+
+
+def _run_in_own_group(command: str, timeout: float) -> tuple[int, str] | None:
+    """Run a shell command in a process group of its own; its exit status and output, or None
+    when it did not end within `timeout` seconds. The whole group is killed then, so that what
+    the shell started in the background (a runtime it launched) does not outlive the check, nor
+    hold the output pipes open."""
+    proc = subprocess.Popen(command, shell=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass  # the group ended on its own meanwhile
+        proc.communicate()
+        return None
+    return proc.returncode, stdout + stderr
 
 
 @dataclass

@@ -48,12 +48,26 @@ def first_child(node: etree._Element, tag: str) -> etree._Element | None:
     return node.find(tag)
 
 
-def _first_children(node: etree._Element) -> dict[str, etree._Element]:
-    """The first child element of each tag, in one pass (`find` parses a path on every call)."""
+# The children a `<layer>` and a graph (`<net>`, a body) may hold at most once. A second one
+# was left unread: a second `<data>`'s attributes, a second `<edges>`' edges.
+LAYER_PARTS = frozenset({"data", "input", "output", "rt_info", "back_edges", *BODY_TAGS, *BODY_TAGS.values()})
+GRAPH_PARTS = frozenset({"layers", "edges", "rt_info"})
+
+
+def _first_children(ctx: ReadContext, node: etree._Element, once: frozenset[str],
+                    layer: etree._Element | None = None) -> dict[str, etree._Element]:
+    """The first child element of each tag, in one pass (`find` parses a path on every call);
+    a second child of a tag in `once` is a defect (recovered from by reading the first)."""
     first: dict[str, etree._Element] = {}
     for child in node.iterchildren(etree.Element):
-        if child.tag not in first:
-            first[child.tag] = child
+        tag = child.tag
+        if tag not in first:
+            first[tag] = child
+        elif tag in once:
+            where = "<layer>" if layer is not None else f"<{node.tag}>"
+            ctx.recover(ctx.error(f"{where} has a second <{tag}> (the first is on line {first[tag].sourceline}); "
+                                  f"it may hold one", child, layer=_ref(layer) if layer is not None else None,
+                                  label="duplicate-element"))
     return first
 
 
@@ -160,7 +174,7 @@ def read_rt_info(node: etree._Element | None) -> dict[str, Any]:
 # --- ports, layers, graphs ------------------------------------------------------------------
 
 
-def _ref(layer: etree._Element) -> LayerRef:
+def _ref(layer: etree._Element | dict[str, str]) -> LayerRef:
     """The layer a port belongs to, for messages (built only when there is one to write)."""
     type_name, raw_id = layer.get("type", ""), layer.get("id", "?").strip()
     number = small_decimal(raw_id)
@@ -248,7 +262,7 @@ def parse_layer_element(ctx: ReadContext, node: etree._Element) -> Layer:
     layer_id = small_decimal(raw_id)
     if layer_id is None:
         layer_id = _uint(ctx, node, "id", "")
-    children = _first_children(node)
+    children = _first_children(ctx, node, LAYER_PARTS, node)
     data = children.get("data")
     attrs = dict(data.attrib) if data is not None else {}
     inputs_node, outputs_node = children.get("input"), children.get("output")
@@ -267,6 +281,8 @@ def make_layer(ctx: ReadContext, layer_id: int, attrib: dict[str, str], attrs: d
     """The layer of checked parts: `attrib` holds the `<layer>` element's attributes, mandatory
     ones included, `attrs` those of its `<data>` (a dict of the caller's own, whose values are
     replaced by equal ones)."""
+    if len(inputs) + len(outputs) > 1:
+        _check_port_ids(ctx, attrib, inputs, outputs, line)
     # Types, versions and attribute values repeat from layer to layer: the graph keeps one
     # string of each text read (each a parser's own object, of 50 bytes or more, otherwise).
     texts = ctx.texts
@@ -286,6 +302,23 @@ def make_layer(ctx: ReadContext, layer_id: int, attrib: dict[str, str], attrs: d
         bodies,
         line,
     )
+
+
+def _check_port_ids(ctx: ReadContext, attrib: dict[str, str], inputs: list[Port], outputs: list[Port],
+                    line: int | None) -> None:
+    """An edge names a port by its id alone, among the layer's inputs and outputs together: two
+    ports of one id made both Results of a Split get its first half."""
+    ids = [p.id for p in inputs] + [p.id for p in outputs]
+    if len(set(ids)) == len(ids):
+        return
+    sides = ["input"] * len(inputs) + ["output"] * len(outputs)
+    seen: dict[int, str] = {}
+    for port_id, side in zip(ids, sides):
+        if port_id in seen:
+            raise LoadError(f"{side} port {port_id} has the id of an earlier {seen[port_id]} port: the ports of a "
+                            f"layer need distinct ids", file=ctx.source, line=line, layer=_ref(attrib),
+                            port=f"{side} port {port_id}", label="duplicate-port")
+        seen[port_id] = side
 
 
 def _port_map(ctx: ReadContext, node: etree._Element | None, tag: str) -> list[PortMapEntry]:
@@ -372,14 +405,15 @@ def assemble_body(ctx: ReadContext, graph: Graph, port_map: Any, back: Any) -> B
 
 
 def read_graph(ctx: ReadContext, node: etree._Element, cls: type[Graph], **fields: Any) -> Graph:
-    layers_node = first_child(node, "layers")
+    children = _first_children(ctx, node, GRAPH_PARTS)
+    layers_node = children.get("layers")
     layers = []
     for n in _elements(layers_node, "layer") if layers_node is not None else ():
         try:
             layers.append(parse_layer_element(ctx, n))
         except LoadError as err:
             ctx.recover(err)  # validation: the layer is left out
-    edges = _edge_list(ctx, first_child(node, "edges"), Edge, "")
+    edges = _edge_list(ctx, children.get("edges"), Edge, "")
     return cls.model_construct(layers=layers, edges=edges, **fields)
 
 

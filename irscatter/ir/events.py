@@ -266,6 +266,8 @@ class _Reader:
             else:
                 self._layer_part(tag, attrib, parts)
         elif kind == _KEPT:
+            if tag == "layer":  # out of its place (or free-form rt_info): the tree reader says which
+                raise Unread()
             kept = _Kept(tag, attrib, self.parser.CurrentLineNumber)
             self.items[-1].children.append(kept)
             kinds.append(_KEPT)

@@ -317,9 +317,25 @@ def _net_model(ctx: ReadContext, root: etree._Element) -> Model:
                               label="net-version"))
     else:
         ctx.ir_version = version  # validation of a bad version goes on as v11
+    _check_layers_placed(ctx, root)
     rt_node = first_child(root, "rt_info")
     rt = read_rt_info(rt_node) if rt_node is not None else read_rt_info(first_child(root, "meta_data"))
     return read_graph(ctx, root, ctx.model_class, name=root.get("name", ""), ir_version=ctx.ir_version, rt_info=rt)  # type: ignore[return-value]
+
+
+# A layer stands in the <layers> of the model or of a body; what rt_info (and what an IR v10 net
+# holds beside the graph) holds is free-form.
+_MISPLACED_LAYERS = etree.XPath("//layer[not(parent::layers[parent::net or parent::body or parent::then_body "
+                                "or parent::else_body])][not(ancestor::rt_info or ancestor::meta_data "
+                                "or ancestor::pre-process or ancestor::statistics)]")
+
+
+def _check_layers_placed(ctx: ReadContext, root: etree._Element) -> None:
+    """A <layer> anywhere else was never read, and nothing said so."""
+    for node in _MISPLACED_LAYERS(root):
+        ctx.recover(ctx.error(f"<layer> inside <{node.getparent().tag}>: a layer stands in <layers> (of the "
+                              f"<net> or of a body), and is not read anywhere else", node,
+                              label="misplaced-element"))
 
 
 def _read_net(ctx: ReadContext, data: bytes) -> Model:

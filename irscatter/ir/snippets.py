@@ -111,15 +111,17 @@ def repair(snippet: str, default_version: str) -> tuple[str, list[str]]:
 
 
 def _renumber_duplicate_ports(text: str, repairs: list[str]) -> str:
-    """Two ports of one layer with one id (a copy-paste slip): the later one takes the next free id,
-    and every port after it shifts, so that ids stay in document order."""
+    """Two ports of one layer with one id (a copy-paste slip, or outputs numbered from 0 again
+    after the inputs, as many pages do): the ports are numbered 0..n-1 in document order, which
+    is how a snippet's ports are fed and read. Not in a layer with a body, whose port map and
+    inner layers name ports by their ids."""
     texts = [m.group(1) for m in re.finditer(r'<port\s+id="(\d+)"', text)]
     if len(set(texts)) == len(texts) or max(map(len, texts)) > 18:  # an id past any port number: the loader says so
+        return text
+    if re.search(r"<(?:then_|else_)?body[\s>]|<port_map[\s>]", text):
         return text
     ids = [int(t) for t in texts]
     fresh = iter(range(len(ids)))
     renumbered = re.sub(r'(<port\s+id=")(\d+)(")', lambda m: f"{m.group(1)}{next(fresh)}{m.group(3)}", text)
-    if sorted(ids) != ids or ids[0] != 0:
-        return text  # ids out of order as well: no safe renumbering
     repairs.append(f"renumbered ports with duplicate ids {ids} as 0..{len(ids) - 1}")
     return renumbered

@@ -734,7 +734,7 @@ class CompiledModel:
             elif step.outputs:  # a sink (Assign) may be written without an output port
                 values[step.outputs[0]] = out
             if hook is not None:
-                hook(step.layer, tuple(map(np.asarray, args)), tuple(np.asarray(values[s]) for s in step.outputs))
+                hook(step.layer, tuple(map(_read_only, args)), tuple(_read_only(values[s]) for s in step.outputs))
             args = out = array = None  # drop local references: the next step may reuse a buffer
             if not intermediate:
                 for slot in step.release:
@@ -742,6 +742,14 @@ class CompiledModel:
         if rounding is not None:
             rounding.round_results(values)
         return values
+
+
+def _read_only(value: Any) -> np.ndarray:
+    """A view of a value the run goes on using, for a hook to look at: writing into it would
+    change a caller's fed array, or what later layers read."""
+    view = np.asarray(value).view()
+    view.flags.writeable = False
+    return view
 
 
 def _distinct(name: str, result_name: str, taken: set[str]) -> str:

@@ -3,7 +3,11 @@ rules, below), the compute dtype of the narrow float types, and output buffers.
 
 The spec leaves several conversions undefined; irscatter makes one documented choice each:
   * float -> integer: truncation toward zero (as a C++ cast), values past the destination's
-    range saturate to its min/max, NaN becomes 0.
+    range saturate to its min/max, NaN becomes 0. To the sub-byte integer types (u1, u2, u3,
+    u4, u6, i4) OpenVINO's reference casts to an 8-bit integer and stores the low bits, and its
+    CPU plugin computes the same: truncation toward zero, then modulo 2^bits (i4: 8.5 gives -8,
+    -9 gives 7; u4: -1 gives 15), with NaN, +-inf and any magnitude of 2^31 or more giving 0
+    (the x86 conversion's out-of-range result, whose low bits are 0).
   * integer -> narrower or unsigned integer: modulo 2^bits (the spec's rule for negative
     values to unsigned, applied to every integer narrowing), including the sub-byte types.
   * anything -> boolean: non-zero is true (NaN is non-zero).
@@ -108,6 +112,8 @@ def _int_range(dst: ElementType) -> tuple[int, int]:
 
 
 def _float_to_int(x: np.ndarray, dst: ElementType) -> np.ndarray:
+    if dst.bitwidth < 8:
+        return _float_to_sub_byte(x, dst)
     lo, hi = _int_range(dst)
     t = np.nan_to_num(np.trunc(x.astype(np.float64)), nan=0.0)
     # float64 cannot hold 2^63-1 or 2^64-1 exactly, so the ends are assigned as integers.
@@ -116,6 +122,16 @@ def _float_to_int(x: np.ndarray, dst: ElementType) -> np.ndarray:
     out[t >= hi] = hi
     out[t <= lo] = lo
     return _wrap_int(out, dst)
+
+
+_INT32_BOUND = 2.0 ** 31
+
+
+def _float_to_sub_byte(x: np.ndarray, dst: ElementType) -> np.ndarray:
+    """Truncated, then the low bits (see the module doc): no saturation."""
+    t = np.trunc(x.astype(np.float64))
+    t = np.where(np.abs(t) < _INT32_BOUND, t, 0.0)  # NaN fails the test too
+    return _wrap_int(t.astype(np.int64), dst)
 
 
 def _wrap_int(x: np.ndarray, dst: ElementType) -> np.ndarray:

@@ -36,17 +36,19 @@ class Convert(Op):
     def compute(self, data: np.ndarray) -> np.ndarray:
         src = self.src if self.src is not ElementType.dynamic else ElementType.from_dtype(data.dtype)
         dst = self.attrs.destination_type
-        if src.is_float and dst.dtype.kind in "iu" and strict.active():
+        if src.is_float and dst.is_integral and strict.active():
             self._report_unrepresentable(data, dst)
         return convert_array(data, src, self.attrs.destination_type)
 
     def _report_unrepresentable(self, data: np.ndarray, dst: ElementType) -> None:
         """Strict mode: floats whose integer part `dst` cannot hold (and NaN), which the spec
-        leaves undefined; irscatter saturates them (NaN gives 0). The bounds are powers of two,
-        exact in every float type."""
-        bits = dst.dtype.itemsize * 8
-        low, past_high = (-(2.0 ** (bits - 1)), 2.0 ** (bits - 1)) if dst.dtype.kind == "i" else (0.0, 2.0 ** bits)
+        leaves undefined; irscatter saturates them (NaN gives 0), or for a sub-byte type keeps
+        their low bits, as OpenVINO does. The bounds are powers of two, exact in every float type."""
+        bits = dst.bitwidth
+        low, past_high = (-(2.0 ** (bits - 1)), 2.0 ** (bits - 1)) if dst.is_signed else (0.0, 2.0 ** bits)
         whole = np.trunc(data.astype(np.float64))
+        kept = ("keeps the low bits of the truncated value, as OpenVINO does (NaN gives 0)" if bits < 8
+                else "saturates to the type's range (NaN gives 0)")
         strict.report_values(np.isnan(whole) | (whole < low) | (whole >= past_high), data, label="convert-range",
-                             port=self.port("data"), what=f"value outside {dst}", consequence="the spec leaves the "
-                             "result undefined; irscatter saturates to the type's range (NaN gives 0)")
+                             port=self.port("data"), what=f"value outside {dst}",
+                             consequence="the spec leaves the result undefined; irscatter " + kept)

@@ -7,10 +7,13 @@ within the slice; OpenVINO does not check, and its kernel then writes some eleme
 others never). `seq_lengths` is a 1-D tensor of data.shape[batch_axis] values of any numeric
 type (the spec's T2: integers and floats, not boolean).
 
-Lengths, from the spec: each lies in [1, data.shape[seq_axis]]. A float length is truncated
-toward zero first, as OpenVINO converts it (the spec asks for integer values and says nothing
-of others). Departure from OpenVINO: it takes a length of 0 as 1 (nothing reversed); the spec's
-range excludes 0, and irscatter refuses it, as it refuses any length outside the range.
+Lengths: each lies in [0, data.shape[seq_axis]], as in OpenVINO's core reference, which checks
+the length against the sequence axis and reads 0 as 1 (nothing reversed; the CPU plugin reverses
+nothing for it too). A float length is truncated toward zero first, as OpenVINO converts it (the
+spec asks for integer values and says nothing of others). Departure from the spec, whose range is
+[1, data.shape[seq_axis]]: a length of 0 is accepted, as converters write it for an empty
+sequence (ONNX's ReverseSequence takes it); strict mode reports it (`seq_lengths-zero`). A
+negative length is refused (the reference's unsigned check refuses it too).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import numpy as np
 from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
+from irscatter.ops.common import strict
 from irscatter.ops.common.axes import normalized_axis
 from irscatter.ops.registry import register
 
@@ -30,17 +34,17 @@ class ReverseSequenceAttrs(OpAttrs):
 
 
 def sequence_lengths(values: np.ndarray, limit: int) -> np.ndarray | None:
-    """The lengths as int64 (floats truncated), or None when one lies outside [1, limit]."""
+    """The lengths as int64 (floats truncated), or None when one lies outside [0, limit]."""
     values = np.asarray(values).reshape(-1)
     if values.dtype.kind not in "iub":  # a float type, the narrow ones included
         wide = values.astype(np.float64)
         if not np.all(np.isfinite(wide)):
             return None
         wide = np.trunc(wide)
-        if wide.size and (wide.min() < 1 or wide.max() > limit):
+        if wide.size and (wide.min() < 0 or wide.max() > limit):
             return None
         return wide.astype(np.int64)
-    if values.size and (int(values.min()) < 1 or int(values.max()) > limit):
+    if values.size and (int(values.min()) < 0 or int(values.max()) > limit):
         return None
     return values.astype(np.int64)
 
@@ -50,7 +54,9 @@ class ReverseSequence(Op):
     labels = {
         "seq_lengths-type": "seq_lengths is not of a numeric type",
         "seq_lengths-shape": "seq_lengths is not a 1-D tensor of data.shape[batch_axis] values",
-        "seq_lengths-range": "a sequence length lies outside [1, data.shape[seq_axis]]",
+        "seq_lengths-range": "a sequence length lies outside [0, data.shape[seq_axis]]",
+        "seq_lengths-zero": "strict mode: a sequence length is 0, which OpenVINO reads as 1 and the spec's range "
+                            "[1, data.shape[seq_axis]] excludes",
         "reverse-sequence-axes": "batch_axis and seq_axis name the same axis",
     }
 
@@ -82,7 +88,7 @@ class ReverseSequence(Op):
                       port=port)
             if seq_lengths.value is not None and data.shape[s].is_static:
                 check(sequence_lengths(seq_lengths.value, data.shape[s].min) is not None, "seq_lengths-range",
-                      f"every sequence length must lie in [1, {data.shape[s].min}] (data.shape[seq_axis])",
+                      f"every sequence length must lie in [0, {data.shape[s].min}] (data.shape[seq_axis])",
                       port=port)
         return TensorInfo(data.etype, data.shape)
 
@@ -100,11 +106,16 @@ class ReverseSequence(Op):
                                  port=port, label="seq_lengths-shape")
         lengths = sequence_lengths(seq_lengths, data.shape[s])
         if lengths is None:
-            raise ExecutionError(f"every sequence length must lie in [1, {data.shape[s]}] (data.shape[seq_axis])",
+            raise ExecutionError(f"every sequence length must lie in [0, {data.shape[s]}] (data.shape[seq_axis])",
                                  port=port, label="seq_lengths-range")
+        if strict.active():
+            strict.report_values(lengths == 0, lengths, label="seq_lengths-zero", port=port, what="length",
+                                 consequence="the spec's lengths start at 1; irscatter reverses nothing there, "
+                                             "as OpenVINO does")
         if data.size == 0:
             return data.copy()
-        # source position along seq_axis of each (batch, position): mirrored below the length
+        # source position along seq_axis of each (batch, position): mirrored below the length (a
+        # length of 0 mirrors nothing, as 1 does)
         t = np.arange(data.shape[s], dtype=np.int64)
         n = lengths[:, None]
         source = np.where(t < n, n - 1 - t, t)

@@ -16,6 +16,13 @@ Integer results are rounded as OpenVINO's reference does: linear to nearest (hal
 zero), linear_onnx and cubic truncated, the Pillow modes to nearest after each pass; values past
 the type's range saturate (the reference's cast is undefined there).
 
+bicubic_pillow takes its cubic coefficient from `cube_coeff`, as the spec and the core reference
+do (the tables are the reference's, bit for bit: support scaled by the downscaling factor, taps
+rounded as C casts them, weights normalised, the input never read past its edge). Pillow and torch
+use -0.5, which the spec says to set; the default is -0.75. OpenVINO's PyTorch frontend leaves the
+default on torch's antialiased bicubic, and the CPU plugin, given constant sizes, computes -0.5
+whatever the attribute says: on such a model it gives torch's values and irscatter the spec's.
+
 Where the spec and OpenVINO's reference disagree:
   * An integer result whose exact value is a whole number (or, for linear, a half) is that
     number, cut or rounded as such. The weights are f32, so a sum lands a little off it;
