@@ -38,7 +38,7 @@ def test_the_version_an_opset_holds(type_name, opset, version):
     ("Add", "opset0", "unknown-opset", "not an opset of OpenVINO"),
     ("Add", "Opset1", "unknown-opset", 'case-sensitive and unpadded (did you mean "opset1"?)'),
     ("Add", "opsetX", "custom-domain", "is not one of OpenVINO's opsets"),
-    ("Add", "extension", "custom-domain", "is not one of OpenVINO's opsets"),
+    ("Add", "extension", "not-in-opset", "extension has no operation Add"),
     ("Add", "ie_internal_opset", "custom-domain", "is not one of OpenVINO's opsets"),
     ("Add", "opset", "custom-domain", "is not one of OpenVINO's opsets"),
     ("Convolution", "Opset", "custom-domain", "no ops are registered for it"),
@@ -146,6 +146,15 @@ def test_a_custom_op_registers_from_user_code(tmp_path):
     assert registry.resolve("Clip01", "mydomain5").label == "custom-domain"
 
 
+@pytest.mark.parametrize("opset", ["extension", "Extension", "extension1", "extension13"])
+def test_openvinos_extension_domain_resolves_like_an_opset(opset):
+    """OpenVINO writes PagedAttentionExtension as version="extension", a domain name without a number."""
+    from irscatter.ops.internal.paged_attention_extension import PagedAttentionExtension
+
+    assert registry.resolve("PagedAttentionExtension", opset).cls is PagedAttentionExtension
+    assert registry.resolve("pagedattentionextension", opset).cls is PagedAttentionExtension
+
+
 @pytest.mark.parametrize("domain, tag", [("ie_internal_opset", "ie_internal_opset"), ("acme.ops-v2", "acme.ops-v2"),
                                          ("vendor7", "vendor7"), ("Mixed_Case", "mixed_case"), ("acme", "acme")])
 def test_user_code_registers_ops_for_any_domain_name(tmp_path, domain, tag):
@@ -177,6 +186,14 @@ def test_user_code_registers_ops_for_any_domain_name(tmp_path, domain, tag):
     finally:
         registry.unregister("Twice", 3, domain=domain)
     assert registry.resolve("Twice", tag).label == "custom-domain"
+
+
+def test_an_unnumbered_domain_names_no_version_in_messages(tmp_path):
+    from irscatter.ir.opsets import version_text
+
+    assert version_text("PagedAttentionExtension", "extension") == "extension"
+    assert version_text("PagedAttentionExtension", "extension1") == "1"
+    assert version_text("PagedScatterUpdate", "irscatter1") == "1"
 
 
 def test_a_domain_must_be_named():
