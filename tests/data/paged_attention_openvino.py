@@ -8,7 +8,8 @@ CONFIGS_JSON maps a name to a configuration: the schedule (`steps`: per step the
 with their new tokens, past lengths and block lists, and the blocks whose keys to re-rotate),
 the number of cache blocks, replacements of the constant inputs the transformation gives the
 op (`sliding_window`, `scale`, `alibi_slopes`, `score_aggregation_window`, `sinks`), and
-`rotation` (the rows of the trig table) to have the model take re-rotation inputs. For each,
+`rotation` (the rows of the trig table) to have the model take re-rotation inputs, and
+`refused` when the plugin is expected to refuse the run (its message goes to refused.txt). For each,
 writes OUT_DIR/<name>/model.xml (the transformed model) and OUT_DIR/<name>/results.npz: each
 step's feeds (`step<i>/<input>`) and outputs (`step<i>/out/<name>`), and the caches after the
 last step (`cache/<name>`). OpenVINO cannot read back a model holding PagedAttentionExtension,
@@ -168,4 +169,9 @@ def main(out_dir: Path, config: dict) -> None:
 if __name__ == "__main__":
     for name, configuration in json.loads(Path(sys.argv[2]).read_text()).items():
         (Path(sys.argv[1]) / name).mkdir(parents=True, exist_ok=True)
-        main(Path(sys.argv[1]) / name, configuration)
+        try:
+            main(Path(sys.argv[1]) / name, configuration)
+        except RuntimeError as e:  # what the plugin refuses is recorded, not fatal, when expected
+            if not configuration.get("refused"):
+                raise
+            (Path(sys.argv[1]) / name / "refused.txt").write_text(str(e))

@@ -43,7 +43,9 @@ CONFIGS = {
 }
 # Where the plugin departs from the page: a negative score window (every new token) on a prefill
 # longer than its 32-token query blocks.
-DEPARTING = {"negative-score-window": {"blocks": 6, "steps": STEPS, "score_aggregation_window": [-1, -1]}}
+# And a scalar score window, which the page allows for every sequence and the plugin refuses.
+DEPARTING = {"negative-score-window": {"blocks": 6, "steps": STEPS, "score_aggregation_window": [-1, -1]},
+             "scalar-score-window": {"blocks": 6, "steps": STEPS, "score_aggregation_window": 3, "refused": True}}
 
 
 @pytest.fixture(scope="module")
@@ -82,6 +84,18 @@ def test_the_plugins_scores_depart_for_a_negative_window_on_a_long_prefill(openv
     for step in (1, 2):  # decodes and a 4-token prefill agree
         np.testing.assert_allclose(outputs[step]["scores.0"], recorded[f"step{step}/out/scores.0"], rtol=1e-5,
                                    atol=1e-6)
+
+
+def test_the_plugin_refuses_a_scalar_score_window_which_irscatter_applies_to_every_sequence(openvino_runs):
+    folder = openvino_runs / "scalar-score-window"
+    assert "expect_dims=[2,]" in (folder / "refused.txt").read_text()
+    model = irscatter.read_model(folder / "model.xml")
+    _, recorded, per_sequence, _ = _replay(openvino_runs / "sinks-and-score-window", 1)  # [3, 0]
+    feeds = {spec.name: recorded[f"step0/{spec.name}"] for spec in model.inputs}
+    scores = model.run(feeds)["scores.0"]
+    np.testing.assert_allclose(scores[37:].sum(), 3 * 4, rtol=1e-5)  # the last 3 of the second sequence's 5
+    assert scores[:37].sum() == pytest.approx(3 * 4, rel=1e-5)
+    assert per_sequence[0]["scores.0"][37:].sum() == 0  # there, the second sequence's window was 0
 
 
 @pytest.mark.parametrize("name", CONFIGS)
