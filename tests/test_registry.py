@@ -38,7 +38,10 @@ def test_the_version_an_opset_holds(type_name, opset, version):
     ("Add", "opset0", "unknown-opset", "not an opset of OpenVINO"),
     ("Add", "Opset1", "unknown-opset", 'case-sensitive and unpadded (did you mean "opset1"?)'),
     ("Add", "opsetX", "custom-domain", "is not one of OpenVINO's opsets"),
-    ("Add", "extension", "custom-domain", "is not one of OpenVINO's opsets"),
+    ("Add", "extension", "not-in-opset", "extension has no operation Add"),
+    ("Add", "ie_internal_opset", "custom-domain", "is not one of OpenVINO's opsets"),
+    ("Add", "opset", "custom-domain", "is not one of OpenVINO's opsets"),
+    ("Convolution", "Opset", "custom-domain", "no ops are registered for it"),
     ("Add", "irscatter1", "not-in-opset", "irscatter1 has no operation Add"),
     ("Subtract", "opset1", "no-kernel", "irscatter has no kernel for Subtract-1 yet (an OpenVINO op)"),
     ("Gather", "opset16", "no-kernel", "no kernel for Gather-8 yet (an OpenVINO op; it implements Gather-1, Gather-7)"),
@@ -141,6 +144,61 @@ def test_a_custom_op_registers_from_user_code(tmp_path):
     finally:
         registry.unregister("Clip01", 2, domain="mydomain")
     assert registry.resolve("Clip01", "mydomain5").label == "custom-domain"
+
+
+@pytest.mark.parametrize("opset", ["extension", "Extension", "extension1", "extension13"])
+def test_openvinos_extension_domain_resolves_like_an_opset(opset):
+    """OpenVINO writes PagedAttentionExtension as version="extension", a domain name without a number."""
+    from irscatter.ops.internal.paged_attention_extension import PagedAttentionExtension
+
+    assert registry.resolve("PagedAttentionExtension", opset).cls is PagedAttentionExtension
+    assert registry.resolve("pagedattentionextension", opset).cls is PagedAttentionExtension
+
+
+@pytest.mark.parametrize("domain, tag", [("ie_internal_opset", "ie_internal_opset"), ("acme.ops-v2", "acme.ops-v2"),
+                                         ("vendor7", "vendor7"), ("Mixed_Case", "mixed_case"), ("acme", "acme")])
+def test_user_code_registers_ops_for_any_domain_name(tmp_path, domain, tag):
+    """A domain is any name: a layer tagged with the name as it stands resolves to the newest
+    version registered, whatever the name ends in (OpenVINO's internal ops use
+    `ie_internal_opset`); a number after the name still bounds the version."""
+    from irscatter.ops.base import TensorInfo
+
+    class Twice(Op):
+        inputs = ("data",)
+
+        def infer(self, data):
+            return TensorInfo(data.etype, data.shape)
+
+        def compute(self, data):
+            return data * 2
+
+    registry.register("Twice", 3, domain=domain)(Twice)
+    try:
+        assert registry.resolve("Twice", tag).cls is Twice
+        layers = [param(0, "x", [2]),
+                  layer(1, "t", "Twice", tag, inputs=[port(0, "FP32", [2])], outputs=[port(1, "FP32", [2])]),
+                  result(2, "r", [2])]
+        model = irscatter.read_model(write(tmp_path, net(layers, [(0, 0, 1, 0), (1, 1, 2, 0)])))
+        assert next(iter(model.run({"x": np.array([1.5, -2], np.float32)}).values())).tolist() == [3.0, -4.0]
+        assert irscatter.validate(model).findings == []
+        if domain == "acme":
+            assert registry.resolve("Twice", "acme3").cls is Twice and registry.resolve("Twice", "acme2").cls is None
+    finally:
+        registry.unregister("Twice", 3, domain=domain)
+    assert registry.resolve("Twice", tag).label == "custom-domain"
+
+
+def test_an_unnumbered_domain_names_no_version_in_messages(tmp_path):
+    from irscatter.ir.opsets import version_text
+
+    assert version_text("PagedAttentionExtension", "extension") == "extension"
+    assert version_text("PagedAttentionExtension", "extension1") == "1"
+    assert version_text("PagedScatterUpdate", "irscatter1") == "1"
+
+
+def test_a_domain_must_be_named():
+    with pytest.raises(ValueError, match="must be named"):
+        registry.register("Nameless", 1, domain=" ")
 
 
 def test_duplicate_registration_is_refused():

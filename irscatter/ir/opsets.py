@@ -4,7 +4,8 @@
 must exist and must hold the type (type names match case-insensitively, as OpenVINO's do), and
 then it names one version of it, numbered by the opset that introduced it (Gather in opset15 is
 Gather-8). Any other `version` is a custom domain, which only registered ops can resolve; that is
-the op registry's business, above this module.
+the op registry's business, above this module. A custom tag need not end in a number: OpenVINO
+itself writes `extension` (PagedAttentionExtension) and `ie_internal_opset` for its internal ops.
 """
 
 from __future__ import annotations
@@ -41,6 +42,19 @@ def parse_opset(text: str) -> tuple[str, int] | None:
     return (m.group(1).lower(), int(m.group(2))) if m else None
 
 
+def custom_domains(opset: str) -> list[tuple[str, int | None]]:
+    """The custom domains a `version` tag may name, the most specific first: the whole tag, with
+    no version bound (`extension`, `ie_internal_opset`, a user's `acme.ops`); then, for a tag that
+    ends in a number, the name before it bounded by that number (`irscatter1`: irscatter, 1).
+    Domain names are compared in lower case."""
+    tag = opset.strip().lower()
+    found: list[tuple[str, int | None]] = [(tag, None)] if tag else []
+    parsed = parse_opset(opset)
+    if parsed is not None:
+        found.append(parsed)
+    return found
+
+
 def lookup(type_name: str, opset: str) -> TableAnswer:
     m = _OFFICIAL.match(opset)
     if m is None:
@@ -73,7 +87,7 @@ _CUSTOM: dict[tuple[str, str], set[int]] = {}
 
 
 def declare_custom(domain: str, type_name: str, version: int, present: bool = True) -> None:
-    versions = _CUSTOM.setdefault((domain, type_name.lower()), set())
+    versions = _CUSTOM.setdefault((domain.lower(), type_name.lower()), set())
     if present:
         versions.add(version)
     else:
@@ -86,11 +100,13 @@ def version_text(type_name: str, opset: str) -> str:
     answer = lookup(type_name, opset)
     if answer.version is not None:
         return str(answer.version)
-    parsed = None if answer.official else parse_opset(opset)
-    if parsed:
-        eligible = [v for v in _CUSTOM.get((parsed[0], type_name.lower()), ()) if v <= parsed[1]]
+    if answer.official:
+        return opset
+    for domain, bound in custom_domains(opset):
+        eligible = [v for v in _CUSTOM.get((domain, type_name.lower()), ()) if bound is None or v <= bound]
         if eligible:
-            return str(max(eligible))
+            # A tag without a number names no version: messages keep the tag ("extension").
+            return str(max(eligible)) if bound is not None else opset
     return opset
 
 

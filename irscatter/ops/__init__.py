@@ -14,6 +14,7 @@ from irscatter.ops import (  # noqa: F401  (the families)
     image,
     indexing,
     infrastructure,
+    internal,
     irscatter1,
     matrix,
     movement,
@@ -35,10 +36,11 @@ from irscatter.ops import (  # noqa: F401  (the families)
     suppression,
 )
 
-# The irscatter1 opset's function forms: numpy arrays in, numpy arrays out.
+# The function forms of irscatter's own opset irscatter1 and of PagedAttentionExtension: numpy arrays in, numpy arrays out.
+from irscatter.ops.internal.paged_attention_extension import paged_attention
 from irscatter.ops.irscatter1.bnns_scatter import bnns_scatter
 from irscatter.ops.irscatter1.hlo_scatter import hlo_scatter
 from irscatter.ops.irscatter1.paddle_scatter import paddle_scatter
 from irscatter.ops.irscatter1.paged_scatter_update import paged_scatter_update
 
-__all__ = ["bnns_scatter", "hlo_scatter", "paddle_scatter", "paged_scatter_update"]
+__all__ = ["bnns_scatter", "hlo_scatter", "paddle_scatter", "paged_attention", "paged_scatter_update"]

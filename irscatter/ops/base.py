@@ -187,6 +187,11 @@ class Op:
     # The input whose buffer `compute(..., inplace=True)` may overwrite with the output. The
     # interpreter passes `inplace=True` only when nothing else can see that buffer any more.
     inplace_input: ClassVar[int | None] = None
+    # Inputs the op updates in place, as OpenVINO's plugin does (PagedAttentionExtension writes
+    # the step's keys and values into the caches it is given). Fed buffers are never written
+    # unless the caller donates them; `compute` then receives `written=` (the input positions
+    # it may update) and must update exactly those.
+    writes_inputs: ClassVar[tuple[int, ...]] = ()
     # Runs although no Result needs it (Assign writes the model's state), as OpenVINO's sinks do.
     sink: ClassVar[bool] = False
     # Reads nothing but its inputs' shapes: it can neither see nor hold on to their buffers.

@@ -6,8 +6,11 @@ A layer names its op by `type` and `version` (an opset). For OpenVINO's own opse
 case-insensitively, as OpenVINO's do), and then names one version of it, the one introduced by
 the opset an op version is named after (Gather in opset15 is Gather-8). irscatter either has a
 kernel for exactly that version or says it has none yet. Any other opset name is a custom
-domain: ops registered from code under that domain (irscatter's own `irscatter1` ones, or a
-user's, see `register`) resolve to the newest version not newer than the number in the name.
+domain: ops registered from code under that domain (irscatter's own `irscatter1` ones, OpenVINO's
+`extension` ones, or a user's, see `register`) resolve to the newest version not newer than the
+number the name ends in, or to the newest version when the name is a registered domain as it
+stands (`extension`, `ie_internal_opset`: OpenVINO writes these without a number). The domain
+`opset` itself is OpenVINO's and only its numbered opsets reach it.
 
 `resolve` says why nothing was found, with a label:
 * `unknown-opset`: `opset99`, `Opset1`, `opset0`: OpenVINO refuses the model;
@@ -84,14 +87,15 @@ def _resolve(type_name: str, opset: str) -> Resolution:
             return Resolution(None, "no-kernel", f"irscatter has no kernel for {official} yet "
                                                  f"(an OpenVINO op{_others(spelt)})")
         return Resolution(cls)
-    parsed = opsets.parse_opset(opset)
-    if parsed is None or not any(d == parsed[0] for d, _ in _REGISTRY):
+    registered = {d for d, _ in _REGISTRY} - {"opset"}
+    named = [(d, bound) for d, bound in opsets.custom_domains(opset) if d in registered]
+    if not named:
         return Resolution(None, "custom-domain",
                           f'version="{opset}" is not one of OpenVINO\'s opsets (opset1 to opset{opsets.NEWEST}) and '
                           f"no ops are registered for it here (irscatter.ops.registry.register adds custom ops)")
-    domain, number = parsed
+    domain, bound = named[0]
     versions = _REGISTRY.get((domain, type_name.lower()), {})
-    eligible = [v for v in versions if v <= number]
+    eligible = [v for v in versions if bound is None or v <= bound]
     if not eligible:
         names = sorted({cls.type_name for (d, _), vs in _REGISTRY.items() if d == domain for cls in vs.values()})
         return Resolution(None, "not-in-opset",
@@ -115,10 +119,16 @@ def _others(type_name: str) -> str:
 
 
 def register(type_name: str, version: int, *, domain: str = "opset"):
-    """Class decorator: register an `Op` subclass as `type_name`-`version` of `domain`."""
+    """Class decorator: register an `Op` subclass as `type_name`-`version` of `domain`. A custom
+    domain may be any name (compared in lower case): layers tagged with the name as it stands
+    (`version="extension"`) resolve to the newest version registered, and layers tagged with
+    the name followed by a number (`version="acme3"`) to the newest version up to that number."""
+    if not domain.strip():
+        raise ValueError("an op's domain must be named")
+    domain = domain.strip()
 
     def wrap(cls: type[Op]) -> type[Op]:
-        versions = _REGISTRY.setdefault((domain, type_name.lower()), {})
+        versions = _REGISTRY.setdefault((_key(domain), type_name.lower()), {})
         if version in versions:
             raise RuntimeError(
                 f"{domain} op {type_name}-{version} is registered twice "
@@ -138,14 +148,19 @@ def register(type_name: str, version: int, *, domain: str = "opset"):
 
 def unregister(type_name: str, version: int, *, domain: str) -> None:
     """Remove a custom op registered with `register` (OpenVINO's own ops cannot be removed)."""
-    if domain == "opset":
+    if _key(domain) == "opset":
         raise ValueError("OpenVINO's opset ops cannot be unregistered")
-    versions = _REGISTRY.get((domain, type_name.lower()), {})
+    versions = _REGISTRY.get((_key(domain), type_name.lower()), {})
     versions.pop(version, None)
     opsets.declare_custom(domain, type_name, version, present=False)
     if not versions:
-        _REGISTRY.pop((domain, type_name.lower()), None)
+        _REGISTRY.pop((_key(domain), type_name.lower()), None)
     _RESOLVED.clear()
+
+
+def _key(domain: str) -> str:
+    """A domain as the registry keys it: layers name it in any case (`Extension`, `extension`)."""
+    return domain.strip().lower()
 
 
 def domains() -> list[str]:

@@ -97,6 +97,9 @@ class Step:
     reuse_input: int | None = None
     # Output positions no later step and no Result reads, for an op that can leave them out.
     unused: frozenset[int] = frozenset()
+    # (input position, model input position) of each input the op updates in place when the
+    # caller donates it (the op's `writes_inputs` that are fed by a Parameter).
+    writable: tuple[tuple[int, int], ...] = ()
 
 
 class Outputs(dict):
@@ -223,6 +226,8 @@ class CompiledModel:
                 reuse_slot=reuse,
                 reuse_input=param_input.get(reuse) if reuse is not None else None,
                 unused=self._unused_outputs(lid, keep, last_reader, slot_of) if op.skips_unused_outputs else frozenset(),
+                writable=tuple((pos, param_input[inputs[pos]]) for pos in op.writes_inputs
+                               if pos < len(inputs) and inputs[pos] in param_input),
             ))
         self._feed_index = self._feed_names()
         self._keys: dict[str, str] | None = None  # what `outputs=` accepts (see _tensor_keys)
@@ -569,7 +574,8 @@ class CompiledModel:
         if self._plain is None:
             plain = []
             for step in self.steps:
-                simple = step.reuse_slot is None and not step.unused and len(step.outputs) == 1 and step.inputs
+                simple = (step.reuse_slot is None and not step.unused and not step.writable and len(step.outputs) == 1
+                          and step.inputs)
                 if simple:
                     fetch = operator.itemgetter(*step.inputs) if len(step.inputs) > 1 else _one(step.inputs[0])
                     plain.append((step.compute, fetch, step.outputs[0], step.release, None))
@@ -581,7 +587,10 @@ class CompiledModel:
     @staticmethod
     def _call(step: Step, values: list[Any], donated: frozenset[int]) -> None:
         """One step of `_execute_plain` that is not a simple call: as `_execute` runs it."""
-        if step.reuse_slot is not None and (step.reuse_input in donated if step.reuse_input is not None
+        written = _written(step, donated)
+        if written:
+            out = step.compute(*[values[s] for s in step.inputs], written=written)
+        elif step.reuse_slot is not None and (step.reuse_input in donated if step.reuse_input is not None
                                             else _owned(values, step.reuse_slot)):
             out = step.compute(*[values[s] for s in step.inputs], inplace=True)
         elif step.unused:
@@ -709,8 +718,11 @@ class CompiledModel:
             if strict is not None:
                 strict.layer = step.layer
             start = time.perf_counter() if timings is not None else 0.0
+            written = _written(step, donated)
             try:
-                if reuse:
+                if written:  # the caller handed these buffers over for the op to update, watched or not
+                    out = step.compute(*args, written=written)
+                elif reuse:
                     out = step.compute(*args, inplace=True)
                 elif step.unused and reuse_allowed:  # a hook or a record of values sees every output
                     out = step.compute(*args, unused=step.unused)
@@ -750,6 +762,14 @@ def _read_only(value: Any) -> np.ndarray:
     view = np.asarray(value).view()
     view.flags.writeable = False
     return view
+
+
+def _written(step: Step, donated: frozenset[int]) -> frozenset[int]:
+    """The input positions of `step` that its op may update in place: those of its
+    `writes_inputs` whose feed the caller donated."""
+    if not step.writable or not donated:
+        return frozenset()
+    return frozenset(pos for pos, fed in step.writable if fed in donated)
 
 
 def _distinct(name: str, result_name: str, taken: set[str]) -> str:

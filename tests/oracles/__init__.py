@@ -8,7 +8,8 @@ is kept as literal as the spec allows: no vectorization, no shared cleverness wi
 checks. Never use an oracle on anything big.
 
 * `oracles.scatter`: ScatterUpdate-3, ScatterElementsUpdate-3/-12, ScatterNDUpdate-4/-15;
-* `oracles.irscatter1`: PagedScatterUpdate, PaddleScatter, BNNSScatter, HloScatter.
+* `oracles.irscatter1`: PagedScatterUpdate, PaddleScatter, BNNSScatter, HloScatter;
+* `oracles.internal`: PagedAttentionExtension (`oracles.internal.paged_attention`).
 
 The names below are re-exported so that `oracles.scatter_nd(...)` reads as the op it checks.
 """
