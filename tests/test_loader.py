@@ -85,7 +85,10 @@ def test_a_weight_at_a_misaligned_offset_is_copied_once_to_an_aligned_array(tmp_
     value = model.layers[1].const_value
     assert value.flags.aligned and not value.flags.writeable and value.flags.owndata
     assert model.layers[1].const_value is value  # copied once, not per use
-    assert compiled.run({"x": x})["y"].tobytes() == first.tobytes() == np.matmul(x, weight).tobytes()
+    seen = []
+    watched = compiled.run({"x": x}, hook=lambda layer, inputs, outputs: seen.append(inputs[1]))
+    assert seen[0] is value  # the array MatMul's kernel was handed
+    assert watched["y"].tobytes() == first.tobytes() == np.matmul(x, weight).tobytes()
 
 
 def test_a_weight_at_an_aligned_offset_stays_a_view_of_the_weights(tmp_path):
