@@ -167,3 +167,19 @@ def test_the_budget_says_whether_a_weight_is_kept_or_computed_each_run(tmp_path,
     assert calls["Subtract"] == calls["Multiply"] == computed
     every_time = _compiled(xml, budget=0)
     assert runs == [every_time.run({"l0": x})[0].tobytes() for x in FEEDS]
+
+
+def test_a_const_only_layer_that_fails_names_itself_on_every_run(tmp_path):
+    """An integer division by zero between two Consts too large for inference to fold fails
+    when the first run computes it, naming the layer, and again on the next run."""
+    b = _Builder()
+    x = b.add("Parameter", {"shape": "2048", "element_type": "i64"}, [], (2048,), "i64")
+    divisor = np.ones(2048, np.int64)
+    divisor[1000] = 0
+    quotient = b.add("Divide", {"auto_broadcast": "numpy"}, [b.const(np.arange(2048), "i64"), b.const(divisor, "i64")],
+                     (2048,), "i64")
+    b.add("Result", None, [b.add("Add", {"auto_broadcast": "numpy"}, [x, quotient], (2048,), "i64")], (), "i64")
+    compiled = _compiled(b.save(tmp_path))
+    for _ in range(2):
+        with pytest.raises(irscatter.errors.ExecutionError, match=r"l3.*division by zero.*\[1000\]"):
+            compiled.run({"l0": np.zeros(2048, np.int64)})
