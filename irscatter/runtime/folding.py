@@ -18,7 +18,7 @@ values, strict mode, precision emulation) still runs every layer.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -37,11 +37,11 @@ class FoldPlan:
     skipped: frozenset[int] = frozenset()  # positions of the steps a run that reads kept values leaves out
     # The kept values, from the first run that uses them on; one list for every request of the
     # compiled model, so that none decompresses the weights again.
-    values: list[tuple[int, Any]] | None = field(default=None)
+    values: list[tuple[int, Any]] | None = None
 
 
 def keep_once(steps: Sequence[_Step], foldable: Callable[[_Step], bool], const_slots: set[int],
-         result_slots: set[int], slot_bytes: Mapping[int, int | None], budget: int) -> FoldPlan:
+              result_slots: set[int], slot_bytes: Mapping[int, int | None], budget: int) -> FoldPlan:
     """Which steps compute values of Consts alone, which of their values to keep (`slot_bytes`
     says what each costs, None when unknown, which is not kept) and which steps a run that
     reads the kept values can leave out."""
