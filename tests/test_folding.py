@@ -183,3 +183,19 @@ def test_a_const_only_layer_that_fails_names_itself_on_every_run(tmp_path):
     for _ in range(2):
         with pytest.raises(irscatter.errors.ExecutionError, match=r"l3.*division by zero.*\[1000\]"):
             compiled.run({"l0": np.zeros(2048, np.int64)})
+
+
+def test_the_budget_keeps_values_in_the_order_their_layers_run():
+    """Two weights of 100 bytes and a budget of 150: the first is kept and its layer left out
+    of later runs, the second's layer runs every time."""
+    from types import SimpleNamespace
+
+    from irscatter.runtime.folding import keep_once
+
+    def step(inputs, outputs):
+        return SimpleNamespace(layer=None, inputs=inputs, outputs=outputs)
+
+    steps = [step((1,), (10,)), step((2,), (11,)), step((0, 10), (12,)), step((12, 11), (13,))]
+    plan = keep_once(steps, lambda s: True, const_slots={1, 2}, result_slots={13},
+                     slot_bytes={10: 100, 11: 100, 12: None, 13: None}, budget=150)
+    assert (plan.kept, plan.once, plan.skipped) == ({10}, (0,), {0})
