@@ -31,6 +31,10 @@ class Limits:
     tensor_bytes: int = 4 * 2**30  # bytes of any one tensor
     loop_iterations: int = 1_000_000  # iterations of one Loop or TensorIterator run (a Loop may be unbounded)
     pipe_wait_seconds: int = 60  # how long a named pipe given as the .xml may stay without a writer
+    # Not a refusal but a budget: the values of layers that depend on Consts alone (decompressed
+    # weights) that a compiled model keeps, rather than computing them on every run. Set at
+    # compile time; past it, the rest are computed each run (0: always).
+    folded_bytes: int = 4 * 2**30
 
 
 # Inference folds a layer whose inputs are all known values when its output has at most

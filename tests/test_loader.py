@@ -61,6 +61,42 @@ def test_constants_are_memory_mapped_views(tmp_path):
     assert not value.flags.owndata and not value.flags.writeable
 
 
+def _matmul_by_weight_at(tmp_path, offset: int, weight: np.ndarray):
+    """x[2,3] @ W[3,4], W a Const at byte `offset` of the .bin (the bytes before it zero)."""
+    xml = net([param(0, "x", (2, 3)),
+               layer(1, "w", "Const", data={"element_type": "f32", "shape": "3,4", "offset": offset,
+                                            "size": weight.nbytes}, outputs=[port(0, "FP32", (3, 4))]),
+               layer(2, "mm", "MatMul", data={"transpose_a": "false", "transpose_b": "false"},
+                     inputs=[port(0, "FP32", (2, 3)), port(1, "FP32", (3, 4))], outputs=[port(2, "FP32", (2, 4))]),
+               result(3, "y", (2, 4))],
+              [(0, 0, 2, 0), (1, 0, 2, 1), (2, 2, 3, 0)])
+    return irscatter.read_model(write(tmp_path, xml, bytes(offset) + weight.tobytes()))
+
+
+def test_a_weight_at_a_misaligned_offset_is_copied_once_to_an_aligned_array(tmp_path):
+    """An f32 weight at an offset of 1 mod 4 is no aligned view of the .bin: numpy's matmul
+    would leave BLAS for its slow loop on every run. The Const's value is an aligned copy, made
+    once, read-only like the views; MatMul's answer is that of aligned operands, bit for bit."""
+    weight = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    model = _matmul_by_weight_at(tmp_path, 5, weight)
+    compiled = model.compile()
+    x = np.array([[0.1, 0.2, 0.3], [-1.5, 2.5, 1e-3]], np.float32)
+    first = compiled.run({"x": x})["y"]
+    value = model.layers[1].const_value
+    assert value.flags.aligned and not value.flags.writeable and value.flags.owndata
+    assert model.layers[1].const_value is value  # copied once, not per use
+    seen = []
+    watched = compiled.run({"x": x}, hook=lambda layer, inputs, outputs: seen.append(inputs[1]))
+    assert seen[0] is value  # the array MatMul's kernel was handed
+    assert watched["y"].tobytes() == first.tobytes() == np.matmul(x, weight).tobytes()
+
+
+def test_a_weight_at_an_aligned_offset_stays_a_view_of_the_weights(tmp_path):
+    weight = np.ones((3, 4), np.float32)
+    value = _matmul_by_weight_at(tmp_path, 8, weight).layers[1].const_value
+    assert value.flags.aligned and not value.flags.owndata and np.array_equal(value, weight)
+
+
 def test_a_const_ops_attributes_are_those_its_weights_were_found_by(tmp_path):
     """A Const with weights makes its schema's instance when first asked for, from the loader's
     reading of its four attributes."""

@@ -179,11 +179,19 @@ class ConstData:
         self._value: np.ndarray | None = None
 
     def value(self) -> np.ndarray:
+        """The decoded array, read-only: a view of the weights where their offset suits the
+        element type, else a copy made once. numpy's matmul, and its ufuncs, take a slow path
+        on every run for a misaligned array (matmul leaves BLAS), and writers of IR put
+        weights at any byte offset."""
         if self._value is None:
             count = math.prod(self.shape)
             nbytes = self.size if self.etype is ElementType.string else self.etype.nbytes(count)
             raw = self.buffer[self.offset : self.offset + nbytes]
-            self._value = decode(raw, self.etype, self.shape)
+            value = decode(raw, self.etype, self.shape)
+            if not value.flags.aligned:
+                value = value.copy()
+            value.flags.writeable = False  # one array for every run: no kernel or caller may write it
+            self._value = value
         return self._value
 
 

@@ -15,19 +15,21 @@ runs, naming the layer.
 from __future__ import annotations
 
 import copy
+import math
 import operator
 import sys
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
+from irscatter import limits
 from irscatter.checks.analysis import analyze
-from irscatter.checks.infer import infer_graph
+from irscatter.checks.infer import infer_graph, itemsize
 from irscatter.errors import ExecutionError, IRError, LayerRef, UsageError, note
 from irscatter.findings import Finding
 from irscatter.ir.element_types import ElementType
@@ -38,6 +40,7 @@ from irscatter.ops.base import Op, TensorInfo
 from irscatter.ops.common import recycle
 from irscatter.ops.common import strict as strict_mode
 from irscatter.ops.state import core as state
+from irscatter.runtime.folding import FoldPlan, keep_once, read_only
 from irscatter.runtime.ports import InputSpec, OutputSpec
 from irscatter.runtime.request import InferRequest
 from irscatter.runtime.precision import active_plan, emulating
@@ -229,10 +232,26 @@ class CompiledModel:
                 writable=tuple((pos, param_input[inputs[pos]]) for pos in op.writes_inputs
                                if pos < len(inputs) and inputs[pos] in param_input),
             ))
+        self._fold = self._plan_folding()
+        # The steps of a run that reads the kept values of Const-only layers instead of computing them.
+        self._run_steps = [step for i, step in enumerate(self.steps) if i not in self._fold.skipped]
         self._feed_index = self._feed_names()
         self._keys: dict[str, str] | None = None  # what `outputs=` accepts (see _tensor_keys)
         self.is_static = all(spec.shape.is_static and spec.etype is not ElementType.dynamic for spec in self.inputs)
 
+
+    def _plan_folding(self) -> FoldPlan:
+        """What of the layers that depend on Consts alone to compute once (runtime/folding.py),
+        within `limits.folded_bytes`."""
+        slot_bytes: dict[int, int | None] = {}
+        for (lid, pos), slot in self.slot_of.items():
+            info = self.infos.get((lid, pos))
+            static = (info is not None and info.shape.is_static
+                      and info.etype not in (ElementType.dynamic, ElementType.string))
+            slot_bytes[slot] = math.prod(info.shape.to_tuple()) * itemsize(info.etype) if static else None
+        return keep_once(self.steps, lambda step: self.ops[step.layer.id].foldable,
+                         {s for s, _ in self.const_slots}, set(self.output_slots), slot_bytes,
+                         limits.current().folded_bytes)
 
     def _unused_outputs(self, lid: int, keep: set[int], last_reader: dict[int, int],
                         slot_of: dict[tuple[int, int], int]) -> frozenset[int]:
@@ -525,17 +544,19 @@ class CompiledModel:
             self._keys = keys
         return self._keys
 
-    def _execute_plain(self, values: list[Any], donated: frozenset[int]) -> list[Any]:
+    def _execute_plain(self, values: list[Any], donated: frozenset[int],
+                       entries: list[tuple] | None = None) -> list[Any]:
         """The steps of a run nothing watches (no hook, record, timing, strict mode or precision
-        emulation): what `_execute`'s loop does, with each step's inputs fetched by one
-        prepared getter and the rare cases (a buffer to reuse, outputs to leave out, several
-        outputs) sent to `_call`. A step costs a tenth of a microsecond here, half a
-        microsecond there, which is what a model of thousands of small layers spends."""
-        at = 0
+        emulation), or the given `entries` of `_plain_entries`: what `_execute`'s loop does,
+        with each step's inputs fetched by one prepared getter and the rare cases (a buffer to
+        reuse, outputs to leave out, several outputs) sent to `_call`. A step costs a tenth of
+        a microsecond here, half a microsecond there, which is what a model of thousands of
+        small layers spends."""
+        step = None
         try:
-            for at, (compute, fetch, out, release, step) in enumerate(self._plain_steps()):
-                if step is not None:
-                    self._call(step, values, donated)
+            for compute, fetch, out, release, call, step in self._plain_steps() if entries is None else entries:
+                if call is not None:
+                    self._call(call, values, donated)
                 else:
                     value = compute(*fetch(values))
                     values[out] = value[0] if value.__class__ is tuple else value
@@ -543,14 +564,14 @@ class CompiledModel:
                 for slot in release:
                     values[slot] = None
         except IRError as e:
-            layer = self.steps[at].layer
+            layer = step.layer
             raise e.add_context(file=self.model.source, layer=layer.ref, line=layer.line) from None
         except MemoryError:
-            layer = self.steps[at].layer
+            layer = step.layer
             raise ExecutionError("the machine ran out of memory computing this layer", file=self.model.source,
                                  layer=layer.ref, line=layer.line, label="out-of-memory") from None
         except (ValueError, IndexError, TypeError):
-            self._explain(self.steps[at], [values[s] for s in self.steps[at].inputs])
+            self._explain(step, [values[s] for s in step.inputs])
             raise
         return values
 
@@ -567,22 +588,28 @@ class CompiledModel:
             raise e.add_context(file=self.model.source, layer=step.layer.ref, line=step.layer.line) from None
 
     def _plain_steps(self) -> list[tuple]:
-        """For `_execute_plain`, each step as (compute, input getter, output slot, slots to
-        release, None), or (None, None, None, slots to release, step) for a step `_call` runs:
-        one that may reuse a buffer or leave outputs out, with other than one output, or
-        without inputs."""
+        """The steps of a plain run (those that read kept values left out) as `_execute_plain`
+        takes them, made on its first run."""
         if self._plain is None:
-            plain = []
-            for step in self.steps:
-                simple = (step.reuse_slot is None and not step.unused and not step.writable and len(step.outputs) == 1
-                          and step.inputs)
-                if simple:
-                    fetch = operator.itemgetter(*step.inputs) if len(step.inputs) > 1 else _one(step.inputs[0])
-                    plain.append((step.compute, fetch, step.outputs[0], step.release, None))
-                else:
-                    plain.append((None, None, None, step.release, step))
-            self._plain = plain
+            self._plain = _plain_entries(self._run_steps)
         return self._plain
+
+    def _fill_kept(self, values: list[Any]) -> None:
+        """Put the kept values of Const-only layers into their slots, computing them on the
+        first run that asks (`runtime/folding.py`). They are computed in a list of their own,
+        where no step frees or overwrites a value to keep."""
+        fold = self._fold
+        if fold.values is None:
+            scratch: list[Any] = [None] * self.n_slots
+            for slot, array in self._consts:  # type: ignore[union-attr]
+                scratch[slot] = array
+            once = [replace(self.steps[i], release=tuple(s for s in self.steps[i].release if s not in fold.kept),
+                            reuse_slot=None if self.steps[i].reuse_slot in fold.kept else self.steps[i].reuse_slot)
+                    for i in fold.once]
+            self._execute_plain(scratch, frozenset(), _plain_entries(once))
+            fold.values = [(slot, read_only(scratch[slot])) for slot in sorted(fold.kept)]
+        for slot, array in fold.values:
+            values[slot] = array
 
     @staticmethod
     def _call(step: Step, values: list[Any], donated: frozenset[int]) -> None:
@@ -699,13 +726,18 @@ class CompiledModel:
             values[slot] = array
         rounding = active_plan(self)  # None unless a run emulates f16 or bf16
         strict = strict_mode.collector()  # looked up once per run: strict mode off costs nothing per step
-        if rounding is None and strict is None and hook is None and timings is None and not intermediate:
+        # A run that sees no layer's values reads the kept values of Const-only layers; timings
+        # too, since they time what a plain run computes.
+        unwatched = rounding is None and strict is None and hook is None and not intermediate
+        if unwatched and self._fold.kept:
+            self._fill_kept(values)
+        if unwatched and timings is None:
             return self._execute_plain(values, donated)
         if rounding is not None:
             rounding.round_boundary(values, self.param_slots, donated)
         # Buffers are reused only when nothing can observe the overwritten input afterwards.
         reuse_allowed = not intermediate and hook is None
-        for step in self.steps:
+        for step in self._run_steps if unwatched else self.steps:
             reuse = False
             if step.reuse_slot is not None and reuse_allowed:
                 if step.reuse_input is not None:
@@ -879,6 +911,21 @@ def caller_owned(values: list[Any], fed: list[np.ndarray]) -> list[Any]:
             value = value.copy()
         out.append(value)
     return out
+
+
+def _plain_entries(steps: list[Step]) -> list[tuple]:
+    """For `_execute_plain`, each step as (compute, input getter, output slot, slots to release,
+    None, step), or (None, None, None, slots to release, step, step) for a step `_call` runs:
+    one that may reuse a buffer, leave outputs out or write a donated input, with other than one
+    output, or without inputs."""
+    plain = []
+    for step in steps:
+        if step.reuse_slot is None and not step.unused and not step.writable and len(step.outputs) == 1 and step.inputs:
+            fetch = operator.itemgetter(*step.inputs) if len(step.inputs) > 1 else _one(step.inputs[0])
+            plain.append((step.compute, fetch, step.outputs[0], step.release, None, step))
+        else:
+            plain.append((None, None, None, step.release, step, step))
+    return plain
 
 
 def _one(slot: int) -> Callable[[list[Any]], tuple[Any]]:

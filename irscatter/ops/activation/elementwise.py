@@ -43,7 +43,7 @@ from pydantic import Field, ValidationInfo, field_validator
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import Lower, OpAttrs
 from irscatter.ops.common.numeric import compute_dtype, from_compute
-from irscatter.ops.common.special import erfc
+from irscatter.ops.common.special import ndtr
 from irscatter.ops.elementwise.table import Row, declare
 from irscatter.ops.elementwise.unary import UnaryElementwise
 
@@ -179,7 +179,8 @@ def gelu_erf(x: np.ndarray) -> np.ndarray:
     etype = ElementType.from_dtype(x.dtype)
     work = np.asarray(x, dtype=np.float64)
     with np.errstate(all="ignore"):
-        out = work * erfc(-work / math.sqrt(2)) / 2
+        out = np.asarray(ndtr(work))  # a new array (a 0-d one for a scalar): the product may take its place
+        np.multiply(out, work, out=out)
     if etype is ElementType.f64:
         return out
     return from_compute(out.astype(compute_dtype(etype)), etype)

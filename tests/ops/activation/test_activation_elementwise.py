@@ -144,3 +144,13 @@ def test_clamp_crossing_bounds():
     reference = Case(case.id, case.type, case.opset, case.inputs, case.attrs, openvino="reference")
     (want,) = harness.run_openvino(reference, [reference])
     assert want.tolist() == [1, 1, 0, 0, 0]
+
+
+def test_gelu_erf_rounds_the_f64_value_once():
+    """Gelu's erf form is x * Phi(x) in f64 rounded once to f32: never the product of two f32
+    roundings, which loses digits where Phi(x) is subnormal (x below about -13)."""
+    from irscatter.ops.activation.elementwise import gelu_erf
+
+    x = np.concatenate([np.linspace(-14, 6, 4001), [-13.3, -13.5, -13.9]]).astype(np.float32)
+    want = np.asarray(oracle.gelu_erf(x.astype(np.float64)), np.float64).astype(np.float32)
+    np.testing.assert_array_equal(gelu_erf(x), want)

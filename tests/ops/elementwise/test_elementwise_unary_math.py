@@ -9,7 +9,7 @@ irscatter rounds the f64 value once, and the CPU plugin's own f32 approximations
 that by the ulps given per op. f16 and bf16 results agree to 1 ulp (the plugin rounds its f32
 result, which may lie on the other side of a midpoint). f64 is judged by the oracle alone (the
 CPU plugin computes f64 in f32, and the core reference has no f64 kernels for these ops but
-Sqrt), within `F64_ULPS` (irscatter's erf, erfc and erfinv are its own f64 code).
+Sqrt), within `F64_ULPS` (irscatter's erf and erfinv are scipy's, not numpy's).
 
 Integers: the CPU plugin computes them in f32 and rounds every result to the nearest integer
 (exp(1) is 3 there); OpenVINO's core reference, which irscatter follows, truncates for Asin,
@@ -251,3 +251,16 @@ def test_integer_rules_by_example():
     assert run("Atanh", "opset4", [-5, 0, 5]) == [-(2**31), 0, 2**31 - 1]
     assert make_op(find("Cos", "opset1"), {}).compute(np.array([3], np.uint8)).tolist() == [255]
     assert make_op(find("Sqrt", "opset1"), {}).compute(np.array([-4], np.int8)).tolist() == [0]
+
+
+def test_erf_of_f32_is_f64_rounded_once():
+    """Erf hands f32 straight to scipy's f32 loop, which must give the bits of the f64 value
+    rounded once: every f32 exponent, signs, edges and NaN."""
+    from irscatter.ops.elementwise.unary import _erf_of_f64, erf_kernel
+
+    rng = np.random.default_rng(7)
+    bits = rng.integers(0, 2**32, 200_000, dtype=np.uint64).astype(np.uint32)
+    x = np.concatenate([bits.view(np.float32), np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45], np.float32)])
+    got, want = erf_kernel(x), _erf_of_f64(x)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
