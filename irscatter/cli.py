@@ -456,21 +456,24 @@ def cmd_extract(args: argparse.Namespace) -> int:
 
     if bool(args.outputs) == bool(args.around):
         raise UsageError("extract takes --outputs NAME[,NAME...] or --around LAYER, one of the two")
-    if args.around and args.inputs:
-        raise UsageError("--inputs names the cut of --outputs; --around finds its own")
-    if args.values and (args.feeds or args.input or args.random):
+    if args.around and args.cut_from:
+        raise UsageError("--from names where the cut of --outputs starts; --around finds its own")
+    if args.inputs and not Path(args.inputs).exists() and not args.inputs.lower().endswith((".npz", ".npy")):
+        raise UsageError(f"--inputs {args.inputs}: --inputs is the model's inputs (FILE.npz), as in every command; "
+                         f"the tensors the cut is fed instead of computing go in --from NAME[,NAME...]")
+    if args.values and (args.inputs or args.input or args.random):
         raise UsageError("--values gives every tensor's value; the model's inputs are not needed beside it")
     compiled = read_model(args.model, args.bin).compile()
     if args.around:
         cut = extract.around(compiled, args.around, args.hops)
     else:
         cut = extract.plan(compiled, extract.resolve(compiled, _names(args.outputs), "--outputs"),
-                           extract.resolve(compiled, _names(args.inputs or ""), "--inputs"))
+                           extract.resolve(compiled, _names(args.cut_from or ""), "--from"))
     values = None
     if args.values:
         values = extract.values_from_dump(compiled, model_inputs.load_npz(args.values))
-    elif args.feeds or args.input or args.random:
-        feeds = _gather_feeds(argparse.Namespace(**{**vars(args), "inputs": args.feeds}), compiled)
+    elif args.inputs or args.input or args.random:
+        feeds = _gather_feeds(args, compiled)
         values = compare.reference_values(compiled, feeds)
     xml = _output_path(args.output, flag="-o", suffix=".xml", folder_made=True)
     written = extract.write(compiled, cut, xml, values)
@@ -738,10 +741,10 @@ def _global_options(parser: argparse.ArgumentParser, default) -> None:
                         help="change a resource limit, e.g. tensor_bytes=1e9 (see irscatter.limits.Limits)")
 
 
-def _feed_arguments(parser: argparse.ArgumentParser, npz_flag: str = "--inputs") -> None:
+def _feed_arguments(parser: argparse.ArgumentParser) -> None:
     """The model's inputs, as run, compare, reduce and extract take them (`_gather_feeds`)."""
-    parser.add_argument(npz_flag, metavar="FILE.npz", dest="inputs" if npz_flag == "--inputs" else "feeds",
-                        help="the model's inputs keyed by input name")
+    parser.add_argument("--inputs", metavar="FILE.npz",
+                        help="the model's inputs keyed by input name (or one .npy for a one-input model)")
     parser.add_argument("-i", "--input", action="append", metavar="NAME=FILE.npy", help="one input from a .npy file")
     parser.add_argument("--random", action="store_true", help="draw every input not given otherwise at random")
     parser.add_argument("--seed", type=_count(0), help="with --random: the seed (default 0)")
@@ -865,12 +868,13 @@ def build_parser() -> argparse.ArgumentParser:
     ext.add_argument("model", help="the model's .xml file")
     ext.add_argument("--bin", help="the weights file (default: the .xml's sibling .bin)")
     ext.add_argument("--outputs", metavar="NAME[,NAME...]", help="the tensors the new model returns")
-    ext.add_argument("--inputs", metavar="NAME[,NAME...]", help="with --outputs: tensors fed instead of computed")
+    ext.add_argument("--from", dest="cut_from", metavar="NAME[,NAME...]",
+                     help="with --outputs: the tensors the cut is fed instead of computing")
     ext.add_argument("--around", metavar="LAYER", help="instead: the layers within --hops edges of this layer")
     ext.add_argument("--hops", type=_count(0), default=1, metavar="K", help="with --around: how far (default 1)")
     ext.add_argument("-o", "--output", required=True, metavar="SUB.xml", help="where to write the new model")
     ext.add_argument("--values", metavar="DUMP.npz", help="every tensor's value, as run --dump saves them")
-    _feed_arguments(ext, npz_flag="--feeds")
+    _feed_arguments(ext)
     ext.set_defaults(func=cmd_extract)
 
     red = sub.add_parser("reduce", parents=[common],

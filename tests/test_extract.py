@@ -47,7 +47,7 @@ def _cut(model: str, outputs: list[str], inputs: list[str], folder: Path):
     values = compare.reference_values(compiled, feeds)
     outs = extract.resolve(compiled, outputs, "--outputs") if outputs else tuple(
         compiled.sources[s.layer.id][0] for s in compiled.outputs)
-    cut = extract.plan(compiled, outs, extract.resolve(compiled, inputs, "--inputs"))
+    cut = extract.plan(compiled, outs, extract.resolve(compiled, inputs, "--from"))
     return compiled, values, cut, extract.write(compiled, cut, folder / "sub.xml", values)
 
 
@@ -176,7 +176,7 @@ def test_cli_extract_with_values_from_a_dump(tmp_path):
     dumped = cli("run", str(model), "--inputs", str(MODELS / "small_cnn" / "inputs.npz"), "--dump",
                  str(tmp_path / "dump.npz"))
     assert dumped.returncode == 0, dumped.stderr
-    out = cli("extract", str(model), "--outputs", "Add_28:2", "--inputs", "Relu_22:1", "-o", str(tmp_path / "sub"),
+    out = cli("extract", str(model), "--outputs", "Add_28:2", "--from", "Relu_22:1", "-o", str(tmp_path / "sub"),
               "--values", str(tmp_path / "dump.npz"))
     assert out.returncode == 0, out.stderr
     assert "wrote" in out.stderr and "Convolution_25, Add_28" in out.stderr
@@ -187,19 +187,20 @@ def test_cli_extract_with_values_from_a_dump(tmp_path):
 
 def test_cli_extract_makes_the_folder_it_writes_into_as_the_readme_shows(tmp_path):
     model = MODELS / "small_cnn"
-    out = cli("extract", str(model / "model.xml"), "--outputs", "Relu_22:1", "--inputs", "MaxPool_9:1", "-o",
-              str(tmp_path / "cut" / "sub.xml"), "--feeds", str(model / "inputs.npz"))
+    out = cli("extract", str(model / "model.xml"), "--outputs", "Relu_22:1", "--from", "MaxPool_9:1", "-o",
+              str(tmp_path / "cut" / "sub.xml"), "--inputs", str(model / "inputs.npz"))
     assert out.returncode == 0, out.stderr
     assert {p.name for p in (tmp_path / "cut").iterdir()} == {"sub.xml", "sub.bin", "inputs.npz", "expected.npz"}
 
 
 @pytest.mark.parametrize("args, message", [
     (["--outputs", "nope:1"], 'no tensor named "nope:1"'),
-    (["--outputs", "Relu_22:1", "--inputs", "Softmax_40:1"], "do not depend on Softmax_40:1"),
+    (["--outputs", "Relu_22:1", "--from", "Softmax_40:1"], "do not depend on Softmax_40:1"),
     ([], "--outputs NAME[,NAME...] or --around LAYER"),
     (["--outputs", "Relu_22:1", "--around", "Relu_22"], "one of the two"),
     (["--around", "nobody"], 'no layer named "nobody"'),
     (["--outputs", "probs", "--values", "x.npz", "--random"], "--values gives every tensor's value"),
+    (["--outputs", "Relu_22:1", "--inputs", "MaxPool_9:1"], "the tensors the cut is fed instead of computing go in --from"),
 ])
 def test_cli_extract_usage_errors(tmp_path, args, message):
     out = cli("extract", str(MODELS / "small_cnn" / "model.xml"), *args, "-o", str(tmp_path / "sub.xml"))
@@ -213,7 +214,7 @@ def test_cli_extract_usage_errors(tmp_path, args, message):
 def test_a_cut_of_tensors_no_layer_computes_checks_out_against_its_own_expected_values(tmp_path, model, args):
     """expected.npz is keyed as the written model names its outputs, whatever tensor they are."""
     xml = tmp_path / "sub.xml"
-    made = cli("extract", str(MODELS / model / "model.xml"), *args, "-o", str(xml), "--feeds",
+    made = cli("extract", str(MODELS / model / "model.xml"), *args, "-o", str(xml), "--inputs",
                str(MODELS / model / "inputs.npz"))
     assert made.returncode == 0, made.stderr
     assert "(no layer computes anything: each output is an input or a constant)" in made.stderr
@@ -319,7 +320,7 @@ def test_cli_reduce_refuses_a_folder_with_files(tmp_path):
     assert out.returncode == 2 and "new or empty folder" in out.stderr
 
 
-@pytest.mark.parametrize("values", [[], ["--feeds", str(MODELS / "dynamic_batch" / "inputs.npz")]])
+@pytest.mark.parametrize("values", [[], ["--inputs", str(MODELS / "dynamic_batch" / "inputs.npz")]])
 def test_a_cut_keeps_the_inputs_partial_shapes_and_bounds(tmp_path, values):
     """With values too: a failure only the dynamic shape brings out must reproduce in the cut."""
     xml = tmp_path / "sub.xml"

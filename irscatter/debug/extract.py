@@ -104,7 +104,7 @@ def plan(compiled: CompiledModel, outputs: Sequence[Source], inputs: Sequence[So
                 stack.append(src)
     unused = [tensor_key(compiled, s) for s in inputs if s not in used_inputs]
     if unused and require_used:
-        raise UsageError(f"--inputs: the outputs do not depend on {', '.join(unused)}")
+        raise UsageError(f"the outputs do not depend on {', '.join(unused)}, which the cut was to be fed")
     needed |= _closing_assigns(compiled, needed, given)
     order = tuple(lid for lid in compiled.order if lid in needed)
     lone = _lone_reads(compiled, order)
