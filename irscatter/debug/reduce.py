@@ -91,16 +91,32 @@ class CommandCheck:
         inputs = written.xml.parent / "inputs.npz"
         command = self.command.replace("{model}", shlex.quote(str(written.xml))).replace(
             "{inputs}", shlex.quote(str(inputs)))
-        try:
-            done = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=self.timeout)
-        except subprocess.TimeoutExpired:
-            return Verdict(True, f"the command did not end within {self.timeout:g} s")
-        output = done.stdout + done.stderr
+        # The output goes to a file, not into memory, and only its tail is read back: a command
+        # may print without end (a model dumped whole, a loop of warnings) for every candidate.
+        with tempfile.TemporaryFile() as log:
+            try:
+                done = subprocess.run(command, shell=True, stdout=log, stderr=subprocess.STDOUT, timeout=self.timeout)
+            except subprocess.TimeoutExpired:
+                return Verdict(True, f"the command did not end within {self.timeout:g} s")
+            output = _tail(log, OUTPUT_TAIL)
         if self.pattern is not None:
             found = self.pattern.search(output)
             return Verdict(bool(found), f"its output {'matches' if found else 'does not match'} the pattern")
         tail = " | ".join(line for line in output.strip().splitlines()[-3:])
-        return Verdict(done.returncode != 0, f"exit status {done.returncode}" + (f": {tail}" if tail else ""))
+        status = f"exit status {done.returncode}"
+        return Verdict(done.returncode != 0, f"{status}: {elide(tail, 300)}" if tail else status)
+
+
+# How much of a --check command's output is kept (its end, where a failure is reported) and
+# matched against --fail-regex.
+OUTPUT_TAIL = 1 << 20
+
+
+def _tail(log, size: int) -> str:
+    """The last `size` bytes written to the file `log`, as text."""
+    end = log.seek(0, 2)
+    log.seek(max(0, end - size))
+    return log.read().decode("utf-8", "replace")
 
 
 @dataclass
