@@ -8,19 +8,19 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
 from irscatter.checks import conformance
-from irscatter.errors import ExecutionError, FileAccessError, LoadError
+from irscatter.errors import ExecutionError, FileAccessError, LoadError, UsageError
 from irscatter.ir import loader, opsets, snippets
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Layer, Model
 from irscatter.ops import registry
 from irscatter.ops.functional import run_op
-from irscatter.runtime.interpreter import CompiledModel, as_array, caller_owned
+from irscatter.runtime.interpreter import CompiledModel, as_array, caller_owned, typed_feed
 from irscatter.runtime.model import RunnableModel
 from irscatter.runtime.model import compile_model as _compile
 
@@ -85,14 +85,16 @@ def run_layer(layer: Layer | bytes | str, inputs: Sequence[Any]) -> list[np.ndar
     if not isinstance(layer, Layer):
         layer = parse_layer(layer)
     op = registry.instantiate(layer)
+    if isinstance(inputs, (str, bytes, np.ndarray)) or not isinstance(inputs, Iterable):
+        raise UsageError(f"the inputs must be a list, one value per input port, not {type(inputs).__name__}")
     inputs = list(inputs)
     if len(inputs) != len(layer.inputs):
         raise ExecutionError(f"the layer has {len(layer.inputs)} input ports, {len(inputs)} inputs were given",
                              layer=layer.ref, label="input-count")
     arrays = []
     for i, value in enumerate(inputs):
-        if isinstance(value, (np.ndarray, np.generic)):
-            arrays.append(np.asarray(value))
+        if isinstance(value, (np.ndarray, np.generic)):  # (its own element type, if it is one)
+            arrays.append(typed_feed(value, file=None, layer=layer.ref, port=f"input {i}"))
             continue
         etype = (layer.inputs[i].precision if i < len(layer.inputs) else None) or ElementType.f32
         try:
