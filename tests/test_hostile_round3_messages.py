@@ -118,7 +118,9 @@ def test_extract_and_reduce_folders_the_system_refuses(capsys, command):
                                   "loop_iterations=0", "body_depth=100"])
 def test_a_limit_out_of_its_range_is_refused(capsys, item):
     before = limits.current()
-    line = _one_error_line(capsys, cli.main(["--limit", item, "info", str(BASE_MODEL)]), 2)
+    with limits.using():
+        code = cli.main(["--limit", item, "info", str(BASE_MODEL)])
+    line = _one_error_line(capsys, code, 2)
     assert item.partition("=")[0] in line
     assert limits.current() == before
 
@@ -369,7 +371,9 @@ def test_examples_refuses_what_is_not_a_regular_file(capsys, path):
 def test_examples_holds_a_document_to_the_size_limit(tmp_path, capsys):
     page = tmp_path / "page.md"
     page.write_text("text\n" * 100)
-    line = _one_error_line(capsys, cli.main(["--limit", "xml_bytes=100", "examples", str(page)]), 1)
+    with limits.using():  # (--limit changes the process's limits: restored after)
+        code = cli.main(["--limit", "xml_bytes=100", "examples", str(page)])
+    line = _one_error_line(capsys, code, 1)
     assert line.endswith("[xml-size]")
 
 
@@ -377,5 +381,11 @@ def test_a_stepped_run_keeps_no_more_outputs_than_one_npz_may_hold(capsys):
     model = str(CONTROL / "state_counter.xml")  # x [2] f32: each step's outputs take a few bytes
     assert cli.main(["run", model, "--random", "--steps", "3"]) == 0
     assert "step2/" in capsys.readouterr().out
-    line = _one_error_line(capsys, cli.main(["--limit", "npz_bytes=20", "run", model, "--random", "--steps", "100"]), 2)
+    with limits.using():  # (--limit changes the process's limits: restored after)
+        code = cli.main(["--limit", "npz_bytes=20", "run", model, "--random", "--steps", "100"])
+    line = _one_error_line(capsys, code, 2)
     assert "npz_bytes" in line and "steps 0 to " in line
+
+
+def test_the_limits_are_the_defaults_after_this_file():
+    assert limits.current() == limits.Limits()
