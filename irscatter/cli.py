@@ -457,8 +457,6 @@ def _names(text: str) -> list[str]:
 
 
 def cmd_reduce(args: argparse.Namespace) -> int:
-    from irscatter.debug import compare, reduce
-
     if args.check and (args.target or args.target_precision or args.tol or args.rtol is not None
                        or args.atol is not None):
         raise UsageError("--check decides by its command; --target, --target-precision and the tolerances "
@@ -468,8 +466,20 @@ def cmd_reduce(args: argparse.Namespace) -> int:
     out = Path(args.output)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError(f"-o {args.output}: give a new or empty folder for the reproducer")
+    made = not out.exists()
     with _writing("-o", out):  # made now, so that a folder the OS refuses is refused before any work
         out.mkdir(parents=True, exist_ok=True)
+    try:
+        return _reduce_into(args, out)
+    finally:
+        if made and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()  # no reproducer written: no folder left behind
+
+
+def _reduce_into(args: argparse.Namespace, out: Path) -> int:
+    """reduce, once its arguments are checked and its folder `out` made."""
+    from irscatter.debug import compare, reduce
+
     compiled = read_model(args.model, args.bin).compile()
     feeds = _checked_feeds(_gather_feeds(args, compiled), compiled)
     values = compare.reference_values(compiled, feeds)
