@@ -199,10 +199,15 @@ def _gather_feeds(args: argparse.Namespace, compiled) -> dict[str, Any]:
         defaulted = model_inputs.default_shapes(missing, shapes)
         if defaulted:
             drawn = ", ".join(f"{name} as [{', '.join(map(str, shape))}]" for name, shape in defaulted.items())
-            print(f"{PROG}: note: dynamic inputs drawn at their smallest shape (lower bound, or 1): {drawn}; "
-                  "--shape NAME=d0,d1,... chooses another", file=sys.stderr)
+            _note(f"dynamic inputs drawn at their smallest shape (lower bound, or 1): {drawn}; "
+                  "--shape NAME=d0,d1,... chooses another")
         feeds.update(model_inputs.random_inputs(missing, args.seed or 0, {**shapes, **defaulted}))
     return feeds
+
+
+def _note(text: str) -> None:
+    """A note on stderr, one line as errors are: it may quote a model's input names."""
+    print(f"{PROG}: note: {elide(text, MESSAGE_LIMIT)}", file=sys.stderr)
 
 
 def _as_json(value: np.ndarray) -> dict[str, Any]:
@@ -395,7 +400,7 @@ def _run_debugging(compiled, feeds: dict[str, Any], args: argparse.Namespace) ->
         stats, outputs = dump.run_stats(compiled, feeds, selection)
         picked = stats
     if (args.dump or args.stats) and not selection.everything and not picked:
-        print(f"{PROG}: note: --layers/--types select no tensor of this run", file=sys.stderr)
+        _note("--layers/--types select no tensor of this run")
     if outputs is None:
         outputs = compiled.run(feeds) if args.output or args.expected else {}
     # Its own run on fresh state, so that a stateful model's variables are those of the run above.

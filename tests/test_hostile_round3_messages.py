@@ -389,3 +389,11 @@ def test_a_stepped_run_keeps_no_more_outputs_than_one_npz_may_hold(capsys):
 
 def test_the_limits_are_the_defaults_after_this_file():
     assert limits.current() == limits.Limits()
+
+
+def test_a_note_quoting_an_input_name_is_one_line_too(tmp_path, capsys):
+    name = "in&#10;irscatter: error: forged"  # (a character reference: a raw newline reads as a space)
+    path = write(tmp_path, net([param(0, name, [-1]), result(1, "y", [-1])], [(0, 0, 1, 0)]))
+    assert cli.main(["run", str(path), "--random"]) == 0
+    notes = capsys.readouterr().err.splitlines()
+    assert len(notes) == 1 and notes[0].startswith("irscatter: note: ") and "in\\nirscatter" in notes[0]
