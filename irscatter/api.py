@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -22,7 +22,7 @@ from irscatter.ir.shapes import PartialShape
 from irscatter.ops import registry
 from irscatter.ops.base import TensorInfo
 from irscatter.ops.functional import run_op
-from irscatter.runtime.interpreter import CompiledModel, as_array, caller_owned
+from irscatter.runtime.interpreter import CompiledModel, as_array, caller_owned, typed_feed
 from irscatter.runtime.model import RunnableModel
 from irscatter.runtime.model import compile_model as _compile
 
@@ -207,9 +207,8 @@ def run_layer(layer: Layer | bytes | str, inputs: Sequence[Any]) -> list[np.ndar
     never written."""
     if not isinstance(layer, Layer):
         layer = parse_layer(layer)
-    if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):
-        raise UsageError(f"run_layer takes the layer's inputs as a list, one per input port; got "
-                         f"{type(inputs).__name__}")
+    if isinstance(inputs, (str, bytes, np.ndarray)) or not isinstance(inputs, Iterable):
+        raise UsageError(f"the inputs must be a list, one value per input port, not {type(inputs).__name__}")
     inputs = list(inputs)
     if not layer.inputs and not layer.outputs and inputs:  # a bare snippet: its ports from what it is given
         cls = registry.find(layer.type, layer.version)
@@ -253,8 +252,8 @@ def _typed_inputs(op: Any, layer: Layer, inputs: list[Any]) -> list[np.ndarray]:
 def _as_arrays(layer: Layer, inputs: list[Any], types: list[ElementType]) -> list[np.ndarray]:
     arrays = []
     for i, (value, etype) in enumerate(zip(inputs, types)):
-        if isinstance(value, (np.ndarray, np.generic)):
-            arrays.append(np.asarray(value))
+        if isinstance(value, (np.ndarray, np.generic)):  # (its own element type, if it is one)
+            arrays.append(typed_feed(value, file=None, layer=layer.ref, port=f"input {i}"))
             continue
         try:
             arrays.append(as_array(value, etype.dtype))

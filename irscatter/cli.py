@@ -9,13 +9,14 @@ files. Anything else is a bug in irscatter and is reported as an internal error.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
 import shlex
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from irscatter import __version__, examples, labels, limits
 from irscatter.api import read_model, validate
 from irscatter.checks.conformance import finding_line
 from irscatter.debug import dump
-from irscatter.errors import ExecutionError, IRError, UsageError
+from irscatter.errors import MESSAGE_LIMIT, ExecutionError, FileAccessError, IRError, UsageError, elide
 from irscatter.ops import registry
 from irscatter.runtime import inputs as model_inputs
 from irscatter.runtime.precision import PRECISIONS, emulating
@@ -102,7 +103,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         else:
             outputs = compiled.run(feeds, donate=donate, strict=args.strict)
     if written:
-        np.savez(written, **outputs)
+        with _writing("--output", written):
+            np.savez(written, **outputs)
         print(f"wrote {len(outputs)} output{'s' if len(outputs) != 1 else ''} to {written}")
     elif args.stats or args.check_numerics:
         pass  # the statistics or the numerics report is what was asked for; --output keeps the values
@@ -214,8 +216,8 @@ def _gather_feeds(args: argparse.Namespace, compiled) -> dict[str, Any]:
         defaulted = model_inputs.default_shapes(missing, shapes)
         if defaulted:
             drawn = ", ".join(f"{name} as [{', '.join(map(str, shape))}]" for name, shape in defaulted.items())
-            print(f"{PROG}: note: dynamic inputs drawn at their smallest shape (lower bound, or 1): {drawn}; "
-                  "--shape NAME=d0,d1,... chooses another", file=sys.stderr)
+            _note(f"dynamic inputs drawn at their smallest shape (lower bound, or 1): {drawn}; "
+                  "--shape NAME=d0,d1,... chooses another")
         feeds.update(model_inputs.random_inputs(missing, args.seed or 0, {**shapes, **defaulted}))
     if not feeds and compiled.inputs and not getattr(args, "steps", 1) > 1:
         listed = ", ".join(f"{s.name}: {s.etype} {s.shape}" for s in compiled.inputs[:4])
@@ -240,6 +242,11 @@ def _only_input(compiled, option: str) -> str:
         raise UsageError(f"{option}: one array feeds a model of one input; this one has {len(compiled.inputs)} "
                          f"({', '.join(s.name for s in compiled.inputs)}): give -i NAME=FILE.npy or an .npz")
     return compiled.inputs[0].name
+
+
+def _note(text: str) -> None:
+    """A note on stderr, one line as errors are: it may quote a model's input names."""
+    print(f"{PROG}: note: {elide(text, MESSAGE_LIMIT)}", file=sys.stderr)
 
 
 def _as_json(value: np.ndarray) -> dict[str, Any]:
@@ -288,12 +295,18 @@ def _run_steps(compiled, feeds: dict[str, Any], args: argparse.Namespace) -> dic
             raise UsageError(f'--feed-back {out}={name}: the inputs also give "{name}" for step {given[0]}, which '
                              "would replace the value fed back; give one or the other")
     results: dict[str, np.ndarray] = {}
+    kept, most = 0, limits.current().npz_bytes
     current = dict(per_step[0])
     for k in range(len(per_step)):
         if k > 0:
             current = {**current, **per_step[k]}
         outputs = compiled.run(current)
         results.update({f"step{k}/{name}": value for name, value in outputs.items()})
+        # every step's outputs are kept for the end (one .npz, one listing): as much as one .npz may hold
+        kept += sum(np.asarray(value).nbytes for value in outputs.values())
+        if kept > most:
+            raise UsageError(f"the outputs of steps 0 to {k} take {kept} bytes, over the limit of {most} for what "
+                             "one run keeps (irscatter.limits: npz_bytes); run fewer steps or raise the limit")
         for out, name in links:
             current[name] = outputs[out]
     return results
@@ -388,7 +401,8 @@ def _print_comparison(report, args: argparse.Namespace) -> None:
     if args.report:
         from irscatter.debug import html
 
-        html.write(report, args.report, command=shlex.join([PROG, *args.argv]))
+        with _writing("--report", args.report):
+            html.write(report, args.report, command=shlex.join([PROG, *args.argv]))
         print(f"wrote {args.report}", file=sys.stderr)
 
 
@@ -415,7 +429,8 @@ def _run_debugging(compiled, feeds: dict[str, Any], args: argparse.Namespace) ->
     if args.dump:
         result = dump.dump_tensors(compiled, feeds, selection)
         path = _output_path(args.dump, "--dump")
-        np.savez(path, **result.arrays())
+        with _writing("--dump", path):
+            np.savez(path, **result.arrays())
         print(f"wrote {len(result.tensors)} tensor{'s' if len(result.tensors) != 1 else ''} and "
               f"{len(result.outputs)} output{'s' if len(result.outputs) != 1 else ''} to {path}",
               file=sys.stderr if args.json else sys.stdout)  # --json keeps stdout one JSON document
@@ -426,7 +441,7 @@ def _run_debugging(compiled, feeds: dict[str, Any], args: argparse.Namespace) ->
         stats, outputs = dump.run_stats(compiled, feeds, selection)
         picked = stats
     if (args.dump or args.stats) and not selection.everything and not picked:
-        print(f"{PROG}: note: --layers/--types select no tensor of this run", file=sys.stderr)
+        _note("--layers/--types select no tensor of this run")
     if outputs is None:
         outputs = compiled.run(feeds) if args.output or args.expected else {}
     # Its own run on fresh state, so that a stateful model's variables are those of the run above.
@@ -476,7 +491,8 @@ def cmd_extract(args: argparse.Namespace) -> int:
         feeds = _gather_feeds(args, compiled)
         values = compare.reference_values(compiled, feeds)
     xml = _output_path(args.output, flag="-o", suffix=".xml", folder_made=True)
-    written = extract.write(compiled, cut, xml, values)
+    with _writing("-o", xml):
+        written = extract.write(compiled, cut, xml, values)
     kept = [compiled.layers[lid].name for lid in cut.layers if compiled.layers[lid].type not in ("Parameter", "Const")]
     beside = ", with inputs.npz and expected.npz beside it" if values is not None else ""
     listed = "no layer computes anything: each output is an input or a constant" if not kept else \
@@ -490,8 +506,6 @@ def _names(text: str) -> list[str]:
 
 
 def cmd_reduce(args: argparse.Namespace) -> int:
-    from irscatter.debug import compare, reduce
-
     if args.check and (args.target or args.target_precision or args.tol or args.rtol is not None
                        or args.atol is not None):
         raise UsageError("--check decides by its command; --target, --target-precision and the tolerances "
@@ -501,6 +515,20 @@ def cmd_reduce(args: argparse.Namespace) -> int:
     out = Path(args.output)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError(f"-o {args.output}: give a new or empty folder for the reproducer")
+    made = not out.exists()
+    with _writing("-o", out):  # made now, so that a folder the OS refuses is refused before any work
+        out.mkdir(parents=True, exist_ok=True)
+    try:
+        return _reduce_into(args, out)
+    finally:
+        if made and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()  # no reproducer written: no folder left behind
+
+
+def _reduce_into(args: argparse.Namespace, out: Path) -> int:
+    """reduce, once its arguments are checked and its folder `out` made."""
+    from irscatter.debug import compare, reduce
+
     compiled = read_model(args.model, args.bin).compile()
     feeds = _checked_feeds(_gather_feeds(args, compiled), compiled)
     values = compare.reference_values(compiled, feeds)
@@ -522,7 +550,8 @@ def cmd_reduce(args: argparse.Namespace) -> int:
             print(f"not reproducible: {reduction.note} ({reduction.checks} check{'s' if reduction.checks != 1 else ''}, "
                   f"{reduction.seconds:.1f} s)")
             return 1
-        reduce.write_reproducer(compiled, values, reduction, check, out, shlex.join(["irscatter", *sys.argv[1:]]))
+        with _writing("-o", out):
+            reduce.write_reproducer(compiled, values, reduction, check, out, shlex.join(["irscatter", *sys.argv[1:]]))
     except TargetFailure as e:
         raise UsageError(f"--target {args.target or 'openvino'}: {e.message}") from None
     finally:
@@ -598,7 +627,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_examples(args: argparse.Namespace) -> int:
     found, empty = [], []
     for path in args.files:
-        if Path(path).is_file() and b"\0" in Path(path).read_bytes()[:65536]:
+        if Path(path).is_file() and b"\0" in _head(path):
             raise UsageError(f"{path}: a binary file, not a document (examples reads .rst, .md, .xml and .txt pages)")
         document = examples.run_document(path)
         found += document
@@ -614,8 +643,18 @@ def cmd_examples(args: argparse.Namespace) -> int:
                 print("    repaired: " + "; ".join(ex.repairs))
         print(examples.summary_line(found))
     for path in empty:  # asked to check a document with nothing to check: say so, and fail
-        print(f"{PROG}: {path}: no examples found (no <layer> element at the start of a line)", file=sys.stderr)
+        print(f"{PROG}: {elide(path, MESSAGE_LIMIT)}: no examples found (no <layer> element at the start of a line)",
+              file=sys.stderr)
     return 0 if all(ex.ok for ex in found) and not empty else 1
+
+
+def _head(path: str, size: int = 65536) -> bytes:
+    """The first `size` bytes of a file (all of it when shorter), read no further."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(size)
+    except OSError as e:
+        raise FileAccessError(f"cannot read document: {e.strerror}", file=path) from None
 
 
 def cmd_ops(args: argparse.Namespace) -> int:
@@ -682,6 +721,18 @@ def _output_path(name: str, flag: str = "--output", suffix: str = ".npz", *, fol
     return str(path)
 
 
+@contextlib.contextmanager
+def _writing(flag: str, path: str | Path) -> Iterator[None]:
+    """Around every file the CLI writes: a path the system refuses (a read-only /sys or /proc,
+    a full disk or /dev/full, no permission) is the user's to change, so it is a usage error
+    naming the path and the system's reason, not an internal one."""
+    try:
+        yield
+    except OSError as e:
+        reason = e.strerror or str(e) or type(e).__name__
+        raise UsageError(f"{flag} {path}: cannot write there: {reason}") from None
+
+
 def _report_path(name: str) -> str:
     """Where --report writes, as given; a directory, a missing folder or a missing matplotlib
     is refused before anything is computed."""
@@ -720,15 +771,16 @@ def _tolerance(text: str) -> float:
     return value
 
 
+# The longest wait a timeout may ask for: a week is past any check worth waiting on, and far
+# inside what the timers and select() accept (1e308 seconds overflows them).
+MOST_SECONDS = 7 * 24 * 3600
+
+
 def _seconds(text: str) -> float:
-    """An argparse type: a time limit, a finite number of seconds above 0 (a limit of 0 would
-    count every run as hung, and report that as the failure)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not (value > 0 and np.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number of seconds above 0")
+    """An argparse type: a timeout, a number of seconds above 0 and at most a week."""
+    value = _tolerance(text)
+    if not 0 < value <= MOST_SECONDS:
+        raise argparse.ArgumentTypeError(f"{text} seconds: give more than 0 and at most {MOST_SECONDS} (a week)")
     return value
 
 
@@ -892,7 +944,8 @@ def build_parser() -> argparse.ArgumentParser:
     _target_arguments(red, defaults=False)
     red.add_argument("--check", metavar="CMD", help="instead of a target: a shell command given {model} and {inputs} "
                      "(the candidate's files) that fails by a non-zero exit status")
-    red.add_argument("--fail-regex", metavar="REGEX", help="with --check: fail when the command's output matches")
+    red.add_argument("--fail-regex", metavar="REGEX",
+                     help="with --check: fail when the command's output (its last MiB) matches")
     red.add_argument("--timeout", type=_seconds, default=120.0, metavar="SECONDS",
                      help="how long one check may take before it counts as hung")
     red.set_defaults(func=cmd_reduce)
@@ -959,8 +1012,9 @@ def _apply_limits(items: list[str]) -> None:
             number = int(float(value)) if any(c in value for c in ".eE") else int(value)
         except (ValueError, OverflowError):  # OverflowError: inf, or a number past float's range
             raise UsageError(f"--limit {item}: {value!r} is not a finite number") from None
-        if number <= 0:
-            raise UsageError(f"--limit {item}: a limit must be positive")
+        low, high = limits.RANGES[name]
+        if not low <= number <= high:
+            raise UsageError(f"--limit {item}: {name} takes a whole number from {low} to {high}")
         limits.configure(**{name: number})
 
 
@@ -986,7 +1040,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             traceback.print_exc()
         print(
-            f"{PROG}: internal error: {type(e).__name__}: {e} "
+            f"{PROG}: internal error: {type(e).__name__}: {elide(str(e), MESSAGE_LIMIT)} "
             "(this is a bug in irscatter; please report it with the model, or rerun with --debug)",
             file=sys.stderr,
         )

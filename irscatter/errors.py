@@ -90,9 +90,12 @@ class IRError(Exception):
         return ": ".join(parts)
 
     def __str__(self) -> str:
+        # One line whatever went into it (a library's message with its trailing newline, a
+        # file's name or attribute with controls in it), of a length a terminal can show.
         where = self.location()
-        what = f"{self.message} [{self.label}]" if self.label else self.message
-        return f"{where}: {what}" if where else what
+        message = str(self.message).strip()
+        what = f"{message} [{self.label}]" if self.label else message
+        return elide(f"{where}: {what}" if where else what, MESSAGE_LIMIT)
 
 
 class LoadError(IRError):
@@ -132,10 +135,33 @@ class UsageError(IRError):
     exit_code = 2
 
 
+# Characters that must not reach a terminal raw: C0 and C1 controls (a newline would start a
+# forged second "irscatter: error:" line, an escape sequence drives the terminal), and the
+# Unicode line separators and direction overrides, which reorder or break what is shown.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+# How long one error line may grow: long enough for every message irscatter writes itself,
+# short enough that a file's megabyte-long name or a cycle through 20 000 layers is cut.
+MESSAGE_LIMIT = 600
+
+
+def _escaped(char: re.Match) -> str:
+    c = char.group()
+    return _ESCAPES.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+
+
 def elide(text: str, limit: int = 60) -> str:
-    """`text` for a message: whole when short, else its start and how long it was, so that a
-    hostile file's megabyte-long attribute does not come back as a megabyte-long error."""
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+    """`text` for a message, on one line: control characters escaped, and whole when short,
+    else its start and end around how long it was, so that a hostile file's megabyte-long
+    attribute does not come back as a megabyte-long error, nor one that spans lines."""
+    text = _UNPRINTABLE.sub(_escaped, text)
+    if len(text) <= limit:
+        return text
+    tail = max(limit // 3, 1) if limit >= 12 else 0
+    head = limit - tail
+    return f"{text[:head]}...({len(text)} characters)...{text[len(text) - tail:]}" if tail else \
+        f"{text[:head]}... ({len(text)} characters)"
 
 
 # What `re.compile` raises for a pattern it cannot compile: re.error, and for a huge repeat

@@ -34,9 +34,10 @@ from lxml import etree
 
 from irscatter import limits
 from irscatter.api import compile_model, parse_model
-from irscatter.errors import FileAccessError, IRError, elide
+from irscatter.errors import FileAccessError, IRError, SecurityError, elide
 from irscatter.ir import opsets
 from irscatter.ir.element_types import ElementType
+from irscatter.ir.files import require_regular
 from irscatter.ir.loader import parse_xml
 from irscatter.ir.snippets import find_snippets, repair
 from irscatter.ops import registry
@@ -393,7 +394,14 @@ def example_line(e: Example) -> str:
 def run_document(path: str | Path) -> list[Example]:
     """Every example of one document, in order."""
     path = Path(path)
+    # a document is read whole: a device (/dev/zero) or a pipe has no end to read to, and a
+    # regular file is held to the size of the largest model document irscatter reads
+    require_regular(path, "document", "a document is read whole")
     try:
+        size, most = path.stat().st_size, limits.current().xml_bytes
+        if size > most:
+            raise SecurityError(f"the document has {size} bytes, over the limit of {most} (irscatter.limits: "
+                                "xml_bytes)", file=str(path), label="xml-size")
         text = path.read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
         raise FileAccessError("document not found", file=str(path)) from None

@@ -35,6 +35,7 @@ SHARED: dict[str, str] = {
     "const-range": "a Const's bytes lie past the end of the weights file",
     "const-data": "a Const has no data to read",
     "const-attribute": "a Const's element_type, shape, offset or size is missing or malformed",
+    "const-strings": "a string Const's packed bytes (count, end offsets) do not hold the strings of its shape",
     # op resolution (ops/registry.py, from the opset tables in ir/opsets.py)
     "unknown-opset": "the layer's version names no opset OpenVINO has",
     "not-in-opset": "the opset holds no op of the layer's type",

@@ -18,7 +18,7 @@ import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from irscatter.errors import ExecutionError, ValidationError
+from irscatter.errors import ExecutionError, UsageError, ValidationError
 
 
 @dataclass(frozen=True)
@@ -30,12 +30,29 @@ class Limits:
     tensor_elements: int = 2**32  # elements of any one tensor, inferred or computed
     tensor_bytes: int = 4 * 2**30  # bytes of any one tensor
     loop_iterations: int = 1_000_000  # iterations of one Loop or TensorIterator run (a Loop may be unbounded)
+    npz_bytes: int = 8 * 2**30  # bytes of all the arrays of one .npz file together (feeds, expected values, dumps)
     pipe_wait_seconds: int = 60  # how long a named pipe given as the .xml may stay without a writer
     # Not a refusal but a budget: the values of layers that depend on Consts alone (decompressed
     # weights) that a compiled model keeps, rather than computing them on every run. Set at
     # compile time; past it, the rest are computed each run (0: always).
     folded_bytes: int = 4 * 2**30
 
+
+# The values each limit may take. Past them a limit stops meaning anything and starts breaking
+# what enforces it: libxml2 nests elements at most 256 deep (and the depth check is an XPath of
+# that many steps), numpy describes no array of 2^63 bytes, and select() and the timers take no
+# wait past a few centuries.
+RANGES: dict[str, tuple[int, int]] = {
+    "xml_bytes": (1, 2**40),
+    "xml_elements": (1, 2**40),
+    "xml_depth": (1, 256),
+    "body_depth": (0, 64),
+    "tensor_elements": (1, 2**62),
+    "tensor_bytes": (1, 2**62),
+    "loop_iterations": (1, 2**40),
+    "npz_bytes": (1, 2**62),
+    "pipe_wait_seconds": (1, 7 * 24 * 3600),
+}
 
 # Inference folds a layer whose inputs are all known values when its output has at most
 # FOLD_LIMIT elements, so that ops whose output shape depends on an input's value (an axis,
@@ -52,8 +69,15 @@ def current() -> Limits:
 
 
 def configure(**changes: int) -> Limits:
-    """Change the process-wide limits (only the named ones); returns the previous limits."""
+    """Change the process-wide limits (only the named ones); returns the previous limits.
+    A name that is no limit, or a value outside the limit's `RANGES`, is a UsageError."""
     global _current
+    for name, value in changes.items():
+        if name not in RANGES:
+            raise UsageError(f'"{name}" is no limit (the limits: {", ".join(RANGES)})')
+        low, high = RANGES[name]
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise UsageError(f"the limit {name} takes a whole number from {low} to {high}, not {value!r}")
     previous = _current
     _current = dataclasses.replace(_current, **changes)
     return previous

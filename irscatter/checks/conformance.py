@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from irscatter.checks.analysis import analyze
-from irscatter.errors import FileAccessError, IRError
+from irscatter.errors import MESSAGE_LIMIT, FileAccessError, IRError, elide
 from irscatter.findings import Finding
 from irscatter.ir.graph import Model
 from irscatter.ir.loader import read_model_collecting
@@ -66,7 +66,7 @@ def finding_line(f: Finding, file: str) -> str:
     """One finding as one line, in the style of irscatter's error messages."""
     where = file + (f":{f.line}" if f.line is not None else "") + (f":{f.column}" if f.column is not None else "")
     subject = (f"{f.layer}" + (f" {f.port}" if f.port else "") + ": ") if f.layer else (f"{f.port}: " if f.port else "")
-    return f"{where}: {f.severity}: {subject}{f.message} [{f.code}]"
+    return elide(f"{where}: {f.severity}: {subject}{f.message.strip()} [{f.code}]", MESSAGE_LIMIT)
 
 
 def finding_record(f: Finding) -> dict[str, Any]:

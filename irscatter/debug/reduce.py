@@ -101,26 +101,40 @@ class CommandCheck:
             found = self.pattern.search(output)
             return Verdict(bool(found), f"its output {'matches' if found else 'does not match'} the pattern")
         tail = " | ".join(line for line in output.strip().splitlines()[-3:])
-        return Verdict(returncode != 0, f"exit status {returncode}" + (f": {tail}" if tail else ""))
+        status = f"exit status {returncode}"
+        return Verdict(returncode != 0, f"{status}: {elide(tail, 300)}" if tail else status)
 
 
 def _run_in_own_group(command: str, timeout: float) -> tuple[int, str] | None:
-    """Run a shell command in a process group of its own; its exit status and output, or None
-    when it did not end within `timeout` seconds. The whole group is killed then, so that what
-    the shell started in the background (a runtime it launched) does not outlive the check, nor
-    hold the output pipes open."""
-    proc = subprocess.Popen(command, shell=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    try:
-        stdout, stderr = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
+    """Run a shell command in a process group of its own; its exit status and the tail of its
+    output, or None when it did not end within `timeout` seconds. The whole group is killed
+    then, so that what the shell started in the background (a runtime it launched) does not
+    outlive the check. The output goes to a file, not into memory, and only its tail is read
+    back: a command may print without end (a model dumped whole, a loop of warnings)."""
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen(command, shell=True, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass  # the group ended on its own meanwhile
-        proc.communicate()
-        return None
-    return proc.returncode, stdout + stderr
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass  # the group ended on its own meanwhile
+            proc.wait()
+            return None
+        return proc.returncode, _tail(log, OUTPUT_TAIL)
+
+
+# How much of a --check command's output is kept (its end, where a failure is reported) and
+# matched against --fail-regex.
+OUTPUT_TAIL = 1 << 20
+
+
+def _tail(log, size: int) -> str:
+    """The last `size` bytes written to the file `log`, as text."""
+    end = log.seek(0, 2)
+    log.seek(max(0, end - size))
+    return log.read().decode("utf-8", "replace")
 
 
 @dataclass

@@ -321,26 +321,28 @@ def decode_strings(raw: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """
     buf = bytes(raw)
     if len(buf) < 4:
-        raise LoadError(f"packed string tensor needs at least 4 bytes, got {len(buf)}")
+        raise LoadError(f"packed string tensor needs at least 4 bytes, got {len(buf)}", label="const-strings")
     count = int(np.frombuffer(buf, "<i4", 1)[0])
     expected = math.prod(shape)
     if count != expected:
-        raise LoadError(f"packed string tensor holds {count} strings but the shape needs {expected}")
+        raise LoadError(f"packed string tensor holds {count} strings but the shape needs {expected}",
+                        label="const-strings")
     header = 4 + 4 * (count + 1) if count else 4
     if len(buf) < header:
-        raise LoadError(f"packed string tensor header needs {header} bytes, got {len(buf)}")
+        raise LoadError(f"packed string tensor header needs {header} bytes, got {len(buf)}", label="const-strings")
     if count == 0:
         return np.empty(shape, dtype=np.dtypes.StringDType())
     offsets = np.frombuffer(buf, "<i4", count + 1, 4).astype(np.int64)
     body = buf[header:]
     if offsets[0] != 0 or np.any(np.diff(offsets) < 0) or offsets[-1] > len(body):
-        raise LoadError("packed string tensor has offsets that are not increasing within its size")
+        raise LoadError("packed string tensor has offsets that are not increasing within its size",
+                        label="const-strings")
     items = []
     for i in range(count):
         try:
             items.append(body[offsets[i] : offsets[i + 1]].decode("utf-8"))
         except UnicodeDecodeError as e:
-            raise LoadError(f"string element {i} is not valid UTF-8 ({e.reason})") from None
+            raise LoadError(f"string element {i} is not valid UTF-8 ({e.reason})", label="string-utf8") from None
     return np.array(items, dtype=np.dtypes.StringDType()).reshape(shape)
 
 

@@ -455,6 +455,16 @@ def _path(value: Any, what: str) -> Path:
         raise UsageError(f"the {what} must be a path (str, bytes or os.PathLike), not {type(value).__name__}") from None
 
 
+def _document(value: Any, what: str) -> bytes:
+    """An XML document the caller gave in memory: str or bytes (anything else is a usage error,
+    as a path of the wrong type is)."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    raise UsageError(f"the {what} must be XML text (str or bytes), not {type(value).__name__}")
+
+
 def _read(ctx: ReadContext, xml_path: str | os.PathLike, bin_path: str | os.PathLike | None) -> Model:
     xml = _path(xml_path, "model file")
     text = _read_bytes(xml, "model file")
@@ -477,7 +487,9 @@ def _read(ctx: ReadContext, xml_path: str | os.PathLike, bin_path: str | os.Path
 def parse_model(xml: bytes | str, weights: bytes | np.ndarray | None = None, *, source: str = "<memory>",
                 model_class: type[Model] = Model) -> Model:
     """Load an IR model from memory (`weights` are the `.bin` bytes)."""
-    data = xml.encode() if isinstance(xml, str) else xml
+    data = _document(xml, "model document")
+    if weights is not None and not isinstance(weights, (bytes, bytearray, np.ndarray)):
+        raise UsageError(f"the weights must be bytes or a numpy array, not {type(weights).__name__}")
     ctx = ReadContext(source, model_class=model_class)
     model = _read_net(ctx, data)
     buf = None if weights is None else np.frombuffer(weights, np.uint8) if isinstance(weights, (bytes, bytearray)) else weights
@@ -491,7 +503,7 @@ def parse_layer(xml: bytes | str, *, source: str = "<memory>") -> Layer:
     """Parse a bare `<layer>` element, as the op specifications show them. The spec's snippets
     often leave out what a model file must have: a missing `id` is 0, a missing `name` is the
     type, and a missing `version` is the newest opset that holds the type."""
-    data = xml.encode() if isinstance(xml, str) else xml
+    data = _document(xml, "layer")
     ctx = ReadContext(source)
     root = parse_xml(data, source)
     if root.tag != "layer":

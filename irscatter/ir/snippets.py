@@ -86,6 +86,8 @@ def repair(snippet: str, default_version: str) -> tuple[str, list[str]]:
         text = merged
     text = _renumber_duplicate_ports(text, repairs)
     head = re.match(_TAG, text)
+    if head is None and ">" not in text:  # no tag at all (an empty text): nothing to mend
+        return text, repairs
     head_end = head.end() if head else text.index(">") + 1
     head = text[:head_end]
     attrs = dict(re.findall(r'([\w:-]+)="([^"]*)"', head))

@@ -15,6 +15,7 @@ import numpy as np
 from irscatter.errors import FileAccessError, LoadError, UsageError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.files import require_regular
+from irscatter.limits import current as current_limits
 from irscatter.limits import tensor_size_problem
 from irscatter.runtime.interpreter import InputSpec
 
@@ -92,10 +93,12 @@ def load_npz(path: str | Path) -> dict[str, np.ndarray]:
     require_regular(Path(path), "inputs file", "an .npz archive is read by seeking")
     try:
         with zipfile.ZipFile(path) as archive:
+            total = 0
             for member in archive.infolist():
-                if member.filename.endswith(".npy"):
-                    with archive.open(member) as fp:
-                        _check_header(fp, member.file_size, member.filename)
+                # every member, whatever its name: numpy reads one without the .npy suffix too
+                with archive.open(member) as fp:
+                    total += _check_header(fp, member.file_size, member.filename)
+                _check_total(total, member.filename)
         with np.load(path, allow_pickle=False) as data:
             return {k: data[k] for k in data.files}
     except FileNotFoundError:
@@ -116,22 +119,43 @@ def load_npy(path: str | Path) -> np.ndarray:
         raise LoadError(f"not a readable .npy file: {e or type(e).__name__}", file=str(path)) from None
 
 
-def _check_header(fp, size: int, name: str) -> None:
+# Element types a tensor of a model never has, and that nothing downstream (feeds, metrics,
+# JSON) can take: records and raw bytes (structured, void), dates and durations, Python objects.
+_FOREIGN_KINDS = {"V": "structured or void", "M": "datetime64", "m": "timedelta64", "O": "object"}
+
+
+def _check_header(fp, size: int, name: str) -> int:
     """The array an .npy header declares fits in the file's `size` bytes and in the tensor
-    limits: the header may claim any shape, and numpy allocates it before reading the data.
-    (Version 3 headers, rare, are left to numpy.)"""
-    version = np.lib.format.read_magic(fp)
-    if version == (1, 0):
-        shape, _, dtype = np.lib.format.read_array_header_1_0(fp)
-    elif version == (2, 0):
-        shape, _, dtype = np.lib.format.read_array_header_2_0(fp)
-    else:
-        return
+    limits, and has an element type a tensor can have; returns its size in bytes. The header
+    may claim any shape, and numpy allocates it before reading the data."""
+    try:
+        version = np.lib.format.read_magic(fp)
+    except ValueError:
+        raise ValueError(f"{name} is not an .npy array (an .npz holds nothing else)") from None
+    if version not in ((1, 0), (2, 0), (3, 0)):
+        raise ValueError(f"{name} is an .npy file of version {version[0]}.{version[1]}, which numpy does not read")
+    # (version 3 differs from 2 only in that its header may hold UTF-8: sizes read the same)
+    read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    shape, _, dtype = read(fp)
+    if dtype.kind in _FOREIGN_KINDS or dtype.fields is not None:
+        raise ValueError(f"{name} holds {_FOREIGN_KINDS.get(dtype.kind, 'structured')} values ({dtype}), "
+                         "which no tensor of a model has")
     problem = tensor_size_problem(shape, dtype.itemsize)
     if problem is not None:
         raise ValueError(f"{name}: {problem}")
-    if math.prod(shape) * dtype.itemsize > size:
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes > size:
         raise ValueError(f"{name} declares {dtype} {list(shape)}, more than its {size} bytes hold")
+    return nbytes
+
+
+def _check_total(total: int, name: str) -> None:
+    """The arrays of one .npz are all read at once: together they stay within npz_bytes (a
+    small archive of compressed members may expand a thousandfold)."""
+    most = current_limits().npz_bytes
+    if total > most:
+        raise ValueError(f"its arrays up to {name} take {total} bytes, over the limit of {most} for "
+                         "one .npz (irscatter.limits: npz_bytes)")
 
 
 @dataclass(frozen=True)

@@ -416,23 +416,7 @@ class CompiledModel:
         return array if array.flags.c_contiguous else np.ascontiguousarray(array)
 
     def _dynamic_feed(self, value: Any, ref: LayerRef) -> np.ndarray:
-        """A feed of an input of element type `dynamic`: any array whose dtype is an IR
-        element type (text for a string tensor)."""
-        what = "None"
-        if value is not None:
-            array = np.asarray(value)
-            if array.dtype.kind != "O":
-                try:
-                    ElementType.from_dtype(array.dtype)
-                    return array
-                except ValueError:
-                    what = f"an array of dtype {array.dtype}"
-            elif all(isinstance(v, str) for v in array.flat):  # a string tensor, as lists of str read
-                return array
-            else:
-                what = "values that are neither numbers nor text"
-        raise ExecutionError(f"the input's element type is dynamic, but {what} is of no IR element type",
-                             file=self.model.source, layer=ref, label="feed-dtype")
+        return typed_feed(value, file=self.model.source, layer=ref)
 
     def _check_dynamic_shapes(self, bound: list[np.ndarray]) -> None:
         key = tuple((a.shape, a.dtype.str) for a in bound)
@@ -858,6 +842,29 @@ def _converted_feed(array: np.ndarray, spec: InputSpec, file: str | None) -> np.
                              layer=spec.layer.ref, label="feed-dtype")
     note(f'input "{spec.name}": the {array.dtype} array was converted to {spec.etype}; every value is exact in it')
     return converted
+
+
+def typed_feed(value: Any, *, file: str | None, layer: LayerRef, port: str | None = None) -> np.ndarray:
+    """A feed that no declared element type converts (an input of element type `dynamic`, an
+    array given to one layer run alone): any array whose dtype is an IR element type, or text
+    for a string tensor. Anything else (complex, float128, dates, records, big-endian bytes,
+    None) is refused with the feed-dtype label, before a kernel sees it."""
+    what = "None"
+    if value is not None:
+        array = np.asarray(value)
+        if array.dtype.kind != "O":
+            try:
+                ElementType.from_dtype(array.dtype)
+                return array
+            except ValueError:
+                what = f"an array of dtype {array.dtype}"
+        elif all(isinstance(v, str) for v in array.flat):  # a string tensor, as lists of str read
+            return array
+        else:
+            what = "values that are neither numbers nor text"
+    raise ExecutionError(f"the input's element type is dynamic, but {what} is of no IR element type"
+                         if port is None else f"{what} is of no IR element type",
+                         file=file, layer=layer, port=port, label="feed-dtype")
 
 
 def as_array(value: Any, dtype: np.dtype) -> np.ndarray:

@@ -21,6 +21,7 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Body, Layer, PortMapEntry
 from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.limits import current as current_limits
+from irscatter.limits import tensor_size_problem
 from irscatter.ops.base import Op, TensorInfo, check, compile_subgraph
 
 
@@ -67,32 +68,30 @@ class Slicing:
         start, end = self.bounds(dim)
         return (abs(end - start) + 1) // self.part_size
 
-    def begins(self, dim: int, port: str) -> list[int]:
+    def begins(self, dim: int, port: str) -> range:
         """Where each part starts on an axis of size `dim`, in the order the iterations take them;
-        an error (at inference, where the size is known) when a part reaches outside the axis."""
+        an error (at inference, where the size is known) when a part reaches outside the axis.
+        A range, checked by its ends: start and end may be any integers a file holds (+-1e18),
+        and parts that fit the axis are no more than its size."""
         n = self.count(dim, port)
         if n == 0:
-            return []
+            return range(0)
         start, _ = self.bounds(dim)
         # Forward, part i starts at start + i*stride; backward, start is the last index of the
         # first part and the parts walk down by |stride|.
         first = start if self.stride > 0 else start - self.part_size + 1
-        begins = [first + i * self.stride for i in range(n)]
-        if min(begins) < 0 or max(begins) + self.part_size > dim:
+        last = first + (n - 1) * self.stride
+        if min(first, last) < 0 or max(first, last) + self.part_size > dim:
             raise ExecutionError(f"start {self.start}, end {self.end}, stride {self.stride} and part_size "
                                  f"{self.part_size} reach outside the axis of size {dim}", label="slice-parts",
                                  port=port)
-        return begins
+        return range(first, last + (1 if self.stride > 0 else -1), self.stride)
 
-    def parts(self, array: np.ndarray, port: str) -> list[np.ndarray]:
-        """The parts, in the order the iterations take them (views, nothing copied)."""
+    def parts(self, array: np.ndarray, port: str) -> Parts:
+        """The parts, in the order the iterations take them: each a view, made when its
+        iteration asks for it (a million iterations need not hold a million views at once)."""
         axis = self.normalized_axis(array.ndim, port)
-        index = [slice(None)] * array.ndim
-        out = []
-        for b in self.begins(array.shape[axis], port):
-            index[axis] = slice(b, b + self.part_size)
-            out.append(array[tuple(index)])
-        return out
+        return Parts(array, axis, self.begins(array.shape[axis], port), self.part_size)
 
     def part_shape(self, shape: PartialShape, port: str) -> PartialShape:
         self.check_steps(port)
@@ -130,6 +129,24 @@ class Slicing:
         dims[axis] = Dimension.static(iterations * d.min) if iterations is not None and d.is_static \
             else Dimension.dynamic()
         return PartialShape.model_construct(dims=tuple(dims))
+
+
+@dataclass(frozen=True)
+class Parts:
+    """An input cut into parts along `axis`, one view per start in `begins`."""
+
+    array: np.ndarray
+    axis: int
+    begins: range
+    size: int
+
+    def __len__(self) -> int:
+        return len(self.begins)
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        index = [slice(None)] * self.array.ndim
+        index[self.axis] = slice(self.begins[i], self.begins[i] + self.size)
+        return self.array[tuple(index)]
 
 
 @dataclass(frozen=True)
@@ -359,7 +376,7 @@ class Iterating(Op):
         `first` holds the owner's own Parameters (a Loop's current iteration), updated by
         `advance` after each iteration."""
         feeds: dict[int, np.ndarray] = dict(first)
-        parts: dict[int, list[np.ndarray]] = {}
+        parts: dict[int, Parts] = {}
         for m in self.ins:
             if m.position < 0:
                 continue
@@ -373,10 +390,14 @@ class Iterating(Op):
         if limit is None and not self.can_stop:
             raise ExecutionError("the number of iterations is unbounded: no input is sliced and nothing else "
                                  "stops the loop", label="iteration-count")
+        most = current_limits().loop_iterations
+        if limit is not None and limit > most and not self.can_stop:  # refused before the first iteration
+            raise ExecutionError(f"the loop would run {limit} iterations, more than {most} (irscatter.limits: "
+                                 f"loop_iterations)", label="iteration-limit")
         joined: dict[int, list[np.ndarray]] = {m.result: [] for m in self.outs if m.slicing is not None}
+        joined_size: dict[int, int] = dict.fromkeys(joined, 0)
         last: dict[int, np.ndarray] | None = None
         i = 0
-        most = current_limits().loop_iterations
         while limit is None or i < limit:
             if i >= most:
                 raise ExecutionError(f"the loop would run more than {most} iterations (irscatter.limits: "
@@ -386,6 +407,8 @@ class Iterating(Op):
             last = self.body.run(feeds, self.layer.name, f"body[{i}]")
             for rid, values in joined.items():
                 values.append(last[rid])
+                joined_size[rid] += last[rid].size
+                self._check_joined(rid, joined_size[rid], last[rid].dtype)
             i += 1
             for rid, pid in self.back:
                 feeds[pid] = last[rid]
@@ -399,6 +422,14 @@ class Iterating(Op):
             if not self.go_on(last, i, feeds):
                 break
         return self._outputs(last, joined, feeds, arrays)
+
+    def _check_joined(self, rid: int, elements: int, dtype: np.dtype) -> None:
+        """A concatenated output grows by one iteration's value each iteration: it is held to the
+        tensor limits as it grows, not once the loop has filled memory with its parts."""
+        if (problem := tensor_size_problem((elements,), dtype.itemsize)) is not None:
+            position = next(m.position for m in self.outs if m.result == rid)
+            raise ExecutionError(f"the iterations' values concatenated: {problem}", label="tensor-limit",
+                                 port=f"output {position}")
 
     def go_on(self, results: dict[int, np.ndarray], done: int, feeds: dict[int, np.ndarray]) -> bool:
         return True

@@ -41,6 +41,7 @@ from irscatter.errors import ExecutionError
 from irscatter.ir.broadcast import BroadcastError, broadcast_numpy
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import PartialShape
+from irscatter.limits import tensor_size_problem
 from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.common.types import check_float, same_element_type
@@ -131,6 +132,7 @@ class ScaledDotProductAttention(Op):
                 attention_mask: np.ndarray | None = None, scale: np.ndarray | None = None) -> np.ndarray:
         etype = ElementType.from_dtype(query.dtype)
         work = compute_dtype(etype)
+        self._check_logits_size(query.shape, key.shape, attention_mask, work)
         q, k, v = (x.astype(work, copy=False) for x in (query, key, value))
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
             if scale is None:  # E = 0 makes it inf, and the empty products 0 * inf = NaN, as in the spec
@@ -147,6 +149,21 @@ class ScaledDotProductAttention(Op):
                 weights = shifted / shifted.sum(axis=-1, keepdims=True)
             out = np.matmul(weights, v)
         return from_compute(out, etype)
+
+    def _check_logits_size(self, query: tuple[int, ...], key: tuple[int, ...], mask: np.ndarray | None,
+                           work: np.dtype) -> None:
+        """The L x S logits (times the batch dims, and as wide as a mask that broadcasts over
+        them) are the largest array of the op, and no output shape shows them: their size is
+        checked before they are made."""
+        try:
+            logits = (*np.broadcast_shapes(query[:-2], key[:-2]), query[-2], key[-2])
+            if mask is not None and not self.attrs.causal:
+                logits = np.broadcast_shapes(logits, mask.shape)
+        except ValueError:
+            return  # shapes that do not broadcast are refused with their own labels where they meet
+        if (problem := tensor_size_problem(logits, work.itemsize)) is not None:
+            raise ExecutionError(f"the logits [N, ..., L, S] would be too large: {problem}", label="tensor-limit",
+                                 port=self.port("key"))
 
     def _biased(self, logits: np.ndarray, mask: np.ndarray | None, work: np.dtype) -> np.ndarray:
         """The logits plus the bias the pseudo-code adds (a fresh array, or `logits` itself)."""

@@ -16,6 +16,7 @@ import numpy as np
 
 from irscatter.errors import ExecutionError
 from irscatter.ir.shapes import Dimension, PartialShape
+from irscatter.limits import tensor_size_problem
 from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common.axes import check_1d_integral, int_values
 from irscatter.ops.registry import register
@@ -119,6 +120,11 @@ class Reshape(Op):
 
     def compute(self, data: np.ndarray, shape: np.ndarray) -> np.ndarray:
         try:
-            return data.reshape(reshape_target(data.shape, int_values(shape), self.attrs.special_zero))
+            target = reshape_target(data.shape, int_values(shape), self.attrs.special_zero)
         except ValueError as e:
             raise ExecutionError(str(e), port=self.port("shape"), label="reshape-pattern") from None
+        # An empty input takes a pattern of any other dims, so many that numpy could not even
+        # describe the array: refused in irscatter's words, before numpy's own are raised.
+        if (problem := tensor_size_problem(target, data.itemsize)) is not None:
+            raise ExecutionError(problem, port=self.port("shape"), label="reshape-pattern")
+        return data.reshape(target)
