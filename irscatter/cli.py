@@ -778,8 +778,11 @@ MOST_SECONDS = 7 * 24 * 3600
 
 def _seconds(text: str) -> float:
     """An argparse type: a timeout, a number of seconds above 0 and at most a week."""
-    value = _tolerance(text)
-    if not 0 < value <= MOST_SECONDS:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= MOST_SECONDS:  # (NaN and the infinities too)
         raise argparse.ArgumentTypeError(f"{text} seconds: give more than 0 and at most {MOST_SECONDS} (a week)")
     return value
 

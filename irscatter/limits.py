@@ -52,6 +52,7 @@ RANGES: dict[str, tuple[int, int]] = {
     "loop_iterations": (1, 2**40),
     "npz_bytes": (1, 2**62),
     "pipe_wait_seconds": (1, 7 * 24 * 3600),
+    "folded_bytes": (0, 2**62),
 }
 
 # Inference folds a layer whose inputs are all known values when its output has at most

@@ -93,7 +93,7 @@ def test_a_time_limit_of_zero_or_less_is_a_usage_error(tmp_path, command, extra,
     """reduce wrote a reproducer ("did not end within 0 s") and exited 0."""
     out_dir = ["-o", str(tmp_path / "r")] if command == "reduce" else []
     out = cli(command, str(MODELS / "small_cnn" / "model.xml"), "--random", *out_dir, *extra, "--timeout", timeout)
-    assert out.returncode == 2 and "--timeout" in out.stderr and "above 0" in out.stderr, out.stderr
+    assert out.returncode == 2 and "--timeout" in out.stderr and "more than 0" in out.stderr, out.stderr
     assert not (tmp_path / "r").exists()
 
 

@@ -171,7 +171,7 @@ def test_run_layer_keeps_python_integers_and_reads_a_bare_snippets_ports_from_it
     gather = '<layer type="Gather" version="opset8"><data batch_dims="0"/></layer>'
     (out,) = irscatter.run_layer(gather, [np.arange(6, dtype=np.float32).reshape(2, 3), [1], 0])
     assert out.tolist() == [[3, 4, 5]]
-    with pytest.raises(irscatter.UsageError, match="as a list"):
+    with pytest.raises(irscatter.UsageError, match="must be a list"):
         irscatter.run_layer(add, "12")
 
 
