@@ -700,6 +700,14 @@ def table(report: Report, every: bool = False) -> str:
         lines.append("  ".join(h.ljust(w) for h, w in zip(_HEADER, widths)).rstrip())
         lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     lines += notes
+    if report.mode == "dumps" and not every:  # tensors one dump lacks, named (--all gives each a row)
+        unmatched: dict[str, list[str]] = {}
+        for r in report.records:
+            if r.status == "not compared":
+                unmatched.setdefault(r.reason or "not compared", []).append(r.name)
+        for reason, names in unmatched.items():
+            more = f", ... ({len(names) - 8} more; --all lists every one)" if len(names) > 8 else ""
+            lines.append(f"{reason}: {', '.join(names[:8])}{more}")
     if report.bisect_note:
         lines.append(f"bisect: {report.bisect_note}")
     lines.append(summary_line(report))
