@@ -78,3 +78,31 @@ def test_ops_is_a_table_and_every_command_has_a_description():
         text = cli(command, "--help").stdout
         paragraphs = text.split("\n\n")
         assert len(paragraphs) > 2 and not paragraphs[1].startswith(("positional", "options")), command
+
+
+def _relu_named_like_a_port(tmp_path):
+    """Layer "Relu" has output port 1 (the port "Relu:1"); layer "neg" writes a tensor named
+    "Relu:1". Both are model outputs."""
+    layers = [layer(0, "x", "Parameter", data={"shape": "2", "element_type": "f32"}, outputs=[port(0, dims=(2,))]),
+              layer(1, "Relu", "Relu", inputs=[port(0, dims=(2,))], outputs=[port(1, dims=(2,), names="relu_out")]),
+              layer(2, "neg", "Negative", inputs=[port(0, dims=(2,))], outputs=[port(1, dims=(2,), names="Relu:1")]),
+              layer(3, "r1", "Result", inputs=[port(0, dims=(2,))]),
+              layer(4, "r2", "Result", inputs=[port(0, dims=(2,))])]
+    return write(tmp_path, net(layers, [(0, 0, 1, 0), (0, 0, 2, 0), (1, 1, 3, 0), (2, 1, 4, 0)]))
+
+
+def test_a_tensor_named_like_a_port_is_never_confused_with_it(tmp_path):
+    import irscatter
+
+    model = irscatter.read_model(_relu_named_like_a_port(tmp_path))
+    x = np.array([-1.0, 2.0], np.float32)
+    assert model.run(x, outputs=["tensor:Relu:1"])["tensor:Relu:1"].tolist() == [1.0, -2.0]
+    assert model.run(x, outputs=["port:Relu:1"])["port:Relu:1"].tolist() == [0.0, 2.0]
+    with pytest.raises(irscatter.ExecutionError, match='say "tensor:Relu:1" or "port:Relu:1"'):
+        model.run(x, outputs=["Relu:1"])
+    np.save(tmp_path / "x.npy", x)
+    dumped = cli("run", str(tmp_path / "model.xml"), "-i", str(tmp_path / "x.npy"), "--dump", str(tmp_path / "d.npz"))
+    assert dumped.returncode == 0, dumped.stderr
+    with np.load(tmp_path / "d.npz") as dump:
+        assert dump["Relu:1"].tolist() == [0.0, 2.0] and dump["neg:1"].tolist() == [1.0, -2.0]
+        assert dump["tensor:Relu:1"].tolist() == [1.0, -2.0]

@@ -259,10 +259,20 @@ class Dump:
 
     tensors: dict[str, np.ndarray]
     outputs: Outputs
+    output_ports: dict[str, str] = dataclasses.field(default_factory=dict)  # output name -> its port's key
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """What a dump file holds: the tensors, and each output under its name as well."""
-        return {**self.tensors, **{name: value for name, value in self.outputs.items() if name not in self.tensors}}
+        """What a dump file holds: the tensors by port ("<layer name>:<port id>"), and each
+        output under its name as well; an output whose name is the address of another port
+        (a tensor named "Relu:1" beside output 1 of a layer named "Relu") under "tensor:<name>",
+        so that neither value hides the other."""
+        named = {}
+        for name, value in self.outputs.items():
+            if name not in self.tensors:
+                named[name] = value
+            elif self.output_ports.get(name, name) != name:  # the name is another port's address
+                named[f"tensor:{name}"] = value
+        return {**self.tensors, **named}
 
 
 def dump_tensors(compiled: CompiledModel, feeds: Any, selection: Selection = EVERYTHING) -> Dump:
@@ -271,7 +281,12 @@ def dump_tensors(compiled: CompiledModel, feeds: Any, selection: Selection = EVE
     overwritten later in the run, and holding them costs nothing beyond what was chosen."""
     tensors: dict[str, np.ndarray] = {}
     outputs = _watch(compiled, feeds, selection, lambda key, ref, value: tensors.__setitem__(key, value))
-    return Dump(tensors, outputs)
+    ports = {}
+    for spec in compiled.outputs:
+        source = compiled.sources[spec.layer.id][0]
+        if source is not None:
+            ports[spec.name] = _key("", compiled.layers[source[0]], source[1])
+    return Dump(tensors, outputs, ports)
 
 
 # --- statistics ---------------------------------------------------------------------------------

@@ -501,32 +501,50 @@ class CompiledModel:
 
     def _selection(self, names: Iterable[str]) -> dict[str, str]:
         """Each requested name with the key its value is recorded under ("<layer>:<port>"):
-        an output name, a tensor name of any layer's output port, or "<layer name>:<port id>"."""
+        an output name, a tensor name of any layer's output port, or "<layer name>:<port id>";
+        "tensor:NAME" and "port:LAYER:PORT" name one of the two namespaces outright, and a bare
+        name that is a tensor name and the address of another port is refused as ambiguous."""
         keys = self._tensor_keys()
         chosen = {}
         for name in self._listed(names, "outputs", "unknown-output"):
             name = name.name if isinstance(name, OutputSpec) else name
-            if not isinstance(name, str) or name not in keys:
+            key = keys.get(name) if isinstance(name, str) else None
+            if key is None:
                 raise ExecutionError(f'outputs=: no tensor is named "{name}" (give an output name, a tensor name '
                                      f'or "<layer name>:<port id>")', file=self.model.source, label="unknown-output")
-            chosen[name] = keys[name]
+            if isinstance(key, tuple):
+                raise ExecutionError(f'outputs=: "{name}" is both the name of tensor {key[0]} and the address of port '
+                                     f'{key[1]}: say "tensor:{name}" or "port:{name}"', file=self.model.source,
+                                     label="unknown-output")
+            chosen[name] = key
         return chosen
 
-    def _tensor_keys(self) -> dict[str, str]:
-        """Every name `outputs=` accepts, with the key its value is recorded under (made once)."""
+    def _tensor_keys(self) -> dict[str, Any]:
+        """Every name `outputs=` accepts, with the key its value is recorded under (made once);
+        an ambiguous bare name maps to the pair of keys it could mean."""
         if self._keys is None:
-            keys: dict[str, str] = {}
+            ports: dict[str, str] = {}
+            tensors: dict[str, str] = {}
             key_of_slot: dict[int, str] = {}
             for (lid, pos), slot in self.slot_of.items():
                 layer = self.layers[lid]
                 key = key_of_slot[slot] = f"{layer.name}:{layer.outputs[pos].id}"
-                keys.setdefault(key, key)
+                ports.setdefault(key, key)
                 for tensor in layer.outputs[pos].names:
-                    keys.setdefault(tensor, key)
+                    tensors.setdefault(tensor, key)
             for spec, slot in zip(self.outputs, self.output_slots):
-                keys.setdefault(spec.name, key_of_slot[slot])
+                tensors.setdefault(spec.name, key_of_slot[slot])
+            keys: dict[str, Any] = {**ports, **{f"port:{k}": v for k, v in ports.items()},
+                                    **{f"tensor:{k}": v for k, v in tensors.items()}}
+            for name, key in tensors.items():
+                other = ports.get(name)
+                keys[name] = key if other is None or other == key else (key, other)
             self._keys = keys
         return self._keys
+
+    def ambiguous_names(self) -> frozenset[str]:
+        """The tensor names that are also the address of another port ("<layer>:<port id>")."""
+        return frozenset(name for name, key in self._tensor_keys().items() if isinstance(key, tuple))
 
     def _execute_plain(self, values: list[Any], donated: frozenset[int],
                        entries: list[tuple] | None = None) -> list[Any]:
