@@ -244,6 +244,23 @@ def _only_input(compiled, option: str) -> str:
     return compiled.inputs[0].name
 
 
+@contextlib.contextmanager
+def _progress(args: argparse.Namespace, unit: str) -> Iterator[Callable[[int, int | None], None] | None]:
+    """A progress bar on stderr for long work (`callback(done, total)`; total None when it is not
+    known), or None: not on a terminal, or with --quiet."""
+    if getattr(args, "quiet", False) or not sys.stderr.isatty():
+        yield None
+        return
+    from tqdm import tqdm
+
+    with tqdm(unit=f" {unit}", file=sys.stderr, leave=False, dynamic_ncols=True) as bar:
+        def update(done: int, total: int | None) -> None:
+            if total is not None and bar.total != total:
+                bar.total = total
+            bar.update(done - bar.n)
+        yield update
+
+
 def _note(text: str) -> None:
     """A note on stderr, one line as errors are: it may quote a model's input names."""
     print(f"{PROG}: note: {elide(text, MESSAGE_LIMIT)}", file=sys.stderr)
@@ -341,7 +358,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         values = compare.reference_values(compiled, feeds, emulated)
         if args.whole:
             return compare.compare_whole(compiled, feeds, target, tolerances, bisect=args.bisect, values=values)
-        return compare.compare_layers(compiled, feeds, target, tolerances, values=values)
+        with _progress(args, "layers judged") as progress:
+            return compare.compare_layers(compiled, feeds, target, tolerances, values=values, progress=progress)
     return _judged_on_target(args, judge)
 
 
@@ -545,7 +563,8 @@ def _reduce_into(args: argparse.Namespace, out: Path) -> int:
     try:
         if target is not None:
             target.describe()  # fails here, once, when the target cannot start
-        reduction = reduce.reduce_model(compiled, values, check)
+        with _progress(args, "candidates checked") as progress:
+            reduction = reduce.reduce_model(compiled, values, check, progress=progress)
         if not reduction.reproducible:
             print(f"not reproducible: {reduction.note} ({reduction.checks} check{'s' if reduction.checks != 1 else ''}, "
                   f"{reduction.seconds:.1f} s)")
@@ -794,6 +813,8 @@ def _global_options(parser: argparse.ArgumentParser, default) -> None:
                         help="show a Python traceback on errors")
     parser.add_argument("--limit", action="append", metavar="NAME=N", default=default(None),
                         help="change a resource limit, e.g. tensor_bytes=1e9 (see irscatter.limits.Limits)")
+    parser.add_argument("--quiet", action="store_true", default=default(False),
+                        help="no progress bars (they show only on a terminal anyway)")
 
 
 def _feed_arguments(parser: argparse.ArgumentParser) -> None:

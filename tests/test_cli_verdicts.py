@@ -106,3 +106,44 @@ def test_a_tensor_named_like_a_port_is_never_confused_with_it(tmp_path):
     with np.load(tmp_path / "d.npz") as dump:
         assert dump["Relu:1"].tolist() == [0.0, 2.0] and dump["neg:1"].tolist() == [1.0, -2.0]
         assert dump["tensor:Relu:1"].tolist() == [1.0, -2.0]
+
+
+def _stderr_on_a_terminal(*args: str) -> tuple[int, str]:
+    """Run the CLI with its stderr on a pseudo-terminal (as a person sees it); its exit status and
+    what it wrote there."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    import fcntl
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))  # a terminal has a size
+    proc = subprocess.Popen([sys.executable, "-m", "irscatter.cli", *args], stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the other end closed
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    return proc.wait(timeout=120), b"".join(chunks).decode("utf-8", "replace")
+
+
+def test_long_work_shows_progress_on_a_terminal_only():
+    pytest.importorskip("openvino")
+    folder = MODELS / "transformer_block"
+    args = ("compare", str(folder), "--inputs", str(folder / "inputs.npz"))
+    status, seen = _stderr_on_a_terminal(*args)
+    assert status == 0 and "layers judged" in seen
+    status, seen = _stderr_on_a_terminal(*args, "--quiet")
+    assert status == 0 and "layers judged" not in seen
+    piped = cli(*args)
+    assert piped.returncode == 0 and "layers judged" not in piped.stderr

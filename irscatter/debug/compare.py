@@ -325,7 +325,7 @@ class Batching:
 
 def compare_layers(compiled: CompiledModel, feeds: Any, target: Target, tolerances: Tolerances, *,
                    values: dict[Source, np.ndarray] | None = None, batching: Batching = Batching(),
-                   progress: Callable[[int, int], None] | None = None) -> Report:
+                   progress: Callable[[int, int | None], None] | None = None) -> Report:
     """Every layer of `compiled` run alone on `target`, fed irscatter's values of its inputs."""
     start = time.perf_counter()
     values = reference_values(compiled, feeds) if values is None else values

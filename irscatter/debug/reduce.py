@@ -150,8 +150,9 @@ class Reduction:
 
 class _Search:
     def __init__(self, compiled: CompiledModel, values: Mapping[Source, np.ndarray], check: Check,
-                 folder: Path) -> None:
+                 folder: Path, progress: Callable[[int, int | None], None] | None = None) -> None:
         self.compiled, self.values, self.check, self.folder = compiled, values, check, folder
+        self.progress = progress
         self.checks = 0
         self.steps = steps(compiled)
         self.params = tuple((spec.layer.id, 0) for spec in compiled.inputs)
@@ -159,7 +160,10 @@ class _Search:
     def trial(self, cut: Cut) -> Verdict:
         self.checks += 1
         written = self.write(cut, self.folder / f"candidate{self.checks}" / "model.xml")
-        return self.check(written, self.values)
+        verdict = self.check(written, self.values)
+        if self.progress is not None:
+            self.progress(self.checks, None)
+        return verdict
 
     def write(self, cut: Cut, xml: Path) -> Written:
         frozen = {src: self.values[src] for src in cut.inputs if self.compiled.infos[src].value is not None}
@@ -227,12 +231,13 @@ class _Search:
 
 
 def reduce_model(compiled: CompiledModel, values: Mapping[Source, np.ndarray], check: Check, *,
-                 repeats: int = 2) -> Reduction:
+                 repeats: int = 2, progress: Callable[[int, int | None], None] | None = None) -> Reduction:
     """Shrink `compiled` to a minimal model on which `check` still fails (`write_reproducer`
-    then writes it up)."""
+    then writes it up). `progress(checks, None)` is called after each check (how many there
+    will be is not known in advance)."""
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="irscatter-reduce-") as folder:
-        search = _Search(compiled, values, check, Path(folder))
+        search = _Search(compiled, values, check, Path(folder), progress)
         whole = search._plan([compiled.sources[spec.layer.id][0] for spec in compiled.outputs], search.params)
         if not search.fails(whole):
             return Reduction(False, checks=search.checks, seconds=time.perf_counter() - start,
