@@ -324,7 +324,7 @@ def test_cli_compare_exit_status_table_and_json(tmp_path):
     bad = cli("compare", str(xml), "--inputs", str(tmp_path / "inputs.npz"))
     assert bad.returncode == 1, bad.stderr
     assert re.search(rf"^> \s*\d+\s+{name}\s+Divide-1\s+2\s+FAIL", bad.stdout, re.M), bad.stdout
-    assert f'first divergence: layer' in bad.stdout and name in bad.stdout.splitlines()[-1]
+    assert 'first divergence: layer' in bad.stdout and name in bad.stdout.splitlines()[-1]
     as_json = cli("compare", str(xml), "--inputs", str(tmp_path / "inputs.npz"), "--json")
     record = json.loads(as_json.stdout)
     assert record["ok"] is False and record["first_divergence"]["name"] == name

@@ -30,7 +30,7 @@ def test_round_trip_keeps_structure(tmp_path, version):
     xml = save_ov(_simple_model(), tmp_path, version=version)
     model = irscatter.read_model(xml)
     assert model.ir_version == int(version[1:])
-    assert [l.type for l in model.layers] == ["Parameter", "Const", "Add", "Result"]
+    assert [layer.type for layer in model.layers] == ["Parameter", "Const", "Add", "Result"]
     p = model.parameters[0]
     assert p.attrs["element_type"] == "f32" and str(p.outputs[0].shape) == "[2, ?]"
     add_layer = model.layers[2]
@@ -188,12 +188,12 @@ def test_sub_graph_layers_load_with_bodies(tmp_path):
     node.set_input(x.output(0), tx, ex)
     out = node.set_output(then_body.get_results()[0], else_body.get_results()[0])
     model = irscatter.read_model(save_ov(ov.Model([ops.result(out)], [cond, x], "if"), tmp_path))
-    if_layer = next(l for l in model.layers if l.type == "If")
+    if_layer = next(layer for layer in model.layers if layer.type == "If")
     assert set(if_layer.bodies) == {"then_body", "else_body"}
     then = if_layer.bodies["then_body"]
-    assert [l.type for l in then.graph.layers].count("Add") == 1
+    assert [layer.type for layer in then.graph.layers].count("Add") == 1
     assert then.inputs[0].external_port_id == 1
-    assert then.outputs and then.outputs[0].internal_layer_id in {l.id for l in then.graph.layers}
+    assert then.outputs and then.outputs[0].internal_layer_id in {layer.id for layer in then.graph.layers}
 
 
 def test_loop_loads_port_map_and_back_edges(tmp_path):
@@ -210,7 +210,7 @@ def test_loop_loads_port_map_and_back_edges(tmp_path):
     loop.set_merged_input(bx, x.output(0), body.get_results()[1].input_value(0))
     out = loop.get_iter_value(nxt.output(0), -1)
     model = irscatter.read_model(save_ov(ov.Model([ops.result(out)], [x], "loop"), tmp_path))
-    loop_layer = next(l for l in model.layers if l.type == "Loop")
+    loop_layer = next(layer for layer in model.layers if layer.type == "Loop")
     body_desc = loop_layer.bodies["body"]
     assert body_desc.back_edges, "the merged input becomes a back edge"
     assert any(e.purpose == "execution_condition" for e in body_desc.outputs)

@@ -42,7 +42,7 @@ def wire(graph: Graph) -> Wiring:
             )
             continue
         by_id[layer.id] = layer
-    sources: dict[int, list[Source | None]] = {lid: [None] * len(l.inputs) for lid, l in by_id.items()}
+    sources: dict[int, list[Source | None]] = {lid: [None] * len(layer.inputs) for lid, layer in by_id.items()}
     seen_edges: set[tuple[int, int, int, int]] = set()
     for e in graph.edges:
         key = (e.from_layer, e.from_port, e.to_layer, e.to_port)
