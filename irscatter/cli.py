@@ -117,7 +117,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     strict_status = _print_strict_findings(outputs, compiled.model.source) if args.strict else 0
     if args.expected:
         results = model_inputs.compare_outputs(outputs, model_inputs.load_npz(args.expected),
-                                               rtol=args.rtol, atol=args.atol, ulps=args.ulps)
+                                               rtol=args.rtol, atol=args.atol, ulps=args.ulps,
+                                               precision=args.precision or "f32")
         where = sys.stderr if args.json else sys.stdout  # (with --json, stdout stays one JSON document)
         for c in results:
             print(f"{'skip' if not c.compared else 'ok  ' if c.ok else 'FAIL'} {c.name}: {c.detail}", file=where)
@@ -861,9 +862,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true",
                      help="print the outputs as one JSON object: name -> element_type, shape, values")
     run.add_argument("--expected", metavar="FILE.npz", help="compare the outputs with these values")
-    run.add_argument("--rtol", type=_tolerance, help="with --expected: relative tolerance for floats "
-                     "(default 8 f32 eps, about 1e-6; 8e-3 for f16 and bf16)")
-    run.add_argument("--atol", type=_tolerance, help="with --expected: absolute tolerance for floats (same defaults)")
+    run.add_argument("--rtol", type=_tolerance, help="with --expected: relative tolerance for floats (default: the "
+                     "preset compare uses for the precision: 1e-4 for f32, 1e-2 for f16, 5e-2 for bf16)")
+    run.add_argument("--atol", type=_tolerance, help="with --expected: absolute tolerance for floats, in units of the "
+                     "tensor's largest magnitude when that is over 1, as compare takes it (default: the preset)")
     run.add_argument("--ulps", type=_tolerance, help="with --expected: judge floats by their distance in units "
                      "in the last place of the expected type instead of --rtol/--atol")
     run.add_argument("--steps", type=_count(1), default=1, metavar="N",

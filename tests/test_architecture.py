@@ -20,7 +20,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "irscatter"
 LAYERS = {
-    "irscatter.errors": 0, "irscatter.limits": 0, "irscatter.findings": 0, "irscatter.labels": 0,
+    "irscatter.errors": 0, "irscatter.limits": 0, "irscatter.metrics": 0, "irscatter.findings": 0, "irscatter.labels": 0,
     "irscatter.ir": 1, "irscatter.ops": 2, "irscatter.checks": 3, "irscatter.runtime": 4,
     "irscatter.api": 5, "irscatter.summary": 5, "irscatter.examples": 5, "irscatter.debug": 5,
     "irscatter.cli": 6, "irscatter": 6,

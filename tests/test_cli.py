@@ -233,19 +233,21 @@ def test_a_shape_past_the_tensor_limit_is_refused_before_drawing():
 
 
 def test_expected_reports_every_output_with_its_errors_and_honours_ulps(tmp_path):
+    """run --expected judges by the rule and presets compare uses (f32: rtol 1e-4, atol 1e-5 of
+    the largest magnitude): 1e-3 off fails, and the tolerances its hint names pass."""
     folder = MODELS / "affine_chain"
     wrong = tmp_path / "wrong.npz"
     with np.load(folder / "expected.npz") as want:
         y = want["y"]
-        np.savez(wrong, y=y + np.float32(1e-5), y_f16=want["y_f16"].astype(np.float64), z=y)
+        np.savez(wrong, y=y + np.float32(1e-3), y_f16=want["y_f16"].astype(np.float64), z=y)
     args = ("run", str(folder / "model.xml"), "--inputs", str(folder / "inputs.npz"), "--expected", str(wrong))
     proc = cli(*args)
     assert proc.returncode == 1
     lines = {line.split(":")[0]: line for line in proc.stdout.splitlines() if line[:4] in ("ok  ", "FAIL", "skip")}
-    assert "max abs 1e-05" in lines["FAIL y"] and "would pass within --atol " in lines["FAIL y"]
+    assert "max abs 0.001" in lines["FAIL y"] and "would pass within --atol " in lines["FAIL y"]
     hinted = re.search(r"--atol (\S+) or --ulps (\d+)", lines["FAIL y"]).groups()
     only_y = tmp_path / "y.npz"
-    np.savez(only_y, y=y + np.float32(1e-5))
+    np.savez(only_y, y=y + np.float32(1e-3))
     for flag, value in zip(("--atol", "--ulps"), hinted):  # what the hint names passes (rounded up)
         assert cli(*args[:-1], str(only_y), flag, value).returncode == 0, (flag, value)
     assert "element type float16, expected float64" in lines["FAIL y_f16"]
@@ -256,8 +258,26 @@ def test_expected_reports_every_output_with_its_errors_and_honours_ulps(tmp_path
     proc = cli(*args[:-1], str(tmp_path / "only_y.npz"), "--ulps", "100000")
     assert proc.returncode == 0, proc.stdout
     assert "ok   y:" in proc.stdout and "skip y_f16: not in the expected values" in proc.stdout
+    assert cli(*args[:-1], str(tmp_path / "only_y.npz"), "--ulps", "10").returncode == 1
     proc = cli(*args[:-1], str(tmp_path / "only_y.npz"), "--atol", "2e-5")
-    assert proc.returncode == 0 and "rtol 9.54e-07, atol 2e-05" in proc.stdout
+    assert proc.returncode == 0 and "rtol 0.0001, atol 2e-05" in proc.stdout
+
+
+def test_run_expected_and_compare_give_one_verdict_on_the_same_files(tmp_path):
+    """The same two files, judged by `run --expected` and by `compare A.npz B.npz`: one rule,
+    one verdict, whichever way the difference falls."""
+    folder = MODELS / "affine_chain"
+    with np.load(folder / "expected.npz") as want:
+        expected = dict(want)
+    ran = cli("run", str(folder / "model.xml"), "--inputs", str(folder / "inputs.npz"), "--output",
+              str(tmp_path / "out.npz"))
+    assert ran.returncode == 0, ran.stderr
+    for delta in (3e-6, 3e-4):
+        np.savez(tmp_path / "e.npz", **{**expected, "y": expected["y"] + np.float32(delta)})
+        by_run = cli("run", str(folder / "model.xml"), "--inputs", str(folder / "inputs.npz"), "--expected",
+                     str(tmp_path / "e.npz")).returncode
+        by_compare = cli("compare", str(tmp_path / "out.npz"), str(tmp_path / "e.npz")).returncode
+        assert by_run == by_compare == (0 if delta < 1e-5 else 1), delta
 
 
 @pytest.mark.parametrize("expected, fragment", [

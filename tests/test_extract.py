@@ -16,7 +16,7 @@ from helpers import cli
 
 import irscatter
 from irscatter.debug import compare, extract, reduce
-from irscatter.debug.metrics import diff
+from irscatter.metrics import diff
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 DATA = Path(__file__).resolve().parent / "data"

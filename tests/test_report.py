@@ -18,7 +18,7 @@ from lxml import html as lxml_html
 from irscatter import cli as irscatter_cli
 from irscatter.debug import html as report_html
 from irscatter.debug.compare import LayerResult, Report, TensorResult
-from irscatter.debug.metrics import PRESETS, diff
+from irscatter.metrics import PRESETS, diff
 
 needs_openvino = pytest.mark.skipif(importlib.util.find_spec("openvino") is None,
                                     reason="openvino is not installed, so compare --report did not run against it")

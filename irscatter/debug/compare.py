@@ -32,7 +32,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from irscatter.debug.metrics import TensorDiff, Tolerance, diff, preset_for
+from irscatter.metrics import TensorDiff, Tolerance, diff, preset_for
 from irscatter.errors import PATTERN_ERRORS, UsageError, elide
 from irscatter.ir.graph import Layer
 from irscatter.debug.extract import BOUNDARY, Written, first_holding, prefix, steps, tensor_key, typed, write

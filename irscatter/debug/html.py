@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from irscatter.debug.compare import LayerResult, Report, TensorResult, summary_line
-from irscatter.debug.metrics import TensorDiff
+from irscatter.metrics import TensorDiff
 from irscatter.errors import UsageError
 
 INSTALL_HINT = "pip install irscatter[report]"

@@ -17,6 +17,7 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ir.files import require_regular
 from irscatter.limits import current as current_limits
 from irscatter.limits import tensor_size_problem
+from irscatter.metrics import Tolerance, diff, preset_for, ulp_distance
 from irscatter.runtime.interpreter import InputSpec
 
 
@@ -171,30 +172,6 @@ class Comparison:
     compared: bool = True  # False for an output the expected file does not hold (not judged)
 
 
-def tolerance_for(dtype: np.dtype) -> tuple[float, float]:
-    """(rtol, atol) for comparing results of this dtype: exact for integers and booleans, 8 f32
-    epsilons (about 1e-6) each for 32- and 64-bit floats, 8e-3 for 16-bit floats."""
-    if dtype.kind in "biuUTO":
-        return 0.0, 0.0
-    eps = float(np.finfo(np.float32).eps) if dtype.itemsize >= 4 else 1e-3
-    return 8 * eps, 8 * eps
-
-
-def ulp_distance(got: np.ndarray, want: np.ndarray) -> np.ndarray:
-    """How many representable values of `want`'s float type lie between each pair (0 for equal
-    values, including two NaNs and -0.0 against 0.0), as float64."""
-    width = np.dtype(want.dtype).itemsize
-    signed = {2: np.int16, 4: np.int32, 8: np.int64}[width]
-
-    def ordered(a: np.ndarray) -> np.ndarray:
-        bits = np.ascontiguousarray(a.astype(want.dtype)).view(signed).astype(np.float64)
-        return np.where(bits < 0, -(bits + 2.0 ** (8 * width - 1)), bits)  # a monotonic integer line
-
-    distance = np.abs(ordered(got) - ordered(want))
-    both_nan = np.isnan(got.astype(np.float64)) & np.isnan(want.astype(np.float64))
-    return np.where(both_nan, 0.0, distance)
-
-
 def _scalar(value) -> str:
     return str(value)  # a numpy scalar prints the digits of its own type: 0.043198023, not 0.04319802299141884
 
@@ -208,50 +185,44 @@ def _rounded_up(value: float) -> str:
     return f"{math.ceil(value / 10.0 ** exponent) * 10.0 ** exponent:.3g}"
 
 
-def _float_comparison(name: str, got: np.ndarray, want: np.ndarray, rtol: float, atol: float,
+def _float_comparison(name: str, got: np.ndarray, want: np.ndarray, tolerance: Tolerance,
                       ulps: float | None) -> Comparison:
-    g, w = got.astype(np.float64), want.astype(np.float64)
-    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        diff = np.abs(g - w)
-        rel = diff / np.abs(w)
-    same = (g == w) | (np.isnan(g) & np.isnan(w))
-    # A NaN or an infinity that the other side does not have (an infinity of the other sign
-    # included) is no small difference: no tolerance passes it, and the maxima say inf.
-    one_sided = ~same & ~(np.isfinite(g) & np.isfinite(w))
-    diff = np.where(same, 0.0, np.where(one_sided, np.inf, diff))
-    rel = np.where(same, 0.0, np.where(one_sided, np.inf, rel))
-    distance = ulp_distance(got, want)
+    """One float output under the rule `compare` judges by (`irscatter.metrics`), or, given
+    `ulps`, within that many units in the last place of the expected type."""
+    judged = diff(got, want, tolerance)
+    rule = f"{ulps:g} ulps" if ulps is not None else str(tolerance)
     if ulps is not None:
-        passing = (distance <= ulps) & ~one_sided
-        rule = f"{ulps:g} ulps"
+        distance = ulp_distance(got, want)
+        finite_pairs = np.isfinite(got.astype(np.float64)) == np.isfinite(want.astype(np.float64))
+        nan_pairs = np.isnan(got.astype(np.float64)) == np.isnan(want.astype(np.float64))
+        within = (distance <= ulps) & finite_pairs & nan_pairs
+        passed, outside = bool(within.all()), int((~within).sum())
     else:
-        with np.errstate(invalid="ignore"):
-            passing = same | (~one_sided & (diff <= atol + rtol * np.abs(w)))
-        rule = f"rtol {rtol:.3g}, atol {atol:.3g}"
-    max_abs = float(diff.max()) if diff.size else 0.0
-    max_rel = float(np.nanmax(rel)) if rel.size and not np.isnan(rel).all() else 0.0
-    max_ulps = float(distance.max()) if distance.size else 0.0
-    stats = f"max abs {max_abs:.3g}, max rel {max_rel:.3g}, max {max_ulps:.0f} ulps"
-    ok = bool(passing.all())
-    if ok:
-        return Comparison(name, True, f"{stats} ({rule})", max_abs, max_rel, max_ulps)
-    bad = ~passing
-    worst = np.unravel_index(int(np.argmax(np.where(bad, np.nan_to_num(diff, nan=np.inf), -1.0))), diff.shape)
-    where = f"[{', '.join(map(str, worst))}]"
-    hint = (f"would pass within --atol {_rounded_up(max_abs)} or --ulps {max_ulps:.0f}" if np.isfinite(max_abs)
-            else "no tolerance passes a NaN or an infinity on one side only")
-    detail = (f"{int(bad.sum())} of {bad.size} elements outside {rule}; {stats}; worst at {where}: "
-              f"{_scalar(got[worst])} vs expected {_scalar(want[worst])}; {hint}")
-    return Comparison(name, False, detail, max_abs, max_rel, max_ulps)
+        passed, outside = judged.passed, judged.mismatches
+    max_ulps = judged.max_ulps if judged.max_ulps is not None else 0.0
+    stats = f"max abs {judged.max_abs:.3g}, max rel {judged.max_rel:.3g}, max {max_ulps:.0f} ulps"
+    if passed:
+        return Comparison(name, True, f"{stats} ({rule})", judged.max_abs, judged.max_rel, max_ulps)
+    worst = judged.worst
+    where = f"; worst at {list(worst)}: {_scalar(judged.worst_target)} vs expected {_scalar(judged.worst_reference)}" \
+        if worst is not None else ""
+    if judged.max_abs is not None and math.isfinite(judged.max_abs):
+        need = judged.required.atol if judged.required is not None else 0.0
+        hint = f"would pass within --atol {_rounded_up(max(need, 1e-45))} or --ulps {max_ulps:.0f}"
+    else:
+        hint = "no tolerance passes a NaN or an infinity on one side only"
+    detail = f"{outside} of {judged.count} elements outside {rule}; {stats}{where}; {hint}"
+    return Comparison(name, False, detail, judged.max_abs, judged.max_rel, max_ulps)
 
 
 def compare_outputs(actual: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray], *,
                     rtol: float | None = None, atol: float | None = None,
-                    ulps: float | None = None) -> list[Comparison]:
+                    ulps: float | None = None, precision: str = "f32") -> list[Comparison]:
     """Each expected output against the actual one, then one not-judged entry per output the
     expected values lack. Element types must match; integers, booleans and strings compare
-    exactly; floats within `rtol`/`atol` (defaults: `tolerance_for`) or, given `ulps`, within
-    that many units in the last place of the expected type."""
+    exactly; floats by the rule `compare` uses (`irscatter.metrics`), with the presets of
+    `precision` and the output's own type unless `rtol`/`atol` replace them, or within `ulps`
+    units in the last place of the expected type."""
     out = []
     for name, want in expected.items():
         got = actual.get(name)
@@ -266,18 +237,14 @@ def compare_outputs(actual: Mapping[str, np.ndarray], expected: Mapping[str, np.
         if got.shape != want.shape:
             out.append(Comparison(name, False, f"shape {list(got.shape)} != expected {list(want.shape)}"))
             continue
-        default_rtol, default_atol = tolerance_for(want.dtype)
-        if default_rtol == 0 and default_atol == 0:
-            diff = np.asarray(got != want)
-            ok = not diff.any()
-            detail = "exact" if ok else f"{int(diff.sum())} of {diff.size} elements differ"
-            if not ok:
-                first = tuple(int(i) for i in np.argwhere(diff)[0])
-                detail += f"; first at {list(first)}: {_scalar(got[first])} vs expected {_scalar(want[first])}"
-            out.append(Comparison(name, ok, detail))
+        preset = preset_for(want.dtype, precision)
+        if preset is None:
+            judged = diff(got, want, None)
+            detail = "exact" if judged.passed else judged.summary().replace(" vs ", " vs expected ", 1)
+            out.append(Comparison(name, judged.passed, detail))
             continue
-        out.append(_float_comparison(name, got, want, default_rtol if rtol is None else rtol,
-                                     default_atol if atol is None else atol, ulps))
+        tolerance = Tolerance(preset.rtol if rtol is None else rtol, preset.atol if atol is None else atol)
+        out.append(_float_comparison(name, got, want, tolerance, ulps))
     for name in actual:
         if name not in expected:
             out.append(Comparison(name, True, "not in the expected values: not compared", compared=False))

@@ -1,4 +1,6 @@
-"""How far a target's tensor is from irscatter's, and whether that is within tolerance.
+"""How far one tensor is from another, and whether that is within tolerance: the one rule that
+judges tensors everywhere (`compare` against another runtime, `run --expected` against saved
+values, the judging of a reduced reproducer).
 
 One rule judges every float element: it passes when it equals the reference (two NaNs are
 equal, and so are infinities of one sign) or when
@@ -24,7 +26,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from irscatter.runtime.inputs import ulp_distance
 
 
 @dataclass(frozen=True)
@@ -272,3 +273,18 @@ def _finite_or_text(value: object) -> object:
     if isinstance(value, dict):
         return {k: _finite_or_text(v) for k, v in value.items()}
     return value
+
+
+def ulp_distance(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """How many representable values of `want`'s float type lie between each pair (0 for equal
+    values, including two NaNs and -0.0 against 0.0), as float64."""
+    width = np.dtype(want.dtype).itemsize
+    signed = {2: np.int16, 4: np.int32, 8: np.int64}[width]
+
+    def ordered(a: np.ndarray) -> np.ndarray:
+        bits = np.ascontiguousarray(a.astype(want.dtype)).view(signed).astype(np.float64)
+        return np.where(bits < 0, -(bits + 2.0 ** (8 * width - 1)), bits)  # a monotonic integer line
+
+    distance = np.abs(ordered(got) - ordered(want))
+    both_nan = np.isnan(got.astype(np.float64)) & np.isnan(want.astype(np.float64))
+    return np.where(both_nan, 0.0, distance)
