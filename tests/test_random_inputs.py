@@ -181,3 +181,69 @@ def test_readers_that_accept_nothing_in_common_are_named(tmp_path, capsys):
     assert main(["run", str(xml), "--random"]) == 2
     assert 'the layers reading input "idx" accept no value in common' in capsys.readouterr().err
     assert main(["run", str(xml), "--random", "--range", "idx=0,0"]) == 0  # the user's range decides
+
+
+def _i64(*shape):
+    return np.zeros(shape, np.int64)
+
+
+def _f32(*shape):
+    return np.zeros(shape, np.float32)
+
+
+# One layer each, every input a Parameter: what --random draws for its counts, lengths and
+# indices runs, for every seed.
+LAYERS = {
+    "ctc_loss": ("CTCLoss", "opset4", {"preprocess_collapse_repeated": "false", "ctc_merge_repeated": "true",
+                                       "unique": "false"},
+                 [("logits", _f32(2, 5, 4)), ("logit_length", _i64(2)), ("labels", _i64(2, 5)),
+                  ("label_length", _i64(2)), ("blank_index", _i64())], [((2,), np.float32)]),
+    "ctc_greedy_decoder_seq_len": ("CTCGreedyDecoderSeqLen", "opset6", {"merge_repeated": "true"},
+                                   [("data", _f32(2, 5, 4)), ("sequence_length", _i64(2)), ("blank", _i64())],
+                                   [((2, 5), np.int32), ((2,), np.int32)]),
+    "gather_tree": ("GatherTree", "opset1", {},
+                    [("step_ids", _f32(3, 2, 4)), ("parent_ids", _f32(3, 2, 4)), ("max_seq_len", _f32(2)),
+                     ("end_token", _f32())], [((3, 2, 4), np.float32)]),
+    "roi_align": ("ROIAlign", "opset9", {"pooled_h": 2, "pooled_w": 2, "sampling_ratio": 1, "spatial_scale": 1.0,
+                                         "mode": "avg", "aligned_mode": "asymmetric"},
+                  [("data", _f32(2, 3, 4, 4)), ("rois", _f32(3, 4)), ("batch_indices", np.zeros(3, np.int32))],
+                  [((3, 3, 2, 2), np.float32)]),
+    "top_k": ("TopK", "opset11", {"axis": 1, "mode": "max", "sort": "value", "index_element_type": "i32",
+                                  "stable": "false"},
+              [("data", _f32(3, 6)), ("k", _i64())], [((3, -1), np.float32), ((3, -1), np.int32)]),
+    "tile": ("Tile", "opset1", {}, [("data", _f32(2, 3)), ("repeats", _i64(2))], [((-1, -1), np.float32)]),
+    "range": ("Range", "opset4", {"output_type": "i64"}, [("start", _i64()), ("stop", _i64()), ("step", _i64())],
+              [((-1,), np.int64)]),
+    "eye": ("Eye", "opset9", {"output_type": "f32"},
+            [("rows", _i64()), ("columns", _i64()), ("diagonal", _i64())], [((-1, -1), np.float32)]),
+    "random_uniform": ("RandomUniform", "opset8", {"output_type": "f32", "global_seed": 1, "op_seed": 2},
+                       [("shape", _i64(2)), ("minval", _f32()), ("maxval", _f32())], [((-1, -1), np.float32)]),
+    "multinomial": ("Multinomial", "opset13", {"convert_type": "i64", "with_replacement": "false",
+                                               "log_probs": "true", "global_seed": 1, "op_seed": 2},
+                    [("probs", _f32(2, 5)), ("num_samples", _i64())], [((2, -1), np.int64)]),
+    "pad_reflect": ("Pad", "opset12", {"pad_mode": "reflect"},
+                    [("data", _f32(3, 4)), ("pads_begin", _i64(2)), ("pads_end", _i64(2))],
+                    [((-1, -1), np.float32)]),
+    "embedding_bag_packed_sum": ("EmbeddingBagPackedSum", "opset3", {},
+                                 [("table", _f32(6, 3)), ("indices", _i64(2, 3))], [((2, 3), np.float32)]),
+    "scatter_nd_update": ("ScatterNDUpdate", "opset4", {},
+                          [("data", _f32(4, 3)), ("indices", _i64(5, 2)), ("updates", _f32(5))],
+                          [((4, 3), np.float32)]),
+    "gather_nd": ("GatherND", "opset8", {"batch_dims": 0}, [("data", _f32(4, 3)), ("indices", _i64(5, 2))],
+                  [((5,), np.float32)]),
+    "gather_elements": ("GatherElements", "opset6", {"axis": 1}, [("data", _f32(4, 3)), ("indices", _i64(4, 7))],
+                        [((4, 7), np.float32)]),
+    "lstm_sequence": ("LSTMSequence", "opset5", {"hidden_size": 2, "direction": "forward"},
+                      [("X", _f32(2, 5, 3)), ("H", _f32(2, 1, 2)), ("C", _f32(2, 1, 2)), ("lengths", _i64(2)),
+                       ("W", _f32(1, 8, 3)), ("R", _f32(1, 8, 2)), ("B", _f32(1, 8))],
+                      [((2, 1, 5, 2), np.float32), ((2, 1, 2), np.float32), ((2, 1, 2), np.float32)]),
+}
+
+
+@pytest.mark.parametrize("name", LAYERS)
+def test_each_layer_runs_on_what_is_drawn_for_it(tmp_path, name):
+    type_, opset, attrs, inputs, outputs = LAYERS[name]
+    xml = one_layer_ir(tmp_path, type_, opset, attrs, inputs, outputs)
+    assert accepted_ranges(irscatter.compile_model(xml))  # a range is declared for some input
+    for _ in _draws(xml, range(6)):
+        pass

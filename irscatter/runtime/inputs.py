@@ -100,14 +100,14 @@ def random_inputs(
     return out
 
 
-Range = tuple[float, float]
+Bounds = tuple[float, float]
 
 # Layers whose output holds their input's values (in another type or shape): a range the layers
 # reading the output declare holds for the input too.
 _PASSING_VALUES = frozenset({"Convert", "Reshape", "Squeeze", "Unsqueeze", "Identity"})
 
 
-def accepted_ranges(compiled) -> dict[str, Range]:
+def accepted_ranges(compiled) -> dict[str, Bounds]:
     """For each input of `compiled` that a layer declares a range for (`Op.input_range`: the
     indices, lengths and counts it accepts), the values every such reader accepts: the
     intersection of their ranges, followed through layers that pass values on unchanged. An
@@ -117,7 +117,7 @@ def accepted_ranges(compiled) -> dict[str, Range]:
         for position, source in enumerate(compiled.sources[lid]):
             if source is not None:
                 readers.setdefault(source, []).append((lid, position))
-    out: dict[str, Range] = {}
+    out: dict[str, Bounds] = {}
     for spec in compiled.inputs:
         bounds = _reader_ranges(compiled, readers, (spec.layer.id, 0))
         if bounds:
@@ -125,7 +125,7 @@ def accepted_ranges(compiled) -> dict[str, Range]:
     return out
 
 
-def _reader_ranges(compiled, readers, source: tuple[int, int]) -> list[Range]:
+def _reader_ranges(compiled, readers, source: tuple[int, int]) -> list[Bounds]:
     found, pending, seen = [], [source], {source}
     while pending:
         for lid, position in readers.get(pending.pop(), ()):
@@ -144,11 +144,11 @@ def _reader_ranges(compiled, readers, source: tuple[int, int]) -> list[Range]:
     return found
 
 
-def parse_ranges(texts: Sequence[str], inputs: Sequence[InputSpec]) -> dict[str, Range]:
+def parse_ranges(texts: Sequence[str], inputs: Sequence[InputSpec]) -> dict[str, Bounds]:
     """`--range NAME=LO,HI` values by input name, checked: a known input of a type that takes
     a range, two numbers (integers for an integer input, within its type), LO <= HI."""
     by_name = {s.name: s for s in inputs}
-    out: dict[str, Range] = {}
+    out: dict[str, Bounds] = {}
     for text in texts:
         name, sep, rest = text.partition("=")
         bounds = rest.split(",")
@@ -194,7 +194,7 @@ def _integer_limits(etype: ElementType) -> tuple[int, int]:
     return 0, (1 << etype.bitwidth) - 1
 
 
-def array_within(spec: InputSpec, shape: tuple[int, ...], bounds: Range, rng: np.random.Generator) -> np.ndarray:
+def array_within(spec: InputSpec, shape: tuple[int, ...], bounds: Bounds, rng: np.random.Generator) -> np.ndarray:
     """Values of `spec`'s type within `bounds`: integers for an integer input (and for a float
     one whose readers count with it, as a float sequence length); floats uniform in a float
     range given with --range. A range clipped to the type's own is drawn within what is left."""

@@ -7,7 +7,7 @@ import numpy as np
 
 from irscatter.ops.base import TensorInfo
 
-Range = tuple[int, int]
+Bounds = tuple[int, int]
 
 
 def extent(info: TensorInfo, axis: int) -> int | None:
@@ -20,7 +20,7 @@ def extent(info: TensorInfo, axis: int) -> int | None:
     return dim.min if dim.is_static or dim.min > 0 else None
 
 
-def indices_within(size: int | None) -> Range | None:
+def indices_within(size: int | None) -> Bounds | None:
     """Indices into an axis of `size`: [0, size-1], which every version of every op takes
     (negative indices are defined by some versions only, and read differently by some
     runtimes). None when the size is unknown or 0 (no index fits)."""
@@ -29,7 +29,7 @@ def indices_within(size: int | None) -> Range | None:
     return (0, size - 1)
 
 
-def lengths_within(size: int | None) -> Range | None:
+def lengths_within(size: int | None) -> Bounds | None:
     """Lengths of a sequence of `size`: [1, size] (0 is refused or read differently by some
     runtimes, so it is left out unless the sequence is empty)."""
     if size is None:
@@ -44,14 +44,14 @@ def known_value(info: TensorInfo) -> int | None:
     return int(np.asarray(info.value).reshape(-1)[0])
 
 
-def indices_along(data: TensorInfo, axis: TensorInfo) -> Range | None:
+def indices_along(data: TensorInfo, axis: TensorInfo) -> Bounds | None:
     """Indices into `data` along the axis a constant `axis` input names (None when it is not
     constant)."""
     a = known_value(axis)
     return None if a is None else indices_within(extent(data, a))
 
 
-def tuple_components_within(data: TensorInfo, indices: TensorInfo, batch_dims: int) -> Range | None:
+def tuple_components_within(data: TensorInfo, indices: TensorInfo, batch_dims: int) -> Bounds | None:
     """The components of index tuples (the last axis of `indices`, as GatherND and ScatterND
     read them) into `data` after `batch_dims` shared axes: one bound that fits every axis they
     address, the smallest. None when one of those sizes is unknown."""
@@ -66,4 +66,4 @@ def tuple_components_within(data: TensorInfo, indices: TensorInfo, batch_dims: i
 
 # A count or size nothing bounds (a OneHot's depth, a Tile's repeats): positive and small, so
 # that what it sizes stays small.
-SMALL_COUNT: Range = (1, 4)
+SMALL_COUNT: Bounds = (1, 4)

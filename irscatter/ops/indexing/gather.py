@@ -21,7 +21,7 @@ from irscatter.ir.shapes import PartialShape
 from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common import strict
 from irscatter.ops.common.axes import check_axis_input, constant_axis, normalized_axis, runtime_axis
-from irscatter.ops.common.ranges import Range, indices_along
+from irscatter.ops.common.ranges import Bounds, indices_along
 from irscatter.ops.common.types import check_integral
 from irscatter.ops.registry import register
 
@@ -103,7 +103,7 @@ class Gather1(Op):
         return gather_with_zero_fill(data, indices, a, b, self.port("indices"))
 
 
-    def input_range(self, position: int, infos) -> Range | None:
+    def input_range(self, position: int, infos) -> Bounds | None:
         return indices_along(infos[0], infos[2]) if position == 1 else None
 
     def _report_outside_spec(self, indices: np.ndarray, size: int) -> None:

@@ -12,7 +12,7 @@ from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common import strict
 from irscatter.ops.common.axes import normalized_axis
 from irscatter.ops.common.indices import normalize_indices
-from irscatter.ops.common.ranges import Range, extent, indices_within
+from irscatter.ops.common.ranges import Bounds, extent, indices_within
 from irscatter.ops.registry import register
 
 
@@ -48,7 +48,7 @@ class GatherElements(Op):
                           f"away from the axis", port=self.port("indices"))
         return TensorInfo(data.etype, indices.shape)
 
-    def input_range(self, position: int, infos) -> Range | None:
+    def input_range(self, position: int, infos) -> Bounds | None:
         return indices_within(extent(infos[0], self.attrs.axis)) if position == 1 else None
 
     def compute(self, data: np.ndarray, indices: np.ndarray) -> np.ndarray:

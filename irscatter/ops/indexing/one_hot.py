@@ -30,7 +30,7 @@ from irscatter.limits import check_allocation
 from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common import strict
 from irscatter.ops.common.axes import normalized_axis
-from irscatter.ops.common.ranges import SMALL_COUNT, Range, indices_within, known_value
+from irscatter.ops.common.ranges import SMALL_COUNT, Bounds, indices_within, known_value
 from irscatter.ops.common.types import same_element_type
 from irscatter.ops.registry import register
 
@@ -68,7 +68,7 @@ class OneHot(Op):
         """Whether the spec says what a negative index gives (OneHot-16's negative_indices_mode)."""
         return False
 
-    def input_range(self, position: int, infos) -> Range | None:
+    def input_range(self, position: int, infos) -> Bounds | None:
         if position == 1:
             return SMALL_COUNT
         return indices_within(known_value(infos[1])) if position == 0 else None

@@ -25,7 +25,7 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common import strict
 from irscatter.ops.common.axes import normalized_axis
-from irscatter.ops.common.ranges import Range, extent, lengths_within
+from irscatter.ops.common.ranges import Bounds, extent, lengths_within
 from irscatter.ops.registry import register
 
 
@@ -69,7 +69,7 @@ class ReverseSequence(Op):
         s = normalized_axis(self.attrs.seq_axis, rank, port=self.port("seq_axis"), at_runtime=at_runtime)
         return b, s
 
-    def input_range(self, position: int, infos) -> Range | None:
+    def input_range(self, position: int, infos) -> Bounds | None:
         return lengths_within(extent(infos[0], self.attrs.seq_axis)) if position == 1 else None
 
     def infer(self, data: TensorInfo, seq_lengths: TensorInfo) -> TensorInfo:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from irscatter.ops.base import Op, TensorInfo
-from irscatter.ops.common.ranges import Range
+from irscatter.ops.common.ranges import Bounds
 from irscatter.ops.registry import register
 from irscatter.ops.sparse.core import (
     bag_reduce,
@@ -43,7 +43,7 @@ class OffsetsBase(Op):
     optional_inputs = 2
     mean = False
 
-    def input_range(self, position: int, infos) -> Range | None:
+    def input_range(self, position: int, infos) -> Bounds | None:
         return table_rows(self, position, infos)
 
     def infer(self, emb_table: TensorInfo, indices: TensorInfo, offsets: TensorInfo,
