@@ -247,3 +247,9 @@ def test_each_layer_runs_on_what_is_drawn_for_it(tmp_path, name):
     assert accepted_ranges(irscatter.compile_model(xml))  # a range is declared for some input
     for _ in _draws(xml, range(6)):
         pass
+
+
+def test_a_loop_trip_count_is_drawn_small_and_positive():
+    # (-1, which the default draw gives, runs the loop until its condition turns false)
+    trips = [int(feeds["trip"]) for feeds in _draws(ROOT / "tests" / "data" / "control" / "loop_while.xml")]
+    assert min(trips) >= 1 and max(trips) <= 4
