@@ -17,7 +17,7 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ir.files import require_regular
 from irscatter.limits import current as current_limits
 from irscatter.limits import tensor_size_problem
-from irscatter.runtime.interpreter import InputSpec
+from irscatter.runtime.interpreter import CompiledModel, InputSpec
 
 
 def concrete_shape(spec: InputSpec, override: Sequence[int] | None) -> tuple[int, ...]:
@@ -78,9 +78,12 @@ def random_array(etype: ElementType, shape: tuple[int, ...], rng: np.random.Gene
     return rng.integers(lo, hi + 1, shape, dtype=etype.dtype)
 
 
+Bounds = tuple[float, float]  # (lo, hi), both included
+
+
 def random_inputs(
     inputs: Sequence[InputSpec], seed: int = 0, shapes: Mapping[str, Sequence[int]] | None = None,
-    ranges: Mapping[str, tuple[float, float]] | None = None,
+    ranges: Mapping[str, Bounds] | None = None,
 ) -> dict[str, np.ndarray]:
     """A draw of each input in `inputs`: within its range in `ranges` where it has one (see
     `accepted_ranges` and `parse_ranges`), else as `random_array` draws its type."""
@@ -99,15 +102,12 @@ def random_inputs(
             out[spec.name] = array_within(spec, shape, bounds, rng)
     return out
 
-
-Bounds = tuple[float, float]
-
 # Layers whose output holds their input's values (in another type or shape): a range the layers
 # reading the output declare holds for the input too.
 _PASSING_VALUES = frozenset({"Convert", "Reshape", "Squeeze", "Unsqueeze", "Identity"})
 
 
-def accepted_ranges(compiled) -> dict[str, Bounds]:
+def accepted_ranges(compiled: CompiledModel) -> dict[str, Bounds]:
     """For each input of `compiled` that a layer declares a range for (`Op.input_range`: the
     indices, lengths and counts it accepts), the values every such reader accepts: the
     intersection of their ranges, followed through layers that pass values on unchanged. An
@@ -125,7 +125,9 @@ def accepted_ranges(compiled) -> dict[str, Bounds]:
     return out
 
 
-def _reader_ranges(compiled, readers, source: tuple[int, int]) -> list[Bounds]:
+def _reader_ranges(compiled: CompiledModel, readers: Mapping[tuple[int, int], list[tuple[int, int]]],
+                   source: tuple[int, int]) -> list[Bounds]:
+    """The ranges the layers reading `source` declare, and those reading what passes it on."""
     found, pending, seen = [], [source], {source}
     while pending:
         for lid, position in readers.get(pending.pop(), ()):

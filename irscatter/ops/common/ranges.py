@@ -38,10 +38,12 @@ def lengths_within(size: int | None) -> Bounds | None:
 
 
 def known_value(info: TensorInfo) -> int | None:
-    """The first value of a constant scalar (or one-element) input, None when not constant."""
-    if info.value is None or np.asarray(info.value).size == 0:
+    """The first value of a constant integer input (an axis, a depth, a count), None when it is
+    not constant (or not of an integer type, which inference refuses elsewhere)."""
+    value = None if info.value is None else np.asarray(info.value)
+    if value is None or value.size == 0 or value.dtype.kind not in "iu":
         return None
-    return int(np.asarray(info.value).reshape(-1)[0])
+    return int(value.reshape(-1)[0])
 
 
 def indices_along(data: TensorInfo, axis: TensorInfo) -> Bounds | None:
