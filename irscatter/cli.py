@@ -58,6 +58,7 @@ def _refuse_orphan_flags(args: argparse.Namespace) -> None:
     silently ignored."""
     for flag, value, parent, present in [
         ("--seed", args.seed, "--random", args.random), ("--shape", args.shape, "--random", args.random),
+        ("--range", args.range, "--random", args.random),
         ("--runs", args.runs, "--profile", args.profile), ("--all-layers", args.all_layers, "--profile", args.profile),
         ("--rtol", args.rtol, "--expected", args.expected), ("--atol", args.atol, "--expected", args.expected),
         ("--ulps", args.ulps, "--expected", args.expected),
@@ -219,7 +220,8 @@ def _gather_feeds(args: argparse.Namespace, compiled) -> dict[str, Any]:
             drawn = ", ".join(f"{name} as [{', '.join(map(str, shape))}]" for name, shape in defaulted.items())
             _note(f"dynamic inputs drawn at their smallest shape (lower bound, or 1): {drawn}; "
                   "--shape NAME=d0,d1,... chooses another")
-        feeds.update(model_inputs.random_inputs(missing, args.seed or 0, {**shapes, **defaulted}))
+        feeds.update(model_inputs.random_inputs(missing, args.seed or 0, {**shapes, **defaulted},
+                                                _draw_ranges(args, compiled, missing)))
     if not feeds and compiled.inputs and not getattr(args, "steps", 1) > 1:
         listed = ", ".join(f"{s.name}: {s.etype} {s.shape}" for s in compiled.inputs[:4])
         more = ", ..." if len(compiled.inputs) > 4 else ""
@@ -227,6 +229,15 @@ def _gather_feeds(args: argparse.Namespace, compiled) -> dict[str, Any]:
                          f"({listed}{more}) and nothing was fed: give --inputs FILE.npz, -i NAME=FILE.npy, "
                          f"or --random")
     return feeds
+
+
+def _draw_ranges(args: argparse.Namespace, compiled, missing) -> dict[str, tuple[float, float]]:
+    """The range each drawn input is drawn within: what the layers reading it accept, or --range."""
+    given = model_inputs.parse_ranges(args.range or [], compiled.inputs)
+    fed = sorted(set(given) - {s.name for s in missing})
+    if fed:
+        raise UsageError(f"--range {fed[0]}: that input is fed (--inputs or -i); --range bounds what --random draws")
+    return {**model_inputs.accepted_ranges(compiled), **given}
 
 
 def _is_npy(path: str) -> bool:
@@ -342,6 +353,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if len(args.files) != 1:
         raise UsageError("compare takes MODEL.xml, or two .npz files of saved tensors")
     for flag, value, parent in [("--seed", args.seed, "--random"), ("--shape", args.shape, "--random"),
+                                ("--range", args.range, "--random"),
                                 ("--bisect", args.bisect, "--whole")]:
         if value not in (None, False) and not getattr(args, parent[2:]):
             raise UsageError(f"{flag} only applies with {parent}")
@@ -826,6 +838,9 @@ def _feed_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--random", action="store_true", help="draw every input not given otherwise at random")
     parser.add_argument("--seed", type=_count(0), help="with --random: the seed (default 0)")
     parser.add_argument("--shape", action="append", metavar="NAME=d0,d1,...", help="shape to draw for a dynamic input")
+    parser.add_argument("--range", action="append", metavar="NAME=LO,HI",
+                        help="with --random: draw this input within [LO, HI] (default: what the layers reading it "
+                             "accept)")
 
 
 def _target_arguments(parser: argparse.ArgumentParser, defaults: bool) -> None:

@@ -22,7 +22,7 @@ kernel call does no parsing at all.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar
 
@@ -294,6 +294,13 @@ class Op:
         if n_outputs != self.outputs:
             check(False, "output-count",
                   f"has {self.outputs} output{'s' if self.outputs != 1 else ''}, the layer declares {n_outputs}")
+
+    def input_range(self, position: int, infos: Sequence[TensorInfo]) -> tuple[int, int] | None:
+        """The integers input `position` may hold, (lo, hi) inclusive, given what inference
+        knows of the layer's inputs (`infos`): the index, length and count inputs an op refuses
+        out of range declare it, so that drawn inputs (`--random`) are ones it accepts. None:
+        no bound is known."""
+        return None
 
     # Every op irscatter registers overrides both. A custom op registered from user code without
     # one of them is refused with a clear error rather than a traceback.

@@ -18,7 +18,7 @@ from irscatter.ir.files import require_regular
 from irscatter.limits import current as current_limits
 from irscatter.limits import tensor_size_problem
 from irscatter.metrics import Tolerance, diff, preset_for, ulp_distance
-from irscatter.runtime.interpreter import InputSpec
+from irscatter.runtime.interpreter import CompiledModel, InputSpec
 
 
 def concrete_shape(spec: InputSpec, override: Sequence[int] | None) -> tuple[int, ...]:
@@ -79,15 +79,138 @@ def random_array(etype: ElementType, shape: tuple[int, ...], rng: np.random.Gene
     return rng.integers(lo, hi + 1, shape, dtype=etype.dtype)
 
 
+Bounds = tuple[float, float]  # (lo, hi), both included
+
+
 def random_inputs(
-    inputs: Sequence[InputSpec], seed: int = 0, shapes: Mapping[str, Sequence[int]] | None = None
+    inputs: Sequence[InputSpec], seed: int = 0, shapes: Mapping[str, Sequence[int]] | None = None,
+    ranges: Mapping[str, Bounds] | None = None,
 ) -> dict[str, np.ndarray]:
+    """A draw of each input in `inputs`: within its range in `ranges` where it has one (see
+    `accepted_ranges` and `parse_ranges`), else as `random_array` draws its type."""
     rng = np.random.default_rng(seed)
-    shapes = shapes or {}
+    shapes, ranges = shapes or {}, ranges or {}
     unknown = set(shapes) - {s.name for s in inputs}
     if unknown:
         raise UsageError(f"--shape names unknown inputs: {', '.join(sorted(unknown))}")
-    return {s.name: random_array(s.etype, concrete_shape(s, shapes.get(s.name)), rng) for s in inputs}
+    out = {}
+    for spec in inputs:
+        shape = concrete_shape(spec, shapes.get(spec.name))
+        bounds = ranges.get(spec.name)
+        if bounds is None or not _takes_range(spec.etype):
+            out[spec.name] = random_array(spec.etype, shape, rng)
+        else:
+            out[spec.name] = array_within(spec, shape, bounds, rng)
+    return out
+
+# Layers whose output holds their input's values (in another type or shape): a range the layers
+# reading the output declare holds for the input too.
+_PASSING_VALUES = frozenset({"Convert", "Reshape", "Squeeze", "Unsqueeze", "Identity"})
+
+
+def accepted_ranges(compiled: CompiledModel) -> dict[str, Bounds]:
+    """For each input of `compiled` that a layer declares a range for (`Op.input_range`: the
+    indices, lengths and counts it accepts), the values every such reader accepts: the
+    intersection of their ranges, followed through layers that pass values on unchanged. An
+    empty intersection is kept (lo > hi), for the draw to refuse."""
+    readers: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for lid in compiled.order:
+        for position, source in enumerate(compiled.sources[lid]):
+            if source is not None:
+                readers.setdefault(source, []).append((lid, position))
+    out: dict[str, Bounds] = {}
+    for spec in compiled.inputs:
+        bounds = _reader_ranges(compiled, readers, (spec.layer.id, 0))
+        if bounds:
+            out[spec.name] = (max(lo for lo, _ in bounds), min(hi for _, hi in bounds))
+    return out
+
+
+def _reader_ranges(compiled: CompiledModel, readers: Mapping[tuple[int, int], list[tuple[int, int]]],
+                   source: tuple[int, int]) -> list[Bounds]:
+    """The ranges the layers reading `source` declare, and those reading what passes it on."""
+    found, pending, seen = [], [source], {source}
+    while pending:
+        for lid, position in readers.get(pending.pop(), ()):
+            op = compiled.ops.get(lid)
+            if op is None:
+                continue
+            if compiled.layers[lid].type in _PASSING_VALUES and position == 0:
+                if (lid, 0) not in seen:
+                    seen.add((lid, 0))
+                    pending.append((lid, 0))
+                continue
+            infos = tuple(None if s is None else compiled.infos.get(s) for s in compiled.sources[lid])
+            bounds = op.input_range(position, infos)
+            if bounds is not None:
+                found.append(bounds)
+    return found
+
+
+def parse_ranges(texts: Sequence[str], inputs: Sequence[InputSpec]) -> dict[str, Bounds]:
+    """`--range NAME=LO,HI` values by input name, checked: a known input of a type that takes
+    a range, two numbers (integers for an integer input, within its type), LO <= HI."""
+    by_name = {s.name: s for s in inputs}
+    out: dict[str, Bounds] = {}
+    for text in texts:
+        name, sep, rest = text.partition("=")
+        bounds = rest.split(",")
+        if not sep or not name or len(bounds) != 2:
+            raise UsageError(f'--range expects NAME=LO,HI, got "{text}"')
+        if name not in by_name:
+            raise UsageError(f"--range names no input of the model: {name} (its inputs: {', '.join(by_name)})")
+        if name in out:
+            raise UsageError(f'--range gives input "{name}" twice')
+        spec = by_name[name]
+        if not _takes_range(spec.etype):
+            raise UsageError(f"--range {text}: input {name} is {spec.etype}, whose values have no range to set")
+        lo, hi = (_range_bound(b, spec, text) for b in bounds)
+        if lo > hi:
+            raise UsageError(f"--range {text}: LO is above HI")
+        out[name] = (lo, hi)
+    return out
+
+
+def _range_bound(text: str, spec: InputSpec, whole: str) -> float:
+    try:
+        value = float(text) if spec.etype.is_float else int(text)
+    except ValueError:
+        kind = "numbers" if spec.etype.is_float else f"integers (input {spec.name} is {spec.etype})"
+        raise UsageError(f"--range {whole}: LO and HI must be {kind}") from None
+    if not spec.etype.is_float:
+        lowest, highest = _integer_limits(spec.etype)
+        if not lowest <= value <= highest:
+            raise UsageError(f"--range {whole}: {value} does not fit {spec.etype} ([{lowest}, {highest}])")
+    elif not math.isfinite(value):
+        raise UsageError(f"--range {whole}: LO and HI must be finite")
+    return value
+
+
+def _takes_range(etype: ElementType) -> bool:
+    """Booleans are drawn as booleans, strings as strings, nf4 codes as codes: no range applies."""
+    return etype not in (ElementType.boolean, ElementType.string, ElementType.nf4, ElementType.dynamic)
+
+
+def _integer_limits(etype: ElementType) -> tuple[int, int]:
+    if etype.is_signed:
+        return -(1 << (etype.bitwidth - 1)), (1 << (etype.bitwidth - 1)) - 1
+    return 0, (1 << etype.bitwidth) - 1
+
+
+def array_within(spec: InputSpec, shape: tuple[int, ...], bounds: Bounds, rng: np.random.Generator) -> np.ndarray:
+    """Values of `spec`'s type within `bounds`: integers for an integer input (and for a float
+    one whose readers count with it, as a float sequence length); floats uniform in a float
+    range given with --range. A range clipped to the type's own is drawn within what is left."""
+    lo, hi = bounds
+    if lo > hi:
+        raise UsageError(f'the layers reading input "{spec.name}" accept no value in common: give it with -i, '
+                         f"or a range with --range {spec.name}=LO,HI")
+    if spec.etype.is_float and not (float(lo).is_integer() and float(hi).is_integer()):
+        return rng.uniform(lo, hi, shape).astype(spec.etype.dtype)
+    if not spec.etype.is_float:
+        lowest, highest = _integer_limits(spec.etype)
+        lo, hi = max(lo, lowest), min(hi, highest, np.iinfo(np.int64).max - 1)  # (drawn as int64)
+    return rng.integers(int(lo), int(hi) + 1, shape, dtype=np.int64).astype(spec.etype.dtype)
 
 
 def load_npz(path: str | Path) -> dict[str, np.ndarray]:

@@ -21,6 +21,7 @@ from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import PartialShape
 from irscatter.ops.base import TensorInfo, check
+from irscatter.ops.common.ranges import SMALL_COUNT, Bounds
 from irscatter.ops.control.core import Iterating
 from irscatter.ops.registry import register
 
@@ -38,6 +39,9 @@ class Loop(Iterating):
         "loop-condition": "a loop condition (the first, or the body's) is not a boolean scalar or 1-element tensor",
         "loop-current-iteration": "the current_iteration Parameter is not an i32 or i64 scalar or 1-element tensor",
     }
+
+    def input_range(self, position: int, infos) -> Bounds | None:
+        return SMALL_COUNT if position == 0 else None  # a few iterations (-1 would run until the condition)
 
     def __init__(self, layer) -> None:
         super().__init__(layer)

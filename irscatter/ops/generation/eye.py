@@ -25,6 +25,7 @@ from irscatter.limits import check_inferred
 from irscatter.ops.base import ElementTypeAttr, Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common.axes import int_values
 from irscatter.ops.common.numeric import convert_array
+from irscatter.ops.common.ranges import SMALL_COUNT, Bounds
 from irscatter.ops.common.types import arithmetic_float, check_integral
 from irscatter.ops.generation.core import check_output
 from irscatter.ops.registry import register
@@ -49,6 +50,9 @@ class Eye(Op):
     Attrs = EyeAttrs
     inputs = ("num_rows", "num_columns", "diagonal_index", "batch_shape")
     optional_inputs = 1
+
+    def input_range(self, position: int, infos) -> Bounds | None:
+        return (SMALL_COUNT, SMALL_COUNT, (-2, 2), SMALL_COUNT)[position]
 
     def infer(self, num_rows: TensorInfo, num_columns: TensorInfo, diagonal_index: TensorInfo,
               batch_shape: TensorInfo | None = None) -> TensorInfo:

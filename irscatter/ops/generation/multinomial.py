@@ -39,6 +39,7 @@ from irscatter.ir.shapes import PartialShape
 from irscatter.limits import check_inferred
 from irscatter.ops.base import ElementTypeAttr, IRBool, Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common.numeric import compute_dtype
+from irscatter.ops.common.ranges import SMALL_COUNT, Bounds, extent, lengths_within
 from irscatter.ops.common.types import arithmetic_float, check_integral
 from irscatter.ops.generation.core import check_output, uniform_values
 from irscatter.ops.registry import register
@@ -64,6 +65,14 @@ class Multinomial(Op):
 
     Attrs = MultinomialAttrs
     inputs = ("probs", "num_samples")
+
+    def input_range(self, position: int, infos) -> Bounds | None:
+        if position != 1:
+            return None
+        classes = extent(infos[0], 1)
+        if self.attrs.with_replacement or classes is None:
+            return SMALL_COUNT if self.attrs.with_replacement else None
+        return lengths_within(min(classes, SMALL_COUNT[1]))
 
     def infer(self, probs: TensorInfo, num_samples: TensorInfo) -> TensorInfo:
         out = self.attrs.convert_type

@@ -39,6 +39,7 @@ from irscatter.ir.shapes import PartialShape
 from irscatter.limits import check_inferred
 from irscatter.ops.base import ElementTypeAttr, Lower, Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common.axes import int_values
+from irscatter.ops.common.ranges import SMALL_COUNT, Bounds
 from irscatter.ops.common.types import check_integral
 from irscatter.ops.generation.core import check_output, uniform_values
 from irscatter.ops.registry import register
@@ -65,6 +66,9 @@ class RandomUniform(Op):
 
     Attrs = RandomUniformAttrs
     inputs = ("shape", "minval", "maxval")
+
+    def input_range(self, position: int, infos) -> Bounds | None:
+        return (SMALL_COUNT, (-3, -1), (1, 3))[position]  # small dims; minval below maxval
 
     def infer(self, shape: TensorInfo, minval: TensorInfo, maxval: TensorInfo) -> TensorInfo:
         etype = self.attrs.output_type

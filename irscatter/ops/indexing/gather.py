@@ -21,6 +21,7 @@ from irscatter.ir.shapes import PartialShape
 from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common import strict
 from irscatter.ops.common.axes import check_axis_input, constant_axis, normalized_axis, runtime_axis
+from irscatter.ops.common.ranges import Bounds, indices_along
 from irscatter.ops.common.types import check_integral
 from irscatter.ops.registry import register
 
@@ -101,6 +102,9 @@ class Gather1(Op):
             self._report_outside_spec(indices, data.shape[a])
         return gather_with_zero_fill(data, indices, a, b, self.port("indices"))
 
+
+    def input_range(self, position: int, infos) -> Bounds | None:
+        return indices_along(infos[0], infos[2]) if position == 1 else None
 
     def _report_outside_spec(self, indices: np.ndarray, size: int) -> None:
         """Strict mode: Gather-1/7's spec says indices lie in [0, d-1]; irscatter applies

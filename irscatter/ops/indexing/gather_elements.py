@@ -12,6 +12,7 @@ from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common import strict
 from irscatter.ops.common.axes import normalized_axis
 from irscatter.ops.common.indices import normalize_indices
+from irscatter.ops.common.ranges import Bounds, extent, indices_within
 from irscatter.ops.registry import register
 
 
@@ -46,6 +47,9 @@ class GatherElements(Op):
                           f"indices dimension {d} ({indices.shape[d]}) must equal data's ({data.shape[d]}) "
                           f"away from the axis", port=self.port("indices"))
         return TensorInfo(data.etype, indices.shape)
+
+    def input_range(self, position: int, infos) -> Bounds | None:
+        return indices_within(extent(infos[0], self.attrs.axis)) if position == 1 else None
 
     def compute(self, data: np.ndarray, indices: np.ndarray) -> np.ndarray:
         a = normalized_axis(self.attrs.axis, data.ndim, port=self.port("axis"), at_runtime=True)

@@ -14,6 +14,7 @@ from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.ops.base import Op, TensorInfo, check
 from irscatter.ops.common import strict
 from irscatter.ops.common.indices import normalize_indices
+from irscatter.ops.common.ranges import Bounds, tuple_components_within
 from irscatter.ops.common.types import check_integral
 from irscatter.ops.indexing.gather import GatherAttrs
 from irscatter.ops.registry import register
@@ -56,6 +57,9 @@ class GatherND5(Op):
               f"indices.shape[-1] ({k}) + batch_dims ({b}) must not exceed the rank of data ({r})", port=self.port("indices"))
         dims = self._output_dims(indices.shape.dims[:b], indices.shape.dims[b:-1], data.shape.dims[b + k:])
         return TensorInfo(data.etype, PartialShape.of(dims))
+
+    def input_range(self, position: int, infos) -> Bounds | None:
+        return tuple_components_within(infos[0], infos[1], self.attrs.batch_dims) if position == 1 else None
 
     def compute(self, data: np.ndarray, indices: np.ndarray) -> np.ndarray:
         b, k = self.attrs.batch_dims, indices.shape[-1]

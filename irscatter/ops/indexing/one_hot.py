@@ -30,6 +30,7 @@ from irscatter.limits import check_allocation
 from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common import strict
 from irscatter.ops.common.axes import normalized_axis
+from irscatter.ops.common.ranges import SMALL_COUNT, Bounds, indices_within, known_value
 from irscatter.ops.common.types import same_element_type
 from irscatter.ops.registry import register
 
@@ -66,6 +67,11 @@ class OneHot(Op):
     def defines_negative(self) -> bool:
         """Whether the spec says what a negative index gives (OneHot-16's negative_indices_mode)."""
         return False
+
+    def input_range(self, position: int, infos) -> Bounds | None:
+        if position == 1:
+            return SMALL_COUNT
+        return indices_within(known_value(infos[1])) if position == 0 else None
 
     def infer(self, indices: TensorInfo, depth: TensorInfo, on_value: TensorInfo,
               off_value: TensorInfo) -> TensorInfo:

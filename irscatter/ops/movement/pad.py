@@ -40,6 +40,7 @@ from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.limits import check_allocation
 from irscatter.ops.base import Lower, Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common.axes import int_values
+from irscatter.ops.common.ranges import Bounds, extent
 from irscatter.ops.common.types import check_integral, same_element_type
 from irscatter.ops.movement.slice import PlanError, planned
 from irscatter.ops.registry import register
@@ -118,6 +119,20 @@ class PadBase(Op):
     inputs = ("data", "pads_begin", "pads_end", "pad_value")
     optional_inputs = 1
     crop = True  # whether negative pads crop (Pad-12) or are refused (Pad-1)
+
+    def input_range(self, position: int, infos) -> Bounds | None:
+        if position not in (1, 2):
+            return None
+        if self.attrs.pad_mode == "constant":
+            return (0, 2)
+        shape = infos[0].shape
+        sizes = [extent(infos[0], a) for a in range(shape.rank)] if shape.rank_is_static else [None]
+        if None in sizes:
+            return None
+        # reflect pads n-1 at most, symmetric n, edge anything but an empty axis
+        smallest = min(s for s in [2, *sizes] if s is not None)
+        limit = {"reflect": smallest - 1, "symmetric": smallest}.get(self.attrs.pad_mode, 2 if smallest else -1)
+        return (0, limit) if limit >= 0 else None
 
     def infer(self, data: TensorInfo, pads_begin: TensorInfo, pads_end: TensorInfo,
               pad_value: TensorInfo | None = None) -> TensorInfo:

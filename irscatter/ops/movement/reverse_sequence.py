@@ -25,6 +25,7 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common import strict
 from irscatter.ops.common.axes import normalized_axis
+from irscatter.ops.common.ranges import Bounds, extent, lengths_within
 from irscatter.ops.registry import register
 
 
@@ -67,6 +68,9 @@ class ReverseSequence(Op):
         b = normalized_axis(self.attrs.batch_axis, rank, port=self.port("batch_axis"), at_runtime=at_runtime)
         s = normalized_axis(self.attrs.seq_axis, rank, port=self.port("seq_axis"), at_runtime=at_runtime)
         return b, s
+
+    def input_range(self, position: int, infos) -> Bounds | None:
+        return lengths_within(extent(infos[0], self.attrs.seq_axis)) if position == 1 else None
 
     def infer(self, data: TensorInfo, seq_lengths: TensorInfo) -> TensorInfo:
         port = self.port("seq_lengths")

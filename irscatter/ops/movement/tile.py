@@ -20,6 +20,7 @@ from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.limits import check_allocation
 from irscatter.ops.base import Op, TensorInfo, check
 from irscatter.ops.common.axes import int_values
+from irscatter.ops.common.ranges import SMALL_COUNT, Bounds
 from irscatter.ops.common.types import check_integral
 from irscatter.ops.registry import register
 
@@ -51,6 +52,9 @@ class Tile(Op):
     }
 
     inputs = ("data", "repeats")
+
+    def input_range(self, position: int, infos) -> Bounds | None:
+        return SMALL_COUNT if position == 1 else None
 
     def infer(self, data: TensorInfo, repeats: TensorInfo) -> TensorInfo:
         port = self.port("repeats")

@@ -48,6 +48,7 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.ops.base import FloatList, Lower, Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common.numeric import compute_dtype, from_compute
+from irscatter.ops.common.ranges import Bounds, extent, lengths_within
 from irscatter.ops.common.types import check_float, check_integral, same_element_type
 
 
@@ -256,6 +257,11 @@ class Recurrent(Op):
         check(found >= self.activation_count, "recurrent-activations",
               f"{self.type_name} applies {self.activation_count} activation functions, "
               f"the layer names {found}", port=self.port("activations"))
+
+    def input_range(self, position: int, infos) -> Bounds | None:
+        if self.sequence and self.inputs[position] == "sequence_lengths":
+            return lengths_within(extent(infos[0], 1))  # X is [batch, seq_length, input_size]
+        return None
 
     def infer(self, *infos: TensorInfo) -> tuple[TensorInfo, ...]:
         self.check_attributes()

@@ -56,6 +56,7 @@ from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.limits import check_allocation, check_inferred
 from irscatter.ops.base import Lower, Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common.numeric import compute_dtype, from_compute
+from irscatter.ops.common.ranges import Bounds, extent, indices_within
 from irscatter.ops.common.types import check_float, check_integral, same_element_type
 from irscatter.ops.registry import register
 
@@ -252,6 +253,9 @@ class ROIAlignBase(Op):
 
     inputs = ("data", "rois", "batch_indices")
     box = 4
+
+    def input_range(self, position: int, infos) -> Bounds | None:
+        return indices_within(extent(infos[0], 0)) if position == 2 else None  # images of the batch
 
     def infer(self, data: TensorInfo, rois: TensorInfo, batch_indices: TensorInfo) -> TensorInfo:
         etype = check_data_and_rois(self, data, rois, self.box)

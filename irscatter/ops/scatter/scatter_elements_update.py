@@ -16,6 +16,7 @@ from irscatter.ops.common import strict
 from irscatter.ops.common.axes import check_axis_input, constant_axis, normalized_axis, runtime_axis
 from irscatter.ops.common.indices import check_indices
 from irscatter.ops.common.numeric import from_compute
+from irscatter.ops.common.ranges import Bounds, indices_along
 from irscatter.ops.common.types import check_integral, require_shape, same_element_type
 from irscatter.ops.registry import register
 from irscatter.ops.scatter.core import (
@@ -72,6 +73,9 @@ class ScatterElementsUpdate3(Op):
                               f"indices dimension {d} ({i_dim}) must not exceed data dimension {d} ({d_dim}) "
                               f"away from the axis", port=self.port("indices"))
         return TensorInfo(data.etype, data.shape)
+
+    def input_range(self, position: int, infos) -> Bounds | None:
+        return indices_along(infos[0], infos[3]) if position == 1 else None
 
     def compute(self, data: np.ndarray, indices: np.ndarray, updates: np.ndarray, axis: np.ndarray, *,
                 inplace: bool = False) -> np.ndarray:

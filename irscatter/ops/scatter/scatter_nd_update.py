@@ -16,6 +16,7 @@ from irscatter.ops.base import Lower, Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common import strict
 from irscatter.ops.common.indices import normalize_indices
 from irscatter.ops.common.numeric import as_rows, from_compute
+from irscatter.ops.common.ranges import Bounds, tuple_components_within
 from irscatter.ops.common.types import require_shape, same_element_type
 from irscatter.ops.registry import register
 from irscatter.ops.scatter.core import (
@@ -67,6 +68,9 @@ class ScatterNDUpdate4(Op):
                           f"updates shape {updates.shape} must be indices.shape[:-1] + data.shape[k:] = "
                           f"{shape_text(expected)} (k = {k})", port=self.port("updates"))
         return TensorInfo(data.etype, data.shape)
+
+    def input_range(self, position: int, infos) -> Bounds | None:
+        return tuple_components_within(infos[0], infos[1], 0) if position == 1 else None
 
     def compute(self, data: np.ndarray, indices: np.ndarray, updates: np.ndarray, *,
                 inplace: bool = False) -> np.ndarray:

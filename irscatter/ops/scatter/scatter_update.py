@@ -17,6 +17,7 @@ from irscatter.ops.common import strict
 from irscatter.ops.common.axes import check_axis_input, constant_axis, normalized_axis, runtime_axis
 from irscatter.ops.common.indices import normalize_indices
 from irscatter.ops.common.numeric import from_compute
+from irscatter.ops.common.ranges import Bounds, indices_along
 from irscatter.ops.common.types import check_integral, require_shape, same_element_type
 from irscatter.ops.registry import register
 from irscatter.ops.scatter.core import last_occurrence, report_duplicate_slices, scatter_output, shape_text
@@ -47,6 +48,9 @@ class ScatterUpdate(Op):
                       f"updates shape {updates.shape} must be data.shape[:axis] + indices.shape + data.shape[axis+1:]"
                       f" = {shape_text(expected)}", port=self.port("updates"))
         return TensorInfo(data.etype, data.shape)
+
+    def input_range(self, position: int, infos) -> Bounds | None:
+        return indices_along(infos[0], infos[3]) if position == 1 else None
 
     def compute(self, data: np.ndarray, indices: np.ndarray, updates: np.ndarray, axis: np.ndarray, *,
                 inplace: bool = False) -> np.ndarray:

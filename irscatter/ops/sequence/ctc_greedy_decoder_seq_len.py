@@ -30,6 +30,7 @@ from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.ops.base import IRBool, Lower, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.common.ranges import Bounds, extent, indices_within, lengths_within
 from irscatter.ops.common.types import check_float, same_element_type
 from irscatter.ops.registry import register
 from irscatter.ops.sequence.ctc_greedy_decoder import best_classes, check_classes, collapse_path, merge_dims
@@ -55,6 +56,11 @@ class CTCGreedyDecoderSeqLen(Op):
     inputs = ("data", "sequence_length", "blank_index")
     optional_inputs = 1
     outputs = 2
+
+    def input_range(self, position: int, infos) -> Bounds | None:
+        if position == 1:
+            return lengths_within(extent(infos[0], 1))  # data is [N, T, C]
+        return indices_within(extent(infos[0], 2)) if position == 2 else None
 
     def infer(self, data: TensorInfo, sequence_length: TensorInfo,
               blank_index: TensorInfo | None = None) -> tuple[TensorInfo, TensorInfo]:

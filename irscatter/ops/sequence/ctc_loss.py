@@ -42,6 +42,7 @@ import numpy as np
 from irscatter.errors import ExecutionError
 from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.common.ranges import Bounds, extent, indices_within
 from irscatter.ops.common.types import check_float, same_element_type
 from irscatter.ops.registry import register
 from irscatter.ops.sequence.ctc_greedy_decoder import merge_dims
@@ -90,6 +91,16 @@ class CTCLoss(Op):
     Attrs = CTCLossAttrs
     inputs = ("logits", "logit_length", "labels", "label_length", "blank_index")
     optional_inputs = 1
+
+    def input_range(self, position: int, infos) -> Bounds | None:
+        name, steps, classes = self.inputs[position], extent(infos[0], 1), extent(infos[0], 2)
+        if name in ("labels", "blank_index"):
+            return indices_within(classes)
+        if steps is None or name not in ("logit_length", "label_length"):
+            return None
+        # drawn apart, every label_length must still fit its logit_length: they meet halfway
+        half = (steps + 1) // 2
+        return (half, steps) if name == "logit_length" else (0, half)
 
     def infer(self, logits: TensorInfo, logit_length: TensorInfo, labels: TensorInfo, label_length: TensorInfo,
               blank_index: TensorInfo | None = None) -> TensorInfo:

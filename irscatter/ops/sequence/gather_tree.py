@@ -29,6 +29,7 @@ from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import PartialShape
 from irscatter.ops.base import Op, TensorInfo, check
+from irscatter.ops.common.ranges import Bounds, extent, indices_within, lengths_within
 from irscatter.ops.common.types import arithmetic_float, same_element_type
 from irscatter.ops.registry import register
 
@@ -42,6 +43,11 @@ class GatherTree(Op):
     }
 
     inputs = ("step_ids", "parent_ids", "max_seq_len", "end_token")
+
+    def input_range(self, position: int, infos) -> Bounds | None:
+        if position == 1:
+            return indices_within(extent(infos[0], 2))  # parents are beams of [MAX_TIME, BATCH, BEAM]
+        return lengths_within(extent(infos[0], 0)) if position == 2 else None
 
     def infer(self, step_ids: TensorInfo, parent_ids: TensorInfo, max_seq_len: TensorInfo,
               end_token: TensorInfo) -> TensorInfo:

@@ -35,6 +35,7 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.ops.base import IRBool, Lower, Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common.axes import normalized_axis
+from irscatter.ops.common.ranges import Bounds, extent, lengths_within
 from irscatter.ops.registry import register
 from irscatter.ops.sorting.core import IndexType, numeric, sort_keys, up_to
 
@@ -100,6 +101,9 @@ class TopK(Op):
 
     def check_attrs(self) -> None:
         """Attribute combinations a version refuses: none before TopK-11 (which adds `stable`)."""
+
+    def input_range(self, position: int, infos) -> Bounds | None:
+        return lengths_within(extent(infos[0], self.attrs.axis)) if position == 1 else None  # k in [1, d]
 
     def infer(self, data: TensorInfo, k: TensorInfo) -> tuple[TensorInfo, TensorInfo]:
         self.check_attrs()

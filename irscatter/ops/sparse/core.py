@@ -21,6 +21,7 @@ from irscatter.limits import check_allocation
 from irscatter.ops.base import Op, TensorInfo, check
 from irscatter.ops.common.indices import normalize_indices
 from irscatter.ops.common.numeric import as_rows, compute_dtype, from_compute
+from irscatter.ops.common.ranges import Bounds, extent, indices_within
 from irscatter.ops.common.types import arithmetic_float, same_element_type
 
 INDEX_TYPES = (ElementType.i32, ElementType.i64)
@@ -29,6 +30,13 @@ INDEX_TYPES = (ElementType.i32, ElementType.i64)
 def numeric(etype: ElementType) -> bool:
     """A type values are computed in: floats with arithmetic, integers of a byte or more."""
     return etype is ElementType.dynamic or arithmetic_float(etype) or (etype.is_integral and not etype.is_packed)
+
+
+def table_rows(op: Op, position: int, infos) -> Bounds | None:
+    """What `indices` and `default_index` may hold: rows of the table (input 0)."""
+    if op.inputs[position] in ("indices", "default_index"):
+        return indices_within(extent(infos[0], 0))
+    return None
 
 
 def check_numeric(op: Op, info: TensorInfo, name: str) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from irscatter.ops.base import Op, TensorInfo
+from irscatter.ops.common.ranges import Bounds
 from irscatter.ops.registry import register
 from irscatter.ops.sparse.core import (
     bag_reduce,
@@ -31,6 +32,7 @@ from irscatter.ops.sparse.core import (
     offset_bags,
     runtime_weights,
     same_index_type,
+    table_rows,
 )
 
 
@@ -40,6 +42,9 @@ class OffsetsBase(Op):
     inputs = ("emb_table", "indices", "offsets", "default_index", "per_sample_weights")
     optional_inputs = 2
     mean = False
+
+    def input_range(self, position: int, infos) -> Bounds | None:
+        return table_rows(self, position, infos)
 
     def infer(self, emb_table: TensorInfo, indices: TensorInfo, offsets: TensorInfo,
               default_index: TensorInfo | None = None, per_sample_weights: TensorInfo | None = None) -> TensorInfo:

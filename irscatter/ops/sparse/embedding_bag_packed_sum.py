@@ -11,8 +11,17 @@ from __future__ import annotations
 import numpy as np
 
 from irscatter.ops.base import Op, TensorInfo
+from irscatter.ops.common.ranges import Bounds
 from irscatter.ops.registry import register
-from irscatter.ops.sparse.core import bag_reduce, bag_shape, check_index, check_table, check_weights, runtime_weights
+from irscatter.ops.sparse.core import (
+    bag_reduce,
+    bag_shape,
+    check_index,
+    check_table,
+    check_weights,
+    runtime_weights,
+    table_rows,
+)
 
 
 class PackedBase(Op):
@@ -21,6 +30,9 @@ class PackedBase(Op):
     inputs = ("emb_table", "indices", "per_sample_weights")
     optional_inputs = 1
     mean = False
+
+    def input_range(self, position: int, infos) -> Bounds | None:
+        return table_rows(self, position, infos)
 
     def infer(self, emb_table: TensorInfo, indices: TensorInfo,
               per_sample_weights: TensorInfo | None = None) -> TensorInfo:

@@ -21,6 +21,7 @@ import numpy as np
 from irscatter.errors import ExecutionError
 from irscatter.ops.base import Op, TensorInfo, check
 from irscatter.ops.common.indices import normalize_indices
+from irscatter.ops.common.ranges import Bounds, indices_within, known_value
 from irscatter.ops.registry import register
 from irscatter.ops.sparse.core import (
     bag_reduce,
@@ -32,6 +33,7 @@ from irscatter.ops.sparse.core import (
     runtime_weights,
     same_index_type,
     scalar_value,
+    table_rows,
 )
 
 
@@ -43,6 +45,11 @@ class EmbeddingSegmentsSum(Op):
 
     inputs = ("emb_table", "indices", "segment_ids", "num_segments", "default_index", "per_sample_weights")
     optional_inputs = 2
+
+    def input_range(self, position: int, infos) -> Bounds | None:
+        if position == 2:
+            return indices_within(known_value(infos[3]))  # segment ids below num_segments
+        return table_rows(self, position, infos)
 
     def infer(self, emb_table: TensorInfo, indices: TensorInfo, segment_ids: TensorInfo, num_segments: TensorInfo,
               default_index: TensorInfo | None = None, per_sample_weights: TensorInfo | None = None) -> TensorInfo:

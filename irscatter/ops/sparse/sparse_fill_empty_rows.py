@@ -23,6 +23,7 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import PartialShape
 from irscatter.limits import check_allocation
 from irscatter.ops.base import Op, TensorInfo, check
+from irscatter.ops.common.ranges import SMALL_COUNT, Bounds, indices_within
 from irscatter.ops.common.types import same_element_type
 from irscatter.ops.registry import register
 from irscatter.ops.sparse.core import check_index, check_numeric
@@ -37,6 +38,14 @@ class SparseFillEmptyRows(Op):
 
     inputs = ("values", "dense_shape", "indices", "default_value")
     outputs = 3
+
+    def input_range(self, position: int, infos) -> Bounds | None:
+        if position == 1:
+            return SMALL_COUNT
+        sizes = infos[1].value
+        if position != 2 or sizes is None or np.asarray(sizes).size != 2:
+            return None
+        return indices_within(int(np.asarray(sizes).min()))  # rows and columns of the dense shape
 
     def infer(self, values: TensorInfo, dense_shape: TensorInfo, indices: TensorInfo,
               default_value: TensorInfo) -> tuple[TensorInfo, TensorInfo, TensorInfo]:
