@@ -266,7 +266,7 @@ CASES: dict[str, tuple] = {
 
 SIDE_FILES = {
     "base.inputs.npz": FEEDS,
-    "f64.inputs.npz": {**FEEDS, "x": FEEDS["x"].astype(np.float64)},
+    "f64.inputs.npz": {**FEEDS, "x": FEEDS["x"].astype(np.float64) + 0.1},  # 1.1 is no f32 value: not converted
     "shape.inputs.npz": {**FEEDS, "x": np.ones((3, 2), np.float32)},
     "rank.inputs.npz": {**FEEDS, "upd": np.ones(2, np.float32)},
     "missing.inputs.npz": {"x": FEEDS["x"]},
