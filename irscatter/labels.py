@@ -73,6 +73,7 @@ SHARED: dict[str, str] = {
     "state-busy": "a stateful model is run again from inside one of its own runs, in the same thread",
     # limits and running
     "tensor-limit": "a tensor would be larger than the tensor_elements or tensor_bytes limit",
+    "rank-limit": "a layer's output would have more than the 64 dimensions an array can have",
     "out-of-memory": "the machine could not allocate an output",
     "iteration-limit": "a Loop or TensorIterator would run more iterations than the loop_iterations limit",
     "pipe-wait": "a named pipe given as the model file had no writer within the pipe_wait_seconds limit",

@@ -21,6 +21,7 @@ from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common.axes import normalized_axis
+from irscatter.ops.common.many_axes import take_along
 from irscatter.ops.registry import register
 
 
@@ -112,4 +113,4 @@ class ReverseSequence(Op):
             source = source.T
         view = [1] * data.ndim
         view[b], view[s] = data.shape[b], data.shape[s]
-        return np.take_along_axis(data, source.reshape(view), axis=s)
+        return take_along(data, source.reshape(view), s)

@@ -1,0 +1,204 @@
+"""Hostile input, round three: what numpy cannot hold, what changes under a compiled model, and
+work that grows faster than the file asking for it. Each case ends in one clear error (or a
+right answer) quickly, never a crash, a hang or an internal error. What could crash the process
+runs in a child process, so that a crash costs one test, not the run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import layer, net, port, result, write
+
+import irscatter
+
+# --- ranks past numpy's 64 ---------------------------------------------------------------------
+
+_TYPES = {np.dtype(np.float32): ("f32", "FP32"), np.dtype(np.int64): ("i64", "I64")}
+
+
+def _ones(rank: int) -> tuple[int, ...]:
+    return (1,) * rank
+
+
+def _one_layer(folder: Path, name: str, type_: str, version: str, attrs: dict, inputs: list, outputs: int = 1,
+               dims: tuple[int, ...] = ()) -> Path:
+    """An IR of one layer under test; each input is ("param", shape, dtype) or ("const", array), each
+    output declares `dims` (none by default: a scalar, or a rank inference tells)."""
+    layers, edges, weights = [], [], b""
+    n = len(inputs)
+    for i, item in enumerate(inputs):
+        if item[0] == "param":
+            _, shape, dtype = item
+            et, precision = _TYPES[np.dtype(dtype)]
+            layers.append(layer(i, f"in{i}", "Parameter", data={"shape": ",".join(map(str, shape)), "element_type": et},
+                                outputs=[port(0, precision, shape, names=f"in{i}")]))
+        else:
+            array = np.asarray(item[1])
+            et, precision = _TYPES[array.dtype]
+            layers.append(layer(i, f"in{i}", "Const", data={"element_type": et, "shape": ",".join(map(str, array.shape)),
+                                                            "offset": len(weights), "size": array.nbytes},
+                                outputs=[port(0, precision, array.shape)]))
+            weights += array.tobytes()
+        edges.append((i, 0, n, i))
+    layers.append(layer(n, "under_test", type_, version, data=attrs, inputs=[port(i, None) for i in range(n)],
+                        outputs=[port(n + k, None, dims) for k in range(outputs)]))
+    for k in range(outputs):
+        layers.append(result(n + 1 + k, f"out{k}", dims))
+        edges.append((n, n + k, n + 1 + k, 0))
+    return write(folder, net(layers, edges), weights or None, name=name)
+
+
+_DATA40, _INDICES40 = ("param", _ones(40), np.float32), ("param", _ones(40), np.int64)
+_AXIS0 = ("const", np.array(0, np.int64))
+_SCALAR = {v: ("const", np.array(v, np.float32)) for v in (0, 1)}
+
+# Each asks for an output of more than 64 dimensions from inputs of at most 64.
+OVER_RANK = {
+    "gather1": ("Gather", "opset1", {}, [_DATA40, _INDICES40, _AXIS0]),
+    "gather7": ("Gather", "opset7", {"batch_dims": 0}, [_DATA40, _INDICES40, _AXIS0]),
+    "gather8": ("Gather", "opset8", {"batch_dims": 0}, [_DATA40, _INDICES40, _AXIS0]),
+    "gather_nd5": ("GatherND", "opset5", {"batch_dims": 0}, [_DATA40, ("const", np.zeros(_ones(39) + (1,), np.int64))]),
+    "gather_nd8": ("GatherND", "opset8", {"batch_dims": 0}, [_DATA40, ("const", np.zeros(_ones(39) + (1,), np.int64))]),
+    "tile": ("Tile", "opset1", {}, [("param", (2,), np.float32), ("const", np.ones(70, np.int64))]),
+    "unsqueeze": ("Unsqueeze", "opset1", {}, [_DATA40, ("const", np.arange(30, dtype=np.int64))]),
+    "reshape": ("Reshape", "opset1", {"special_zero": "false"}, [_DATA40, ("const", np.ones(70, np.int64))]),
+    "random_uniform": ("RandomUniform", "opset8", {"output_type": "f32", "global_seed": 1, "op_seed": 1},
+                       [("const", np.ones(70, np.int64)), _SCALAR[0], _SCALAR[1]]),
+    "eye_batch_shape": ("Eye", "opset9", {"output_type": "f32"},
+                        [("const", np.array(2, np.int64)), ("const", np.array(2, np.int64)), _AXIS0,
+                         ("const", np.ones(70, np.int64))]),
+    "one_hot": ("OneHot", "opset1", {"axis": -1}, [("param", _ones(64), np.int64), ("const", np.array(2, np.int64)),
+                                                   _SCALAR[1], _SCALAR[0]]),
+}
+
+# Each keeps its inputs' rank of 64, but a kernel worked on more axes than that (a block op splits
+# each axis in two) or indexed along every one: numpy refused, or crashed.
+_DATA64 = ("param", _ones(64), np.float32)
+_ZEROS64 = ("const", np.zeros(_ones(64), np.int64))
+AT_RANK_64 = {
+    "space_to_depth": ("SpaceToDepth", "opset1", {"block_size": 1, "mode": "blocks_first"}, [_DATA64]),
+    "depth_to_space": ("DepthToSpace", "opset1", {"block_size": 1, "mode": "depth_first"}, [_DATA64]),
+    "batch_to_space": ("BatchToSpace", "opset2", {}, [_DATA64, ("const", np.ones(64, np.int64)),
+                                                      ("const", np.zeros(64, np.int64)), ("const", np.zeros(64, np.int64))]),
+    "space_to_batch": ("SpaceToBatch", "opset2", {}, [_DATA64, ("const", np.ones(64, np.int64)),
+                                                      ("const", np.zeros(64, np.int64)), ("const", np.zeros(64, np.int64))]),
+    "top_k": ("TopK", "opset11", {"axis": 0, "mode": "max", "sort": "value", "index_element_type": "i64"},
+              [_DATA64, ("const", np.array(1, np.int64))], 2),
+    "gather_elements": ("GatherElements", "opset6", {"axis": 0}, [_DATA64, _ZEROS64]),
+    "reverse_sequence": ("ReverseSequence", "opset1", {"batch_axis": 0, "seq_axis": 1},
+                         [_DATA64, ("const", np.ones(1, np.int64))]),
+    "gather_nd": ("GatherND", "opset8", {"batch_dims": 0}, [_DATA64, ("const", np.zeros((1, 64), np.int64))]),
+    "scatter_nd_update": ("ScatterNDUpdate", "opset4", {}, [_DATA64, ("const", np.zeros((1, 64), np.int64)),
+                                                            ("param", (1,), np.float32)]),
+    "pad_edge": ("Pad", "opset1", {"pad_mode": "edge"}, [_DATA64, ("const", np.zeros(64, np.int64)),
+                                                         ("const", np.zeros(64, np.int64))]),
+    "pad_reflect": ("Pad", "opset12", {"pad_mode": "reflect"}, [_DATA64, ("const", np.zeros(64, np.int64)),
+                                                                ("const", np.zeros(64, np.int64))]),
+}
+
+# The CLI's entry point, run over many commands in one child process (a process each would take
+# a second or more apiece): each command's exit code and what it printed.
+_DRIVER = """
+import contextlib, io, json, sys
+from irscatter import cli
+verdicts = {}
+for name, argv in json.loads(sys.argv[1]).items():
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(argv)
+    verdicts[name] = [code, out.getvalue(), err.getvalue()]
+print(json.dumps(verdicts))
+"""
+
+
+def run_commands(commands: dict[str, list[str]]) -> dict[str, tuple[int, str, str]]:
+    done = subprocess.run([sys.executable, "-c", _DRIVER, json.dumps(commands)], capture_output=True, text=True, check=False,
+                          timeout=300)
+    assert done.returncode == 0, f"the child process ended with {done.returncode}: {done.stderr[-2000:]}"
+    return {name: tuple(v) for name, v in json.loads(done.stdout).items()}
+
+
+@pytest.fixture(scope="module")
+def rank_verdicts(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("ranks")
+    commands = {}
+    for name, (type_, version, attrs, inputs, *outputs) in {**OVER_RANK, **AT_RANK_64}.items():
+        dims = () if name in OVER_RANK else (1,) if name == "gather_nd" else _ones(64)
+        xml = str(_one_layer(folder, name, type_, version, attrs, inputs, *outputs or [1], dims=dims))
+        commands[f"run {name}"] = ["run", xml, "--random"]
+        commands[f"validate {name}"] = ["validate", xml]
+    parameter = _one_layer(folder, "parameter70", "Relu", "opset1", {}, [("param", _ones(70), np.float32)])
+    const = _one_layer(folder, "const70", "Relu", "opset1", {}, [("const", np.ones(_ones(64), np.float32))])
+    const.write_text(const.read_text().replace('shape="' + ",".join(["1"] * 64) + '"',
+                                               'shape="' + ",".join(["1"] * 70) + '"'))
+    for xml in (parameter, const):
+        commands[f"run {xml.stem}"] = ["run", str(xml), "--random"]
+        commands[f"validate {xml.stem}"] = ["validate", str(xml)]
+    return run_commands(commands)
+
+
+@pytest.mark.parametrize("name", sorted(OVER_RANK))
+def test_an_output_of_more_than_64_dimensions_is_refused_by_inference(rank_verdicts, name):
+    code, _, err = rank_verdicts[f"run {name}"]
+    assert code == irscatter.ValidationError.exit_code, err
+    assert err.count("\n") == 1 and err.startswith("irscatter: error: "), err
+    assert ': layer ' in err and '"under_test"' in err and " output 0: " in err, err
+    assert err.rstrip().endswith("[rank-limit]"), err
+    code, out, _ = rank_verdicts[f"validate {name}"]
+    assert code == 1 and '"under_test"' in out and "[rank-limit]" in out, out
+
+
+@pytest.mark.parametrize("name", sorted(AT_RANK_64))
+def test_a_kernel_on_inputs_of_64_dimensions_computes(rank_verdicts, name):
+    code, out, err = rank_verdicts[f"run {name}"]
+    assert code == 0 and err == "", err
+    assert out.startswith("out0: float32 [")  # the outputs printed
+    code, out, _ = rank_verdicts[f"validate {name}"]
+    assert code == 0, out
+
+
+@pytest.mark.parametrize("name", ["parameter70", "const70"])
+def test_a_model_input_or_constant_of_more_than_64_dimensions_is_refused_when_read(rank_verdicts, name):
+    for command in ("run", "validate"):
+        code, out, err = rank_verdicts[f"{command} {name}"]
+        text = err or out
+        assert code == 1, text
+        assert "has rank 70, more than the 64 dimensions an array can have" in text, text
+        assert '"in0"' in text and "internal error" not in text, text
+
+
+def test_the_kernels_of_many_axes_agree_with_their_few_axes_forms():
+    """The helpers leave out the axes of extent 1: values as if those axes were never there."""
+    rng = np.random.default_rng(0)
+    few = rng.standard_normal((2, 8, 3)).astype(np.float32)
+    many = few.reshape((2, 8) + _ones(30) + (3,) + _ones(29))
+    from irscatter.ops.functional import call
+    from irscatter.ops.registry import resolve
+
+    top_k = resolve("TopK", "opset11").cls
+    k = np.array(2, np.int64)
+    attrs = {"axis": 1, "mode": "max", "sort": "value", "index_element_type": "i64"}
+    want_values, want_indices = call(top_k, [few, k], attrs)
+    values, indices = call(top_k, [many, k], attrs)
+    np.testing.assert_array_equal(values.reshape(want_values.shape), want_values)
+    np.testing.assert_array_equal(indices.reshape(want_indices.shape), want_indices)
+
+    gather_elements = resolve("GatherElements", "opset6").cls
+    picks = rng.integers(0, 8, (2, 5, 3))
+    want = call(gather_elements, [few, picks], {"axis": 1})
+    got = call(gather_elements, [many, picks.reshape((2, 5) + many.shape[2:])], {"axis": 1})
+    np.testing.assert_array_equal(got.reshape(want.shape), want)
+
+    pad = resolve("Pad", "opset12").cls
+    begin, end = np.zeros(many.ndim, np.int64), np.zeros(many.ndim, np.int64)
+    begin[1], end[32] = 2, 1
+    want = call(pad, [few, np.array([0, 2, 0]), np.array([0, 0, 1])], {"pad_mode": "reflect"})
+    got = call(pad, [many, begin, end], {"pad_mode": "reflect"})
+    np.testing.assert_array_equal(got.reshape(want.shape), want)
+
+
