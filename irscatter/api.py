@@ -26,7 +26,12 @@ from irscatter.runtime.model import compile_model as _compile
 
 
 def read_model(xml_path: str | os.PathLike, bin_path: str | os.PathLike | None = None) -> RunnableModel:
-    """Load an IR model (`.bin` defaults to the xml's sibling); `model.run(feeds)` runs it."""
+    """Load an IR model (`.bin` defaults to the xml's sibling); `model.run(feeds)` runs it.
+
+    The `.bin` is memory-mapped and its weights read as runs need them: the model runs on the
+    file as it was when read, and refuses to compile or run (`FileAccessError`, label
+    `weights-changed`) once the file has changed since (written to, cut short, removed or
+    renamed over). Read the model again to run on the new file."""
     return loader.read_model(xml_path, bin_path, model_class=RunnableModel)  # type: ignore[return-value]
 
 

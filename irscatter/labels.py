@@ -31,6 +31,7 @@ SHARED: dict[str, str] = {
     "const-range": "a Const's bytes lie past the end of the weights file",
     "const-data": "a Const has no data to read",
     "const-attribute": "a Const's element_type, shape, offset or size is missing or malformed",
+    "weights-changed": "the weights file changed (written to, cut short, removed or replaced) after the model was read",
     # op resolution (ops/registry.py, from the opset tables in ir/opsets.py)
     "unknown-opset": "the layer's version names no opset OpenVINO has",
     "not-in-opset": "the opset holds no op of the layer's type",

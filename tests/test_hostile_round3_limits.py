@@ -6,6 +6,7 @@ runs in a child process, so that a crash costs one test, not the run."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -202,3 +203,77 @@ def test_the_kernels_of_many_axes_agree_with_their_few_axes_forms():
     np.testing.assert_array_equal(got.reshape(want.shape), want)
 
 
+
+# --- a weights file changed under a compiled model ---------------------------------------------
+
+# In a child process: a SIGBUS (a mapped page past the end of a file cut short) would kill it.
+_CHANGE_WEIGHTS = """
+import json, os, sys
+import numpy as np
+import irscatter
+xml, change = sys.argv[1], sys.argv[2]
+weights = xml[:-4] + ".bin"
+compiled = irscatter.read_model(xml).compile()
+x = np.zeros(4096, np.float32)
+before = compiled.run({"x": x})["y"]
+if change == "truncate":
+    os.truncate(weights, 8)
+else:  # the same size, other values, written into the file in place
+    with open(weights, "r+b") as f:
+        f.write(np.full(4096, 2, np.float32).tobytes())
+try:
+    after = compiled.run({"x": x})["y"]
+    print(json.dumps({"before": float(before[0]), "after": float(after[-1])}))
+except irscatter.IRError as e:
+    print(json.dumps({"before": float(before[0]), "error": str(e), "kind": type(e).__name__, "label": e.label}))
+"""
+
+
+def _weights_model(folder: Path) -> Path:
+    from helpers import add, param
+
+    n = 4096
+    const = layer(1, "w", "Const", data={"element_type": "f32", "shape": str(n), "offset": 0, "size": 4 * n},
+                  outputs=[port(0, "FP32", [n])])
+    xml = write(folder, net([param(0, "x", [n]), const, add(2, "add", [n]), result(3, "y", [n])],
+                            [(0, 0, 2, 0), (1, 0, 2, 1), (2, 2, 3, 0)]), np.ones(n, np.float32).tobytes())
+    # a file written long before it is read, as weights are: a write now changes its time for sure
+    os.utime(xml.with_suffix(".bin"), ns=(10**18, 10**18))
+    return xml
+
+
+@pytest.mark.parametrize("change", ["truncate", "rewrite"])
+def test_a_compiled_model_refuses_to_run_on_a_changed_weights_file(tmp_path, change):
+    xml = _weights_model(tmp_path)
+    done = subprocess.run([sys.executable, "-c", _CHANGE_WEIGHTS, str(xml), change], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, f"the run ended with {done.returncode}: {done.stderr[-2000:]}"
+    verdict = json.loads(done.stdout)
+    assert verdict["before"] == 1.0
+    assert "after" not in verdict, f"ran on the changed file: {verdict}"
+    assert verdict["kind"] == "FileAccessError" and verdict["label"] == "weights-changed"
+    assert verdict["error"].startswith(f"{xml.with_suffix('.bin')}: the weights file changed since the model was read")
+    assert verdict["error"].count("\n") == 0
+
+
+def test_a_model_read_before_its_weights_changed_refuses_to_compile(tmp_path):
+    xml = _weights_model(tmp_path)
+    model = irscatter.read_model(xml)
+    with open(xml.with_suffix(".bin"), "r+b") as f:
+        f.write(np.full(4, 2, np.float32).tobytes())
+    with pytest.raises(irscatter.IRError) as err:
+        model.compile()
+    assert err.value.label == "weights-changed" and err.value.exit_code == 2
+
+
+def test_a_compiled_model_on_unchanged_weights_runs_as_before(tmp_path):
+    xml = _weights_model(tmp_path)
+    compiled = irscatter.read_model(xml).compile()
+    x = np.arange(4096, dtype=np.float32)
+    first = compiled.run({"x": x})["y"]
+    os.utime(xml.with_suffix(".bin"), ns=(10**18, 10**18))  # setting the same times again changes its status
+    with pytest.raises(irscatter.IRError, match="weights-changed"):
+        compiled.run({"x": x})
+    again = irscatter.read_model(xml).compile().run({"x": x})["y"]
+    np.testing.assert_array_equal(first, again)
+    np.testing.assert_array_equal(first, x + 1)

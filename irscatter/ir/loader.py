@@ -35,7 +35,7 @@ from irscatter.ir.building import (
     read_rt_info,
 )
 from irscatter.ir.element_types import ElementType, decode
-from irscatter.ir.files import open_stream, require_regular
+from irscatter.ir.files import WeightsFile, open_stream, require_regular
 from irscatter.ir.graph import Graph, Layer, Model, gc_paused
 from irscatter.ir.shapes import MAX_DIGITS, is_decimal, parse_static_shape, read_count
 from irscatter.limits import current as current_limits
@@ -187,17 +187,22 @@ class ConstData:
         return self._value
 
 
-def _open_weights(path: Path) -> tuple[np.ndarray, Any]:
-    """Memory-map the `.bin` read-only: Const arrays become views, nothing is read up front."""
+def _open_weights(path: Path) -> tuple[np.ndarray, WeightsFile | None]:
+    """Memory-map the `.bin` read-only: Const arrays become views, nothing is read up front.
+    The file as it was mapped is what the model runs on (`WeightsFile`)."""
     try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size == 0:
-                return np.empty(0, np.uint8), None
-            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        f = open(path, "rb")  # noqa: SIM115  (kept open by the WeightsFile, to ask it whether it changed)
     except OSError as e:
         raise FileAccessError(f"cannot read weights: {e.strerror}", file=str(path)) from None
-    return np.frombuffer(mm, dtype=np.uint8), mm
+    try:
+        if os.fstat(f.fileno()).st_size == 0:
+            f.close()
+            return np.empty(0, np.uint8), None
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except OSError as e:
+        f.close()
+        raise FileAccessError(f"cannot read weights: {e.strerror}", file=str(path)) from None
+    return np.frombuffer(mm, dtype=np.uint8), WeightsFile(path, f, mm)
 
 
 def _attach_constants(ctx: ReadContext, graph: Graph, weights: np.ndarray | None, bin_label: str) -> None:

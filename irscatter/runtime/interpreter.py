@@ -162,6 +162,9 @@ class Outputs(dict):
 class CompiledModel:
     def __init__(self, model: Model) -> None:
         self.model = model
+        # The weights file as the model was read: compiling reads small constants, each run the rest.
+        self._weights_file = model._weights
+        self._check_weights()
         analysis = analyze(model)  # raises the first error; layers no Result needs are left out
         parameters, results = model.parameters, model.results
         self.order = analysis.order
@@ -479,6 +482,7 @@ class CompiledModel:
             raise UsageError(f"hook= must be callable as hook(layer, inputs, outputs); got {type(hook).__name__}")
         if timings is not None and not callable(getattr(timings, "append", None)):
             raise UsageError(f"timings= must be a list to append to; got {type(timings).__name__}")
+        self._check_weights()
         bound = self._bind(feeds)
         donated = self._donated(donate)
         # A donated buffer that another feed also reaches (the same array fed twice, or a
@@ -647,6 +651,11 @@ class CompiledModel:
     def reset_state(self) -> None:
         """Every variable back to its initial value (the next run reads it)."""
         self.variables.reset()
+
+    def _check_weights(self) -> None:
+        """Refuse to run on a weights file other than the one read (see `ir/files.py`)."""
+        if self._weights_file is not None:
+            self._weights_file.check()
 
     def new_request(self) -> CompiledModel:
         """The same compiled model with state of its own: runs of the two never share variables."""
