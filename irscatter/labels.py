@@ -15,6 +15,7 @@ SHARED: dict[str, str] = {
     "xml-size": "the .xml file is larger than the xml_bytes limit",
     "xml-elements": "the document has more elements than the xml_elements limit",
     "xml-depth": "elements nest deeper than the xml_depth limit",
+    "xml-attributes": "an element has more attributes than the xml_attributes limit",
     "xml-malformed": "the file is not well-formed XML, or holds no element",
     "doctype": "the document declares a DTD or entities, which IR files never need",
     "net-root": "the root element is not <net>",

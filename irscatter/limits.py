@@ -26,6 +26,7 @@ class Limits:
     xml_bytes: int = 512 * 2**20  # size of the .xml file (or document in memory)
     xml_elements: int = 10_000_000  # elements in the document
     xml_depth: int = 128  # element nesting (libxml2 itself stops at 256)
+    xml_attributes: int = 10_000  # attributes of any one element
     body_depth: int = 8  # sub-graph bodies nested in sub-graph layers
     tensor_elements: int = 2**32  # elements of any one tensor, inferred or computed
     tensor_bytes: int = 4 * 2**30  # bytes of any one tensor

@@ -277,3 +277,58 @@ def test_a_compiled_model_on_unchanged_weights_runs_as_before(tmp_path):
     again = irscatter.read_model(xml).compile().run({"x": x})["y"]
     np.testing.assert_array_equal(first, again)
     np.testing.assert_array_equal(first, x + 1)
+
+
+# --- elements of many attributes -------------------------------------------------------------
+
+
+def _relu_with_attributes(folder: Path, count: int, where: str) -> Path:
+    many = " ".join(f'a{i}="{i}"' for i in range(count))
+    relu = layer(1, "relu", "Relu", inputs=[port(0, "FP32", [2])], outputs=[port(1, "FP32", [2])])
+    if where == "layer":
+        relu = relu.replace('version="opset1"', f'version="opset1" {many}', 1)
+    elif where == "data":
+        relu = relu.replace("<input>", f"<data {many}/><input>", 1)
+    else:  # an rt_info attribute of the layer
+        relu = relu.replace("</layer>", f'<rt_info><attribute name="many" version="0" {many}/></rt_info></layer>', 1)
+    from helpers import param
+
+    return write(folder, net([param(0, "x", [2]), relu, result(2, "y", [2])], [(0, 0, 1, 0), (1, 1, 2, 0)]),
+                 name=f"{where}_{count}")
+
+
+@pytest.mark.parametrize("where", ["layer", "data", "rt_info"])
+def test_an_element_of_200000_attributes_is_refused_at_once(tmp_path, where):
+    import time
+
+    xml = _relu_with_attributes(tmp_path, 200_000, where)
+    assert xml.stat().st_size > 2_000_000
+    for read in (irscatter.read_model, irscatter.validate):
+        start = time.perf_counter()
+        with pytest.raises(irscatter.IRError) as err:
+            model = read(xml)
+            for finding in getattr(model, "findings", ()):
+                if finding.severity == "error":
+                    raise irscatter.IRError(finding.message, label=finding.code)
+        # reading attributes was quadratic: this took over a minute
+        assert time.perf_counter() - start < 5
+        assert err.value.label == "xml-attributes", err.value
+        assert "has 200" in err.value.message and "(irscatter.limits: xml_attributes)" in err.value.message
+
+
+@pytest.mark.parametrize("where", ["layer", "data", "rt_info"])
+def test_an_element_of_many_attributes_within_the_limit_is_read_whole_by_both_readers(tmp_path, where):
+    xml = _relu_with_attributes(tmp_path, 5000, where)
+    total = 5000 + {"layer": 4, "data": 0, "rt_info": 2}[where]  # with id, name, type and version; name and version
+    with irscatter.limits.using(xml_attributes=total):
+        fast = irscatter.read_model(xml)  # the event reader
+        from irscatter.ir.loader import read_model_collecting
+
+        tree, problems = read_model_collecting(xml)  # the tree reader
+    assert problems == []
+    for model in (fast, tree):
+        relu = model.layers[1]
+        got = {"layer": relu.extra, "data": relu.attrs, "rt_info": relu.rt_info.get("many")}[where]
+        assert len(got) == 5000 + (where == "rt_info") and got["a4321"] == "4321", where
+    with irscatter.limits.using(xml_attributes=total - 1), pytest.raises(irscatter.IRError, match="xml-attributes"):
+        irscatter.read_model(xml)

@@ -323,7 +323,7 @@ def _net_model(ctx: ReadContext, root: etree._Element) -> Model:
     else:
         ctx.ir_version = version  # validation of a bad version goes on as v11
     rt_node = first_child(root, "rt_info")
-    rt = read_rt_info(rt_node) if rt_node is not None else read_rt_info(first_child(root, "meta_data"))
+    rt = read_rt_info(rt_node if rt_node is not None else first_child(root, "meta_data"), ctx.source)
     return read_graph(ctx, root, ctx.model_class, name=root.get("name", ""), ir_version=ctx.ir_version, rt_info=rt)  # type: ignore[return-value]
 
 
