@@ -77,7 +77,8 @@ SHARED: dict[str, str] = {
     "tensor-limit": "a tensor would be larger than the tensor_elements or tensor_bytes limit",
     "rank-limit": "a layer's output would have more than the 64 dimensions an array can have",
     "out-of-memory": "the machine could not allocate an output",
-    "iteration-limit": "a Loop or TensorIterator would run more iterations than the loop_iterations limit",
+    "iteration-limit": "the Loops and TensorIterators of a run, nested ones included, would make more iterations "
+                       "than the loop_iterations limit",
     "pipe-wait": "a named pipe given as the model file had no writer within the pipe_wait_seconds limit",
     "unknown-input": "a feed names no Parameter of the model",
     "unknown-output": "a requested output names no tensor of the model",

@@ -30,7 +30,7 @@ class Limits:
     body_depth: int = 8  # sub-graph bodies nested in sub-graph layers
     tensor_elements: int = 2**32  # elements of any one tensor, inferred or computed
     tensor_bytes: int = 4 * 2**30  # bytes of any one tensor
-    loop_iterations: int = 1_000_000  # iterations of one Loop or TensorIterator run (a Loop may be unbounded)
+    loop_iterations: int = 1_000_000  # iterations of all Loops and TensorIterators in one run, nested ones included
     pipe_wait_seconds: int = 60  # how long a named pipe given as the .xml may stay without a writer
 
 

@@ -332,3 +332,109 @@ def test_an_element_of_many_attributes_within_the_limit_is_read_whole_by_both_re
         assert len(got) == 5000 + (where == "rt_info") and got["a4321"] == "4321", where
     with irscatter.limits.using(xml_attributes=total - 1), pytest.raises(irscatter.IRError, match="xml-attributes"):
         irscatter.read_model(xml)
+
+
+# --- loops inside loops ------------------------------------------------------------------------
+
+
+def _loop(lid: int, name: str, inputs: list[str], body: str, port_map: str, back: str) -> str:
+    """A Loop-5 layer: `inputs` are the precisions of its inputs (trip count and condition first),
+    one FP32 [1] output."""
+    ins = "".join(port(i, p, [1] if p == "FP32" else []) for i, p in enumerate(inputs))
+    out = port(len(inputs), "FP32", [1])
+    return (f'<layer id="{lid}" name="{name}" type="Loop" version="opset5"><port_map>{port_map}</port_map>'
+            f"<back_edges>{back}</back_edges><input>{ins}</input><output>{out}</output>"
+            f"<body>{body}</body></layer>")
+
+
+def _body(layers: list[str], edges: list[tuple[int, int, int, int]]) -> str:
+    text = net(layers, edges)
+    return text[text.index("<layers>"):text.index("</net>")]
+
+
+def _nested_loops(folder: Path, condition: str) -> Path:
+    """acc + 1, inner_trip times, inside a Loop of outer_trip iterations: acc0 + outer * inner. The
+    inner body's condition is `go` as fed ("fixed"), or whether its sum is below `bound`
+    ("computed"), which changes from one iteration to the next."""
+    from helpers import add, param
+
+    layers = [param(0, "v", [1]), param(1, "one", [1]), param(2, "go", [], "boolean", "BOOL"),
+              param(3, "bound", [1]), add(4, "step", [1]), result(5, "v_next", [1])]
+    edges = [(0, 0, 4, 0), (1, 0, 4, 1), (4, 2, 5, 0)]
+    if condition == "fixed":
+        layers.append(result(6, "go_on", [], "BOOL"))
+        edges.append((2, 0, 6, 0))
+    else:
+        layers += [layer(7, "below", "Less", data={"auto_broadcast": "numpy"},
+                         inputs=[port(0, "FP32", [1]), port(1, "FP32", [1])], outputs=[port(2, "BOOL", [1])]),
+                   result(6, "go_on", [1], "BOOL")]
+        edges += [(4, 2, 7, 0), (3, 0, 7, 1), (7, 2, 6, 0)]
+    inner_loop = _loop(4, "inner", ["I64", "BOOL", "FP32", "FP32", "BOOL", "FP32"], _body(layers, edges),
+                       '<input external_port_id="2" internal_layer_id="0"/>'
+                       '<input external_port_id="3" internal_layer_id="1"/>'
+                       '<input external_port_id="4" internal_layer_id="2"/>'
+                       '<input external_port_id="5" internal_layer_id="3"/>'
+                       '<output external_port_id="6" internal_layer_id="5"/>'
+                       '<output external_port_id="-1" internal_layer_id="6" purpose="execution_condition"/>',
+                       '<edge from-layer="5" to-layer="0"/>')
+    outer = _body([param(0, "acc", [1]), param(1, "inner_trip", [], "i64", "I64"),
+                   param(2, "go", [], "boolean", "BOOL"), param(3, "one", [1]), param(7, "bound", [1]), inner_loop,
+                   result(5, "acc_next", [1]), result(6, "go_on", [], "BOOL")],
+                  [(1, 0, 4, 0), (2, 0, 4, 1), (0, 0, 4, 2), (3, 0, 4, 3), (2, 0, 4, 4), (7, 0, 4, 5), (4, 6, 5, 0),
+                   (2, 0, 6, 0)])
+    outer_loop = _loop(5, "outer", ["I64", "BOOL", "FP32", "I64", "BOOL", "FP32", "FP32"], outer,
+                       '<input external_port_id="2" internal_layer_id="0"/>'
+                       '<input external_port_id="3" internal_layer_id="1"/>'
+                       '<input external_port_id="4" internal_layer_id="2"/>'
+                       '<input external_port_id="5" internal_layer_id="3"/>'
+                       '<input external_port_id="6" internal_layer_id="7"/>'
+                       '<output external_port_id="7" internal_layer_id="5"/>'
+                       '<output external_port_id="-1" internal_layer_id="6" purpose="execution_condition"/>',
+                       '<edge from-layer="5" to-layer="0"/>')
+    layers = [param(0, "outer_trip", [], "i64", "I64"), param(1, "inner_trip", [], "i64", "I64"),
+              param(2, "go", [], "boolean", "BOOL"), param(3, "acc0", [1]), param(4, "one", [1]),
+              param(7, "bound", [1]), outer_loop, result(6, "total", [1])]
+    edges = [(0, 0, 5, 0), (2, 0, 5, 1), (3, 0, 5, 2), (1, 0, 5, 3), (2, 0, 5, 4), (4, 0, 5, 5), (7, 0, 5, 6),
+             (5, 7, 6, 0)]
+    return write(folder, net(layers, edges), name=f"nested_loops_{condition}")
+
+
+def _nested_feeds(outer: int, inner: int) -> dict[str, np.ndarray]:
+    return {"outer_trip": np.int64(outer), "inner_trip": np.int64(inner), "go": np.bool_(True),
+            "acc0": np.zeros(1, np.float32), "one": np.ones(1, np.float32), "bound": np.full(1, 1e30, np.float32)}
+
+
+@pytest.mark.parametrize("condition", ["fixed", "computed"])
+def test_nested_loops_within_the_limit_run_every_iteration(tmp_path, condition):
+    model = irscatter.read_model(_nested_loops(tmp_path, condition))
+    with irscatter.limits.using(loop_iterations=1000):  # 30 outer and 30 * 30 inner iterations: 930
+        (total,) = model.run(_nested_feeds(30, 30)).values()
+    np.testing.assert_array_equal(total, [900.0])
+
+
+def test_nested_loops_are_held_to_the_limit_on_their_iterations_in_all(tmp_path):
+    """Each loop stays under the limit; together they would make 40 * 40 = 1600 iterations (the
+    inner one's condition changes, so nothing tells beforehand that it will not stop early)."""
+    model = irscatter.read_model(_nested_loops(tmp_path, "computed"))
+    iterations = []
+    with irscatter.limits.using(loop_iterations=1000), pytest.raises(irscatter.ExecutionError) as err:
+        model.run(_nested_feeds(40, 40), hook=lambda layer, *_: iterations.append(layer.name))
+    assert err.value.label == "iteration-limit"
+    assert "more than 1000 iterations in all" in err.value.message
+    assert '"outer"' in str(err.value)
+    assert len([name for name in iterations if name.endswith("/step")]) < 1000  # stopped at the limit
+    # a run has a budget of its own: the next one may spend it again
+    with irscatter.limits.using(loop_iterations=1000):
+        (total,) = model.run(_nested_feeds(30, 30)).values()
+    np.testing.assert_array_equal(total, [900.0])
+
+
+def test_a_million_iterations_inside_a_million_are_refused_at_once(tmp_path):
+    """The inner loop's condition never changes and its trip count is more than the run has
+    left: told in its first iteration, not after a million."""
+    model = irscatter.read_model(_nested_loops(tmp_path, "fixed"))
+    iterations = []
+    with pytest.raises(irscatter.ExecutionError) as err:
+        model.run(_nested_feeds(10**6, 10**6), hook=lambda layer, *_: iterations.append(layer.name))
+    assert err.value.label == "iteration-limit" and "would never stop" in err.value.message
+    assert len(iterations) < 20

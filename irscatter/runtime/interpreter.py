@@ -37,6 +37,7 @@ from irscatter.ir.topology import Source
 from irscatter.ops.base import Op, TensorInfo
 from irscatter.ops.common import recycle
 from irscatter.ops.common import strict as strict_mode
+from irscatter.ops.control.core import end_iteration_budget, start_iteration_budget
 from irscatter.ops.state import core as state
 from irscatter.runtime.precision import active_plan, emulating
 from irscatter.runtime.variables import VariableState
@@ -620,12 +621,14 @@ class CompiledModel:
                    hook: LayerHook | None, timings: list | None) -> dict[str, Any]:
         watching = Observer(hook, {} if intermediate else None) if (intermediate or hook is not None) else None
         token, recycling = _OBSERVER.set(watching), recycle.activate(self._recycler)
+        iterations = start_iteration_budget()
         try:
             # A float that overflows to inf or turns NaN is a value the model computes, as on any
             # device, not a Python warning (`run --check-numerics` says where one first appears).
             with state.using(self.variables, exclusive=bool(self.variable_infos)), np.errstate(all="ignore"):
                 values = self._execute(bound, intermediate, hook, donated, timings)
         finally:
+            end_iteration_budget(iterations)
             recycle.deactivate(recycling)
             _OBSERVER.reset(token)
         if intermediate:
