@@ -438,3 +438,33 @@ def test_a_million_iterations_inside_a_million_are_refused_at_once(tmp_path):
         model.run(_nested_feeds(10**6, 10**6), hook=lambda layer, *_: iterations.append(layer.name))
     assert err.value.label == "iteration-limit" and "would never stop" in err.value.message
     assert len(iterations) < 20
+
+
+# --- `irscatter examples`: a long run of spaces, a pipe without a writer ----------------------
+
+
+def test_a_document_of_spaces_after_versioned_name_is_read_in_proportion_to_its_length(tmp_path):
+    """The pattern that finds the document's op version once rescanned the spaces in three nested
+    ways: 20000 of them took 38 s. 200 KB take milliseconds now; the bound leaves room for a slow
+    machine, not for a power law."""
+    import time
+
+    from irscatter import examples
+
+    document = tmp_path / "spaces.rst"
+    document.write_text("**Versioned name**" + " " * 200_000 + "x\n")
+    start = time.perf_counter()
+    assert examples.run_document(document) == []
+    assert time.perf_counter() - start < 5
+    document.write_text("* **Versioned name**: *Gather-8*\n\n<layer id=\"1\" type=\"Gather\"/>\n")
+    assert examples._VERSIONED.search(document.read_text()).groups() == ("Gather", "8")
+
+
+def test_examples_refuses_a_pipe_that_nothing_writes_into(tmp_path):
+    fifo = tmp_path / "document.rst"
+    os.mkfifo(fifo)
+    done = subprocess.run([sys.executable, "-m", "irscatter.cli", "examples", str(fifo)], capture_output=True,
+                          text=True, timeout=120, check=False)  # it waited for a writer for ever
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == f"irscatter: error: {fifo}: document is a pipe, not a regular file: a document is read " \
+                          "whole before its examples run\n"
