@@ -79,7 +79,8 @@ SHARED: dict[str, str] = {
     "out-of-memory": "the machine could not allocate an output",
     "iteration-limit": "the Loops and TensorIterators of a run, nested ones included, would make more iterations "
                        "than the loop_iterations limit",
-    "pipe-wait": "a named pipe given as the model file had no writer within the pipe_wait_seconds limit",
+    "pipe-wait": "a named pipe given as the model file was not written to its end within the pipe_wait_seconds "
+                 "limit",
     "unknown-input": "a feed names no Parameter of the model",
     "unknown-output": "a requested output names no tensor of the model",
     "fed-twice": "one Parameter is fed twice (by name and by position)",

@@ -31,7 +31,7 @@ class Limits:
     tensor_elements: int = 2**32  # elements of any one tensor, inferred or computed
     tensor_bytes: int = 4 * 2**30  # bytes of any one tensor
     loop_iterations: int = 1_000_000  # iterations of all Loops and TensorIterators in one run, nested ones included
-    pipe_wait_seconds: int = 60  # how long a named pipe given as the .xml may stay without a writer
+    pipe_wait_seconds: int = 60  # how long reading a named pipe given as the .xml may take, to its end
 
 
 # Inference folds a layer whose inputs are all known values when its output has at most

@@ -468,3 +468,35 @@ def test_examples_refuses_a_pipe_that_nothing_writes_into(tmp_path):
     assert done.returncode == 2, done.stderr
     assert done.stderr == f"irscatter: error: {fifo}: document is a pipe, not a regular file: a document is read " \
                           "whole before its examples run\n"
+
+
+# --- a model file on a pipe whose writer stalls --------------------------------------------------
+
+
+def test_a_pipe_whose_writer_stalls_after_its_first_bytes_is_refused_within_the_wait(tmp_path):
+    import threading
+    import time
+
+    pipe = tmp_path / "model.xml"
+    os.mkfifo(pipe)
+    release = threading.Event()
+
+    def stalling_writer():
+        with open(pipe, "wb") as f:  # (waits for the reader to open its end)
+            f.write(b'<?xml version="1.0"?>\n<net name="t" version="11">\n')
+            f.flush()
+            release.wait(30)  # the reader's wait ran out long before: the reader had blocked until now
+
+    writer = threading.Thread(target=stalling_writer)
+    writer.start()
+    started = time.monotonic()
+    try:
+        with irscatter.limits.using(pipe_wait_seconds=1), pytest.raises(irscatter.FileAccessError) as err:
+            irscatter.read_model(pipe)
+        waited = time.monotonic() - started
+    finally:
+        release.set()
+        writer.join()
+    assert err.value.label == "pipe-wait"
+    assert "whose writer did not finish within 1 seconds, after 50 bytes" in err.value.message
+    assert waited < 20

@@ -1,8 +1,8 @@
 """Opening the files a user names: what kind of file each reader can take.
 
 The `.xml` is read from start to end, so it may be a pipe (`irscatter run <(gunzip -c m.xml.gz)`)
-or a device; a named pipe nobody writes into would block the read for ever, so its writer must
-start within the `pipe_wait_seconds` limit. The `.bin` is memory-mapped and `.npz`/`.npy`
+or a device; a named pipe whose writer never starts, or stalls, would block the read for ever, so
+the whole of it must be read within the `pipe_wait_seconds` limit. The `.bin` is memory-mapped and `.npz`/`.npy`
 inputs are read by seeking, so each of those must be a regular file.
 
 A memory map is a live view of its file: a `.bin` written over in place would change a
@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import select
 import stat
+import time
 from pathlib import Path
 from typing import BinaryIO
 
@@ -67,19 +68,48 @@ def _written_state(status: os.stat_result) -> tuple[int, int, int]:
     return status.st_size, status.st_mtime_ns, status.st_ctime_ns
 
 
-def open_stream(path: Path, what: str) -> BinaryIO:
-    """`path` opened for reading from start to end. A named pipe is opened without waiting for
-    a writer, which then has `pipe_wait_seconds` to start writing (OSError as from open())."""
+def read_stream(path: Path, what: str, most: int) -> bytes:
+    """The bytes of `path`, read from start to end, up to `most` of them (OSError as from open()).
+    A named pipe is opened without waiting for a writer, and read whole within `pipe_wait_seconds`
+    of opening it: a writer that never starts, or stalls after its first bytes, is an error then."""
     if not stat.S_ISFIFO(path.stat().st_mode):
-        return path.open("rb")
+        with path.open("rb") as f:  # read at once when its size is known, else in pieces
+            return f.read() if os.fstat(f.fileno()).st_size else _read_pieces(f, most)
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
-        wait = current_limits().pipe_wait_seconds
-        if not select.select([fd], [], [], wait)[0]:
-            raise FileAccessError(f"{what} is a pipe that nothing wrote into within {wait} seconds "
-                                  f"(irscatter.limits: pipe_wait_seconds)", file=str(path), label="pipe-wait")
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
+        return _read_pipe(fd, path, what, most)
+    finally:
         os.close(fd)
-        raise
+
+
+def _read_pieces(f: BinaryIO, most: int) -> bytes:
+    """Up to `most` bytes of `f`, a megabyte at a time (a read of `most` bytes at once would
+    allocate all of them first, whatever the file holds: a device has no size to ask)."""
+    pieces, total = [], 0
+    while total < most and (piece := f.read(min(1 << 20, most - total))):
+        pieces.append(piece)
+        total += len(piece)
+    return b"".join(pieces)
+
+
+def _read_pipe(fd: int, path: Path, what: str, most: int) -> bytes:
+    wait = current_limits().pipe_wait_seconds
+    deadline = time.monotonic() + wait
+    pieces: list[bytes] = []
+    total = 0
+    while total < most:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            state = (f"whose writer did not finish within {wait} seconds, after {total} bytes" if total
+                     else f"that nothing wrote into within {wait} seconds")
+            raise FileAccessError(f"{what} is a pipe {state} (irscatter.limits: pipe_wait_seconds)", file=str(path),
+                                  label="pipe-wait")
+        try:
+            piece = os.read(fd, min(1 << 20, most - total))
+        except BlockingIOError:  # woken with nothing to read after all
+            continue
+        if not piece:  # the writer closed its end
+            break
+        pieces.append(piece)
+        total += len(piece)
+    return b"".join(pieces)

@@ -35,7 +35,7 @@ from irscatter.ir.building import (
     read_rt_info,
 )
 from irscatter.ir.element_types import ElementType, decode
-from irscatter.ir.files import WeightsFile, open_stream, require_regular
+from irscatter.ir.files import WeightsFile, read_stream, require_regular
 from irscatter.ir.graph import Graph, Layer, Model, gc_paused
 from irscatter.ir.shapes import MAX_DIGITS, is_decimal, parse_static_shape, read_count
 from irscatter.limits import current as current_limits
@@ -347,8 +347,7 @@ def _read_bytes(path: Path, what: str) -> bytes:
         if size > limit:  # refused before a byte is read
             raise SecurityError(f"the {what} has {size} bytes, over the limit of {limit} (irscatter.limits: xml_bytes)",
                                 file=str(path), label="xml-size")
-        with open_stream(path, what) as f:  # a device or a pipe has no size to ask: read it in pieces, up to the limit
-            data = f.read() if size else _read_pieces(f, limit + 1)
+        data = read_stream(path, what, limit + 1)  # (a device or a pipe has no size to ask)
         if len(data) > limit:
             raise SecurityError(f"the {what} holds more than {limit} bytes, the limit (irscatter.limits: xml_bytes)",
                                 file=str(path), label="xml-size")
@@ -359,16 +358,6 @@ def _read_bytes(path: Path, what: str) -> bytes:
         raise FileAccessError(f"{what} is a directory", file=str(path)) from None
     except OSError as e:
         raise FileAccessError(f"cannot read {what}: {e.strerror}", file=str(path)) from None
-
-
-def _read_pieces(f: Any, most: int) -> bytes:
-    """Up to `most` bytes of `f`, a megabyte at a time (a read of `most` bytes at once would
-    allocate all of them first, whatever the file holds)."""
-    pieces, total = [], 0
-    while total < most and (piece := f.read(min(1 << 20, most - total))):
-        pieces.append(piece)
-        total += len(piece)
-    return b"".join(pieces)
 
 
 # A parse tree holds some ten small C allocations per element. Once freed, the C heap keeps
