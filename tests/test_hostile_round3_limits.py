@@ -500,3 +500,35 @@ def test_a_pipe_whose_writer_stalls_after_its_first_bytes_is_refused_within_the_
     assert err.value.label == "pipe-wait"
     assert "whose writer did not finish within 1 seconds, after 50 bytes" in err.value.message
     assert waited < 20
+
+
+# --- step keys far apart -------------------------------------------------------------------------
+
+_DECODER = Path(__file__).resolve().parent.parent / "models" / "stateful_decoder"
+
+
+@pytest.mark.parametrize("last", [2, 999_999])
+def test_step_keys_must_name_every_step_from_the_first(tmp_path, capsys, last):
+    """`step0/x` and `step999999/x` asked for a million steps of one value; now one line, exit 2,
+    before any step runs."""
+    from irscatter import cli
+
+    x = np.load(_DECODER / "inputs.npz")["step0/x"]
+    feeds = tmp_path / "feeds.npz"
+    np.savez(feeds, **{"step0/x": x, f"step{last}/x": x})
+    code = cli.main(["run", str(_DECODER / "model.xml"), "--inputs", str(feeds)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert err == (f"irscatter: error: the inputs are keyed for steps up to step{last}, but none for step1: step keys "
+                   "(step<k>/<name>) must name every step from step0 to the last\n")
+
+
+def test_steps_that_name_every_step_run_each_one(tmp_path, capsys):
+    from irscatter import cli
+
+    given = np.load(_DECODER / "inputs.npz")
+    feeds = tmp_path / "feeds.npz"
+    np.savez(feeds, **{f"step{k}/x": given["step0/x"] for k in range(3)})
+    out = tmp_path / "out.npz"
+    assert cli.main(["run", str(_DECODER / "model.xml"), "--inputs", str(feeds), "--output", str(out)]) == 0
+    assert sorted(k.split("/")[0] for k in np.load(out)) == ["step0", "step1", "step2"]
