@@ -202,6 +202,12 @@ def test_the_kernels_of_many_axes_agree_with_their_few_axes_forms():
     got = call(pad, [many, begin, end], {"pad_mode": "reflect"})
     np.testing.assert_array_equal(got.reshape(want.shape), want)
 
+    broadcast = resolve("Broadcast", "opset3").cls
+    target = np.array(many.shape)
+    target[5] = 4
+    got = call(broadcast, [many, target], {"mode": "numpy"})
+    np.testing.assert_array_equal(got, np.broadcast_to(many, tuple(target)))
+
 
 
 # --- a weights file changed under a compiled model ---------------------------------------------

@@ -25,6 +25,20 @@ def regroup(data: np.ndarray, split: Sequence[int], order: Sequence[int], shape:
     return grouped.transpose([position[a] for a in order if split[a] != 1]).reshape(shape)
 
 
+def broadcast_shape(*shapes: Sequence[int]) -> tuple[int, ...]:
+    """`np.broadcast_shapes` for shapes of any rank (numpy's takes at most 32 dimensions); a
+    ValueError when they do not broadcast."""
+    rank = max((len(s) for s in shapes), default=0)
+    out = [1] * rank
+    for shape in shapes:
+        for axis, n in enumerate(shape, start=rank - len(shape)):
+            if n != out[axis]:
+                if out[axis] != 1 and n != 1:
+                    raise ValueError(f"shapes {', '.join(str(list(s)) for s in shapes)} do not broadcast")
+                out[axis] = n if out[axis] == 1 else out[axis]
+    return tuple(out)
+
+
 def take_along(data: np.ndarray, indices: np.ndarray, axis: int) -> np.ndarray:
     """`np.take_along_axis(data, indices, axis)` for inputs of the same rank, of any rank."""
     # the broadcast shape of the two (np.broadcast_shapes takes at most 32 dimensions)
