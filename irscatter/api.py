@@ -31,7 +31,12 @@ def read_model(model: str | os.PathLike | bytes, weights: str | os.PathLike | by
                ) -> RunnableModel:
     """Load an IR model, as OpenVINO's `Core.read_model` takes it: the path of its `.xml` (the
     weights default to the `.bin` beside it), or the XML itself as text or bytes with the weights
-    as bytes, an array of bytes or a path. `model.run(feeds)` runs it."""
+    as bytes, an array of bytes or a path. `model.run(feeds)` runs it.
+
+    A `.bin` is memory-mapped and its weights read as runs need them: the model runs on the
+    file as it was when read, and refuses to compile or run (`FileAccessError`, label
+    `weights-changed`) once the file has changed since (written to, cut short, removed or
+    renamed over). Read the model again to run on the new file."""
     if _is_xml_text(model):
         if isinstance(weights, (str, os.PathLike)):
             weights = _read_weights(weights)

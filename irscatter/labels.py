@@ -15,6 +15,7 @@ SHARED: dict[str, str] = {
     "xml-size": "the .xml file is larger than the xml_bytes limit",
     "xml-elements": "the document has more elements than the xml_elements limit",
     "xml-depth": "elements nest deeper than the xml_depth limit",
+    "xml-attributes": "an element has more attributes than the xml_attributes limit",
     "xml-malformed": "the file is not well-formed XML, or holds no element",
     "doctype": "the document declares a DTD or entities, which IR files never need",
     "net-root": "the root element is not <net>",
@@ -36,6 +37,7 @@ SHARED: dict[str, str] = {
     "const-data": "a Const has no data to read",
     "const-attribute": "a Const's element_type, shape, offset or size is missing or malformed",
     "const-strings": "a string Const's packed bytes (count, end offsets) do not hold the strings of its shape",
+    "weights-changed": "the weights file changed (written to, cut short, removed or replaced) after the model was read",
     # op resolution (ops/registry.py, from the opset tables in ir/opsets.py)
     "unknown-opset": "the layer's version names no opset OpenVINO has",
     "not-in-opset": "the opset holds no op of the layer's type",
@@ -78,9 +80,12 @@ SHARED: dict[str, str] = {
     "state-busy": "a stateful model is run again from inside one of its own runs, in the same thread",
     # limits and running
     "tensor-limit": "a tensor would be larger than the tensor_elements or tensor_bytes limit",
+    "rank-limit": "a layer's output would have more than the 64 dimensions an array can have",
     "out-of-memory": "the machine could not allocate an output",
-    "iteration-limit": "a Loop or TensorIterator would run more iterations than the loop_iterations limit",
-    "pipe-wait": "a named pipe given as the model file had no writer within the pipe_wait_seconds limit",
+    "iteration-limit": "the Loops and TensorIterators of a run, nested ones included, would make more iterations "
+                       "than the loop_iterations limit",
+    "pipe-wait": "a named pipe given as the model file was not written to its end within the pipe_wait_seconds "
+                 "limit",
     "unknown-input": "a feed names no Parameter of the model",
     "unknown-output": "a requested output names no tensor of the model",
     "fed-twice": "one Parameter is fed twice (by name and by position)",

@@ -26,12 +26,13 @@ class Limits:
     xml_bytes: int = 512 * 2**20  # size of the .xml file (or document in memory)
     xml_elements: int = 10_000_000  # elements in the document
     xml_depth: int = 128  # element nesting (libxml2 itself stops at 256)
+    xml_attributes: int = 10_000  # attributes of any one element
     body_depth: int = 8  # sub-graph bodies nested in sub-graph layers
     tensor_elements: int = 2**32  # elements of any one tensor, inferred or computed
     tensor_bytes: int = 4 * 2**30  # bytes of any one tensor
-    loop_iterations: int = 1_000_000  # iterations of one Loop or TensorIterator run (a Loop may be unbounded)
+    loop_iterations: int = 1_000_000  # iterations of all Loops and TensorIterators in one run, nested ones included
     npz_bytes: int = 8 * 2**30  # bytes of all the arrays of one .npz file together (feeds, expected values, dumps)
-    pipe_wait_seconds: int = 60  # how long a named pipe given as the .xml may stay without a writer
+    pipe_wait_seconds: int = 60  # how long reading a named pipe given as the .xml may take, to its end
     # Not a refusal but a budget: the values of layers that depend on Consts alone (decompressed
     # weights) that a compiled model keeps, rather than computing them on every run. Set at
     # compile time; past it, the rest are computed each run (0: always).
@@ -46,6 +47,7 @@ RANGES: dict[str, tuple[int, int]] = {
     "xml_bytes": (1, 2**40),
     "xml_elements": (1, 2**40),
     "xml_depth": (1, 256),
+    "xml_attributes": (1, 2**31),
     "body_depth": (0, 64),
     "tensor_elements": (1, 2**62),
     "tensor_bytes": (1, 2**62),

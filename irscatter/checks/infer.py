@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from irscatter.errors import IRError
+from irscatter.errors import IRError, ValidationError
 from irscatter.findings import Finding
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Layer
-from irscatter.ir.shapes import PartialShape
+from irscatter.ir.shapes import MAX_RANK, PartialShape
 from irscatter.ir.topology import Source
 from irscatter.limits import FOLD_LIMIT, check_inferred
 from irscatter.ops.base import Op, TensorInfo
@@ -36,6 +36,7 @@ def infer_layer(op: Op, inputs: Sequence[TensorInfo]) -> tuple[TensorInfo, ...]:
     is a known small constant."""
     outs = _as_tuple(op.infer(*inputs))
     for pos, info in enumerate(outs):
+        _check_rank(info.shape, f"output {pos}")
         if info.shape.is_static:
             check_inferred(info.shape.to_tuple(), itemsize(info.etype), f"output {pos}")
     if (
@@ -49,6 +50,17 @@ def infer_layer(op: Op, inputs: Sequence[TensorInfo]) -> tuple[TensorInfo, ...]:
         value = np.asarray(op.compute(*(i.value for i in inputs)))
         outs = (TensorInfo(outs[0].etype, PartialShape.of(value.shape), value),)
     return outs
+
+
+def _check_rank(shape: PartialShape, port: str) -> None:
+    """No array has more than numpy's 64 dimensions, and numpy does not always say so: some of its
+    kernels crash on more. Every layer's output passes here before anything of it is computed (a
+    model's own inputs and constants are held to the same rank when read), so no kernel is handed
+    an input, or asked for an output, of a rank numpy cannot hold."""
+    dims = shape.dims
+    if dims is not None and len(dims) > MAX_RANK:
+        raise ValidationError(f"the output would have rank {len(dims)}, more than the {MAX_RANK} dimensions an "
+                              f"array can have", port=port, label="rank-limit")
 
 
 class InferenceMemo:

@@ -14,7 +14,7 @@ from typing import Any
 
 from lxml import etree
 
-from irscatter.errors import LayerRef, LoadError, elide
+from irscatter.errors import LayerRef, LoadError, SecurityError, elide
 from irscatter.ir import opsets
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import (
@@ -42,6 +42,28 @@ BODY_TAGS = {"body": "port_map", "then_body": "then_port_map", "else_body": "els
 def _elements(node: etree._Element, tag: str | None = None):
     """Child elements, skipping comments; optionally only those with `tag` (filtered in C)."""
     return node.iterchildren(tag if tag is not None else etree.Element)
+
+
+_FEW_ATTRIBUTES = 32
+
+
+def attributes_of(node: Any, source: str | None = None) -> dict[str, str]:
+    """An element's attributes as a new dict, in time linear in their number, and no more of them
+    than the `xml_attributes` limit. (lxml looks each attribute's value up by name from the first:
+    `dict(node.attrib)` of n attributes takes n^2/2 steps, over a minute for 200000; libxml2's
+    XPath hands them all over in one pass.)"""
+    attrib = node.attrib
+    count = len(attrib)  # (lxml counts them in one pass)
+    if count <= _FEW_ATTRIBUTES:
+        return dict(attrib)
+    limit = current_limits().xml_attributes
+    if count > limit:
+        raise SecurityError(f"<{node.tag}> has {count} attributes, more than the limit of {limit} "
+                            f"(irscatter.limits: xml_attributes)", file=source, line=node.sourceline,
+                            label="xml-attributes")
+    if isinstance(attrib, dict):  # (an element the event reader kept)
+        return dict(attrib)
+    return {value.attrname: str(value) for value in node.xpath("@*")}
 
 
 def first_child(node: etree._Element, tag: str) -> etree._Element | None:
@@ -149,7 +171,7 @@ def _int(ctx: ReadContext, node: etree._Element, key: str) -> int | None:
         raise ctx.error(f'<{node.tag}> has {key}="{elide(text)}", which is not an integer that fits', node) from None
 
 
-def read_rt_info(node: etree._Element | None) -> dict[str, Any]:
+def read_rt_info(node: etree._Element | None, source: str | None = None) -> dict[str, Any]:
     """`<rt_info>`: `<attribute name=...>` / `<info name= value=>` / legacy `<k value=>` children."""
     if node is None:
         return {}
@@ -157,17 +179,18 @@ def read_rt_info(node: etree._Element | None) -> dict[str, Any]:
     for child in _elements(node):
         if child.tag in ("attribute", "info") and child.get("name") is not None:
             key = child.get("name")
-            fields = {k: v for k, v in child.attrib.items() if k != "name"}
+            fields = attributes_of(child, source)
+            del fields["name"]
             nested = list(_elements(child))
             if nested:
-                out[key] = read_rt_info(child)
+                out[key] = read_rt_info(child, source)
             elif set(fields) <= {"value"}:
                 out[key] = fields.get("value", "")
             else:
                 out[key] = fields
         else:
             nested = list(_elements(child))
-            out[child.tag] = read_rt_info(child) if nested or child.get("value") is None else child.get("value")
+            out[child.tag] = read_rt_info(child, source) if nested or child.get("value") is None else child.get("value")
     return out
 
 
@@ -225,7 +248,7 @@ def make_port(ctx: ReadContext, port_id: int, precision: ElementType | None, nam
     rt_node = _readable_rt_info(ctx, rt_node)
     if names or rt_node is not None:
         return new_port(port_id, precision, _port_names(names) if names else (), PartialShape.of(dims),
-                        read_rt_info(rt_node) if rt_node is not None else {})
+                        read_rt_info(rt_node, ctx.source) if rt_node is not None else {})
     # A port without names or rt_info is its id, type and dims: ports are frozen, so layers
     # alike (mostly their inputs) share one object, some 140 bytes less a port.
     key = (port_id, precision, *dims)
@@ -250,7 +273,7 @@ def _port_names(text: str) -> tuple[str, ...]:
 
 
 def parse_layer_element(ctx: ReadContext, node: etree._Element) -> Layer:
-    attrib = dict(node.attrib)  # one conversion: lxml's attribute lookups each cost more
+    attrib = attributes_of(node, ctx.source)  # one conversion: lxml's attribute lookups each cost more
     missing = [k for k in LAYER_KEYS if k not in attrib]
     if missing:
         raise ctx.error(
@@ -264,7 +287,7 @@ def parse_layer_element(ctx: ReadContext, node: etree._Element) -> Layer:
         layer_id = _uint(ctx, node, "id", "")
     children = _first_children(ctx, node, LAYER_PARTS, node)
     data = children.get("data")
-    attrs = dict(data.attrib) if data is not None else {}
+    attrs = attributes_of(data, ctx.source) if data is not None else {}
     inputs_node, outputs_node = children.get("input"), children.get("output")
     inputs = [_port(ctx, p, "input", node) for p in inputs_node.iterchildren("port")] if inputs_node is not None else []
     outputs = [_port(ctx, p, "output", node) for p in outputs_node.iterchildren("port")] if outputs_node is not None else []
@@ -298,7 +321,7 @@ def make_layer(ctx: ReadContext, layer_id: int, attrib: dict[str, str], attrs: d
         {k: v for k, v in attrib.items() if k not in LAYER_KEYS} if len(attrib) > 4 else {},
         inputs,
         outputs,
-        read_rt_info(rt_node) if _readable_rt_info(ctx, rt_node) is not None else {},
+        read_rt_info(rt_node, ctx.source) if _readable_rt_info(ctx, rt_node) is not None else {},
         bodies,
         line,
     )

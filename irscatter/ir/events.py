@@ -200,6 +200,7 @@ class _Reader:
         self.layers_read = 0
         limits = current_limits()
         self.max_depth = min(limits.xml_depth, _LIBXML2_DEPTH)
+        self.max_attributes = limits.xml_attributes
         self.body_limit = limits.body_depth
         self.kinds: list[int] = [_TOP]
         self.items: list[Any] = [None]
@@ -231,7 +232,7 @@ class _Reader:
 
     def start(self, tag: str, attrib: dict[str, str]) -> None:
         kinds = self.kinds
-        if self.leaf is not None or len(kinds) > self.max_depth:
+        if self.leaf is not None or len(kinds) > self.max_depth or len(attrib) > self.max_attributes:
             raise Unread()
         kind = kinds[-1]
         if kind == _PORT:
@@ -395,4 +396,4 @@ class _Reader:
         rt_node = graph.kept.get("rt_info") or graph.kept.get("meta_data")  # rt_info, else the older meta_data
         self.model = self.ctx.model_class.model_construct(
             layers=graph.layers, edges=graph.edges, name=self.net_attrib.get("name", ""),
-            ir_version=self.ctx.ir_version, rt_info=read_rt_info(rt_node))
+            ir_version=self.ctx.ir_version, rt_info=read_rt_info(rt_node, self.ctx.source))

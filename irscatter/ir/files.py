@@ -1,9 +1,15 @@
 """Opening the files a user names: what kind of file each reader can take.
 
 The `.xml` is read from start to end, so it may be a pipe (`irscatter run <(gunzip -c m.xml.gz)`)
-or a device; a named pipe nobody writes into would block the read for ever, so its writer must
-start within the `pipe_wait_seconds` limit. The `.bin` is memory-mapped and `.npz`/`.npy`
+or a device; a named pipe whose writer never starts, or stalls, would block the read for ever, so
+the whole of it must be read within the `pipe_wait_seconds` limit. The `.bin` is memory-mapped and `.npz`/`.npy`
 inputs are read by seeking, so each of those must be a regular file.
+
+A memory map is a live view of its file: a `.bin` written over in place would change a
+compiled model's weights between two runs, and one cut short would kill the process (SIGBUS)
+at the next read of a page past its new end. So a model keeps the file it mapped open
+(`WeightsFile`), and refuses to run once that file has changed: written to, cut short, or its
+status changed (removed, renamed over, its times set back), which a write may hide behind.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import os
 import select
 import stat
+import time
 from pathlib import Path
 from typing import BinaryIO
 
@@ -39,19 +46,70 @@ def require_regular(path: Path, what: str, why: str) -> None:
         raise FileAccessError(f"{what} is {file_kind(mode)}, not a regular file: {why}", file=str(path))
 
 
-def open_stream(path: Path, what: str) -> BinaryIO:
-    """`path` opened for reading from start to end. A named pipe is opened without waiting for
-    a writer, which then has `pipe_wait_seconds` to start writing (OSError as from open())."""
+class WeightsFile:
+    """A weights file, open and memory-mapped (`mapping`), with its size and the times of its last
+    write and of its last change of any kind (which no writer can set back: `cp -p` and
+    `rsync --inplace -t` set the former) as it was mapped. `check()`, one `os.fstat` of the open
+    file, raises once the file differs from that."""
+
+    __slots__ = ("_as_read", "_file", "mapping", "path")
+
+    def __init__(self, path: Path, file: BinaryIO, mapping: object) -> None:
+        self.path, self._file, self.mapping = str(path), file, mapping
+        self._as_read = _written_state(os.fstat(file.fileno()))
+
+    def check(self) -> None:
+        if _written_state(os.fstat(self._file.fileno())) != self._as_read:
+            raise FileAccessError("the weights file changed since the model was read (written to, cut short, "
+                                  "removed or replaced): read the model again", file=self.path, label="weights-changed")
+
+
+def _written_state(status: os.stat_result) -> tuple[int, int, int]:
+    return status.st_size, status.st_mtime_ns, status.st_ctime_ns
+
+
+def read_stream(path: Path, what: str, most: int) -> bytes:
+    """The bytes of `path`, read from start to end, up to `most` of them (OSError as from open()).
+    A named pipe is opened without waiting for a writer, and read whole within `pipe_wait_seconds`
+    of opening it: a writer that never starts, or stalls after its first bytes, is an error then."""
     if not stat.S_ISFIFO(path.stat().st_mode):
-        return path.open("rb")
+        with path.open("rb") as f:  # read at once when its size is known, else in pieces
+            return f.read() if os.fstat(f.fileno()).st_size else _read_pieces(f, most)
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
-        wait = current_limits().pipe_wait_seconds
-        if not select.select([fd], [], [], wait)[0]:
-            raise FileAccessError(f"{what} is a pipe that nothing wrote into within {wait} seconds "
-                                  f"(irscatter.limits: pipe_wait_seconds)", file=str(path), label="pipe-wait")
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
+        return _read_pipe(fd, path, what, most)
+    finally:
         os.close(fd)
-        raise
+
+
+def _read_pieces(f: BinaryIO, most: int) -> bytes:
+    """Up to `most` bytes of `f`, a megabyte at a time (a read of `most` bytes at once would
+    allocate all of them first, whatever the file holds: a device has no size to ask)."""
+    pieces, total = [], 0
+    while total < most and (piece := f.read(min(1 << 20, most - total))):
+        pieces.append(piece)
+        total += len(piece)
+    return b"".join(pieces)
+
+
+def _read_pipe(fd: int, path: Path, what: str, most: int) -> bytes:
+    wait = current_limits().pipe_wait_seconds
+    deadline = time.monotonic() + wait
+    pieces: list[bytes] = []
+    total = 0
+    while total < most:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            state = (f"whose writer did not finish within {wait} seconds, after {total} bytes" if total
+                     else f"that nothing wrote into within {wait} seconds")
+            raise FileAccessError(f"{what} is a pipe {state} (irscatter.limits: pipe_wait_seconds)", file=str(path),
+                                  label="pipe-wait")
+        try:
+            piece = os.read(fd, min(1 << 20, most - total))
+        except BlockingIOError:  # woken with nothing to read after all
+            continue
+        if not piece:  # the writer closed its end
+            break
+        pieces.append(piece)
+        total += len(piece)
+    return b"".join(pieces)

@@ -308,7 +308,7 @@ class Model(Graph):
     bin_path: str | None = None
     bin_size: int | None = None
 
-    _weights: Any = PrivateAttr(default=None)  # keeps the memory map alive
+    _weights: Any = PrivateAttr(default=None)  # the weights file (`ir.files.WeightsFile`): keeps its memory map alive
 
     @property
     def source(self) -> str:

@@ -35,7 +35,7 @@ from irscatter.ir.building import (
     read_rt_info,
 )
 from irscatter.ir.element_types import ElementType, decode
-from irscatter.ir.files import open_stream, require_regular
+from irscatter.ir.files import WeightsFile, read_stream, require_regular
 from irscatter.ir.graph import Graph, Layer, Model, gc_paused
 from irscatter.ir.shapes import MAX_DIGITS, is_decimal, parse_static_shape, read_count
 from irscatter.limits import current as current_limits
@@ -195,17 +195,22 @@ class ConstData:
         return self._value
 
 
-def _open_weights(path: Path) -> tuple[np.ndarray, Any]:
-    """Memory-map the `.bin` read-only: Const arrays become views, nothing is read up front."""
+def _open_weights(path: Path) -> tuple[np.ndarray, WeightsFile | None]:
+    """Memory-map the `.bin` read-only: Const arrays become views, nothing is read up front.
+    The file as it was mapped is what the model runs on (`WeightsFile`)."""
     try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size == 0:
-                return np.empty(0, np.uint8), None
-            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        f = open(path, "rb")  # noqa: SIM115  (kept open by the WeightsFile, to ask it whether it changed)
     except OSError as e:
         raise FileAccessError(f"cannot read weights: {e.strerror}", file=str(path)) from None
-    return np.frombuffer(mm, dtype=np.uint8), mm
+    try:
+        if os.fstat(f.fileno()).st_size == 0:
+            f.close()
+            return np.empty(0, np.uint8), None
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except OSError as e:
+        f.close()
+        raise FileAccessError(f"cannot read weights: {e.strerror}", file=str(path)) from None
+    return np.frombuffer(mm, dtype=np.uint8), WeightsFile(path, f, mm)
 
 
 def _attach_constants(ctx: ReadContext, graph: Graph, weights: np.ndarray | None, bin_label: str) -> None:
@@ -327,7 +332,7 @@ def _net_model(ctx: ReadContext, root: etree._Element) -> Model:
         ctx.ir_version = version  # validation of a bad version goes on as v11
     _check_layers_placed(ctx, root)
     rt_node = first_child(root, "rt_info")
-    rt = read_rt_info(rt_node) if rt_node is not None else read_rt_info(first_child(root, "meta_data"))
+    rt = read_rt_info(rt_node if rt_node is not None else first_child(root, "meta_data"), ctx.source)
     return read_graph(ctx, root, ctx.model_class, name=root.get("name", ""), ir_version=ctx.ir_version, rt_info=rt)  # type: ignore[return-value]
 
 
@@ -366,8 +371,7 @@ def _read_bytes(path: Path, what: str) -> bytes:
         if size > limit:  # refused before a byte is read
             raise SecurityError(f"the {what} has {size} bytes, over the limit of {limit} (irscatter.limits: xml_bytes)",
                                 file=str(path), label="xml-size")
-        with open_stream(path, what) as f:  # a device or a pipe has no size to ask: read it in pieces, up to the limit
-            data = f.read() if size else _read_pieces(f, limit + 1)
+        data = read_stream(path, what, limit + 1)  # (a device or a pipe has no size to ask)
         if len(data) > limit:
             raise SecurityError(f"the {what} holds more than {limit} bytes, the limit (irscatter.limits: xml_bytes)",
                                 file=str(path), label="xml-size")
@@ -378,16 +382,6 @@ def _read_bytes(path: Path, what: str) -> bytes:
         raise FileAccessError(f"{what} is a directory", file=str(path)) from None
     except OSError as e:
         raise FileAccessError(f"cannot read {what}: {e.strerror}", file=str(path)) from None
-
-
-def _read_pieces(f: Any, most: int) -> bytes:
-    """Up to `most` bytes of `f`, a megabyte at a time (a read of `most` bytes at once would
-    allocate all of them first, whatever the file holds)."""
-    pieces, total = [], 0
-    while total < most and (piece := f.read(min(1 << 20, most - total))):
-        pieces.append(piece)
-        total += len(piece)
-    return b"".join(pieces)
 
 
 # A parse tree holds some ten small C allocations per element. Once freed, the C heap keeps

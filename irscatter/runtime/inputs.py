@@ -385,7 +385,9 @@ def has_steps(feeds: Mapping[str, np.ndarray]) -> bool:
 def split_steps(feeds: Mapping[str, np.ndarray], steps: int) -> list[dict[str, np.ndarray]]:
     """The feeds of each step: a feed keyed `step<k>/<name>` is input `name` from step k on (until
     a later step gives another); a feed without a step prefix is the same in every step. There
-    are `steps` steps, or as many as the prefixes name when that is more."""
+    are `steps` steps, or as many as the prefixes name when that is more. The prefixes must name
+    every step from 0 to their last (a usage error otherwise): one key `step999999/x` is more
+    likely a slip than a request for a million steps."""
     per_step: dict[int, dict[str, np.ndarray]] = {}
     plain: dict[str, np.ndarray] = {}
     for name, value in feeds.items():
@@ -394,7 +396,12 @@ def split_steps(feeds: Mapping[str, np.ndarray], steps: int) -> list[dict[str, n
             per_step.setdefault(int(m.group(1)), {})[m.group(2)] = value
         else:
             plain[name] = value
-    count = max(steps, max(per_step, default=-1) + 1)
+    named = max(per_step, default=-1) + 1
+    if len(per_step) != named:
+        missing = next(k for k in range(named) if k not in per_step)
+        raise UsageError(f"the inputs are keyed for steps up to step{named - 1}, but none for step{missing}: step keys "
+                         f"(step<k>/<name>) must name every step from step0 to the last")
+    count = max(steps, named)
     if count > 1_000_000:
         raise UsageError(f"{count} steps is more than this command will run")
     out = [dict(per_step.get(k, {})) for k in range(count)]

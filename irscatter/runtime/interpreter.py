@@ -39,6 +39,7 @@ from irscatter.ir.topology import Source
 from irscatter.ops.base import Op, TensorInfo
 from irscatter.ops.common import recycle
 from irscatter.ops.common import strict as strict_mode
+from irscatter.ops.control.core import end_iteration_budget, start_iteration_budget
 from irscatter.ops.state import core as state
 from irscatter.runtime.folding import FoldPlan, keep_once, read_only
 from irscatter.runtime.ports import InputSpec, OutputSpec
@@ -132,6 +133,9 @@ class Outputs(dict):
 class CompiledModel:
     def __init__(self, model: Model) -> None:
         self.model = model
+        # The weights file as the model was read: compiling reads small constants, each run the rest.
+        self._weights_file = model._weights
+        self._check_weights()
         analysis = analyze(model)  # raises the first error; layers no Result needs are left out
         parameters, results = model.parameters, model.results
         self.order = analysis.order
@@ -474,6 +478,7 @@ class CompiledModel:
             raise UsageError(f"hook= must be callable as hook(layer, inputs, outputs); got {type(hook).__name__}")
         if timings is not None and not callable(getattr(timings, "append", None)):
             raise UsageError(f"timings= must be a list to append to; got {type(timings).__name__}")
+        self._check_weights()
         if precision is None:
             precision = self.default_precision
         bound = self._bind(feeds)
@@ -643,12 +648,14 @@ class CompiledModel:
                    hook: LayerHook | None, timings: list | None) -> dict[str, Any]:
         watching = Observer(hook, {} if intermediate else None) if (intermediate or hook is not None) else None
         token, recycling = _OBSERVER.set(watching), recycle.activate(self._recycler)
+        iterations = start_iteration_budget()
         try:
             # A float that overflows to inf or turns NaN is a value the model computes, as on any
             # device, not a Python warning (`run --check-numerics` says where one first appears).
             with state.using(self.variables, exclusive=bool(self.variable_infos)), np.errstate(all="ignore"):
                 values = self._execute(bound, intermediate, hook, donated, timings)
         finally:
+            end_iteration_budget(iterations)
             recycle.deactivate(recycling)
             _OBSERVER.reset(token)
         if intermediate:
@@ -674,6 +681,11 @@ class CompiledModel:
     def reset_state(self) -> None:
         """Every variable back to its initial value (the next run reads it)."""
         self.variables.reset()
+
+    def _check_weights(self) -> None:
+        """Refuse to run on a weights file other than the one read (see `ir/files.py`)."""
+        if self._weights_file is not None:
+            self._weights_file.check()
 
     def new_request(self) -> CompiledModel:
         """The same compiled model with state of its own: runs of the two never share variables."""

@@ -7,11 +7,17 @@ the output port it fills. With `axis`, an input is cut into parts along that axi
 iteration, and an output is the concatenation of every iteration's value; without it, an input
 is the same in every iteration and an output is the last iteration's value. A back edge feeds a
 Result's value into a Parameter for the next iteration.
+
+The `loop_iterations` limit bounds the iterations of a whole model run, not of one loop: a
+Loop nested in another runs all its iterations in each of the outer one's, so loops of a
+thousand iterations each, three deep, would make a billion. Every iteration of every loop in
+the run spends from one budget (`IterationBudget`), which the compiled model starts per run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 
 import numpy as np
@@ -372,6 +378,17 @@ class Iterating(Op):
     # --- running ------------------------------------------------------------------------------
 
     def iterate(self, arrays: Sequence[np.ndarray], limit: int | None, first: dict[int, np.ndarray]) -> tuple:
+        budget = _BUDGET.get()
+        if budget is not None:
+            return self._iterate(arrays, limit, first, budget)
+        token = start_iteration_budget()  # a loop run on its own (ops.functional): its own budget
+        try:
+            return self._iterate(arrays, limit, first, _BUDGET.get())  # type: ignore[arg-type]
+        finally:
+            end_iteration_budget(token)
+
+    def _iterate(self, arrays: Sequence[np.ndarray], limit: int | None, first: dict[int, np.ndarray],
+                 budget: IterationBudget) -> tuple:
         """Run the body up to `limit` times (None: until `go_on` says stop) and build the outputs.
         `first` holds the owner's own Parameters (a Loop's current iteration), updated by
         `advance` after each iteration."""
@@ -399,9 +416,7 @@ class Iterating(Op):
         last: dict[int, np.ndarray] | None = None
         i = 0
         while limit is None or i < limit:
-            if i >= most:
-                raise ExecutionError(f"the loop would run more than {most} iterations (irscatter.limits: "
-                                     f"loop_iterations)", label="iteration-limit")
+            budget.spend()
             for pid, pieces in parts.items():
                 feeds[pid] = pieces[i]
             last = self.body.run(feeds, self.layer.name, f"body[{i}]")
@@ -412,10 +427,11 @@ class Iterating(Op):
             i += 1
             for rid, pid in self.back:
                 feeds[pid] = last[rid]
-            if i == 1 and (limit is None or limit > most) and self.never_stops(last):
+            if i == 1 and (limit is None or limit - 1 > budget.left) and self.never_stops(last):
                 # (a million iterations of a small body take most of a minute to find out)
                 bound = "" if limit is None else \
-                    f", and {limit} iterations are more than {most} (irscatter.limits: loop_iterations)"
+                    f", and {limit} iterations are more than the run has left of its {budget.limit} " \
+                    f"(irscatter.limits: loop_iterations)"
                 raise ExecutionError("the loop would never stop: its body's execution condition is true and reads "
                                      f"nothing that changes from one iteration to the next{bound}",
                                      label="iteration-limit")
@@ -474,3 +490,32 @@ class Iterating(Op):
                 return feeds[pid]
         raise ExecutionError("the body never ran, so this output (the last iteration's value of a body Result "
                              "that no back edge carries) has no value", label="no-iteration-value", port=port)
+
+
+class IterationBudget:
+    """The iterations the loops of one model run may still make (`loop_iterations` in all), each
+    iteration of a nested loop counted in every iteration of the loops around it."""
+
+    __slots__ = ("left", "limit")
+
+    def __init__(self) -> None:
+        self.limit = self.left = current_limits().loop_iterations
+
+    def spend(self) -> None:
+        if self.left <= 0:
+            raise ExecutionError(f"the loops of this run would make more than {self.limit} iterations in all, "
+                                 "a nested loop's counted in each iteration of the loop around it "
+                                 "(irscatter.limits: loop_iterations)", label="iteration-limit")
+        self.left -= 1
+
+
+_BUDGET: ContextVar[IterationBudget | None] = ContextVar("irscatter_iterations", default=None)
+
+
+def start_iteration_budget() -> Token:
+    """A new budget for the loops of a model run (the bodies it runs share it)."""
+    return _BUDGET.set(IterationBudget())
+
+
+def end_iteration_budget(token: Token) -> None:
+    _BUDGET.reset(token)

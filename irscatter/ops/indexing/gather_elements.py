@@ -12,6 +12,7 @@ from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common import strict
 from irscatter.ops.common.axes import normalized_axis
 from irscatter.ops.common.indices import normalize_indices
+from irscatter.ops.common.many_axes import take_along
 from irscatter.ops.common.ranges import Bounds, extent, indices_within
 from irscatter.ops.registry import register
 
@@ -61,4 +62,4 @@ class GatherElements(Op):
             strict.report_values(indices < 0, indices, label="negative-index", port=self.port("indices"),
                                  what="negative index", consequence="the spec expects [0, d-1]; irscatter counts it "
                                  "from the end, as OpenVINO's CPU plugin does (its core reference refuses it)")
-        return np.take_along_axis(data, idx, axis=a)
+        return take_along(data, idx, a)

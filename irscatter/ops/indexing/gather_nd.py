@@ -14,6 +14,7 @@ from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.ops.base import Op, TensorInfo, check
 from irscatter.ops.common import strict
 from irscatter.ops.common.indices import normalize_indices
+from irscatter.ops.common.many_axes import flat_positions
 from irscatter.ops.common.ranges import Bounds, tuple_components_within
 from irscatter.ops.common.types import check_integral
 from irscatter.ops.indexing.gather import GatherAttrs
@@ -75,7 +76,7 @@ class GatherND5(Op):
             strict.report_values(indices < 0, indices, label="negative-index", port=self.port("indices"),
                                  what="negative index component", consequence="the spec requires [0, s-1]; "
                                  "irscatter counts it from the end, as OpenVINO's reference does")
-        rows = np.ravel_multi_index(tuple(np.moveaxis(norm, -1, 0)), picked) if k else np.zeros(tuples.shape[:2], np.int64)
+        rows = flat_positions(norm, picked) if k else np.zeros(tuples.shape[:2], np.int64)
         table = data.reshape(nb, math.prod(picked), math.prod(data.shape[b + k:]))
         out = table[np.arange(nb)[:, None], rows]
         dims = self._output_dims(tuple(Dimension.static(n) for n in indices.shape[:b]),

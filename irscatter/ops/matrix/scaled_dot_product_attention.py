@@ -43,6 +43,7 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import PartialShape
 from irscatter.limits import tensor_size_problem
 from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.common.many_axes import broadcast_shape
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.common.types import check_float, same_element_type
 from irscatter.ops.registry import register
@@ -188,7 +189,7 @@ class ScaledDotProductAttention(Op):
             problem = f"the attention mask must be a scalar or have rank 2 or more, found {list(mask)}"
         elif mask:
             try:
-                np.broadcast_shapes(logits, mask)
+                broadcast_shape(logits, mask)
             except ValueError:
                 problem = f"the attention mask {list(mask)} does not broadcast to the logits {list(logits)}"
             else:

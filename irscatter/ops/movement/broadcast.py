@@ -14,6 +14,7 @@ from irscatter.ir.shapes import PartialShape
 from irscatter.limits import check_allocation
 from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common.axes import check_1d_integral, int_values
+from irscatter.ops.common.many_axes import broadcast_shape
 from irscatter.ops.registry import register
 
 
@@ -43,7 +44,7 @@ def broadcast_target(data_shape: tuple[int, ...], target: list[int], mode: str, 
     if axes is not None and any(a < 0 for a in axes):
         raise ValueError(f"axes_mapping {axes} has a negative axis")
     if mode == "bidirectional":
-        return tuple(np.broadcast_shapes(data_shape, tuple(target)))
+        return broadcast_shape(data_shape, target)
     if mode == "explicit":
         if axes is None or len(axes) != len(data_shape):
             raise ValueError(f"axes_mapping must list one target axis per data dimension ({len(data_shape)})")
@@ -53,7 +54,7 @@ def broadcast_target(data_shape: tuple[int, ...], target: list[int], mode: str, 
             if d != 1 and d != target[a]:
                 raise ValueError(f"data dimension {d} cannot broadcast to target dimension {target[a]} (axis {a})")
         return tuple(target)
-    if len(target) < len(data_shape) or tuple(np.broadcast_shapes(data_shape, tuple(target))) != tuple(target):
+    if len(target) < len(data_shape) or broadcast_shape(data_shape, target) != tuple(target):
         raise ValueError(f"data shape {list(data_shape)} cannot broadcast to {target}")
     return tuple(target)
 

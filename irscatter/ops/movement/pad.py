@@ -40,6 +40,7 @@ from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.limits import check_allocation
 from irscatter.ops.base import Lower, Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common.axes import int_values
+from irscatter.ops.common.many_axes import pick_along_each_axis
 from irscatter.ops.common.ranges import Bounds, extent
 from irscatter.ops.common.types import check_integral, same_element_type
 from irscatter.ops.movement.slice import PlanError, planned
@@ -102,7 +103,7 @@ def pad_array(data: np.ndarray, begin: list[int], end: list[int], mode: str, val
     if data.ndim == 0:
         return data.copy()
     index = [source_positions(o, n, b, mode) for n, o, b in zip(data.shape, out_shape, begin)]
-    return data[np.ix_(*index)]
+    return pick_along_each_axis(data, index)
 
 
 class PadBase(Op):

@@ -25,6 +25,7 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common import strict
 from irscatter.ops.common.axes import normalized_axis
+from irscatter.ops.common.many_axes import take_along
 from irscatter.ops.common.ranges import Bounds, extent, lengths_within
 from irscatter.ops.registry import register
 
@@ -127,4 +128,4 @@ class ReverseSequence(Op):
             source = source.T
         view = [1] * data.ndim
         view[b], view[s] = data.shape[b], data.shape[s]
-        return np.take_along_axis(data, source.reshape(view), axis=s)
+        return take_along(data, source.reshape(view), s)

@@ -15,6 +15,7 @@ from irscatter.ir.shapes import PartialShape
 from irscatter.ops.base import Lower, Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common import strict
 from irscatter.ops.common.indices import normalize_indices
+from irscatter.ops.common.many_axes import flat_positions
 from irscatter.ops.common.numeric import as_rows, from_compute
 from irscatter.ops.common.ranges import Bounds, tuple_components_within
 from irscatter.ops.common.types import require_shape, same_element_type
@@ -87,7 +88,7 @@ class ScatterNDUpdate4(Op):
         tuples = indices.reshape(math.prod(indices.shape[:-1]), k)
         norm = normalize_indices(tuples, np.array(data.shape[:k], np.int64), allow_negative=self.allow_negative,
                                  port=self.port("indices"), what="index component")
-        rows = np.ravel_multi_index(tuple(norm.T), data.shape[:k]) if k else np.zeros(len(tuples), np.int64)
+        rows = flat_positions(norm, data.shape[:k]) if k else np.zeros(len(tuples), np.int64)
         if self.reduction == "none" and strict.active():
             report_duplicate_rows(rows, indices.shape[:-1], data.shape[:k], data.ndim - k, port=self.port("indices"))
         upd2d = as_rows(updates, indices.ndim - 1).astype(out.dtype, copy=False)

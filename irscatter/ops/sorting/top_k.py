@@ -26,6 +26,7 @@ Choices where the spec is silent or says "undefined":
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Literal
 
 import numpy as np
@@ -58,7 +59,9 @@ def top_k(data: np.ndarray, axis: int, k: int, largest: bool, by_index: bool) ->
     """The k first elements of each slice along `axis` in the order (value, lower index first),
     descending values when `largest`; then reordered by index when `by_index`. Returns the
     values and their int64 indices."""
-    x = np.moveaxis(data, axis, -1)
+    moved = np.moveaxis(data, axis, -1)
+    # one row per slice: numpy sorts arrays of at most 32 dimensions
+    x = moved.reshape(math.prod(moved.shape[:-1]), moved.shape[-1])
     keys = sort_keys(x)
     n = x.shape[-1]
     if largest:
@@ -71,7 +74,8 @@ def top_k(data: np.ndarray, axis: int, k: int, largest: bool, by_index: bool) ->
     if by_index:
         chosen = np.sort(chosen, axis=-1)
     values = np.take_along_axis(x, chosen, axis=-1)
-    return np.moveaxis(values, -1, axis), np.moveaxis(chosen, -1, axis)
+    shape = (*moved.shape[:-1], chosen.shape[-1])
+    return np.moveaxis(values.reshape(shape), -1, axis), np.moveaxis(chosen.reshape(shape), -1, axis)
 
 
 @register("TopK", 1)

@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from irscatter.ir.shapes import Dimension
+from irscatter.ops.common.many_axes import regroup
 from irscatter.ops.registry import register
 from irscatter.ops.spatial.core import BatchBlocks, block_values, require
 
@@ -66,8 +67,8 @@ class BatchToSpace(BatchBlocks):
         inner = blocks[1:]
         batch, spatial = data.shape[0] // math.prod(blocks), data.shape[1:]
         # [B1, ..., B(N-1), batch', D1, ..., D(N-1)]: axis i-1 is Bi, axis N-1 the batch, N-1+i is Di
-        split = data.reshape(*inner, batch, *spatial)
+        split = (*inner, batch, *spatial)
         order = [rank - 1] + [a for i in range(rank - 1) for a in (rank + i, i)]
-        joined = split.transpose(order).reshape(batch, *(d * b for d, b in zip(spatial, inner)))
+        joined = regroup(data, split, order, (batch, *(d * b for d, b in zip(spatial, inner))))
         crop = (slice(None),) + tuple(slice(first[i], joined.shape[i] - last[i]) for i in range(1, rank))
         return joined[crop]

@@ -12,6 +12,7 @@ import numpy as np
 
 from irscatter.ir.shapes import PartialShape
 from irscatter.ops.base import Op, TensorInfo, check
+from irscatter.ops.common.many_axes import regroup
 from irscatter.ops.registry import register
 from irscatter.ops.spatial.core import BlockAttrs, channel_rank, check_block_size, divided, empty_result, scaled
 
@@ -46,9 +47,9 @@ class DepthToSpace(Op):
         if data.size == 0:
             return empty_result(data, (n, depth, *(d * size for d in spatial)))
         if self.attrs.mode == "blocks_first":  # channel = (b1, ..., bK, c')
-            split = data.reshape(n, *[size] * k, depth, *spatial)
+            split = (n, *[size] * k, depth, *spatial)
             order = [0, k + 1] + [a for i in range(k) for a in (k + 2 + i, 1 + i)]
         else:  # channel = (c', b1, ..., bK)
-            split = data.reshape(n, depth, *[size] * k, *spatial)
+            split = (n, depth, *[size] * k, *spatial)
             order = [0, 1] + [a for i in range(k) for a in (k + 2 + i, 2 + i)]
-        return split.transpose(order).reshape(n, depth, *(d * size for d in spatial))
+        return regroup(data, split, order, (n, depth, *(d * size for d in spatial)))

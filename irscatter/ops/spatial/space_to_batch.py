@@ -25,6 +25,7 @@ import numpy as np
 
 from irscatter.ir.shapes import Dimension
 from irscatter.limits import check_allocation
+from irscatter.ops.common.many_axes import regroup
 from irscatter.ops.registry import register
 from irscatter.ops.spatial.core import BatchBlocks, block_values, require
 
@@ -70,6 +71,6 @@ class SpaceToBatch(BatchBlocks):
             padded = data
         batch, inner = data.shape[0], blocks[1:]
         # [batch, P1/B1, B1, ..., P(N-1)/B(N-1), B(N-1)]: axis 1 + 2i is Pi / Bi, axis 2 + 2i its block offset
-        split = padded.reshape(batch, *(x for d, b in zip(out_dims[1:], inner) for x in (d, b)))
+        split = (batch, *(x for d, b in zip(out_dims[1:], inner) for x in (d, b)))
         order = [2 + 2 * i for i in range(rank - 1)] + [0] + [1 + 2 * i for i in range(rank - 1)]
-        return split.transpose(order).reshape(out_dims)
+        return regroup(padded, split, order, out_dims)

@@ -12,6 +12,7 @@ import numpy as np
 
 from irscatter.ir.shapes import PartialShape
 from irscatter.ops.base import Op, TensorInfo, check
+from irscatter.ops.common.many_axes import regroup
 from irscatter.ops.registry import register
 from irscatter.ops.spatial.core import BlockAttrs, channel_rank, check_block_size, divided, empty_result, scaled
 
@@ -47,7 +48,7 @@ class SpaceToDepth(Op):
         if data.size == 0:
             return empty_result(data, (n, c * size**k, *blocks))
         # [N, C, D1', b1, ..., DK', bK]: axis 2 + 2i is Di / block_size, axis 3 + 2i its block offset
-        split = data.reshape(n, c, *(x for d in blocks for x in (d, size)))
+        split = (n, c, *(x for d in blocks for x in (d, size)))
         offsets, outer = [3 + 2 * i for i in range(k)], [2 + 2 * i for i in range(k)]
         order = [0, *offsets, 1, *outer] if self.attrs.mode == "blocks_first" else [0, 1, *offsets, *outer]
-        return split.transpose(order).reshape(n, c * size**k, *blocks)
+        return regroup(data, split, order, (n, c * size**k, *blocks))
