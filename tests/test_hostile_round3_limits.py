@@ -473,7 +473,7 @@ def test_examples_refuses_a_pipe_that_nothing_writes_into(tmp_path):
                           text=True, timeout=120, check=False)  # it waited for a writer for ever
     assert done.returncode == 2, done.stderr
     assert done.stderr == f"irscatter: error: {fifo}: document is a pipe, not a regular file: a document is read " \
-                          "whole before its examples run\n"
+                          "whole\n"
 
 
 # --- a model file on a pipe whose writer stalls --------------------------------------------------
