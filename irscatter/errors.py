@@ -8,7 +8,6 @@ outwards: a kernel knows the input, the interpreter knows the layer, the loader 
 from __future__ import annotations
 
 import re
-
 from dataclasses import dataclass
 
 

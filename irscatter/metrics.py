@@ -27,7 +27,6 @@ from dataclasses import dataclass
 import numpy as np
 
 
-
 @dataclass(frozen=True)
 class Tolerance:
     rtol: float

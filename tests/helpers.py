@@ -15,7 +15,6 @@ import pytest
 
 import irscatter
 
-
 # --- OpenVINO as the oracle ------------------------------------------------------------------
 
 

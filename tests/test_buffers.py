@@ -5,10 +5,10 @@ from unittest import mock
 
 import numpy as np
 import pytest
+from helpers import layer, net, param, port, result
 
 import irscatter
 from irscatter.ops.scatter.scatter_nd_update import ScatterNDUpdate15
-from helpers import layer, net, param, port, result
 
 D = [6, 4]
 

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from helpers import add, cli, layer, net, param, port, result, write
 
 MODELS = Path(__file__).resolve().parent.parent / "models"

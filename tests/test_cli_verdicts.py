@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from helpers import cli, layer, net, port, write
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
@@ -111,13 +110,12 @@ def test_a_tensor_named_like_a_port_is_never_confused_with_it(tmp_path):
 def _stderr_on_a_terminal(*args: str) -> tuple[int, str]:
     """Run the CLI with its stderr on a pseudo-terminal (as a person sees it); its exit status and
     what it wrote there."""
+    import fcntl
     import os
     import pty
+    import struct
     import subprocess
     import sys
-
-    import fcntl
-    import struct
     import termios
 
     master, slave = pty.openpty()

@@ -17,8 +17,8 @@ from helpers import cli, cpu_note
 
 import irscatter
 from irscatter.debug import compare
-from irscatter.metrics import PRESETS, Tolerance, diff, preset_for
 from irscatter.ir.writer import IRWriter
+from irscatter.metrics import PRESETS, Tolerance, diff, preset_for
 from irscatter.runtime.inputs import split_steps
 from irscatter.targets.worker import TargetFailure, WorkerProcess
 

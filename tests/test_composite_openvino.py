@@ -3,9 +3,9 @@ and compared with OpenVINO's CPU plugin."""
 
 import numpy as np
 import pytest
+from helpers import run_ov, save_ov
 
 import irscatter
-from helpers import run_ov, save_ov
 
 ov = pytest.importorskip("openvino")
 import openvino.opset3 as o3  # noqa: E402

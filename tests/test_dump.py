@@ -10,9 +10,9 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
+from helpers import cli, layer, net, param, port, result, write
 
 import irscatter
-from helpers import cli, layer, net, param, port, result, write
 from irscatter.debug import dump
 from irscatter.errors import UsageError
 

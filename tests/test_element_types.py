@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
+from helpers import run_ov, save_ov
 
 import irscatter
 from irscatter.ir.element_types import ElementType, decode, decode_strings, encode, encode_strings
-from helpers import run_ov, save_ov
 
 
 @pytest.mark.parametrize(

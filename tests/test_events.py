@@ -10,13 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
+from test_fuzz import mutated_model
 
 import irscatter
 from irscatter import limits
 from irscatter.errors import IRError
 from irscatter.ir import events, loader
 from irscatter.ir.building import ReadContext
-from test_fuzz import mutated_model
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = sorted([*ROOT.glob("models/*/model.xml"), *ROOT.glob("tests/corpus/hostile/*.xml"),

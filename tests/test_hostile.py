@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import cli as run_cli
+from helpers import kernel_hidden
 
 import irscatter
 from irscatter import cli
 from irscatter.runtime import inputs as model_inputs
-from helpers import cli as run_cli
-from helpers import kernel_hidden
 
 CORPUS = Path(__file__).resolve().parent / "corpus" / "hostile"
 CASES = json.loads((CORPUS / "cases.json").read_text())

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import layer, net, param, port, result
 
 import irscatter
 from irscatter.checks import analysis, infer
-from helpers import layer, net, param, port, result
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -5,10 +5,10 @@ import weakref
 
 import numpy as np
 import pytest
+from helpers import add, kernel_hidden, layer, net, param, port, result, write
 
 import irscatter
 from irscatter.errors import ExecutionError, ValidationError
-from helpers import add, kernel_hidden, layer, net, param, port, result, write
 
 
 def _chain(tmp_path, n=4, shuffle=False):

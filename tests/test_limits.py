@@ -3,10 +3,10 @@ parsed or allocated, with an error naming the layer and port."""
 
 import numpy as np
 import pytest
+from helpers import layer, net, param, port, result
 
 import irscatter
 from irscatter import limits
-from helpers import layer, net, param, port, result
 
 
 def _one(type_, version, data, ins, out_dims, extra_layers=(), edges=(), weights=b""):

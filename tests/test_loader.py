@@ -8,11 +8,11 @@ import time
 
 import numpy as np
 import pytest
+from helpers import layer, net, param, port, result, save_ov, write
 
 import irscatter
 from irscatter.errors import FileAccessError, LoadError
 from irscatter.ir.graph import split_names
-from helpers import layer, net, param, port, result, save_ov, write
 
 ov = pytest.importorskip("openvino")
 import openvino.opset15 as ops  # noqa: E402

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import layer, net, param, port, result, write
 
 import irscatter
 from irscatter.ops.indexing.gather import Gather8
-from irscatter.ops.scatter.scatter_elements_update import ScatterElementsUpdate12
 from irscatter.ops.movement.concat import Concat
-from helpers import layer, net, param, port, result, write
+from irscatter.ops.scatter.scatter_elements_update import ScatterElementsUpdate12
 
 
 def test_port_names_come_from_the_declared_inputs():

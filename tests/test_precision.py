@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import cli, cpu_note, layer, net, port, write
 
 import irscatter
-from helpers import cli, cpu_note, layer, net, port, write
 from irscatter.runtime.precision import RoundingPlan, emulated_precision, emulating, rounded
 
 CONTROL = Path(__file__).parent / "data" / "control"

@@ -3,10 +3,10 @@
 from pathlib import Path
 
 import numpy as np
+from helpers import cli
 
 import irscatter
 from irscatter.runtime.profile import profile
-from helpers import cli
 
 MODEL = Path(__file__).resolve().parent.parent / "models" / "paged_kv_cache"
 

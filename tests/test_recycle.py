@@ -7,10 +7,10 @@ import threading
 import ml_dtypes
 import numpy as np
 import pytest
+from helpers import layer, net, param, port, result
 
 import irscatter
 from irscatter.ops.common import recycle
-from helpers import layer, net, param, port, result
 
 ROWS, WIDTH = 4096, 128  # 2 MiB of f32: above recycle.MIN_BYTES
 D = [ROWS, WIDTH]

@@ -3,10 +3,10 @@
 import time
 
 import pytest
+from helpers import write
 
 import irscatter
 from irscatter.errors import LoadError, SecurityError
-from helpers import write
 
 BILLION_LAUGHS = """<?xml version="1.0"?>
 <!DOCTYPE net [

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import cli, layer, net, one_layer_ir, param, port, result, write
 
 import irscatter
 from irscatter.checks.conformance import finding_line
 from irscatter.ops.common import strict
-from helpers import cli, layer, net, one_layer_ir, param, port, result, write
 
 I32_MIN = np.iinfo(np.int32).min
 

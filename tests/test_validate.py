@@ -12,9 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import kernel_hidden, save_ov
 
 import irscatter
-from helpers import kernel_hidden, save_ov
 from irscatter.cli import main
 
 CORPUS = Path(__file__).parent / "corpus" / "validate"

@@ -17,9 +17,8 @@ import argparse
 import json
 from pathlib import Path
 
-import numpy as np
-
 import jax
+import numpy as np
 
 jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_platforms", "cpu")

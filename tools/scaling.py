@@ -15,9 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 import bench
+import numpy as np
 
 STEPS = (1.0, 2.52, 6.35, 16.0)  # geometric: 16 ** (i / 3)
 LIMIT = 1.1

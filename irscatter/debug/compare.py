@@ -32,11 +32,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from irscatter.metrics import TensorDiff, Tolerance, diff, preset_for
+from irscatter.debug.extract import BOUNDARY, Written, first_holding, prefix, steps, tensor_key, typed, write
 from irscatter.errors import PATTERN_ERRORS, UsageError, elide
 from irscatter.ir.graph import Layer
-from irscatter.debug.extract import BOUNDARY, Written, first_holding, prefix, steps, tensor_key, typed, write
 from irscatter.ir.writer import IRWriter
+from irscatter.metrics import TensorDiff, Tolerance, diff, preset_for
 from irscatter.runtime.interpreter import CompiledModel
 from irscatter.runtime.precision import GraphView, kept_in_f32
 from irscatter.targets.openvino import exactly_as

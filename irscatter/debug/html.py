@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from irscatter.debug.compare import LayerResult, Report, TensorResult, summary_line
-from irscatter.metrics import TensorDiff
 from irscatter.errors import UsageError
+from irscatter.metrics import TensorDiff
 
 INSTALL_HINT = "pip install irscatter[report]"
 # What the target did to a layer when it gave no values to judge.

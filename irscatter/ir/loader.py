@@ -41,7 +41,6 @@ from irscatter.ir.shapes import MAX_DIGITS, is_decimal, parse_static_shape, read
 from irscatter.limits import current as current_limits
 from irscatter.limits import tensor_size_problem
 
-
 # --- secure XML ---------------------------------------------------------------------------
 
 

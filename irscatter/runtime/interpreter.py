@@ -43,8 +43,8 @@ from irscatter.ops.control.core import end_iteration_budget, start_iteration_bud
 from irscatter.ops.state import core as state
 from irscatter.runtime.folding import FoldPlan, keep_once, read_only
 from irscatter.runtime.ports import InputSpec, OutputSpec
-from irscatter.runtime.request import InferRequest
 from irscatter.runtime.precision import active_plan, emulating
+from irscatter.runtime.request import InferRequest
 from irscatter.runtime.variables import VariableState
 
 _BOUNDARY = ("Parameter", "Const", "Result")

@@ -23,8 +23,8 @@ from irscatter.errors import IRError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Body, Layer
 from irscatter.ir.shapes import PartialShape
-from irscatter.ops.base import TensorInfo
 from irscatter.ops import registry
+from irscatter.ops.base import TensorInfo
 from irscatter.ops.common import strict
 from irscatter.runtime.interpreter import CompiledModel, Observer, observer
 

@@ -3,9 +3,9 @@ each compared with OpenVINO's CPU plugin on small models with random inputs."""
 
 import numpy as np
 import pytest
+from helpers import ov_model_of, run_ov, save_ov
 
 import irscatter
-from helpers import ov_model_of, run_ov, save_ov
 
 ov = pytest.importorskip("openvino")
 import openvino.opset1 as o1  # noqa: E402

@@ -8,9 +8,9 @@ value of its enum attributes, saved as IR, and must validate with no error.
 
 import numpy as np
 import pytest
+from helpers import ov_model_of, save_ov
 
 import irscatter
-from helpers import ov_model_of, save_ov
 
 ov = pytest.importorskip("openvino")
 import openvino.opset1 as o1  # noqa: E402

@@ -9,9 +9,9 @@ import math
 
 import numpy as np
 import pytest
+from helpers import oracle, ov_model_of, run_ov, save_ov
 
 import irscatter
-from helpers import ov_model_of, oracle, run_ov, save_ov
 
 ov = pytest.importorskip("openvino")
 import openvino.opset1 as o1  # noqa: E402

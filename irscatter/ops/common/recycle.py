@@ -25,8 +25,8 @@ import os
 import sys
 import threading
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from typing import Any

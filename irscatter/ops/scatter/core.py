@@ -34,8 +34,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from irscatter.ir.element_types import ElementType
-from irscatter.ops.common import strict
 from irscatter.ops.common import accel as fast
+from irscatter.ops.common import strict
 from irscatter.ops.common.numeric import compute_dtype, reusable
 from irscatter.ops.common.recycle import copy_into, recycled
 

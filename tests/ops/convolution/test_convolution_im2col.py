@@ -66,9 +66,10 @@ def test_a_one_by_one_kernel_at_stride_one_multiplies_the_data_itself():
 
 
 def _conv_op():
-    from irscatter.ops import registry
     from helpers import layer, port
+
     from irscatter import parse_layer
+    from irscatter.ops import registry
     snippet = layer(0, "conv", "Convolution", "opset1",
                     {"strides": "1", "dilations": "1", "pads_begin": "1", "pads_end": "1", "auto_pad": "explicit"},
                     inputs=[port(0, None, [1, 1, 4]), port(1, None, [1, 1, 3])], outputs=[port(2, None, [1, 1, 4])])

@@ -14,9 +14,9 @@ import itertools
 import ml_dtypes
 import numpy as np
 import pytest
+from helpers import evaluate_reference, run_irscatter, run_ov, save_ov
 
 import irscatter
-from helpers import evaluate_reference, run_irscatter, run_ov, save_ov
 
 ov = pytest.importorskip("openvino")
 import openvino.opset15 as ops  # noqa: E402
@@ -96,9 +96,9 @@ def test_integer_division_by_zero_names_the_position(tmp_path):
 
 def test_boolean_arithmetic_is_refused():
     from irscatter.ir.graph import Layer
-    from irscatter.ops.elementwise.binary import OPS
     from irscatter.ir.shapes import PartialShape
     from irscatter.ops.base import TensorInfo
+    from irscatter.ops.elementwise.binary import OPS
 
     info = TensorInfo(irscatter.ElementType.boolean, PartialShape.of([2]))
     with pytest.raises(irscatter.ValidationError, match="not defined for boolean"):

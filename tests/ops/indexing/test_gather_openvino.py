@@ -18,12 +18,12 @@ only at the other positions; running the model on a data tensor of ones tells th
 
 import numpy as np
 import pytest
+from helpers import run_ov, save_ov
 
 import irscatter
 from irscatter.ir.graph import Layer
 from irscatter.ops.indexing.gather_elements import GatherElements
 from irscatter.ops.indexing.gather_nd import GatherND8
-from helpers import run_ov, save_ov
 
 ov = pytest.importorskip("openvino")
 import openvino.opset1 as o1  # noqa: E402

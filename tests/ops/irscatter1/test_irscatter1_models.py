@@ -6,11 +6,11 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import oracles
 import pytest
+from helpers import one_layer_ir
 
 import irscatter
-import oracles
-from helpers import one_layer_ir
 
 CASES = {
     "PagedScatterUpdate": ({"dim": "-2"}, lambda rng: (

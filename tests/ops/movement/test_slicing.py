@@ -12,12 +12,12 @@ requires agreement with OpenVINO's core reference (`Node.evaluate`) instead.
 
 import numpy as np
 import pytest
+from helpers import evaluate_reference, run_ov, save_ov
 
 import irscatter
 from irscatter.ir.graph import Layer
 from irscatter.ops.movement.slice import Slice
 from irscatter.ops.scatter.slice_scatter import SliceScatter
-from helpers import evaluate_reference, run_ov, save_ov
 
 INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)
 
@@ -231,9 +231,9 @@ def test_strided_slice_keeps_the_rank_of_an_input_with_unknown_dims(shape, begin
     output dim unknown, the others known (OpenVINO infers the same)."""
     from irscatter.ir.element_types import ElementType
     from irscatter.ir.shapes import PartialShape
+    from irscatter.ops import registry
     from irscatter.ops.base import TensorInfo
     from irscatter.ops.functional import make_op
-    from irscatter.ops import registry
 
     op = make_op(registry.find("StridedSlice", "opset1"), {"begin_mask": [0] * len(begin), "end_mask": [0] * len(begin),
                                                            **attrs})

@@ -104,9 +104,10 @@ def test_normalization_batch_group(case):
 
 
 def test_batch_norm_keeps_derived_values_only_for_read_only_statistics():
-    from irscatter.ops.normalization.batch_norm_inference import BatchNormInference5
-    from irscatter import parse_layer
     from helpers import layer, port
+
+    from irscatter import parse_layer
+    from irscatter.ops.normalization.batch_norm_inference import BatchNormInference5
     snippet = layer(0, "bn", "BatchNormInference", "opset5", {"epsilon": "0"},
                     inputs=[port(i, None, [1, 2] if i == 0 else [2]) for i in range(5)],
                     outputs=[port(5, None, [1, 2])])

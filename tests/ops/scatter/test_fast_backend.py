@@ -21,8 +21,8 @@ pytest.importorskip("numba", reason="numba is not installed, so the fast scatter
                                     "(pip install -e '.[fast]')")
 
 from irscatter.ir.element_types import ElementType  # noqa: E402
-from irscatter.ops.common import accel as fast  # noqa: E402
 from irscatter.ir.graph import Layer  # noqa: E402
+from irscatter.ops.common import accel as fast  # noqa: E402
 from irscatter.ops.scatter import core as scatter_core  # noqa: E402
 from irscatter.ops.scatter.scatter_elements_update import ScatterElementsUpdate3, ScatterElementsUpdate12  # noqa: E402
 from irscatter.ops.scatter.scatter_nd_update import ScatterNDUpdate4, ScatterNDUpdate15  # noqa: E402

@@ -5,6 +5,7 @@ from unittest import mock
 
 import ml_dtypes
 import numpy as np
+import oracles
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -15,7 +16,6 @@ from irscatter.ops.scatter import core as scatter_core
 from irscatter.ops.scatter.scatter_elements_update import ScatterElementsUpdate3, ScatterElementsUpdate12
 from irscatter.ops.scatter.scatter_nd_update import ScatterNDUpdate4, ScatterNDUpdate15
 from irscatter.ops.scatter.scatter_update import ScatterUpdate
-import oracles
 
 DTYPES = [np.float32, np.float16, ml_dtypes.bfloat16, np.float64, np.int32, np.int64, np.int8, np.uint8, np.bool_]
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -19,12 +19,12 @@ judged by the oracle alone and says why:
 from __future__ import annotations
 
 import numpy as np
-import pytest
-
-import irscatter
 import oracles
+import pytest
 from harness import Case, Input, check
 from helpers import cli
+
+import irscatter
 
 pytest.importorskip("openvino")
 
