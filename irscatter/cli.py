@@ -16,6 +16,7 @@ import os
 import shlex
 import sys
 import traceback
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,15 @@ from irscatter import __version__, examples, labels, limits
 from irscatter.api import read_model, validate
 from irscatter.checks.conformance import finding_line
 from irscatter.debug import dump
-from irscatter.errors import MESSAGE_LIMIT, ExecutionError, FileAccessError, IRError, UsageError, elide
+from irscatter.errors import (
+    MESSAGE_LIMIT,
+    CompatibilityNote,
+    ExecutionError,
+    FileAccessError,
+    IRError,
+    UsageError,
+    elide,
+)
 from irscatter.ops import registry
 from irscatter.runtime import inputs as model_inputs
 from irscatter.runtime.precision import PRECISIONS, emulating
@@ -241,7 +250,10 @@ def _draw_ranges(args: argparse.Namespace, compiled, missing) -> dict[str, tuple
 
 
 def _is_npy(path: str) -> bool:
-    """A .npy file (by its magic string, whatever its name), rather than an .npz archive."""
+    """A .npy file (by its magic string, whatever its name), rather than an .npz archive. Only a
+    regular file is opened to look: a pipe would block (the .npz reader refuses what is not one)."""
+    if not os.path.isfile(path):
+        return False
     try:
         with open(path, "rb") as f:
             return f.read(6) == b"\x93NUMPY"
@@ -271,6 +283,15 @@ def _progress(args: argparse.Namespace, unit: str) -> Iterator[Callable[[int, in
                 bar.total = total
             bar.update(done - bar.n)
         yield update
+
+
+def _show_note(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ARG001 (warnings' hook)
+    """What the library says as a `CompatibilityNote` (a feed converted, a setting left unused),
+    as one note line; any other warning as Python prints it."""
+    if issubclass(category, CompatibilityNote):
+        _note(str(message))
+    else:
+        print(warnings.formatwarning(message, category, filename, lineno, line), file=sys.stderr, end="")
 
 
 def _note(text: str) -> None:
@@ -1065,7 +1086,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.argv = list(sys.argv[1:] if argv is None else argv)  # the command as given, for reports to quote
     try:
         _apply_limits(args.limit or [])
-        return args.func(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_note
+            return args.func(args)
     except IRError as e:
         if args.debug:
             traceback.print_exc()

@@ -115,7 +115,7 @@ def test_info_lists_layers_without_kernel(tmp_path):
 
 def test_ops_lists_registered_kernels():
     proc = cli("ops")
-    assert proc.returncode == 0 and "Convert-1" in proc.stdout
+    assert proc.returncode == 0 and re.search(r"^opset\s+Convert\s+1\s+conversion$", proc.stdout, re.M), proc.stdout
     doc = json.loads(cli("ops", "--json").stdout)
     add = next(op for op in doc if op["type"] == "Add")
     assert add["domain"] == "opset" and add["version"] == 1 and add["module"] == "irscatter.ops.elementwise.binary"
@@ -154,10 +154,18 @@ def test_errors_are_one_line_with_exit_codes(tmp_path, make, code, fragment):
 
 def test_feed_error_names_the_parameter(tmp_path):
     x = tmp_path / "x.npy"
-    np.save(x, np.ones((5,), np.float64))
+    np.save(x, np.full((5,), 0.1, np.float64))  # no f32 value: refused, not converted
     proc = cli("run", str(MODELS / "affine_chain" / "model.xml"), "-i", f"x={x}")
     _assert_one_line_error(proc, 1)
     assert 'layer 0 "x" (Parameter-1): the fed array has dtype float64' in proc.stderr
+
+
+def test_a_converted_feed_is_one_note_line(tmp_path):
+    x = tmp_path / "x.npy"
+    np.save(x, np.ones((2, 4), np.float64))
+    proc = cli("run", str(MODELS / "affine_chain" / "model.xml"), "-i", f"x={x}")
+    assert proc.returncode == 0
+    assert proc.stderr == 'irscatter: note: input "x": the float64 array was converted to f32; every value is exact in it\n'
 
 
 def test_one_input_given_twice_with_i_is_a_usage_error(tmp_path):

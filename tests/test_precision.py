@@ -463,7 +463,13 @@ def test_compare_layer_by_layer_at_f16_leaves_the_kept_layers_to_the_whole_model
     args = ("compare", str(xml), "--inputs", str(tmp_path / "inputs.npz"), "--target-precision", "f16",
             "--reference-precision", "f16", "--json")
     out = cli(*args)
-    records = {r["name"]: r for r in json.loads(out.stdout)["records"]}
+    report = json.loads(out.stdout)
+    records = {r["name"]: r for r in report["records"]}
+    if "CPU at f32" in report["target"]:  # no f16 arithmetic here: the plugin runs f32, nothing is kept
+        cpu_note("OpenVINO's CPU plugin runs f32 when asked for f16 here: checked that compare judges every layer "
+                 "at f32 and names the precision it ran")
+        assert "asked for f16" in report["target"] and all(r["status"] == "passed" for r in records.values())
+        return
     kept = kept_names(xml, "f16") & set(records)
     assert kept and all(records[name]["status"] == "not compared" for name in kept)
     assert "--whole judges it" in records["exp"]["reason"]
