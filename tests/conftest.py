@@ -5,6 +5,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 import helpers  # noqa: E402
+import pytest  # noqa: E402
 
 
 def pytest_report_header(config):
@@ -31,15 +32,42 @@ def pytest_terminal_summary(terminalreporter):
             terminalreporter.write_line(f"{count} skipped: {reason}")
     import harness
 
-    cpu_lines = harness.harness_notes() + helpers.CPU_NOTES
+    cases: dict[str, set[str]] = {}
+    cpu_lines, oracle_lines = [], []
+    for section, line in _NOTES:
+        if section == "cpu":
+            cpu_lines.append(line)
+        elif section == "oracle":
+            oracle_lines.append(line)
+        else:
+            cases.setdefault(section, set()).add(line)
+    cpu_lines = harness.harness_notes(cases) + cpu_lines
     if cpu_lines:
         terminalreporter.section("checks that depend on this CPU")
         for line in cpu_lines:
             terminalreporter.write_line(line)
-    if helpers.ORACLE_NOTES:
+    if oracle_lines:
         terminalreporter.section("cases not checked against OpenVINO's CPU plugin")
-        for line in helpers.ORACLE_NOTES:
+        for line in oracle_lines:
             terminalreporter.write_line(line)
+
+
+# The notes of every test, gathered from the reports (pytest-xdist's workers send theirs here).
+_NOTES: list[tuple[str, str]] = []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    if helpers.PENDING_NOTES:  # what this test noted travels with its report
+        outcome.get_result().user_properties.append(("irscatter_notes", list(helpers.PENDING_NOTES)))
+        helpers.PENDING_NOTES.clear()
+
+
+def pytest_runtest_logreport(report):
+    for name, value in report.user_properties:
+        if name == "irscatter_notes":
+            _NOTES.extend(tuple(note) for note in value)
 
 
 def pytest_unconfigure(config):

@@ -222,17 +222,17 @@ def judge(case: Case) -> str:
     nearest), and OpenVINO's core reference evaluates few ops in bf16 at all. There a bf16 case
     is held to the plugin within one more bf16 ulp, and the ops whose plugin path departs
     further (`_BF16_PATH_DIFFERS`) to their oracle alone; `harness_notes` says so in the summary."""
-    from helpers import plugin_capabilities, plugin_has_avx512
+    from helpers import plugin_capabilities, plugin_has_avx512, record_note
 
     if case.openvino == "cpu" and case.avx512_path and not plugin_has_avx512():
-        _AVX2_BY_ORACLE.add(case.id)
+        record_note("avx2-by-oracle", case.id)
         return "none"
     if case.openvino != "cpu" or not _holds_bf16(case) or "BF16" in plugin_capabilities():
         return case.openvino
     if case.type in _BF16_PATH_DIFFERS and case.oracle is not None:
-        _BF16_BY_ORACLE.add(case.id)
+        record_note("bf16-by-oracle", case.id)
         return "none"
-    _BF16_ROUNDED.add(case.id)
+    record_note("bf16-rounded", case.id)
     return "cpu"
 
 
@@ -240,9 +240,10 @@ def judge(case: Case) -> str:
 # attention (a fully masked row comes out finite) and the f8 round trip of FakeConvert (one bf16
 # ulp on the way in moves a value across an f8 step).
 _BF16_PATH_DIFFERS = frozenset({"ScaledDotProductAttention", "FakeConvert"})
-_BF16_ROUNDED: set[str] = set()
-_BF16_BY_ORACLE: set[str] = set()
-_AVX2_BY_ORACLE: set[str] = set()
+def _plugin_has_bf16() -> bool:
+    from helpers import plugin_capabilities
+
+    return "BF16" in plugin_capabilities()
 
 
 def _holds_bf16(case: Case) -> bool:
@@ -250,19 +251,21 @@ def _holds_bf16(case: Case) -> bool:
         any(v == "bf16" for v in case.attrs.values() if isinstance(v, str))
 
 
-def harness_notes() -> list[str]:
-    """The summary lines of the CPU-dependent choices the harness made in this run."""
+def harness_notes(cases: dict[str, set[str]]) -> list[str]:
+    """The summary lines of the CPU-dependent choices the harness made in this run, from the case
+    ids `judge` recorded under each choice."""
     why = "this CPU has no bf16 arithmetic (the plugin's OPTIMIZATION_CAPABILITIES lack BF16)"
     lines = []
-    if _BF16_ROUNDED:
-        lines.append(f"{len(_BF16_ROUNDED)} bf16 cases held to OpenVINO's CPU plugin within one more bf16 ulp: {why}")
-    if _BF16_BY_ORACLE:
-        lines.append(f"{len(_BF16_BY_ORACLE)} bf16 cases of {', '.join(sorted(_BF16_PATH_DIFFERS))} held to their "
-                     f"oracle alone: {why}, and the plugin's path there departs further")
-    if _AVX2_BY_ORACLE:
-        lines.append(f"{len(_AVX2_BY_ORACLE)} cases whose CPU-plugin kernel differs without AVX-512 held to "
-                     f"their oracle alone: this CPU has no AVX-512 ({', '.join(sorted(_AVX2_BY_ORACLE)[:4])}"
-                     f"{', ...' if len(_AVX2_BY_ORACLE) > 4 else ''})")
+    if cases.get("bf16-rounded"):
+        lines.append(f"{len(cases['bf16-rounded'])} bf16 cases held to OpenVINO's CPU plugin within one more bf16 "
+                     f"ulp: {why}")
+    if cases.get("bf16-by-oracle"):
+        lines.append(f"{len(cases['bf16-by-oracle'])} bf16 cases of {', '.join(sorted(_BF16_PATH_DIFFERS))} held to "
+                     f"their oracle alone: {why}, and the plugin's path there departs further")
+    avx2 = sorted(cases.get("avx2-by-oracle", ()))
+    if avx2:
+        lines.append(f"{len(avx2)} cases whose CPU-plugin kernel differs without AVX-512 held to their oracle alone: "
+                     f"this CPU has no AVX-512 ({', '.join(avx2[:4])}{', ...' if len(avx2) > 4 else ''})")
     return lines
 
 
@@ -328,7 +331,7 @@ def check(case: Case, batch: Sequence[Case] = ()) -> None:
     if judged_by != "none":
         want = run_openvino(case, batch or [case])
         assert len(got) == len(want)
-        ulps = openvino_ulps(case) + (1 if case.id in _BF16_ROUNDED else 0)
+        ulps = openvino_ulps(case) + (1 if _holds_bf16(case) and judged_by == "cpu" and not _plugin_has_bf16() else 0)
         for k, (g, w) in enumerate(zip(got, want)):
             assert_close(g, w, ulps=ulps, atol=case.atol, what=f"output {k} against OpenVINO")
     elif case.openvino == "none":

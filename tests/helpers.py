@@ -48,7 +48,15 @@ def ov_model_of(outputs, name: str = "model"):
 
 
 _ORACLE = None
-ORACLE_NOTES: list[str] = []  # one line per case that was not checked against the CPU plugin
+# Notes made in this process since the last test report: (section, line). conftest moves them
+# onto each test's report, so that they reach the run's summary from pytest-xdist's workers too.
+PENDING_NOTES: list[tuple[str, str]] = []
+
+
+def record_note(section: str, line: str) -> None:
+    """A line for a section of the run's summary: "oracle" (a case not checked against the CPU
+    plugin), "cpu" (a check that depends on this CPU), or a harness count key."""
+    PENDING_NOTES.append((section, line))
 
 
 def oracle():
@@ -84,19 +92,16 @@ def plugin_has_avx512() -> bool:
     return "WINOGRAD" in plugin_capabilities()
 
 
-CPU_NOTES: list[str] = []  # one line per test whose check depends on what this CPU computes
-
-
 def cpu_note(text: str) -> None:
     """Say, in the run's summary, which form of a CPU-dependent test ran here and why."""
     case = os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" ", 1)[0]
-    CPU_NOTES.append(f"{case}: {text}")
+    record_note("cpu", f"{case}: {text}")
 
 
 def _note(text: str) -> None:
     case = os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" ", 1)[0]
     line = " ".join(text.split())  # one line, whatever OpenVINO's message holds
-    ORACLE_NOTES.append(f"{case}: {line if len(line) <= 300 else line[:300] + '...'}")
+    record_note("oracle", f"{case}: {line if len(line) <= 300 else line[:300] + '...'}")
 
 
 # What the CPU plugin says when it has no kernel for a layer on this CPU (an i32 AvgPool without

@@ -193,7 +193,8 @@ def test_readme_quickstart_run_command_works():
 
     readme = (MODELS.parent / "README.md").read_text()
     block = re.search(r"## Quickstart.*?```sh\n(.*?)```", readme, re.S).group(1).strip().splitlines()
-    assert len(block) == 2 and block[1].strip() == 'pip install -e ".[test]" && pytest'
+    ci = (MODELS.parent / ".ci" / "run").read_text().strip().splitlines()[-1]
+    assert len(block) == 2 and block[1].strip() == ci == 'pip install -e ".[test]" && ruff check && pytest'
     install, _, run = block[0].partition(" && ")
     assert install == "pip install ."
     words = shlex.split(run)

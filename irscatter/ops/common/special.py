@@ -4,12 +4,24 @@
 scipy's f32 loops of erf and ndtr evaluate the f64 function and round once, so an f32 input
 goes to them as it is: the same bits as f64 rounded, without the two conversions. Its f32 loop
 of erfinv computes in f32 and is up to 3 ulps off, so erfinv takes f64 only.
+
+scipy.special is imported on first use: it takes longer to import than the rest of the op
+library, and most models (and every command that runs none) never call it.
 """
 
 from __future__ import annotations
 
+from functools import cache
+from types import ModuleType
+
 import numpy as np
-from scipy import special
+
+
+@cache
+def _special() -> ModuleType:
+    from scipy import special
+
+    return special
 
 _OWN_LOOPS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -20,14 +32,14 @@ def _native(x: np.ndarray) -> np.ndarray:
 
 
 def erf(x: np.ndarray) -> np.ndarray:
-    return special.erf(_native(x))
+    return _special().erf(_native(x))
 
 
 def ndtr(x: np.ndarray) -> np.ndarray:
     """Phi(x) = erfc(-x / sqrt 2) / 2, the standard normal distribution function."""
-    return special.ndtr(_native(x))
+    return _special().ndtr(_native(x))
 
 
 def erfinv(x: np.ndarray) -> np.ndarray:
     """The y with erf(y) = x, in f64: +-inf at +-1, NaN beyond."""
-    return special.erfinv(np.asarray(x, dtype=np.float64))
+    return _special().erfinv(np.asarray(x, dtype=np.float64))

@@ -46,7 +46,7 @@ def _openvino_steps(name, steps, want):
     except TargetFailure as e:
         if e.kind == "refused":
             raise
-        helpers.ORACLE_NOTES.append(f"{name}: OpenVINO {e.kind} ({e.message}); checked against the oracle only")
+        helpers.record_note("oracle", f"{name}: OpenVINO {e.kind} ({e.message}); checked against the oracle only")
         return want
 
 
