@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,7 +28,7 @@ from irscatter.runtime.model import compile_model as _compile
 
 
 def read_model(model: str | os.PathLike | bytes, weights: str | os.PathLike | bytes | np.ndarray | None = None,
-               ) -> RunnableModel:
+               *, progress: Callable[[int, int], None] | None = None) -> RunnableModel:
     """Load an IR model, as OpenVINO's `Core.read_model` takes it: the path of its `.xml` (the
     weights default to the `.bin` beside it), or the XML itself as text or bytes with the weights
     as bytes, an array of bytes or a path. `model.run(feeds)` runs it.
@@ -36,7 +36,8 @@ def read_model(model: str | os.PathLike | bytes, weights: str | os.PathLike | by
     A `.bin` is memory-mapped and its weights read as runs need them: the model runs on the
     file as it was when read, and refuses to compile or run (`FileAccessError`, label
     `weights-changed`) once the file has changed since (written to, cut short, removed or
-    renamed over). Read the model again to run on the new file."""
+    renamed over). Read the model again to run on the new file. `progress(read, total)` is told
+    how many bytes of the document have been read, piece by piece, for a bar over a large model."""
     if _is_xml_text(model):
         if isinstance(weights, (str, os.PathLike)):
             weights = _read_weights(weights)
@@ -48,7 +49,8 @@ def read_model(model: str | os.PathLike | bytes, weights: str | os.PathLike | by
     if weights is not None and not isinstance(weights, (str, os.PathLike)):
         raise UsageError(f"the weights file must be a path when the model is one; got {type(weights).__name__} "
                          f"(weights as bytes go with the XML as text or bytes)")
-    return loader.read_model(model, weights, model_class=RunnableModel)  # type: ignore[return-value]
+    return loader.read_model(model, weights, model_class=RunnableModel,  # type: ignore[return-value]
+                             progress=progress)
 
 
 def _is_xml_text(model: Any) -> bool:

@@ -91,7 +91,7 @@ def _refuse_orphan_flags(args: argparse.Namespace) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     _refuse_orphan_flags(args)
     written = _output_path(args.output) if args.output else None  # refused before any work
-    model = read_model(args.model, args.bin)
+    model = _read(args, args.model)
     compiled = model.compile()
     feeds = _gather_feeds(args, compiled)
     if args.steps < 1:
@@ -268,16 +268,25 @@ def _only_input(compiled, option: str) -> str:
     return compiled.inputs[0].name
 
 
+def _read(args: argparse.Namespace, model: str):
+    """The model a command runs on, with a progress bar while a large document is read."""
+    with _progress(args, "B", delay=0.5) as progress:
+        return read_model(model, args.bin, progress=progress)
+
+
 @contextlib.contextmanager
-def _progress(args: argparse.Namespace, unit: str) -> Iterator[Callable[[int, int | None], None] | None]:
+def _progress(args: argparse.Namespace, unit: str,
+              delay: float = 0.0) -> Iterator[Callable[[int, int | None], None] | None]:
     """A progress bar on stderr for long work (`callback(done, total)`; total None when it is not
-    known), or None: not on a terminal, or with --quiet."""
+    known), or None: not on a terminal, or with --quiet. With `delay`, it shows only once the
+    work has taken that long (reading a small model draws nothing). Bytes ("B") count in kB, MB."""
     if getattr(args, "quiet", False) or not sys.stderr.isatty():
         yield None
         return
     from tqdm import tqdm
 
-    with tqdm(unit=f" {unit}", file=sys.stderr, leave=False, dynamic_ncols=True) as bar:
+    unit_options = {"unit": "B", "unit_scale": True} if unit == "B" else {"unit": f" {unit}"}
+    with tqdm(file=sys.stderr, leave=False, dynamic_ncols=True, delay=delay, **unit_options) as bar:
         def update(done: int, total: int | None) -> None:
             if total is not None and bar.total != total:
                 bar.total = total
@@ -378,7 +387,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                 ("--bisect", args.bisect, "--whole")]:
         if value not in (None, False) and not getattr(args, parent[2:]):
             raise UsageError(f"{flag} only applies with {parent}")
-    compiled = read_model(args.files[0], args.bin).compile()
+    compiled = _read(args, args.files[0]).compile()
     compare.check_overrides(tolerances, (compare.tensor_key(compiled, src) for src in compiled.slot_of))
     gathered = _gather_feeds(args, compiled)
     if args.steps > 1 or model_inputs.has_steps(gathered):
@@ -530,7 +539,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
                          f"the tensors the cut is fed instead of computing go in --from NAME[,NAME...]")
     if args.values and (args.inputs or args.input or args.random):
         raise UsageError("--values gives every tensor's value; the model's inputs are not needed beside it")
-    compiled = read_model(args.model, args.bin).compile()
+    compiled = _read(args, args.model).compile()
     if args.around:
         cut = extract.around(compiled, args.around, args.hops)
     else:
@@ -581,7 +590,7 @@ def _reduce_into(args: argparse.Namespace, out: Path) -> int:
     """reduce, once its arguments are checked and its folder `out` made."""
     from irscatter.debug import compare, reduce
 
-    compiled = read_model(args.model, args.bin).compile()
+    compiled = _read(args, args.model).compile()
     feeds = _checked_feeds(_gather_feeds(args, compiled), compiled)
     values = compare.reference_values(compiled, feeds)
     target = None

@@ -410,3 +410,26 @@ def test_an_empty_const_whose_other_dims_numpy_cannot_describe_is_refused(tmp_pa
     err = _load_error(tmp_path, _const_net({"element_type": etype, "shape": "99999999999999999999,0", "offset": "0",
                                             "size": "0"}), bytes(8))
     assert err.label == "tensor-limit" and "more than numpy can describe" in str(err)
+
+
+def test_a_document_read_piece_by_piece_makes_the_same_model_and_reports_its_progress(monkeypatch):
+    """With a progress callback the event reader feeds expat in pieces (here of 97 bytes, so that
+    tags, attributes and dims are cut anywhere): the model is the same, and progress climbs to the
+    document's size."""
+    from pathlib import Path
+
+    import pydantic
+
+    from irscatter.ir import events
+    from irscatter.ir.graph import Layer as LayerRecord
+
+    monkeypatch.setattr(events, "_PIECE", 97)
+    folder = Path(__file__).resolve().parent.parent / "models"
+    for xml in sorted(folder.glob("*/model.xml")):
+        seen = []
+        pieces = irscatter.read_model(xml, progress=lambda done, total: seen.append((done, total)))
+        whole = irscatter.read_model(xml)
+        size = xml.stat().st_size
+        assert seen[-1] == (size, size) and [d for d, _ in seen] == sorted(d for d, _ in seen), xml
+        dump = pydantic.TypeAdapter(list[LayerRecord]).dump_python
+        assert dump(pieces.layers) == dump(whole.layers) and pieces.edges == whole.edges, xml

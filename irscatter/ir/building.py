@@ -10,6 +10,7 @@ constructors, so both readers make the same graph of the same document.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from lxml import etree
@@ -105,8 +106,9 @@ class ReadContext:
     """
 
     def __init__(self, source: str, ir_version: int = 11, problems: list[LoadError] | None = None,
-                 model_class: type[Model] = Model) -> None:
+                 model_class: type[Model] = Model, progress: Callable[[int, int], None] | None = None) -> None:
         self.source = source
+        self.progress = progress  # progress(bytes read, bytes in all) as a large document is read
         self.model_class = model_class  # the runtime's runnable subclass, when it loads
         self.ir_version = ir_version
         self.problems = problems

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import pyexpat
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -93,7 +93,7 @@ def read_net(data: bytes, ctx: ReadContext) -> Model:
         raise Unread()
     reader = _Reader(ctx, _layer_lines(data))
     try:
-        reader.parser.Parse(data, True)
+        _parse(reader.parser, data, ctx.progress)
     except (LoadError, ValueError, LookupError, pyexpat.ExpatError):  # LookupError: an encoding Python lacks
         raise Unread() from None
     finally:
@@ -104,6 +104,30 @@ def read_net(data: bytes, ctx: ReadContext) -> Model:
     if reader.model is None or reader.layers_read != len(reader.lines):
         raise Unread()  # (or a "<layer" in a comment, which would have shifted the lines)
     return reader.model
+
+
+# A document read with a progress callback is fed to expat in pieces of this many bytes.
+_PIECE = 1 << 22
+
+
+def _parse(parser: Any, data: bytes, progress: Callable[[int, int], None] | None) -> None:
+    """The whole document through expat: at once, or piece by piece with `progress(read, total)`
+    after each. expat keeps its state and lines across pieces, but would hand a text cut by a
+    piece's end over in two parts, which the reader takes for a text a comment cuts (see
+    `_Reader._dim`): a piece ends just after a '>', so no element's text is ever cut."""
+    if progress is None:
+        parser.Parse(data, True)
+        return
+    view, start = memoryview(data), 0
+    while True:
+        end = len(data)
+        if start + _PIECE < end:
+            end = data.rfind(b">", start, start + _PIECE) + 1 or start + _PIECE
+        parser.Parse(bytes(view[start:end]), end == len(data))
+        progress(end, len(data))
+        if end == len(data):
+            return
+        start = end
 
 
 def _layer_lines(data: bytes) -> list[int]:

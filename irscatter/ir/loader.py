@@ -18,6 +18,7 @@ import functools
 import math
 import mmap
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -355,7 +356,7 @@ def _read_net(ctx: ReadContext, data: bytes) -> Model:
     event reader leaves it (or when every defect is to be collected, which only the tree reader does)."""
     _check_document(data, ctx.source)
     if ctx.problems is None:
-        attempt = ReadContext(ctx.source, model_class=ctx.model_class)
+        attempt = ReadContext(ctx.source, model_class=ctx.model_class, progress=ctx.progress)
         with contextlib.suppress(events.Unread):
             model = events.read_net(data, attempt)
             ctx.ir_version = attempt.ir_version
@@ -405,15 +406,16 @@ def _return_freed_heap() -> None:
 
 
 def read_model(xml_path: str | os.PathLike, bin_path: str | os.PathLike | None = None, *,
-               model_class: type[Model] = Model) -> Model:
+               model_class: type[Model] = Model, progress: Callable[[int, int], None] | None = None) -> Model:
     """Load an IR model. The `.bin` defaults to the xml's sibling with the `.bin` suffix.
 
     A missing default `.bin` is only an error if a Const needs it; a `bin_path` given
-    explicitly must exist. `model_class` is the (sub)class of Model to build.
+    explicitly must exist. `model_class` is the (sub)class of Model to build; `progress(read,
+    total)` hears how far the reading of the document has come.
     """
     with gc_paused():
         xml_path = model_file(xml_path)
-        return _read(ReadContext(str(xml_path), model_class=model_class), xml_path, bin_path)
+        return _read(ReadContext(str(xml_path), model_class=model_class, progress=progress), xml_path, bin_path)
 
 
 def read_model_collecting(xml_path: str | os.PathLike,
