@@ -248,6 +248,19 @@ CASES: dict[str, tuple] = {
     "const_missing_size": (edit('offset="24" size="8"', 'offset="24"'), None, ("LoadError", "const-attribute", 3, 1)),
     "truncated_bin": (BASE, WEIGHTS[:30], ("LoadError", "const-range", 3, 1)),
     "missing_bin": (BASE, False, ("LoadError", "no-weights", 1, 1)),
+    # --- elements given twice, ports sharing an id, too many attributes ------------------------
+    "duplicate_port_id": (edit('<output><port id="2" precision="FP32"><dim>2</dim><dim>3</dim></port></output>',
+                               '<output><port id="1" precision="FP32"><dim>2</dim><dim>3</dim></port></output>'),
+                          None, ("LoadError", "duplicate-port", 2, 1)),
+    "second_edges_element": (BASE.replace("</edges>", "</edges><edges/>"), None,
+                             ("LoadError", "duplicate-element", None, 1)),
+    "second_data_element": (edit('<data auto_broadcast="numpy"/>',
+                                 '<data auto_broadcast="numpy"/><data auto_broadcast="none"/>'), None,
+                            ("LoadError", "duplicate-element", 2, 1)),
+    "attributes_past_the_limit": (  # (read in linear time; 200 000 of them in tests/test_hostile_round3_limits.py)
+        edit('<data auto_broadcast="numpy"/>',
+             '<data auto_broadcast="numpy" ' + " ".join(f'a{i}="1"' for i in range(20_000)) + "/>"), None,
+        ("SecurityError", "xml-attributes", None, 1)),
     # --- running ---------------------------------------------------------------------------------
     "scatter_index_out_of_range": (BASE, WEIGHTS[:24] + np.array([3], np.int64).tobytes() + WEIGHTS[32:],
                                    ("ExecutionError", "index-range", 6, 1)),
