@@ -47,7 +47,6 @@ def resolve(type_name: str, opset: str) -> Resolution:
     key = (type_name, opset)
     found = _RESOLVED.get(key)
     if found is None:
-        _ensure_loaded()
         found = _resolve(type_name, opset)
         if len(_RESOLVED) < 4096:
             _RESOLVED[key] = found
@@ -165,16 +164,10 @@ def _key(domain: str) -> str:
 
 def domains() -> list[str]:
     """The opset families that have registered ops ("opset", "irscatter")."""
-    _ensure_loaded()
     return sorted({domain for domain, _ in _REGISTRY})
 
 
 def supported() -> list[type[Op]]:
     """Every registered op class, sorted by domain, type and version."""
-    _ensure_loaded()
     out = [cls for versions in _REGISTRY.values() for cls in versions.values()]
     return sorted(out, key=lambda c: (c.domain, c.type_name.lower(), c.version))
-
-
-def _ensure_loaded() -> None:
-    import irscatter.ops  # noqa: F401  (importing the package registers every op module)

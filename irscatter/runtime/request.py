@@ -9,7 +9,7 @@ synchronously, so `start_async()` runs at once and `wait()` returns at once.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -17,15 +17,15 @@ from irscatter.errors import UsageError
 from irscatter.runtime.ports import InputSpec, OutputSpec
 from irscatter.runtime.variables import VariableState
 
-if TYPE_CHECKING:
-    from irscatter.runtime.interpreter import CompiledModel, Outputs
-
 
 class InferRequest:
-    def __init__(self, compiled: CompiledModel) -> None:
+    """A request of a compiled model (`runtime.interpreter.CompiledModel`, which makes them and
+    which this module does not import: the arrow points from the interpreter to here)."""
+
+    def __init__(self, compiled: Any) -> None:
         self._compiled = compiled.new_request()  # variables of its own, as each OpenVINO request has
         self._inputs: list[np.ndarray] | None = None
-        self._outputs: Outputs | None = None
+        self._outputs: Any = None
 
     @property
     def model_inputs(self) -> list[InputSpec]:
@@ -35,7 +35,7 @@ class InferRequest:
     def model_outputs(self) -> list[OutputSpec]:
         return self._compiled.outputs
 
-    def infer(self, inputs: Any = None, **kwargs: Any) -> Outputs:
+    def infer(self, inputs: Any = None, **kwargs: Any) -> Any:
         """Run on `inputs` (as `CompiledModel.run` takes them); the outputs, also kept for
         `get_tensor` and `results`."""
         feeds = inputs if inputs is not None else {}
@@ -52,7 +52,7 @@ class InferRequest:
         return None
 
     @property
-    def results(self) -> Outputs:
+    def results(self) -> Any:
         return self._last_outputs()
 
     def get_tensor(self, key: Any) -> np.ndarray:
@@ -86,7 +86,7 @@ class InferRequest:
     def reset_state(self) -> None:
         self._compiled.reset_state()
 
-    def _last_outputs(self) -> Outputs:
+    def _last_outputs(self) -> Any:
         if self._outputs is None:
             raise UsageError("the request has not run yet: infer(feeds) first")
         return self._outputs
