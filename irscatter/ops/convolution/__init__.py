@@ -9,4 +9,5 @@ from irscatter.ops.convolution import (  # noqa: F401  (importing a module regis
     deformable_convolution,
     group_convolution,
     group_convolution_backprop_data,
+    kernels,  # (the arithmetic the ops share; registers nothing)
 )

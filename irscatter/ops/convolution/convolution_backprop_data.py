@@ -23,7 +23,7 @@ The output's spatial sizes:
   negative pads there, which it does not define.
 
 Element types, accumulation and integer wrapping are Convolution-1's (see `convolution.py`);
-the kernel (`core.grouped_transposed`) is one matrix product per kernel offset added onto a
+the kernel (`kernels.grouped_transposed`) is one matrix product per kernel offset added onto a
 strided box of the output, so the zeros that a strided formulation inserts between inputs are
 never multiplied (an infinite weight gives inf, not NaN, there), as OpenVINO's CPU plugin does.
 """

@@ -1,0 +1,235 @@
+"""The arithmetic of convolutions over arrays in their work dtype, data [N, G, C_IN, *in] and
+filters per group: the per-offset form that skips the taps in the padding, the im2col form (one
+matrix product over gathered patches) where it gives the same answer, and the transposed form.
+The geometry they are handed (pads, output sizes) is worked out in `core.py`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def tap_range(n_src: int, n_dst: int, tap: int, stride: int, dilation: int, pad: int) -> tuple[slice, slice] | None:
+    """Along one axis, the positions p in [0, n_src) whose image q = p * stride + tap * dilation
+    - pad lies in [0, n_dst), as a slice of p and the matching (strided) slice of q; None when
+    there are none. A forward convolution reads input q = o * s + k * d - pad for output o; a
+    transposed one writes output q from input p the same way."""
+    offset = tap * dilation - pad
+    lo = max(0, -(offset // stride) if offset < 0 else 0)  # ceil(-offset / stride)
+    hi = min(n_src - 1, (n_dst - 1 - offset) // stride)
+    if lo > hi:
+        return None
+    start = lo * stride + offset
+    return slice(lo, hi + 1), slice(start, start + (hi - lo) * stride + 1, stride)
+
+
+def _taps(src_dims, dst_dims, kernel, strides, dilations, begin):
+    """Every kernel offset with its box of source positions and the strided box it maps to."""
+    ranges = []
+    for i, k in enumerate(kernel):
+        axis = {}
+        for t in range(k):
+            found = tap_range(src_dims[i], dst_dims[i], t, strides[i], dilations[i], begin[i])
+            if found is not None:
+                axis[t] = found
+        ranges.append(axis)
+    for offset in np.ndindex(*kernel):
+        if all(t in ranges[i] for i, t in enumerate(offset)):
+            pairs = [ranges[i][t] for i, t in enumerate(offset)]
+            yield offset, tuple(p for p, _ in pairs), tuple(q for _, q in pairs)
+
+
+def grouped_convolution(x: np.ndarray, w: np.ndarray, strides: Sequence[int], dilations: Sequence[int],
+                        begin: Sequence[int], out_dims: Sequence[int]) -> np.ndarray:
+    """A forward convolution of x [N, G, C_IN, *in] with w [G, C_OUT, C_IN, *kernel], both in the
+    work dtype: out[n, g, d, o...] = sum over c and kernel offsets k of
+    x[n, g, c, o * stride + k * dilation - begin] * w[g, d, c, k], over the taps that fall inside
+    the input. Taps in the padding contribute nothing at all (not zero times the weight, which
+    would be NaN for an infinite weight), as in OpenVINO's reference and CPU plugin. One batched
+    matrix product per kernel offset, over the box of outputs whose tap lies inside the input."""
+    n, g, c = x.shape[:3]
+    d = w.shape[1]
+    out = np.zeros((n, g, d, *out_dims), dtype=x.dtype)
+    if out.size == 0 or c == 0:
+        return out
+    lead = (slice(None),) * 3
+    for offset, outs, ins in _taps(out_dims, x.shape[3:], w.shape[3:], strides, dilations, begin):
+        patch = x[lead + ins]  # [N, G, C_IN, *box]
+        box = patch.shape[3:]
+        product = np.matmul(w[lead + offset], patch.reshape(n, g, c, math.prod(box)))
+        out[lead + outs] += product.reshape(n, g, d, *box)
+    return out
+
+
+# Past this many elements the gathered patches of `im2col_convolution` cost more memory than
+# the per-offset products save in time (and big layers are BLAS-bound either way).
+IM2COL_LIMIT = 1 << 24
+
+
+def forward_convolution(x: np.ndarray, w: np.ndarray, strides: Sequence[int], dilations: Sequence[int],
+                        begin: Sequence[int], out_dims: Sequence[int], finite: bool | None = None) -> np.ndarray:
+    """`grouped_convolution`'s result, through one matrix product over gathered patches where
+    that gives the same answer and fits in memory.
+
+    Gathering patches from zero-padded data adds 0 * w for every tap in the padding. For finite
+    weights that is a zero, which changes no sum (the sums start at +0.0, so not even the sign
+    of a zero result); an infinite or NaN weight would turn it into NaN, so such filters take
+    the per-offset path, which skips those taps."""
+    n, g, c = x.shape[:3]
+    patches = n * g * c * math.prod(w.shape[3:]) * math.prod(out_dims)
+    if finite is None:
+        finite = bool(np.isfinite(w).all())
+    if x.dtype.kind != "f" or patches > IM2COL_LIMIT or not finite:
+        return grouped_convolution(x, w, strides, dilations, begin, out_dims)
+    return im2col_convolution(x, w, strides, dilations, begin, out_dims)
+
+
+class Im2col:
+    """`im2col_convolution` for one shape of x [N, G, C_IN, *in] and of w [G, C_OUT, C_IN, *kernel]
+    and one dtype, its geometry worked out once: the zero-padded buffer, the window view's shape
+    and strides over it, and whether the view is the data itself (a 1x1 kernel at stride 1 with
+    no padding, whose patches need no copy)."""
+
+    def __init__(self, x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype, strides: Sequence[int],
+                 dilations: Sequence[int], begin: Sequence[int], out_dims: Sequence[int]) -> None:
+        n, g, c = x_shape[:3]
+        d, kernel = w_shape[1], tuple(w_shape[3:])
+        self.out_shape = (n, g, d, *out_dims)
+        self.empty = n * g * d * math.prod(out_dims) == 0 or c == 0
+        spans = [(k - 1) * dl + 1 for k, dl in zip(kernel, dilations)]
+        widths = [(b, max(0, (o - 1) * s + span - size - b))
+                  for size, b, o, s, span in zip(x_shape[3:], begin, out_dims, strides, spans)]
+        self.padded_shape = (n, g, c, *(size + b + e for size, (b, e) in zip(x_shape[3:], widths)))
+        self.interior = None
+        if any(b or e for b, e in widths):
+            self.interior = (slice(None),) * 3 + tuple(slice(b, b + size) for size, (b, _) in zip(x_shape[3:], widths))
+        self.dtype = np.dtype(dtype)
+        # The strides of the C-contiguous padded buffer, in bytes.
+        contiguous = [self.dtype.itemsize]
+        for size in reversed(self.padded_shape[1:]):
+            contiguous.insert(0, contiguous[0] * size)
+        spatial = contiguous[3:]
+        # A read-only view [N, G, C, k..., out...] of the padded data: element (.., t, o) is the
+        # source at o * stride + t * dilation along each spatial axis (what sliding_window_view
+        # does, without its checks); copying it runs along output positions.
+        self.view_shape = (n, g, c, *kernel, *out_dims)
+        self.view_strides = (*contiguous[:3], *(st * dl for st, dl in zip(spatial, dilations)),
+                             *(st * sd for st, sd in zip(spatial, strides)))
+        positions, taps = math.prod(out_dims), c * math.prod(kernel)
+        self.cols_shape = (n, g, taps, positions)
+        self.filter_shape = (g, d, taps)
+        self.direct = self.interior is None and all(k == 1 for k in kernel) and all(s == 1 for s in strides)
+        self.wide = None
+        if not self.direct and len(out_dims) >= 2 and tuple(strides[-2:]) == (1, 1) and out_dims[-1] <= WIDE_ROWS:
+            self._plan_wide(kernel, out_dims)
+
+    def _plan_wide(self, kernel: Sequence[int], out_dims: Sequence[int]) -> None:
+        """Short rows at stride 1 along the last two axes: gather each tap's rows of outputs
+        as one run through the padded buffer, row after row, each row as wide as the padded
+        input. The columns past the output's last read into the next row; they are computed
+        and cut off. A copy of runs that long is several times faster than one of short rows,
+        which is where a small layer spends its time. The buffer gets a tail, so the last
+        tap's run never reads past its end."""
+        n, g = self.out_shape[:2]
+        width = self.padded_shape[-1]
+        rows = out_dims[-2] * width
+        lead = 3 + len(kernel) + len(out_dims) - 2  # the view's axes before its last two
+        self.wide = _Wide(
+            tail=self.view_strides[2 + len(kernel)] // self.dtype.itemsize * (kernel[-1] - 1),
+            view_shape=(*self.view_shape[:lead], rows),
+            view_strides=(*self.view_strides[:lead], self.dtype.itemsize),
+            cols_shape=(n, g, self.cols_shape[2], math.prod(out_dims[:-2]) * rows),
+            rows_shape=(*self.out_shape[:-1], width),
+            keep=out_dims[-1],
+        )
+
+    def patches(self, x: np.ndarray) -> np.ndarray:
+        """[N, G, C_IN * taps, positions]: every output position's patch, a column each."""
+        if self.wide is not None:
+            return self._wide_patches(x)
+        if self.interior is None:
+            source = np.ascontiguousarray(x)
+        else:
+            source = np.zeros(self.padded_shape, self.dtype)
+            source[self.interior] = x
+        if self.direct:
+            return source.reshape(self.cols_shape)
+        view = np.ndarray(self.view_shape, self.dtype, buffer=source, offset=0, strides=self.view_strides)
+        view.flags.writeable = False
+        return np.ascontiguousarray(view).reshape(self.cols_shape)
+
+    def _wide_patches(self, x: np.ndarray) -> np.ndarray:
+        """`patches` with rows as wide as the padded input (see `_plan_wide`)."""
+        wide = self.wide
+        flat = np.zeros(math.prod(self.padded_shape) + wide.tail, self.dtype)
+        source = flat[:flat.size - wide.tail].reshape(self.padded_shape)
+        source[self.interior if self.interior is not None else ...] = x
+        view = np.ndarray(wide.view_shape, self.dtype, buffer=flat, offset=0, strides=wide.view_strides)
+        view.flags.writeable = False
+        return np.ascontiguousarray(view).reshape(wide.cols_shape)
+
+    def __call__(self, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+        if self.empty:
+            return np.zeros(self.out_shape, dtype=x.dtype)
+        product = np.matmul(w.reshape(self.filter_shape), self.patches(x))
+        if self.wide is None:
+            return product.reshape(self.out_shape)
+        return np.ascontiguousarray(product.reshape(self.wide.rows_shape)[..., :self.wide.keep]).reshape(self.out_shape)
+
+
+# Output rows this short or shorter are gathered as wide rows (`Im2col._plan_wide`); longer rows
+# copy fast enough as they are, and the wide rows' extra columns would cost more than they save.
+WIDE_ROWS = 32
+
+
+@dataclass(frozen=True)
+class _Wide:
+    """The wide-row gathering of one `Im2col`: the buffer's tail (elements), the view of the
+    padded buffer [N, G, C, *kernel, *lead outputs, rows * width] and the patches it makes, and
+    the product's shape [N, G, C_OUT, *outputs but the last, width] before its rows are cut to
+    `keep` columns."""
+
+    tail: int
+    view_shape: tuple[int, ...]
+    view_strides: tuple[int, ...]
+    cols_shape: tuple[int, ...]
+    rows_shape: tuple[int, ...]
+    keep: int
+
+
+def im2col_convolution(x: np.ndarray, w: np.ndarray, strides: Sequence[int], dilations: Sequence[int],
+                       begin: Sequence[int], out_dims: Sequence[int]) -> np.ndarray:
+    """The convolution of `grouped_convolution` as one batched matrix product: the patch of every
+    output position is gathered (a strided window view of the zero-padded data, made contiguous
+    as [N, G, C_IN * taps, positions]) and multiplied by the filters [G, C_OUT, C_IN * taps]."""
+    return Im2col(x.shape, w.shape, x.dtype, strides, dilations, begin, out_dims)(x, w)
+
+
+def grouped_transposed(x: np.ndarray, w: np.ndarray, strides: Sequence[int], dilations: Sequence[int],
+                       begin: Sequence[int], out_dims: Sequence[int]) -> np.ndarray:
+    """A transposed convolution of x [N, G, C_IN, *in] with w [G, C_IN, C_OUT, *kernel], both in
+    the work dtype: every input element i scatters x[n, g, c, i] * w[g, c, d, k] onto output
+    i * stride + k * dilation - begin, kept where that lies in [0, out_dims) (so `begin` crops the
+    start, and what lies past the end is cropped or, with a longer output, left zero). One
+    batched matrix product per kernel offset, added onto a strided box of the output (the
+    outputs of one offset are distinct, so plain slice addition is exact)."""
+    n, g, c = x.shape[:3]
+    d = w.shape[2]
+    out = np.zeros((n, g, d, *out_dims), dtype=x.dtype)
+    if out.size == 0 or c == 0:
+        return out
+    lead = (slice(None),) * 3
+    w_t = np.swapaxes(w, 1, 2)  # [G, C_OUT, C_IN, *kernel]
+    for offset, ins, outs in _taps(x.shape[3:], out_dims, w.shape[3:], strides, dilations, begin):
+        patch = x[lead + ins]
+        box = patch.shape[3:]
+        product = np.matmul(w_t[lead + offset], patch.reshape(n, g, c, math.prod(box)))
+        out[lead + outs] += product.reshape(n, g, d, *box)
+    return out
+
+
+# --- the ops' shared declarations --------------------------------------------------------------
