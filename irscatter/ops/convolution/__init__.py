@@ -1,5 +1,5 @@
 """Convolutions: direct, grouped, transposed (backprop data), binary and deformable, for 1-D, 2-D
-and 3-D spatial ranks.
+and 3-D spatial ranks. `kernels` holds the arithmetic the ops share and registers nothing.
 """
 
 from irscatter.ops.convolution import (  # noqa: F401  (importing a module registers its ops)
@@ -9,5 +9,5 @@ from irscatter.ops.convolution import (  # noqa: F401  (importing a module regis
     deformable_convolution,
     group_convolution,
     group_convolution_backprop_data,
-    kernels,  # (the arithmetic the ops share; registers nothing)
+    kernels,
 )
