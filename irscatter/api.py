@@ -22,7 +22,8 @@ from irscatter.ir.shapes import PartialShape
 from irscatter.ops import registry
 from irscatter.ops.base import TensorInfo
 from irscatter.ops.functional import run_op
-from irscatter.runtime.interpreter import CompiledModel, as_array, caller_owned, typed_feed
+from irscatter.runtime.feeds import as_array, typed_feed
+from irscatter.runtime.interpreter import CompiledModel, caller_owned
 from irscatter.runtime.model import RunnableModel
 from irscatter.runtime.model import compile_model as _compile
 

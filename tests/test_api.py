@@ -12,7 +12,7 @@ import pytest
 from helpers import layer, net, one_layer_ir, param, port, result, write
 
 import irscatter
-from irscatter.runtime.interpreter import as_array
+from irscatter.runtime.feeds import as_array
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 X = np.arange(6, dtype=np.float32).reshape(2, 3)

@@ -30,7 +30,7 @@ import numpy as np
 from irscatter import limits
 from irscatter.checks.analysis import analyze
 from irscatter.checks.infer import infer_graph, itemsize
-from irscatter.errors import ExecutionError, IRError, LayerRef, UsageError, note
+from irscatter.errors import ExecutionError, IRError, UsageError
 from irscatter.findings import Finding
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Layer, Model, output_name
@@ -41,6 +41,7 @@ from irscatter.ops.common import recycle
 from irscatter.ops.common import strict as strict_mode
 from irscatter.ops.control.core import end_iteration_budget, start_iteration_budget
 from irscatter.ops.state import core as state
+from irscatter.runtime.feeds import checked_feed, is_openvino_tensor
 from irscatter.runtime.folding import FoldPlan, keep_once, read_only
 from irscatter.runtime.ports import InputSpec, OutputSpec
 from irscatter.runtime.precision import active_plan, emulating
@@ -357,7 +358,7 @@ class CompiledModel:
         array as the only input."""
         if isinstance(feeds, Mapping):
             return feeds
-        if (isinstance(feeds, np.ndarray) or _is_openvino_tensor(feeds)) and len(self.inputs) == 1:
+        if (isinstance(feeds, np.ndarray) or is_openvino_tensor(feeds)) and len(self.inputs) == 1:
             return {0: feeds}
         if isinstance(feeds, (list, tuple)):
             if len(feeds) != len(self.inputs):
@@ -390,37 +391,7 @@ class CompiledModel:
         return bound  # type: ignore[return-value]
 
     def _check_feed(self, spec: InputSpec, value: Any) -> np.ndarray:
-        if (type(value) is np.ndarray and spec.etype is not ElementType.dynamic and value.dtype == spec.etype.dtype
-                and spec.shape.accepts(value.shape) and value.flags.c_contiguous):
-            return value  # the common case, checked at the cost of a run of a small layer
-        ref = spec.layer.ref
-        file = self.model.source
-        if spec.etype is ElementType.dynamic:
-            array = self._dynamic_feed(value, ref)
-        elif isinstance(value, (np.ndarray, np.generic)) or _is_openvino_tensor(value):
-            array = value.data if _is_openvino_tensor(value) else np.asarray(value)
-            if array.dtype != spec.etype.dtype and not (spec.etype is ElementType.string and array.dtype.kind in "UTO"):
-                array = _converted_feed(array, spec, file)
-            if spec.etype is ElementType.string and array.dtype != spec.etype.dtype:
-                array = array.astype(spec.etype.dtype)
-        else:
-            try:
-                array = as_array(value, spec.etype.dtype)
-            except ValueError as e:
-                raise ExecutionError(f"the fed value cannot be read as {spec.etype}: {e}", file=file, layer=ref,
-                                     label="feed-dtype") from None
-        if not spec.shape.accepts(array.shape):
-            raise ExecutionError(
-                f"the fed array has shape {list(array.shape)}, the Parameter expects {spec.shape}", file=file, layer=ref,
-                label="feed-shape",
-            )
-        # Row-major, as OpenVINO copies a tensor in: numpy sums an array in an order that follows
-        # its memory layout, so a column-major or strided feed would change the last bits of
-        # reductions (Softmax, MVN) between runs on the same values.
-        return array if array.flags.c_contiguous else np.ascontiguousarray(array)
-
-    def _dynamic_feed(self, value: Any, ref: LayerRef) -> np.ndarray:
-        return typed_feed(value, file=self.model.source, layer=ref)
+        return checked_feed(spec, value, self.model.source)
 
     def _check_dynamic_shapes(self, bound: list[np.ndarray]) -> None:
         key = tuple((a.shape, a.dtype.str) for a in bound)
@@ -842,95 +813,6 @@ def _the_only(specs: list[Any], what: str) -> Any:
     if len(specs) != 1:
         raise UsageError(f"{what}() without an index or name needs a model of one {what}; this one has {len(specs)}")
     return specs[0]
-
-
-def _is_openvino_tensor(value: Any) -> bool:
-    """An `openvino.Tensor`, told by its type's module so that openvino is never imported here."""
-    return type(value).__module__.startswith("openvino") and hasattr(value, "data") and hasattr(value, "shape")
-
-
-def _converted_feed(array: np.ndarray, spec: InputSpec, file: str | None) -> np.ndarray:
-    """A feed of another dtype than its input's, converted as OpenVINO converts a tensor when
-    every value survives the conversion (a note says so), and refused with the first value that
-    would not (an f64 0.1 is no f32 value: rounding it is the caller's choice to make)."""
-    wanted = spec.etype.dtype
-    refuse = f"the fed array has dtype {array.dtype}, the Parameter expects {spec.etype} ({wanted})"
-    try:
-        ElementType.from_dtype(array.dtype)
-        with np.errstate(invalid="ignore", over="ignore"):
-            converted = array.astype(wanted)
-            back = converted.astype(array.dtype)
-    except (TypeError, ValueError):
-        raise ExecutionError(refuse, file=file, layer=spec.layer.ref, label="feed-dtype") from None
-    same = back == array
-    if array.dtype.kind in "fcV" and wanted.kind != "b":
-        same |= (back != back) & (array != array)  # NaN stays NaN
-    if not same.all():
-        first = array[~same].flat[0].item()
-        raise ExecutionError(f"{refuse}, and {first!r} is not exactly representable in {spec.etype}: convert it first "
-                             f"(.astype(np.{wanted.name})) if that rounding is what you want", file=file,
-                             layer=spec.layer.ref, label="feed-dtype")
-    note(f'input "{spec.name}": the {array.dtype} array was converted to {spec.etype}; every value is exact in it')
-    return converted
-
-
-def typed_feed(value: Any, *, file: str | None, layer: LayerRef, port: str | None = None) -> np.ndarray:
-    """A feed that no declared element type converts (an input of element type `dynamic`, an
-    array given to one layer run alone): any array whose dtype is an IR element type, or text
-    for a string tensor. Anything else (complex, float128, dates, records, big-endian bytes,
-    None) is refused with the feed-dtype label, before a kernel sees it."""
-    what = "None"
-    if value is not None:
-        array = np.asarray(value)
-        if array.dtype.kind != "O":
-            try:
-                ElementType.from_dtype(array.dtype)
-                return array
-            except ValueError:
-                what = f"an array of dtype {array.dtype}"
-        elif all(isinstance(v, str) for v in array.flat):  # a string tensor, as lists of str read
-            return array
-        else:
-            what = "values that are neither numbers nor text"
-    raise ExecutionError(f"the input's element type is dynamic, but {what} is of no IR element type"
-                         if port is None else f"{what} is of no IR element type",
-                         file=file, layer=layer, port=port, label="feed-dtype")
-
-
-def as_array(value: Any, dtype: np.dtype) -> np.ndarray:
-    """A Python value (a number, nested lists) as an array of `dtype`; ValueError when it makes
-    none: None (which numpy would read as NaN), rows of different lengths, a number the type
-    cannot hold, anything not a number.
-
-    numpy's own conversion to `dtype` would cut 1.5 to 1 for an integer type, read the text
-    "7" as a number, a None inside a list as NaN and 1e40 as an f32 infinity: the value is read
-    as numpy reads it untyped first, and converted only when the type holds it (a float type
-    rounds to its nearest value, as a literal in a model's source would)."""
-    if value is None:
-        raise ValueError("None is no value")
-    try:
-        if dtype.kind in "OTU":  # a string type: text is its value
-            return np.asarray(value, dtype=dtype)
-        raw = np.asarray(value)
-    except (TypeError, ValueError, OverflowError) as e:
-        raise ValueError(str(e)) from None
-    if raw.dtype.kind not in "biuf":
-        what = "text" if raw.dtype.kind in "USTa" else f"values of numpy type {raw.dtype}" if raw.dtype.kind != "O" \
-            else "what numpy reads as no number type: None, a mix of types, or an integer beyond 64 bits"
-        raise ValueError(f"it holds {what}")
-    with np.errstate(invalid="ignore", over="ignore"):
-        out = raw.astype(dtype)
-        if dtype.kind in "biu" or dtype.name.startswith(("int", "uint")):
-            lost = out.astype(raw.dtype) != raw
-            if lost.any():
-                kind = "a truth value (0 or 1)" if dtype.kind == "b" else f"a whole number {dtype.name} can hold"
-                raise ValueError(f"{raw[lost].flat[0].item()!r} is not {kind}")
-        else:
-            wide, got = raw.astype(np.float64), out.astype(np.float64)
-            lost = np.isfinite(wide) & ~np.isfinite(got) | np.isnan(got) & ~np.isnan(wide)
-            if lost.any():
-                raise ValueError(f"{raw[lost].flat[0].item()!r} is beyond what {dtype.name} can hold")
-    return out
 
 
 def caller_owned(values: list[Any], fed: list[np.ndarray]) -> list[Any]:
