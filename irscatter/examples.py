@@ -303,9 +303,22 @@ def _matches(computed: np.ndarray, documented: Any) -> bool:
     return bool(np.allclose(got.reshape(-1), doc.reshape(-1), rtol=1e-5, atol=1e-6, equal_nan=True))
 
 
+_TYPE = re.compile(r'<layer\b[^>]*?\btype\s*=\s*"([^"]+)"')
+
+
+def _version_for(snippet: str, default_version: str) -> str:
+    """The `version` a snippet without one is given: the document's opset, unless the type is in
+    no OpenVINO opset and one custom domain registers it (the internal ops' pages leave the
+    domain unsaid; OpenVINO writes `extension` or `ie_internal_opset`)."""
+    m = _TYPE.search(snippet)
+    if m is None or opsets.lookup(m.group(1), default_version).version is not None:
+        return default_version
+    return registry.custom_domain_of(m.group(1)) or default_version
+
+
 def run_example(file: str, index: int, line: int, snippet: str, default_version: str) -> Example:
     ex = Example(file, index, line)
-    text, ex.repairs = repair(snippet, default_version)
+    text, ex.repairs = repair(snippet, _version_for(snippet, default_version))
     try:
         root = parse_xml(text.encode(), file)
     except IRError as e:

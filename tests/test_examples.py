@@ -15,6 +15,7 @@ import pytest
 
 from irscatter import examples
 from irscatter.cli import main
+from irscatter.ops import registry
 
 CORPUS = Path(__file__).parent / "corpus" / "examples"
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -431,3 +432,37 @@ def test_examples_refuses_a_binary_file_as_no_document(capsys):
     assert main(["examples", str(weights)]) == 2
     assert "a binary file, not a document" in capsys.readouterr().err
 
+
+
+def test_a_snippet_of_an_op_outside_openvinos_opsets_takes_the_domain_that_registers_it(tmp_path):
+    """Internal ops' pages leave `version` unsaid; the example is tagged with the one custom
+    domain that registers the type, as OpenVINO writes `ie_internal_opset` or `extension`."""
+    from irscatter.ops.base import Op, TensorInfo
+
+    class Thrice(Op):
+        inputs = ("data",)
+
+        def infer(self, data):
+            return TensorInfo(data.etype, data.shape)
+
+        def compute(self, data):
+            return data * 3
+
+    registry.register("Thrice", 1, domain="ie_internal_opset")(Thrice)
+    try:
+        (ex,) = _write(tmp_path, """<layer ... type="Thrice">
+    <input>
+        <port id="0" precision="FP32">  <!-- values: [1, -2] -->
+            <dim>2</dim>
+        </port>
+    </input>
+    <output>
+        <port id="1" precision="FP32">  <!-- values: [3, -6] -->
+            <dim>2</dim>
+        </port>
+    </output>
+</layer>""")
+        assert ex.status == "passed", ex.reason
+        assert any('version="ie_internal_opset"' in r for r in ex.repairs), ex.repairs
+    finally:
+        registry.unregister("Thrice", 1, domain="ie_internal_opset")

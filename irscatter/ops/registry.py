@@ -162,6 +162,14 @@ def _key(domain: str) -> str:
     return domain.strip().lower()
 
 
+def custom_domain_of(type_name: str) -> str | None:
+    """The custom domain (as registered) whose ops include `type_name`, when exactly one does: what
+    a snippet of an internal op's page, written without a `version`, is meant to be tagged with."""
+    found = {versions[max(versions)].domain for (d, t), versions in _REGISTRY.items()
+             if d != "opset" and t == type_name.lower() and versions}
+    return found.pop() if len(found) == 1 else None
+
+
 def domains() -> list[str]:
     """The opset families that have registered ops ("opset", "irscatter")."""
     return sorted({domain for domain, _ in _REGISTRY})
