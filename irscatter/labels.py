@@ -43,6 +43,8 @@ SHARED: dict[str, str] = {
     "not-in-opset": "the opset holds no op of the layer's type",
     "no-kernel": "an OpenVINO op that irscatter has no kernel for yet",
     "custom-domain": "an opset outside OpenVINO's with no ops registered for it",
+    "draft-op": "an op version that only the spec pages of an opset still being defined describe: the pinned "
+                "OpenVINO refuses it",
     "no-runtime": "a layer with a <body> was compiled without irscatter's runtime loaded",
     # a layer against its op's declaration
     "attributes": "an attribute is missing, or its value is not one the op's schema allows",

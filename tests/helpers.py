@@ -15,6 +15,9 @@ import pytest
 
 import irscatter
 
+# The OpenVINO spec pages beside the project, when present; tests that read them skip otherwise.
+OP_SPECS = Path(__file__).resolve().parents[2] / "shared" / "specs" / "openvino-docs" / "operation-sets" / "operation-specs"
+
 # --- OpenVINO as the oracle ------------------------------------------------------------------
 
 

@@ -156,6 +156,10 @@ class _Pass:
             layer = wiring.by_id[lid]
             try:
                 ops[lid] = registry.instantiate(layer)
+                if self.collect and ops[lid].domain == "opset":
+                    draft = registry.resolve(layer.type, layer.version).draft
+                    if draft:
+                        self.report(Finding("warning", "draft-op", draft, layer.ref, line=layer.line))
             except IRError as e:
                 if lid in self.loaded_badly:
                     continue  # the loader's finding already names what is wrong with it

@@ -40,6 +40,7 @@ class Resolution:
     cls: type[Op] | None
     label: str | None = None
     message: str = ""
+    draft: str = ""  # for a draft op version (opsets.DRAFTS): why OpenVINO itself refuses the layer
 
 
 def resolve(type_name: str, opset: str) -> Resolution:
@@ -82,10 +83,13 @@ def _resolve(type_name: str, opset: str) -> Resolution:
         spelt = "Const" if answer.canonical == "Constant" else answer.canonical
         official = f"{answer.canonical}-{answer.version}"
         cls = _REGISTRY.get(("opset", spelt.lower()), {}).get(answer.version)
+        draft = (f"{official} is a draft of {opset}: its spec page defines it, but OpenVINO "
+                 f"{opset_tables.OPENVINO_VERSION} does not ship it yet and refuses the layer") if answer.draft else ""
         if cls is None:
+            what = f"a draft op of {opset}" if answer.draft else "an OpenVINO op"
             return Resolution(None, "no-kernel", f"irscatter has no kernel for {official} yet "
-                                                 f"(an OpenVINO op{_others(spelt)})")
-        return Resolution(cls)
+                                                 f"({what}{_others(spelt)})")
+        return Resolution(cls, draft=draft)
     registered = {d for d, _ in _REGISTRY} - {"opset"}
     named = [(d, bound) for d, bound in opsets.custom_domains(opset) if d in registered]
     if not named:
@@ -108,7 +112,9 @@ def opsets_of(cls: type[Op]) -> list[str]:
     if cls.domain != "opset":
         return []
     name = "constant" if cls.type_name == "Const" else cls.type_name.lower()
-    return [f"opset{n}" for n, types in sorted(opset_tables.OPSETS.items())
+    numbers = sorted(set(opset_tables.OPSETS) | set(opsets.DRAFTS))
+    tables = {n: {**opset_tables.OPSETS.get(n, {}), **opsets.DRAFTS.get(n, {})} for n in numbers}
+    return [f"opset{n}" for n, types in tables.items()
             if any(t.lower() == name and v == cls.version for t, v in types.items())]
 
 
