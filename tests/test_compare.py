@@ -20,6 +20,7 @@ from irscatter.debug import compare
 from irscatter.ir.writer import IRWriter
 from irscatter.metrics import PRESETS, Tolerance, diff, preset_for
 from irscatter.runtime.inputs import split_steps
+from irscatter.targets.openvino import OpenVINOTarget
 from irscatter.targets.worker import TargetFailure, WorkerProcess
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
@@ -206,7 +207,7 @@ def test_the_writer_copies_bodies_with_their_constants(tmp_path, model):
 
 @pytest.fixture(scope="module")
 def target():
-    t = compare.OpenVINOTarget("CPU", "f32")
+    t = OpenVINOTarget("CPU", "f32")
     yield t
     t.close()
 
@@ -259,7 +260,7 @@ def test_a_target_crash_costs_one_layer(tmp_path):
     text = xml.read_text().replace('name="negative_22"', 'name="crash_here_22"')
     xml.write_text(text)
     compiled = irscatter.read_model(xml).compile()
-    crashing = compare.OpenVINOTarget("CPU", "f32")
+    crashing = OpenVINOTarget("CPU", "f32")
     crashing._process._worker = WorkerProcess([sys.executable, str(DATA / "crashing_openvino.py")],
                                               name="OpenVINO", timeout=60)
     try:
@@ -295,7 +296,7 @@ def test_reduced_precision_targets_pass_a_real_model_within_their_presets(target
     compiled = irscatter.read_model(MODELS / "transformer_block" / "model.xml").compile()
     feeds = dict(np.load(MODELS / "transformer_block" / "inputs.npz"))
     for precision in ("f16", "bf16"):
-        low = compare.OpenVINOTarget("CPU", precision)
+        low = OpenVINOTarget("CPU", precision)
         try:
             ran = low.ran_precision()
             report = compare.compare_layers(compiled, feeds, low, compare.Tolerances(precision))
@@ -370,7 +371,7 @@ class _Refusing:
         return None
 
 
-class _StateDrift(compare.OpenVINOTarget):
+class _StateDrift(OpenVINOTarget):
     """OpenVINO, with the outputs of every step from the third on nudged: a runtime whose state
     goes wrong after two steps."""
 
@@ -434,6 +435,8 @@ def test_cli_compare_dumps_passes_only_what_it_could_compare(tmp_path, judged, g
     (["--seed", "3"], "--seed only applies with --random"),
     (["--random", "--tol", "oops"], "--tol oops"),
     (["--random", "--target", "tensorrt"], 'the targets are "openvino"'),
+    (["--random", "--target", "openvino:NPU.7"], "--target openvino:NPU.7: OpenVINO finds no device NPU.7"),
+    (["--random", "--target", "openvino:HETERO:NPU.7,CPU"], "finds no device NPU.7 on this machine (it has CPU"),
 ])
 def test_cli_compare_usage_errors(args, message):
     out = cli("compare", str(MODELS / "small_cnn" / "model.xml"), *args)

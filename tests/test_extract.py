@@ -17,6 +17,7 @@ from helpers import cli
 import irscatter
 from irscatter.debug import compare, extract, reduce
 from irscatter.metrics import diff
+from irscatter.targets.openvino import OpenVINOTarget
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 DATA = Path(__file__).resolve().parent / "data"
@@ -36,7 +37,7 @@ CUTS = [  # model, outputs, inputs
 
 @pytest.fixture(scope="module")
 def target():
-    t = compare.OpenVINOTarget("CPU", "f32")
+    t = OpenVINOTarget("CPU", "f32")
     yield t
     t.close()
 

@@ -89,3 +89,12 @@ def test_string_tensors_cross_to_openvino_and_back(tmp_path):
     strings, lengths = oracle().infer(xml, feeds)
     assert strings.dtype == np.dtypes.StringDType() and list(strings) == ["a", "", "zürich"]
     assert list(lengths) == [1, 1, 8]
+
+
+@pytest.mark.parametrize("name, physical", [("CPU", ["CPU"]), ("GPU.1", ["GPU.1"]), ("AUTO", []),
+                                            ("HETERO:GPU,CPU", ["GPU", "CPU"]), ("BATCH:GPU(4)", ["GPU"]),
+                                            ("AUTO:GPU.0, CPU", ["GPU.0", "CPU"])])
+def test_the_hardware_a_device_name_asks_for(name, physical):
+    from irscatter.targets.openvino import physical_devices
+
+    assert physical_devices(name) == physical

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +39,8 @@ from irscatter.ir.writer import IRWriter
 from irscatter.metrics import TensorDiff, Tolerance, diff, preset_for
 from irscatter.runtime.interpreter import CompiledModel
 from irscatter.runtime.precision import GraphView, kept_in_f32
-from irscatter.targets.openvino import exactly_as
+from irscatter.targets.openvino import OpenVINOTarget, exactly_as
+from irscatter.targets.protocol import Target
 from irscatter.targets.worker import TargetFailure
 
 Source = tuple[int, int]
@@ -50,63 +51,6 @@ _NO_STANDALONE_FORM = {
     "Multinomial": "it draws from the target's own random generator",
 }
 PRECISIONS = ("f32", "f16", "bf16")
-
-
-class Target(Protocol):
-    """A runtime to compare with: it runs an IR file on named feeds."""
-
-    name: str
-
-    def infer(self, xml: Path, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]: ...
-
-    def output_names(self, xml: Path) -> list[list[str]]: ...
-
-    def describe(self) -> str: ...
-
-    def close(self) -> None: ...
-
-
-class OpenVINOTarget:
-    """OpenVINO on a device, in a worker process, at an inference precision (its
-    INFERENCE_PRECISION_HINT; f32 unless asked otherwise, since a CPU with bf16 units would
-    otherwise pick bf16 by itself). What the device really runs may differ from what was asked
-    (a CPU without f16 arithmetic keeps its default): `ran_precision` asks the device once."""
-
-    def __init__(self, device: str = "CPU", precision: str = "f32", timeout: float = 120.0) -> None:
-        from irscatter.targets.openvino import OpenVINOProcess
-
-        self.device, self.precision = device, precision
-        self.name = f"openvino:{device}"
-        self._process = OpenVINOProcess(timeout=timeout)
-        self._ran: str | None = None
-
-    def _config(self) -> dict[str, str]:
-        return {"INFERENCE_PRECISION_HINT": self.precision}
-
-    def infer(self, xml: Path, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-        return self._process.infer(xml, dict(feeds), device=self.device, config=self._config())
-
-    def infer_steps(self, xml: Path, steps: Sequence[Mapping[str, np.ndarray]]) -> list[list[np.ndarray]]:
-        """One infer request run on each step's feeds in turn, its variables carried over."""
-        return self._process.infer_steps(xml, [dict(f) for f in steps], device=self.device, config=self._config())
-
-    def output_names(self, xml: Path) -> list[list[str]]:
-        return self._process.output_names(xml)
-
-    def ran_precision(self) -> str:
-        """The precision the device infers in when asked for `precision` (f32, f16 or bf16)."""
-        if self._ran is None:
-            self._ran = str(self._process.inference_precision(self.device, self._config())["precision"])
-        return self._ran
-
-    def describe(self) -> str:
-        release = self._process.version().split("-")[0]  # 2026.4.1, without the build string
-        ran = self.ran_precision()
-        asked = "" if ran == self.precision else f" (asked for {self.precision}, which this {self.device} does not run)"
-        return f"OpenVINO {release} {self.device} at {ran}{asked}"
-
-    def close(self) -> None:
-        self._process.close()
 
 
 def at_device_precision(target: Target, tolerances: Tolerances) -> Tolerances:
@@ -129,13 +73,22 @@ def emulated_at_device_precision(target: Target, emulated: str | None) -> str | 
 
 
 def open_target(spec: str, precision: str = "f32", timeout: float = 120.0) -> OpenVINOTarget:
-    """A target from its command-line spelling: `openvino` or `openvino:DEVICE`."""
+    """A target from its command-line spelling: `openvino` or `openvino:DEVICE`. A device this
+    machine does not have, or an OpenVINO that is not installed, is refused here, once."""
     kind, _, device = spec.partition(":")
     if kind != "openvino":
         raise UsageError(f'--target {spec}: the targets are "openvino" and "openvino:DEVICE"')
     if precision not in PRECISIONS:
         raise UsageError(f"--target-precision must be one of {', '.join(PRECISIONS)}, got {precision}")
-    return OpenVINOTarget(device or "CPU", precision, timeout)
+    target = OpenVINOTarget(device or "CPU", precision, timeout)
+    try:
+        target.check_device()
+    except TargetFailure as e:
+        target.close()
+        if e.kind != "unavailable":
+            raise
+        raise UsageError(f"--target {spec}: {e.message}") from None
+    return target
 
 
 # --- tolerances ------------------------------------------------------------------------------------

@@ -30,10 +30,11 @@ from pathlib import Path
 
 import numpy as np
 
-from irscatter.debug.compare import Target, TensorResult, Tolerances, at_device_precision, judge
+from irscatter.debug.compare import TensorResult, Tolerances, at_device_precision, judge
 from irscatter.debug.extract import BOUNDARY, Cut, Written, first_holding, plan, prefix, steps, write
 from irscatter.errors import PATTERN_ERRORS, UsageError, elide
 from irscatter.runtime.interpreter import CompiledModel
+from irscatter.targets.protocol import Target
 from irscatter.targets.worker import TargetFailure
 
 Source = tuple[int, int]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -67,6 +68,10 @@ class OpenVINOProcess:
         bf16 on one with AVX-512 BF16 but no AVX512-FP16), so only the compiled model can say."""
         return self._worker.request({"kind": "inference_precision", "device": device, "config": dict(config or {})})
 
+    def devices(self) -> list[str]:
+        """The devices OpenVINO finds on this machine (`Core.available_devices`: CPU, GPU.0, ...)."""
+        return self._worker.request({"kind": "devices"})
+
     def evaluate(self, xml: str | os.PathLike, feeds: Feeds) -> list[np.ndarray]:
         """The core reference's outputs in Result order; `refused` where an op has no reference."""
         return self._worker.request({"kind": "evaluate", "xml": os.fspath(xml), "feeds": _plain(feeds)})
@@ -79,6 +84,76 @@ class OpenVINOProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class OpenVINOTarget:
+    """OpenVINO on a device, in a worker process, at an inference precision (its
+    INFERENCE_PRECISION_HINT; f32 unless asked otherwise, since a CPU with bf16 units would
+    otherwise pick bf16 by itself). What the device really runs may differ from what was asked
+    (a CPU without f16 arithmetic keeps its default): `ran_precision` asks the device once."""
+
+    def __init__(self, device: str = "CPU", precision: str = "f32", timeout: float = 120.0) -> None:
+        self.device, self.precision = device, precision
+        self.name = f"openvino:{device}"
+        self._process = OpenVINOProcess(timeout=timeout)
+        self._ran: str | None = None
+
+    def _config(self) -> dict[str, str]:
+        return {"INFERENCE_PRECISION_HINT": self.precision}
+
+    def check_device(self) -> None:
+        """Raise `TargetFailure("unavailable")` unless every physical device the name asks for is
+        on this machine, so that a missing GPU is one error before any work rather than every
+        layer refused with the plugin's own message."""
+        found = self._process.devices()
+        missing = [d for d in physical_devices(self.device) if not any(_same_device(d, f) for f in found)]
+        if missing:
+            raise TargetFailure("unavailable", f"OpenVINO finds no device {', '.join(missing)} on this machine "
+                                               f"(it has {', '.join(found) or 'none'})")
+
+    def infer(self, xml: Path, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        return self._process.infer(xml, dict(feeds), device=self.device, config=self._config())
+
+    def infer_steps(self, xml: Path, steps: Sequence[Mapping[str, np.ndarray]]) -> list[list[np.ndarray]]:
+        """One infer request run on each step's feeds in turn, its variables carried over."""
+        return self._process.infer_steps(xml, [dict(f) for f in steps], device=self.device, config=self._config())
+
+    def output_names(self, xml: Path) -> list[list[str]]:
+        return self._process.output_names(xml)
+
+    def ran_precision(self) -> str:
+        """The precision the device infers in when asked for `precision` (f32, f16 or bf16)."""
+        if self._ran is None:
+            self._ran = str(self._process.inference_precision(self.device, self._config())["precision"])
+        return self._ran
+
+    def describe(self) -> str:
+        release = self._process.version().split("-")[0]  # 2026.4.1, without the build string
+        ran = self.ran_precision()
+        asked = "" if ran == self.precision else f" (asked for {self.precision}, which this {self.device} does not run)"
+        return f"OpenVINO {release} {self.device} at {ran}{asked}"
+
+    def close(self) -> None:
+        self._process.close()
+
+
+
+# Devices that stand for others (AUTO:GPU,CPU; HETERO:GPU,CPU; MULTI:...; BATCH:GPU(4)).
+_VIRTUAL = ("AUTO", "MULTI", "HETERO", "BATCH")
+
+
+def physical_devices(name: str) -> list[str]:
+    """The hardware devices a device name asks for: `GPU.1` itself, the list after a virtual
+    device's colon (`HETERO:GPU,CPU`), none for a bare `AUTO`."""
+    head, _, rest = name.partition(":")
+    if head.upper() in _VIRTUAL:
+        return [d.split("(")[0].strip() for d in rest.split(",") if d.strip()]
+    return [name.strip()]
+
+
+def _same_device(asked: str, found: str) -> bool:
+    """`GPU` is any GPU; `GPU.1` only that one."""
+    return asked == found or ("." not in asked and found.split(".")[0] == asked)
 
 
 def _plain(feeds: Feeds) -> dict[str, np.ndarray] | list[np.ndarray]:
@@ -172,6 +247,8 @@ class _Handler:
             return self.evaluate(request)
         if kind == "inference_precision":
             return self.inference_precision(request)
+        if kind == "devices":
+            return list(self.core.available_devices)
         if kind == "output_names":
             return [sorted(port.get_names()) for port in self.core.read_model(request["xml"]).outputs]
         raise TargetFailure("refused", f"unknown request {kind!r}")
