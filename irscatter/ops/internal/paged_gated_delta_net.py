@@ -50,6 +50,7 @@ from pydantic import field_validator
 from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.common import strict
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.internal.core import dim_value, named_dims, rising_bounds, shape_from
 from irscatter.ops.internal.gated_delta_net import (
@@ -85,6 +86,8 @@ class PagedGatedDeltaNet(Op):
         "pgdn-sequences": "subsequence_begins, block_indices_begins, past_lens and cache_interval do not describe "
                           "the same sequences covering the token rows in order, or a past length is negative",
         "pgdn-block-table": "a sequence with tokens has no block, or names a block outside the state table",
+        "pgdn-unstored": "strict mode: the interval asks to store a state past the sequence's blocks",
+        "pgdn-shared-block": "strict mode: sequences of one step read or write one block",
     }
 
     Attrs = PagedGatedDeltaNetAttrs
@@ -100,12 +103,13 @@ class PagedGatedDeltaNet(Op):
                   port=self.port(name))
         query, key, value, table, gate, beta, begins, blocks, block_begins, past, interval = infos
         dims = named_dims(self, [("query", query, "THK"), ("key", key, "THK"), ("value", value, "TGV"),
-                                 ("recurrent_state_table", table, "NGVK"), ("gate", gate, "TG"), ("beta", beta, "TG"),
-                                 ("subsequence_begins", begins, "S"), ("block_indices", blocks, "M"),
-                                 ("block_indices_begins", block_begins, "S"), ("past_lens", past, "P"),
-                                 ("cache_interval", interval, "P")], "pgdn-rank", "pgdn-shape")
+                                 ("recurrent_state_table", table, "NGVK"), ("gate", gate, "TG"), ("beta", beta, "TG")],
+                          "pgdn-rank", "pgdn-shape")
         check_groups(self, dims, "pgdn-heads")
-        starts, sequences = dim_value(dims, "S"), dim_value(dims, "P")
+        counts = named_dims(self, [("subsequence_begins", begins, "S"), ("block_indices", blocks, "M"),
+                                   ("block_indices_begins", block_begins, "S"), ("past_lens", past, "P"),
+                                   ("cache_interval", interval, "P")], "pgdn-rank", "pgdn-sequences")
+        starts, sequences = dim_value(counts, "S"), dim_value(counts, "P")
         if starts is not None and sequences is not None:
             check(starts == sequences + 1, "pgdn-sequences",
                   f"{sequences} past_lens and cache_interval need {sequences + 1} subsequence_begins and "
@@ -124,6 +128,8 @@ class PagedGatedDeltaNet(Op):
         etype = ElementType.from_dtype(query.dtype)
         work = compute_dtype(etype)
         sequences = self._sequences(arrays, query.shape[0], table.shape[0])
+        if strict.active():
+            self._report_blocks(sequences)
         heads, head_size = query.shape[1], query.shape[2]
         value_heads = value.shape[1]
         shared = np.arange(value_heads) // (value_heads // heads if heads else 1)
@@ -147,6 +153,29 @@ class PagedGatedDeltaNet(Op):
                         if slot < blocks.size:
                             table[blocks[slot]] = from_compute(np.swapaxes(state, 1, 2), etype)
         return from_compute(out, etype)
+
+    def _report_blocks(self, sequences: list[tuple[int, int, np.ndarray, int, int]]) -> None:
+        """Strict mode: the states the interval asks to store past a sequence's blocks (which the
+        page does not place; irscatter, as the plugin, drops them), and blocks one sequence writes
+        that another reads or writes (the plugin runs sequences in parallel: their order is open)."""
+        port = self.port("block_indices")
+        owners: dict[int, list[int]] = {}
+        for s, (first, end, blocks, done, interval) in enumerate(sequences):
+            if end == first:
+                continue
+            needed = 2 + (done + end - first - 1) // interval if interval > 0 else 2
+            if needed > blocks.size:
+                strict.report("pgdn-unstored", f"sequence {s} stores states into its blocks 1 to {needed - 1}, but "
+                              f"has {blocks.size}; the page places none past its blocks, and irscatter, as "
+                              f"OpenVINO's CPU plugin, does not store them", port=port)
+            for block in {int(b) for b in blocks[:needed]}:
+                owners.setdefault(block, []).append(s)
+        shared = {block: users for block, users in owners.items() if len(users) > 1}
+        if shared:
+            block, users = min(shared.items())
+            strict.report("pgdn-shared-block", f"sequences {users} all read or write block {block} "
+                          f"({len(shared)} blocks shared in all); irscatter reads every start state first and "
+                          f"writes in sequence order, where OpenVINO's plugin runs the sequences at once", port=port)
 
     def _sequences(self, arrays: tuple[np.ndarray, ...], tokens: int,
                    blocks: int) -> list[tuple[int, int, np.ndarray, int, int]]:

@@ -167,6 +167,7 @@ REFUSED = [
     ("pgdn-heads", {2: np.zeros((5, 3, 3), np.float32), 3: np.zeros((8, 3, 3, 4), np.float32),
                     4: np.zeros((5, 3), np.float32), 5: np.zeros((5, 3), np.float32)}),
     ("pgdn-sequences", {9: np.array([0, 0], I32), 10: np.array([2, 2], I32)}),
+    ("pgdn-sequences", {10: np.array([2, 2], I32)}),
     ("pgdn-sequences", {6: np.array([0, 4], I32)}),
     ("pgdn-sequences", {6: np.array([1, 5], I32)}),
     ("pgdn-sequences", {8: np.array([0, 5], I32)}),
