@@ -3,8 +3,8 @@
 Domain: OpenVINO declares `ov::op::internal::PaKVReorder` with the one-argument
 `OPENVINO_OP("PaKVReorder")`, whose version is `extension` (an earlier form lived in the CPU
 plugin as `cpu_plugin_opset`). OpenVINO GenAI's speculative decoding builds it with the
-`PaKVReorderFusion` pass; no plugin registers it for reading, so OpenVINO itself cannot load a
-saved model holding it.
+`PaKVReorderFusion` pass; OpenVINO's CPU plugin runs it but does not register it for reading,
+so OpenVINO with that plugin cannot load a saved model holding it.
 
 Sequence s owns the cache blocks `block_indices[block_indices_begins[s] :
 block_indices_begins[s+1]]` and the moves `block_update_indices_begins[s]` to

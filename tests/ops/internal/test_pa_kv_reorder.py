@@ -1,5 +1,5 @@
-"""PaKVReorder (domain `extension`). OpenVINO cannot read the op from a file (no plugin registers
-it) and only OpenVINO GenAI's C++ pipeline builds it (its PaKVReorderFusion pass, which Python
+"""PaKVReorder (domain `extension`). OpenVINO cannot read the op from a file (its CPU plugin does
+not register it) and only OpenVINO GenAI's C++ pipeline builds it (its PaKVReorderFusion pass, which Python
 cannot reach), so the judge is the page's pseudocode transcribed in page_pa_kv_reorder.py. Also:
 the caches are written only when donated, and every refusal has its label."""
 
