@@ -163,6 +163,30 @@ def evaluate_reference(node) -> np.ndarray | None:
     return out
 
 
+def run_internal_ops_openvino(folder: Path, jobs: list[dict]) -> list[dict[str, np.ndarray]]:
+    """OpenVINO's CPU plugin on `jobs` (see tests/data/internal_ops_openvino.py: IR files of the
+    internal ops it reads once loaded, with each input as it is after the run, and the subgraph
+    OpenVINO fuses into MOE), in one process; returns each job's arrays. An "ir" job gives
+    `feeds` (arrays in input order) instead of a file; "moe" jobs give `arrays`."""
+    import json
+
+    for n, job in enumerate(jobs):
+        job["out"] = str(folder / f"job{n}.npz")
+        for key in ("feeds", "arrays"):
+            if key in job:
+                np.savez(folder / f"job{n}_{key}.npz", **{str(i): a for i, a in enumerate(job[key])}
+                         if isinstance(job[key], list) else job[key])
+                job[key] = str(folder / f"job{n}_{key}.npz")
+        if "xml" in job:
+            job["xml"] = str(job["xml"])
+    (folder / "jobs.json").write_text(json.dumps(jobs))
+    script = Path(__file__).parent / "data" / "internal_ops_openvino.py"
+    done = subprocess.run([sys.executable, str(script), str(folder / "jobs.json")], capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return [dict(np.load(job["out"])) for job in jobs]
+
+
 def edited_copy(tmp_path: Path, xml: Path, old: str, new: str) -> Path:
     """A copy of an IR (xml and bin) in `tmp_path` with the first `old` of its XML replaced by `new`."""
     text = xml.read_text()

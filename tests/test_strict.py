@@ -443,3 +443,33 @@ def test_cli_validate_strict(tmp_path):
     assert as_json["ok"] is True and as_json["passed"] is False and as_json["strict"] == 1  # as the exit status
     clean = cli("validate", str(_scatter_with_constant_indices(tmp_path, [0, 1])), "--strict")
     assert clean.returncode == 0 and "no findings" in clean.stdout
+
+
+# --- PagedGatedDeltaNet's block table ---------------------------------------------------------------
+
+
+def _paged_delta_step(sequences):
+    """PagedGatedDeltaNet's inputs for `sequences`: (past, new tokens, interval, blocks) each."""
+    rng = np.random.default_rng(0)
+    tokens = sum(new for _, new, _, _ in sequences)
+    arrays = [rng.standard_normal(shape).astype(np.float32)
+              for shape in ((tokens, 1, 2), (tokens, 1, 2), (tokens, 1, 2), (6, 1, 2, 2), (tokens, 1), (tokens, 1))]
+    arrays += [np.cumsum([0] + [n for _, n, _, _ in sequences]).astype(np.int32),
+               np.array([b for *_, own in sequences for b in own], np.int32),
+               np.cumsum([0] + [len(own) for *_, own in sequences]).astype(np.int32),
+               np.array([p for p, *_ in sequences], np.int32), np.array([i for _, _, i, _ in sequences], np.int32)]
+    from irscatter.ops.internal.paged_gated_delta_net import PagedGatedDeltaNet
+
+    return list(zip(PagedGatedDeltaNet.inputs, arrays)), (tokens, 1, 2)
+
+
+@pytest.mark.parametrize(("sequences", "label", "shown"), [
+    ([(0, 5, 2, [0, 1])], "pgdn-unstored", "stores states into its blocks 1 to 3, but has 2"),
+    ([(0, 2, 0, [0, 3]), (0, 1, 0, [3, 4])], "pgdn-shared-block", "sequences [0, 1] all read or write block 3"),
+])
+def test_paged_gated_delta_net_reports_its_block_table(tmp_path, sequences, label, shown):
+    inputs, out_shape = _paged_delta_step(sequences)
+    out = run_strict(tmp_path, "PagedGatedDeltaNet", "extension", {}, inputs, out_shape)
+    assert codes(out) == [label] and shown in out.findings[0].message
+    clean, clean_shape = _paged_delta_step([(0, 5, 2, [0, 1, 2, 3])])
+    assert not run_strict(tmp_path, "PagedGatedDeltaNet", "extension", {}, clean, clean_shape).findings

@@ -1,8 +1,14 @@
 """OpenVINO's internal ops, as its transformations write them into saved models under their own
 domains (`version="extension"`): PagedAttentionExtension, what OpenVINO GenAI runs for
-continuous batching.
+continuous batching; GatedDeltaNet and PagedGatedDeltaNet, Qwen3-Next's linear attention, whole
+and over a paged state table; PaKVReorder, the token moves of speculative decoding in a paged KV
+cache; MOE, the routed experts of a Mixture of Experts block. core.py holds what they share.
 """
 
 from irscatter.ops.internal import (  # noqa: F401  (importing a module registers its ops)
+    gated_delta_net,
+    moe,
+    pa_kv_reorder,
     paged_attention_extension,
+    paged_gated_delta_net,
 )
