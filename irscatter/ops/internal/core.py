@@ -120,7 +120,7 @@ def qsa_scores(queries: np.ndarray, keys: np.ndarray, selection_heads: int, scal
     n, length, q_heads, size = queries.shape
     k_heads = keys.shape[1]
     grouped = queries.reshape(n, length, k_heads, q_heads // k_heads, size).transpose(0, 2, 3, 1, 4)
-    dots = np.matmul(grouped, keys[:, :, None].swapaxes(-1, -2))  # [N, Hik, G, L, B]
     with np.errstate(over="ignore", invalid="ignore"):
+        dots = np.matmul(grouped, keys[:, :, None].swapaxes(-1, -2))  # [N, Hik, G, L, B]
         scores = relu_head_sum(dots.reshape(n, q_heads, length, keys.shape[2]), selection_heads)
         return scores * scores.dtype.type(scale)

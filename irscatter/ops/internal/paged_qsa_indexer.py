@@ -45,7 +45,6 @@ from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.ops.base import TensorInfo, check
-from irscatter.ops.common.ranges import Bounds, extent, indices_within
 from irscatter.ops.internal.core import agreed, block_keys
 from irscatter.ops.internal.qsa_indexer import DOMAIN, QSAAttrs, QSAChecks
 from irscatter.ops.registry import register
@@ -151,13 +150,6 @@ class PagedQSAIndexer(QSAChecks):
               port=self.port("past_lens"))
         return tokens
 
-    def input_range(self, position: int, infos) -> Bounds | None:
-        if INPUTS[position] == "slot_mapping":
-            return indices_within(extent(infos[4], 0))
-        if INPUTS[position] == "block_indices":
-            return indices_within(extent(infos[3], 0))
-        return None
-
     def compute(self, *arrays: np.ndarray, written: frozenset[int] = frozenset()) -> tuple[np.ndarray, ...]:
         # The caller's caches are updated only when donated; otherwise the step works on copies.
         caches = [arrays[i] if i in written and arrays[i].flags.writeable else arrays[i].copy() for i in (3, 4, 5)]
@@ -171,12 +163,12 @@ class PagedQSAIndexer(QSAChecks):
         a = self.attrs
         size = a.indexer_head_dim
         tokens = named["q_idx"].shape[0]
-        keys = named["k_idx"].reshape(tokens, -1, size)
+        keys = named["k_idx"].reshape(tokens, named["k_idx"].shape[1] // size, size)
         sequences = self._sequences(named, tokens, summary.shape[0], ring.shape[0])
         for sequence in sequences:
             if sequence.new:
                 self._write(sequence, keys, named, summary, ring, phases)
-        queries = named["q_idx"].reshape(tokens, -1, size).astype(np.float32)
+        queries = named["q_idx"].reshape(tokens, named["q_idx"].shape[1] // size, size).astype(np.float32)
         indices = np.full((tokens, a.h_sel, a.block_topk + 1), -1, np.int32)
         counts = np.zeros((tokens, a.h_sel), np.int32)
         for sequence in sequences:

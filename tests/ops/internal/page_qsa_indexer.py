@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+quiet = np.errstate(all="ignore")  # edge values: NaN and inf pass through, as in the kernels
+
 
 def rms_norm(x, w, eps):
     x = np.asarray(x, np.float32)
@@ -76,6 +78,7 @@ def head_scores(q_token, keys_of_block, h_sel, scale):
     return score
 
 
+@quiet
 def qsa_indexer(q_idx, k_idx, k_rope_cos_sin, summary_past, indexer_k_past, indexer_k_start_past, k_norm_weight,
                 *, compress_ratio=4, block_topk, h_sel=1, indexer_rotary_dim, eps=1e-6, scale, **_):
     dtype = k_idx.dtype
@@ -121,6 +124,7 @@ def qsa_indexer(q_idx, k_idx, k_rope_cos_sin, summary_past, indexer_k_past, inde
     return sel, count, summary_present, k_present, start_present
 
 
+@quiet
 def paged_qsa_indexer(q_idx, k_idx, k_rope_cos_sin, summary_cache, indexer_k_cache, indexer_k_start_cos_sin,
                       k_norm_weight, slot_mapping, block_indices, block_indices_begins, subsequence_begins,
                       past_lens, *, compress_ratio=4, block_topk, h_sel=1, indexer_rotary_dim, indexer_head_dim,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 
+@np.errstate(all="ignore")  # edge values: NaN and inf pass through, as in the kernel
 def sparse_attention_indexer(index_query, index_key_blocks, key_length, index_weights=None, *, compress_ratio,
                              token_budget, num_selection_heads=1, index_element_type="i32"):
     n_seq, heads, length, _ = index_query.shape
