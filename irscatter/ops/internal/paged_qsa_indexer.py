@@ -14,7 +14,7 @@ of block b's first token at row `b % (ring_capacity / r)` of `indexer_k_start_co
 
 A step, as the page's pseudo-code runs it token by token: sequences in order, each token's key
 written to the ring (and its phase, when it opens a block), and each block it completes
-summarized from the ring (core.py's arithmetic) into its page. Then every token of the step
+summarized from the ring (block_selection.py's arithmetic) into its page. Then every token of the step
 selects among the complete blocks at or before it, read through its sequence's pages, as
 QSAIndexer does: sel_indices [tokens, h_sel, block_topk + 1] and sel_count [tokens, h_sel].
 
@@ -45,7 +45,7 @@ from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.ops.base import TensorInfo, check
-from irscatter.ops.internal.core import agreed, block_keys
+from irscatter.ops.internal.block_selection import agreed, block_keys
 from irscatter.ops.internal.qsa_indexer import DOMAIN, QSAAttrs, QSAChecks
 from irscatter.ops.registry import register
 

@@ -10,13 +10,13 @@ sibling SparseAttentionIndexer page writes `version="extension"`: so `extension`
 One step, for each batch element (the page's pseudo-code):
 1. The state holds N_c block summaries and P < r pending raw keys, so the element has
    S0 = N_c * r + P positions. The step's L keys join the pending ones; each run of r that
-   fills a block is pooled into a new summary (the arithmetic in core.py), rotated by the
+   fills a block is pooled into a new summary (the arithmetic in block_selection.py), rotated by the
    phase of the block's first token: that token's row of `k_rope_cos_sin` when it came in this
    step, `indexer_k_start_past` when it came before. What is left pends, and
    `indexer_k_start_present` is the phase of the block still open (unchanged when none is).
 2. Query l (position p = S0 + l) scores the complete blocks 0 .. (p + 1) // r - 1 of the
    updated summaries with the grouped ReLU score times `scale`, keeps the `block_topk` best by
-   core.py's rule and lists them in ascending block order; when p + 1 is not a multiple of r
+   block_selection.py's rule and lists them in ascending block order; when p + 1 is not a multiple of r
    the block holding p follows them. The rest of the row is -1.
 
 Choices where the page is open:
@@ -34,7 +34,7 @@ import numpy as np
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
-from irscatter.ops.internal.core import agreed, block_keys, qsa_scores, query_chunks, rank_blocks
+from irscatter.ops.internal.block_selection import agreed, block_keys, qsa_scores, query_chunks, rank_blocks
 from irscatter.ops.registry import register
 
 DOMAIN = "extension"

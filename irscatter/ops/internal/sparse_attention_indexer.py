@@ -10,7 +10,7 @@ The queries are the last L of S = `key_length` key positions: query l of every s
 p = S - L + l. Its visible blocks are the complete ones at or before it, 0 .. (p + 1) // r - 1;
 each is scored by the heads of every selection head g (index query heads g*G .. g*G + G - 1,
 G = Hi / Hs): the sum over those heads of `index_weights[n, l, h] * max(q_h . key_b, 0)`, the
-weights 1 when not given. The `token_budget / r` best by core.py's rule (descending score,
+weights 1 when not given. The `token_budget / r` best by block_selection.py's rule (descending score,
 equal scores the smaller block first, NaN last) fill the row in that order, the rest of it -1;
 `block_count` says how many. Scores are computed in f32 (f64 for f64 inputs).
 
@@ -30,7 +30,7 @@ from irscatter.ops.base import Lower, Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common.numeric import compute_dtype
 from irscatter.ops.common.ranges import Bounds, extent
 from irscatter.ops.common.types import arithmetic_float
-from irscatter.ops.internal.core import agreed, query_chunks, rank_blocks, relu_head_sum
+from irscatter.ops.internal.block_selection import agreed, query_chunks, rank_blocks, relu_head_sum
 from irscatter.ops.registry import register
 
 DOMAIN = "extension"

@@ -2,7 +2,7 @@
 token, one head at a time, in numpy scalars and small vectors. The oracle of the QSAIndexer and
 PagedQSAIndexer kernels; no OpenVINO runs these ops.
 
-Where the pages leave a point open, the choices of irscatter/ops/internal/core.py: `rope` is
+Where the pages leave a point open, the choices of irscatter/ops/internal/block_selection.py: `rope` is
 rotate-half (rot cosines, then rot sines), RMSNorm and RoPE run in f32 on the f32 mean rounded
 to the keys' type, the summary is rounded once when stored, and the ranking is numpy's stable
 argsort of the negated scores.
