@@ -64,7 +64,8 @@ def dim(info: TensorInfo | None, axis: int) -> Dimension:
 
 
 def known(*dims: Dimension) -> Dimension:
-    """The first static one of several dimensions that must agree (else the first)."""
+    """The first static one of several dimensions that must agree (else the first); the caller
+    then holds each of them to it."""
     return next((d for d in dims if d.is_static), dims[0])
 
 

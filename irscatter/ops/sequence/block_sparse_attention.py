@@ -80,8 +80,8 @@ class BlockSparseAttention(Op):
                  "block_indices_mask": block_indices_mask}
         dims = sparse.attention_dims(self, infos, label="block-sparse-shape")
         plan = [sparse.known(sparse.dim(block_indices, a), sparse.dim(block_indices_mask, a)) for a in (1, 2, 3)]
-        if dims.length.is_static and int(dims.length) % size == 0:
-            plan[1] = sparse.known(plan[1], Dimension.static(int(dims.length) // size))
+        if dims.length.is_static and int(dims.length) % size == 0:  # one row of blocks per query block
+            plan[1] = Dimension.static(int(dims.length) // size)
         for name in ("block_indices", "block_indices_mask"):
             if infos[name] is not None:
                 sparse.expect(infos[name], [dims.batch, *plan], name, label="block-sparse-shape", port=self.port(name))

@@ -36,7 +36,7 @@ def block_sparse_attention(query, key, value, block_indices, block_count, scale=
 
     key = np.repeat(key, H // Hkv, axis=1)
     value = np.repeat(value, H // Hkv, axis=1)
-    attn = (query @ np.swapaxes(key, -1, -2)) * float(scale)
+    attn = (query @ np.swapaxes(key, -1, -2)) * float(np.asarray(scale).reshape(()))
     attn = np.where(mask, attn, -np.inf)
     attn = softmax(attn, axis=-1) if S else attn
     output = attn @ value

@@ -26,7 +26,7 @@ def sparse_sdpa(query, key, value, sel_indices=None, sel_count=None, attn_mask=N
     Dv = v_head_size
     Bk = sel_block_size
     Bq = q_block_size
-    sc = float(scale) if scale is not None else 1.0 / np.sqrt(Dh)
+    sc = float(np.asarray(scale).reshape(())) if scale is not None else 1.0 / np.sqrt(Dh)
     num_q_blocks = -(-L // Bq)
     q_per_sel = Hq // h_sel
     if attn_mask is not None:

@@ -23,7 +23,7 @@ def block_sparse_attention(query, key, value, block_indices, block_indices_mask=
     num_kv_blocks = S // block_size
     if scale is None:
         scale = 1.0 / np.sqrt(E)
-    scale = float(scale)
+    scale = float(np.asarray(scale).reshape(()))
 
     output = np.zeros((B, H, L, Ev))
     for b, h in np.ndindex(B, H):

@@ -44,7 +44,7 @@ def qwen_sparse_attention(query, key, value, index_query, index_key_blocks, scal
 
     key = np.repeat(key, H // Hkv, axis=1)
     value = np.repeat(value, H // Hkv, axis=1)
-    attn = (query @ np.swapaxes(key, -1, -2)) * float(scale)
+    attn = (query @ np.swapaxes(key, -1, -2)) * float(np.asarray(scale).reshape(()))
     attn = np.where(mask[:, None, :, :], attn, -np.inf)
-    attn = softmax(attn, axis=-1)
+    attn = softmax(attn, axis=-1) if S else attn
     return attn @ value, indices
