@@ -170,6 +170,21 @@ def test_gather_elements_and_gather_nd_report_negative_indices(tmp_path):
     assert codes(out) == ["negative-index"] and "-1 at [0, 1]" in out.findings[0].message
 
 
+def test_block_sparse_attention_reports_blocks_outside_the_visible_ones_and_repeated(tmp_path):
+    """BlockSparseAttention (extension): a block at or after the query's own complete ones, or
+    listed twice in one row, is undefined on the page; the ones past the count are not read."""
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal(s).astype(np.float32) for s in ((1, 1, 2, 2), (1, 1, 6, 2), (1, 1, 6, 2)))
+    indices = np.array([[[[2, 0, 9], [1, 1, 9]]]], np.int32)  # the queries at 4 and 5 see blocks 0-1 and 0-2
+    count = np.array([[[2, 2]]], np.int32)
+    out = run_strict(tmp_path, "BlockSparseAttention", "extension", {"compress_ratio": 2},
+                     [("query", q), ("key", k), ("value", v), ("block_indices", indices), ("block_count", count)],
+                     (1, 1, 2, 2))
+    assert codes(out) == ["sparse-block-range", "sparse-block-repeated"]
+    assert "block index 2 at [0, 0, 0, 0]" in out.findings[0].message
+    assert "1 at [0, 0, 1, 1]" in out.findings[1].message and out.findings[1].port == "input 3"
+
+
 def test_one_hot_1_reports_negative_indices_and_16_does_not(tmp_path):
     inputs = [("indices", np.array([1, -1], np.int64)), ("depth", np.array(3, np.int64)),
               ("on_value", np.array(1, np.float32)), ("off_value", np.array(0, np.float32))]

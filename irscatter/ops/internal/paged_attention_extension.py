@@ -362,13 +362,7 @@ class PagedAttentionExtension(Op):
         return sequence.table[positions // block_size], positions % block_size
 
     def _write(self, cache: np.ndarray, rows: np.ndarray, sequence: Sequence, geometry: Geometry) -> None:
-        positions = np.arange(sequence.past, sequence.total)
-        blocks, slots = self._slots(sequence, positions, geometry.block_size)
-        heads = cache.shape[1]
-        stored = rows.reshape(len(positions), heads, -1)
-        if stored.dtype != cache.dtype:
-            stored = from_compute(stored.astype(np.float32), ElementType.from_dtype(cache.dtype))
-        cache[blocks, :, slots, :] = stored
+        write_rows(cache, rows, sequence.table, sequence.past, geometry.block_size)
 
     def _attend(self, query: np.ndarray, key_cache: np.ndarray, value_cache: np.ndarray, sequence: Sequence,
                 geometry: Geometry, settings: dict, work: np.dtype) -> tuple[np.ndarray, np.ndarray]:
@@ -431,6 +425,17 @@ class PagedAttentionExtension(Op):
         first, second = keys[..., :half], keys[..., half:]
         turned = np.concatenate([first * cos - second * sin, first * sin + second * cos], axis=-1)
         key_cache[rotated] = from_compute(turned, ElementType.from_dtype(key_cache.dtype))
+
+
+def write_rows(cache: np.ndarray, rows: np.ndarray, table: np.ndarray, first: int, block_size: int) -> None:
+    """Store a sequence's token rows [n, kv_heads * size] at its logical positions first ..
+    first + n - 1: position p goes to slot p % block_size of block table[p // block_size] of
+    the cache [blocks, kv_heads, block_size, size], rounded to the cache's type."""
+    positions = np.arange(first, first + len(rows))
+    stored = rows.reshape(len(positions), cache.shape[1], -1)
+    if stored.dtype != cache.dtype:
+        stored = from_compute(stored.astype(np.float32), ElementType.from_dtype(cache.dtype))
+    cache[table[positions // block_size], :, positions % block_size, :] = stored
 
 
 def _clear_tail(cache: np.ndarray, sequence: Sequence, block_size: int) -> None:
