@@ -24,8 +24,11 @@ Atan2(y, x), a draft of opset17 (its spec page defines it; the pinned OpenVINO d
 it), takes floats only and gives the angle of the point (x, y) in [-pi, pi], as C's atan2:
 atan2(+-0, +0) is +-0 and atan2(+-0, -0) is +-pi, atan2(+-0, x < 0) is +-pi, atan2(+-inf, +inf) is
 +-pi/4 and atan2(+-inf, -inf) +-3pi/4, a NaN on either side gives NaN. It is computed in f64
-and rounded once to T. OpenVINO's newer sources compute f16 and bf16 in f32 and round that
-again, which can differ by the double rounding of a tie.
+and rounded once to T (nearest-even, as every float narrowing in irscatter). OpenVINO's newer
+core reference computes f32 with C's atan2f (within an ulp, not always correctly rounded), and
+f16 and bf16 in f32 converted back by its Convert: f16 to nearest-even (a tie rounded twice
+can differ), bf16 by its constant-folding rule (see ops/common/numeric.py), up to one bf16 ulp
+from nearest-even.
 
 Comparisons take any non-string T and give booleans; the logical ops take booleans.
 

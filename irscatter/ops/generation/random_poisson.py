@@ -7,7 +7,9 @@ Each rate picks its algorithm: 0 gives 0 and draws nothing; a rate below 10 take
 product of uniforms (multiply until the product is at most e^-rate; the count is the number of
 factors minus one); 10 and above take Hormann's transformed rejection, two uniforms per attempt.
 All arithmetic is in f64 whatever the rates' type, and the count is converted to that type at
-the end (f16 and bf16 through f32, as OpenVINO's 16-bit types convert).
+the end (f16 and bf16 through f32; bf16 by OpenVINO's own rounding, as its reference reaches bf16
+through its Convert: the upper half of the f32, plus one when bit 15 is set and the upper half is
+odd, which departs from nearest-even only for some counts above 512).
 
 The uniforms are f64 values in [0, 1) from the generators of RandomUniform-8 (`core`):
 
@@ -18,9 +20,10 @@ The uniforms are f64 values in [0, 1) from the generators of RandomUniform-8 (`c
   algorithm is sampled at once, in rounds of a few draws each, until the last is accepted.
 * "pytorch": MT19937 seeded with global_seed (op_seed unused); consecutive word pairs make
   the uniforms (the PyTorch f64 layout), consumed forward by the rates in row-major order. Where
-  one rate's draws end depends on every rate before it, so this alignment goes through the
-  positive rates one after the other (the sequential axis of the op), each rate's draws taken
-  in windows and tested at once.
+  one rate's draws start depends on every rate before it, so this alignment goes through the
+  positive rates in order (the sequential axis of the op): a Knuth rate tests a window of draws
+  at once, and a run of consecutive Hormann rates, whose attempts all take whole pairs, is
+  sampled together from a table of every rate's attempt after every number of refusals.
 
 Choices and departures:
   * Determinism. OpenVINO's op keeps a state (the next Philox counter) across inferences, and
@@ -30,8 +33,11 @@ Choices and departures:
   * A negative or NaN rate is refused (`rate-value`): the page calls them invalid and
     OpenVINO's reference asserts. An infinite rate is neither; it goes through Hormann's
     method as in the reference, which accepts an infinite count or NaN depending on the draw.
-  * The rejection test's log-gamma is scipy's, within a few f64 ulps of C's lgamma: a draw whose
-    acceptance hinges on those last bits (about one in 10^15) may go the other way.
+  * The rejection test's log-gamma is scipy's, within a few f64 ulps of C's lgamma, and exp and
+    log are numpy's, within an ulp of C's: a draw whose outcome hinges on those last bits (about
+    one in 10^15) may go the other way.
+  * The page draws Knuth's uniforms from (0, 1]; the generators give [0, 1), as in OpenVINO's
+    reference (a 0 ends the product at once: the count is the factors so far less one).
 """
 
 from __future__ import annotations
