@@ -151,10 +151,13 @@ def test_the_op_families_are_listed_in_the_package():
 
 
 def test_the_ops_page_lists_every_op():
+    from irscatter.ir.opsets import DRAFTS
     from irscatter.ops import registry
 
     table = (PACKAGE.parent / "docs" / "ops.md").read_text()
     missing = [cls.label() for cls in registry.supported() if not re.search(rf"\b{cls.label()}\b", table)]
     assert missing == []
-    count = len({cls.type_name for cls in registry.supported() if cls.domain == "opset"})
+    # the drafts of an opset still being defined are not among the types of OpenVINO's opsets
+    drafts = {t for types in DRAFTS.values() for t in types}
+    count = len({cls.type_name for cls in registry.supported() if cls.domain == "opset"} - drafts)
     assert f"That is {count} of the 209 op types" in table

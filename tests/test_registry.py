@@ -326,3 +326,23 @@ def test_a_draft_op_resolves_in_its_opset_and_names_itself_when_it_has_no_kernel
         assert found.label == "no-kernel" and "a draft op of opset17" in found.message
     else:
         assert "does not ship it yet" in found.draft and registry.opsets_of(found.cls) == ["opset17"]
+
+
+@pytest.mark.parametrize("type_, attrs, inputs, output", [
+    ("Atan2", {}, [("y", np.array([1, -1], np.float32)), ("x", np.array([0, -1], np.float32))],
+     ((2,), np.float32, [np.pi / 2, -3 * np.pi / 4])),
+    ("Bincount", {"minlength": 4}, [("data", np.array([1, 1, 2], np.int32))], ((-1,), np.int64, [0, 2, 1, 0])),
+    ("RandomPoisson", {"global_seed": 150, "op_seed": 69, "alignment": "pytorch"},
+     [("input", np.arange(1, 10, dtype=np.float32))], ((9,), np.float32, [1, 2, 2, 2, 3, 8, 9, 11, 5])),
+])
+def test_a_draft_op_with_a_kernel_validates_with_a_draft_warning_and_runs(tmp_path, type_, attrs, inputs, output):
+    from helpers import one_layer_ir
+
+    shape, dtype, values = output
+    xml = one_layer_ir(tmp_path, type_, "opset17", attrs, [(n, np.zeros_like(a)) for n, a in inputs],
+                       [(shape, dtype)])
+    findings = irscatter.validate(xml).findings
+    assert [(f.severity, f.code) for f in findings] == [("warning", "draft-op")]
+    assert f"{type_}-17 is a draft of opset17" in findings[0].message
+    got = next(iter(irscatter.read_model(xml).run(dict(inputs)).values()))
+    assert got.dtype == dtype and np.allclose(got, np.array(values, dtype))

@@ -10,6 +10,7 @@ cannot hold, then the type's low bits).
     unary("Cos")(x)                 # Cos-1 of every element of x
     unary("IsInf", detect_negative=False)(x)
     binary("BitwiseLeftShift")(a, b)
+    binary("Atan2")(y, x)
 """
 
 from __future__ import annotations
@@ -220,6 +221,8 @@ def _shift(a: int, b: int, dtype: np.dtype, left: bool) -> int:
 
 
 def _binary_element(name: str, a, b, dtype: np.dtype):
+    if name == "Atan2":
+        return math.atan2(float(a), float(b))  # C's atan2, signed zeros and infinities included
     if np.dtype(dtype) == np.bool_:
         a, b = bool(a), bool(b)
         return {"BitwiseAnd": a and b, "BitwiseOr": a or b, "BitwiseXor": a != b, "Xor": a != b}[name]
@@ -243,7 +246,7 @@ def binary(name: str):
 
     def oracle(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
-        out = np.empty(a.shape, a.dtype)
+        out = np.empty(a.shape, a.dtype if _is_integer(a.dtype) or a.dtype == np.bool_ else np.float64)
         for index in np.ndindex(a.shape):
             out[index] = _binary_element(name, a[index], b[index], a.dtype)
         return out

@@ -1,5 +1,5 @@
-"""Oracles of the generation ops: Eye-9, RandomUniform-8 and Multinomial-13, one Python step per
-element (per Philox block, per Mersenne Twister word, per draw).
+"""Oracles of the generation ops: Eye-9, RandomUniform-8, Multinomial-13 and RandomPoisson-17, one
+Python step per element (per Philox block, per Mersenne Twister word, per draw).
 
 The generators are written from the spec page and the papers, with Python integers: Philox
 4x32-10 one block at a time (`philox_block`), MT19937 one word at a time (`MersenneTwister`).
@@ -11,6 +11,7 @@ its reference, `bf16_round`). Each op oracle takes the op's inputs, then its att
 
 from __future__ import annotations
 
+import math
 import struct
 
 import ml_dtypes
@@ -228,3 +229,97 @@ def _multinomial(probs, num_samples, convert_type, with_replacement, log_probs, 
                     value = work(cdf[k] - taken) if k >= chosen else cdf[k]
                     cdf[k] = work(value / divisor)
     return out
+
+
+# --- RandomPoisson-17 -------------------------------------------------------------------------
+
+
+def _log(v: float) -> float:
+    return -math.inf if v == 0 else math.log(v)
+
+
+def _floor(v: float) -> float:
+    return v if not math.isfinite(v) else float(math.floor(v))
+
+
+class _PhiloxUniforms:
+    """The "tensorflow" uniforms of one rate: Philox blocks from block `first` on, each made
+    into two f64 values (words 0-1 and 2-3, the page's RandomUniform f64 layout), handed out
+    last first."""
+
+    def __init__(self, first: int, global_seed: int, op_seed: int) -> None:
+        self.block, self.seeds, self.left = first, (global_seed, op_seed), []
+
+    def next(self) -> float:
+        if not self.left:
+            w = philox_block(self.block, *self.seeds)
+            self.block += 1
+            self.left = [_tensorflow_f64(w[0], w[1]), _tensorflow_f64(w[2], w[3])]
+        return self.left.pop()
+
+
+class _TwisterUniforms:
+    """The "pytorch" uniforms: MT19937 words in pairs, the low 53 bits of (first << 32 | second)
+    times 2^-53, in order."""
+
+    def __init__(self, seed: int) -> None:
+        self.twister = MersenneTwister(seed)
+
+    def next(self) -> float:
+        first, second = self.twister.next(), self.twister.next()
+        return float(((first << 32) | second) & ((1 << 53) - 1)) * 2.0 ** -53
+
+
+def _tensorflow_f64(x: int, y: int) -> float:
+    return _float_from_bits((1023 << 52) | ((x & 0xFFFFF) << 32) | y, "<d") - 1.0
+
+
+def _knuth(rate: float, uniforms) -> float:
+    """Multiply uniforms until the product is at most e^-rate; the count is the factors less one."""
+    limit, product, count = math.exp(-rate), 1.0, -1
+    while True:
+        product *= uniforms.next()
+        count += 1
+        if not product > limit:
+            return float(count)
+
+
+def _hormann(rate: float, uniforms) -> float:
+    """Hormann's transformed rejection (PTRS), as the page writes it."""
+    s = math.sqrt(rate)
+    log_rate = _log(rate)
+    b = 0.931 + 2.53 * s
+    a = -0.059 + 0.02483 * b
+    inverse_alpha = 1.1239 + 1.1328 / (b - 3.4)
+    v_r = 0.9277 - 3.6224 / (b - 2)
+    while True:
+        u, v = uniforms.next() - 0.5, uniforms.next()
+        us = 0.5 - abs(u)
+        with np.errstate(all="ignore"):  # us = 0 divides by zero; an infinite rate gives inf - inf
+            k = _floor(float((2 * a / np.float64(us) + b) * u + rate + 0.43))
+        if us >= 0.07 and v <= v_r:
+            return k
+        if k < 0 or (us < 0.013 and v > us):
+            continue
+        if _log(v) + _log(inverse_alpha) - _log(a / (us * us) + b) <= -rate + k * log_rate - math.lgamma(k + 1):
+            return k
+
+
+def random_poisson(rates, *, global_seed: int = 0, op_seed: int = 0, alignment: str = "tensorflow"):
+    """RandomPoisson-17: per rate in row-major order, 0 for 0, Knuth below 10, Hormann from 10;
+    "tensorflow" gives rate i its own Philox stream from block 256 * i, "pytorch" one MT19937
+    stream to all. The f64 count is converted to the rates' type (16-bit types through f32)."""
+    rates = np.asarray(rates)
+    flat = [float(r) for r in rates.reshape(-1)]
+    shared = _TwisterUniforms(global_seed)
+    out = []
+    for i, rate in enumerate(flat):
+        uniforms = shared if alignment.lower() == "pytorch" else _PhiloxUniforms(256 * i, global_seed, op_seed)
+        if rate == 0:
+            count = 0.0
+        elif rate < 10:
+            count = _knuth(rate, uniforms)
+        else:
+            count = _hormann(rate, uniforms)
+        out.append(_in_type(np.float32(count), rates.dtype) if rates.dtype.itemsize == 2 else count)
+    return np.array(out, dtype=rates.dtype).reshape(rates.shape)

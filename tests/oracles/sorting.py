@@ -1,5 +1,5 @@
-"""Oracles of the sorting and searching ops (TopK, Unique, Bucketize, SearchSorted, NonZero) and
-of OneHot: one Python step per element or per comparison, written from the specs.
+"""Oracles of the sorting and searching ops (TopK, Unique, Bucketize, SearchSorted, NonZero,
+Bincount) and of OneHot: one Python step per element or per comparison, written from the specs.
 
 Values are compared as Python floats or ints (exact for every type the ops take: narrow floats
 widen exactly to float). Where the spec leaves a choice open, the oracle makes irscatter's
@@ -154,6 +154,25 @@ def non_zero(data, *, output_type=np.int64):
         for i, c in enumerate(coords):
             out[i, j] = c
     return out
+
+
+def bincount(data, weights=None, *, minlength=0):
+    """Bincount-17: a list of max(max(data) + 1, minlength) zeros, then for each value in data
+    order one more (or its weight, added in the weights' own type) at its place."""
+    values = [int(v) for v in np.asarray(data).reshape(-1)]
+    assert all(v >= 0 for v in values), "Bincount counts non-negative values only"
+    length = max(max(values) + 1 if values else 0, minlength)
+    if weights is None:
+        out = [0] * length
+        for v in values:
+            out[v] += 1
+        return np.array(out, dtype=np.int64)
+    weights = np.asarray(weights).reshape(-1)
+    out = [weights.dtype.type(0)] * length
+    with np.errstate(over="ignore", invalid="ignore"):  # integer sums wrap; inf - inf is NaN
+        for v, w in zip(values, weights):
+            out[v] = weights.dtype.type(out[v] + w)
+    return np.array(out, dtype=weights.dtype)
 
 
 def one_hot(indices, depth, on_value, off_value, *, axis, normalize=False):

@@ -1,5 +1,6 @@
-"""The error function, its inverse and the normal distribution function, from scipy.special
-(numpy has none of them). Erf-1, ErfInv-17 and the erf form of Gelu share them.
+"""The error function, its inverse, the normal distribution function and the log-gamma function,
+from scipy.special (numpy has none of them). Erf-1, ErfInv-17 and the erf form of Gelu share
+the first three; RandomPoisson-17's rejection test takes the last.
 
 scipy's f32 loops of erf and ndtr evaluate the f64 function and round once, so an f32 input
 goes to them as it is: the same bits as f64 rounded, without the two conversions. Its f32 loop
@@ -43,3 +44,8 @@ def ndtr(x: np.ndarray) -> np.ndarray:
 def erfinv(x: np.ndarray) -> np.ndarray:
     """The y with erf(y) = x, in f64: +-inf at +-1, NaN beyond."""
     return _special().erfinv(np.asarray(x, dtype=np.float64))
+
+
+def lgamma(x: np.ndarray) -> np.ndarray:
+    """log |Gamma(x)| in f64, as C's lgamma gives it for every x but -inf (where scipy gives -inf)."""
+    return _special().gammaln(np.asarray(x, dtype=np.float64))

@@ -1,5 +1,5 @@
 """The binary element-wise ops: arithmetic (Add-1, Subtract-1, Multiply-1, Divide-1, Maximum-1,
-Minimum-1, SquaredDifference-1, Power-1, FloorMod-1, Mod-1), comparisons (Equal-1, NotEqual-1,
+Minimum-1, SquaredDifference-1, Power-1, FloorMod-1, Mod-1, Atan2-17), comparisons (Equal-1, NotEqual-1,
 Less-1, LessEqual-1, Greater-1, GreaterEqual-1), logic (LogicalAnd-1, LogicalOr-1, LogicalXor-1 and
 opset1's Xor-1, the same xor of booleans under its older name) and bitwise ops (BitwiseAnd-13,
 BitwiseOr-13, BitwiseXor-13, BitwiseLeftShift-15, BitwiseRightShift-15).
@@ -19,6 +19,16 @@ Power on integers with a negative exponent is the real power truncated toward ze
 core reference and the CPU plugin compute it: 2 ** -1 is 0, (-1) ** -3 is -1. 0 to a negative
 power is an error naming the position (OpenVINO converts the infinite result to an integer,
 which C++ leaves undefined; on x86 it gives the type's minimum).
+
+Atan2(y, x), a draft of opset17 (its spec page defines it; the pinned OpenVINO does not ship
+it), takes floats only and gives the angle of the point (x, y) in [-pi, pi], as C's atan2:
+atan2(+-0, +0) is +-0 and atan2(+-0, -0) is +-pi, atan2(+-0, x < 0) is +-pi, atan2(+-inf, +inf) is
++-pi/4 and atan2(+-inf, -inf) +-3pi/4, a NaN on either side gives NaN. It is computed in f64
+and rounded once to T (nearest-even, as every float narrowing in irscatter). OpenVINO's newer
+core reference computes f32 with C's atan2f (within an ulp, not always correctly rounded), and
+f16 and bf16 in f32 converted back by its Convert: f16 to nearest-even (a tie rounded twice
+can differ), bf16 by its constant-folding rule (see ops/common/numeric.py), up to one bf16 ulp
+from nearest-even.
 
 Comparisons take any non-string T and give booleans; the logical ops take booleans.
 
@@ -223,6 +233,14 @@ def mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.fmod(a, b)
 
 
+def atan2(y: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The four-quadrant arctangent of y / x, in f64 rounded once to the inputs' float type."""
+    dtype = np.result_type(y, x)
+    with np.errstate(all="ignore"):
+        angle = np.arctan2(np.asarray(y, dtype=np.float64), np.asarray(x, dtype=np.float64))
+        return angle.astype(dtype, copy=False)
+
+
 def _shift(a: np.ndarray, b: np.ndarray, left: bool) -> np.ndarray:
     """`a << b` or `a >> b` as C++ computes it on x86-64 (see the module doc)."""
     dtype = np.result_type(a, b)
@@ -278,6 +296,7 @@ OPS = declare(BinaryElementwise, (
     Row("Power", 1, power),
     Row("FloorMod", 1, floor_mod),
     Row("Mod", 1, mod),
+    Row("Atan2", 17, atan2, accepts="float", doc="Atan2-17: the angle of the point (x, y), in [-pi, pi]."),
     Row("Equal", 1, np.equal, accepts="any", output=BOOL),
     Row("NotEqual", 1, np.not_equal, accepts="any", output=BOOL),
     Row("Less", 1, np.less, accepts="any", output=BOOL),

@@ -1,4 +1,5 @@
-"""The random bit generators behind RandomUniform-8 and Multinomial-13, over all counters at once.
+"""The random bit generators behind RandomUniform-8, Multinomial-13 and RandomPoisson-17, over all
+counters at once.
 
 Both produce a stream of 32-bit words; the ops turn words into values (`uniform_values`).
 
@@ -35,7 +36,14 @@ ROUNDS = 10
 
 def philox_words(blocks: int, global_seed: int, op_seed: int) -> np.ndarray:
     """The first `blocks` Philox 4x32-10 blocks as a (blocks, 4) uint32 array."""
-    n = np.arange(blocks, dtype=np.uint64)
+    return philox_blocks(np.arange(blocks, dtype=np.uint64), global_seed, op_seed)
+
+
+def philox_blocks(counters: np.ndarray, global_seed: int, op_seed: int) -> np.ndarray:
+    """The Philox 4x32-10 blocks at the given block numbers (uint64, any shape) as an array of
+    that shape plus a last axis of the block's 4 uint32 words."""
+    n = np.asarray(counters, dtype=np.uint64).reshape(-1)
+    blocks = n.size
     c0 = (n & _LOW).astype(np.uint32)
     c1 = (n >> _SHIFT).astype(np.uint32)
     # the counter's upper half starts at op_seed and would only carry past 2^64 blocks
@@ -51,11 +59,17 @@ def philox_words(blocks: int, global_seed: int, op_seed: int) -> np.ndarray:
                               (p0 >> _SHIFT).astype(np.uint32) ^ c3 ^ k1, (p0 & _LOW).astype(np.uint32))
             if r < ROUNDS - 1:
                 k0, k1 = k0 + _W0, k1 + _W1
-    return np.stack([c0, c1, c2, c3], axis=-1)
+    return np.stack([c0, c1, c2, c3], axis=-1).reshape(*np.shape(counters), 4)
 
 
 def mt19937_words(count: int, seed: int) -> np.ndarray:
     """The first `count` tempered MT19937 words (uint32) of the generator seeded with `seed`."""
+    return mt19937(seed).random_raw(count).astype(np.uint32)
+
+
+def mt19937(seed: int) -> np.random.MT19937:
+    """numpy's MT19937 bit generator in the state the generator seeded with `seed` starts from:
+    each `random_raw` call continues the stream of tempered words."""
     key = np.empty(624, dtype=np.uint32)
     s = seed & 0xFFFFFFFF
     key[0] = s
@@ -64,7 +78,7 @@ def mt19937_words(count: int, seed: int) -> np.ndarray:
         key[j] = s
     bits = np.random.MT19937()
     bits.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": 624}}
-    return bits.random_raw(count).astype(np.uint32)
+    return bits
 
 
 def random_words(count: int, per_value: int, global_seed: int, op_seed: int, alignment: str) -> np.ndarray:
@@ -91,7 +105,7 @@ def check_output(dims: list[int], itemsize: int) -> None:
 _F16_TYPES = (ElementType.f16, ElementType.bf16)
 
 
-def _round16(x: np.ndarray, etype: ElementType) -> np.ndarray:
+def round16(x: np.ndarray, etype: ElementType) -> np.ndarray:
     """f32 values rounded to f16 (nearest-even) or bf16, as OpenVINO's 16-bit C++ types round
     in its reference: bf16 by the rule of `convert_array`'s "openvino-fold" (the upper half,
     plus one when bit 15 is set and the upper half is odd)."""
@@ -124,6 +138,20 @@ def uniform_values(count: int, etype: ElementType, low, high, global_seed: int, 
     return _tensorflow_values(count, etype, low, high, global_seed, op_seed)
 
 
+def tensorflow_unit_f64(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """f64 values in [0, 1) from word pairs, the Philox way: the low 20 bits of `first` and all
+    of `second` as the mantissa of a value in [1, 2), minus 1."""
+    mantissa = ((first.astype(np.uint64) & np.uint64(0xFFFFF)) << _SHIFT) | second.astype(np.uint64)
+    return (mantissa | np.uint64(0x3FF0000000000000)).view(np.float64) - 1.0
+
+
+def pytorch_unit_f64(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """f64 values in [0, 1) from word pairs, the PyTorch way: the low 53 bits of
+    (first << 32 | second) times 2^-53."""
+    value = (first.astype(np.uint64) << _SHIFT) | second.astype(np.uint64)
+    return (value & np.uint64((1 << 53) - 1)).astype(np.float64) * 2.0 ** -53
+
+
 def _tensorflow_values(count: int, etype: ElementType, low, high, global_seed: int, op_seed: int) -> np.ndarray:
     wide = etype in (ElementType.f64, ElementType.i64)
     words = random_words(count, 2 if wide else 1, global_seed, op_seed, "tensorflow")
@@ -137,14 +165,13 @@ def _tensorflow_values(count: int, etype: ElementType, low, high, global_seed: i
                 one = ((words[:, 0] & np.uint32(0x3FF)) | np.uint32(0x3C00)).astype(np.uint16).view(np.float16)
             else:
                 one = ((words[:, 0] & np.uint32(0x7F)) | np.uint32(0x3F80)).astype(np.uint16).view(etype.dtype)
-            x = _round16(one.astype(np.float32) - 1, etype)  # exact: [1, 2) minus 1
+            x = round16(one.astype(np.float32) - 1, etype)  # exact: [1, 2) minus 1
             lo = np.float32(np.asarray(low, dtype=etype.dtype))
-            span = _round16(np.float32(np.asarray(high, dtype=etype.dtype)) - lo, etype).astype(np.float32)
-            scaled = _round16(x.astype(np.float32) * span, etype).astype(np.float32)
-            return _round16(scaled + lo, etype)
+            span = round16(np.float32(np.asarray(high, dtype=etype.dtype)) - lo, etype).astype(np.float32)
+            scaled = round16(x.astype(np.float32) * span, etype).astype(np.float32)
+            return round16(scaled + lo, etype)
         if etype is ElementType.f64:
-            mantissa = ((words[:, 0].astype(np.uint64) & np.uint64(0xFFFFF)) << _SHIFT) | words[:, 1].astype(np.uint64)
-            x = (mantissa | np.uint64(0x3FF0000000000000)).view(np.float64) - 1.0
+            x = tensorflow_unit_f64(words[:, 0], words[:, 1])
             return x * (np.float64(high) - np.float64(low)) + np.float64(low)
         if etype is ElementType.i32:
             span = np.uint32((int(high) - int(low)) & 0xFFFFFFFF)
@@ -168,11 +195,10 @@ def _pytorch_values(count: int, etype: ElementType, low, high, global_seed: int)
             digits = 11 if etype is ElementType.f16 else 8
             x = (words[:, 0] & np.uint32((1 << digits) - 1)).astype(np.float32) * np.float32(2.0 ** -digits)
             lo = np.float32(np.asarray(low, dtype=etype.dtype))
-            span = _round16(np.float32(np.asarray(high, dtype=etype.dtype)) - lo, etype).astype(np.float32)
-            return _round16(x * span + lo, etype)
+            span = round16(np.float32(np.asarray(high, dtype=etype.dtype)) - lo, etype).astype(np.float32)
+            return round16(x * span + lo, etype)
         if etype is ElementType.f64:
-            value = (words[:, 0].astype(np.uint64) << _SHIFT) | words[:, 1].astype(np.uint64)
-            x = (value & np.uint64((1 << 53) - 1)).astype(np.float64) * 2.0 ** -53
+            x = pytorch_unit_f64(words[:, 0], words[:, 1])
             return x * (np.float64(high) - np.float64(low)) + np.float64(low)
         if etype is ElementType.i32:
             span = np.uint32((int(high) - int(low)) & 0xFFFFFFFF)
