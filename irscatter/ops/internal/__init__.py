@@ -1,8 +1,12 @@
 """OpenVINO's internal ops, as its transformations write them into saved models under their own
 domains (`version="extension"`): PagedAttentionExtension, what OpenVINO GenAI runs for
-continuous batching.
+continuous batching; the state-space ops of Mamba2 hybrids (SelectiveSSM, its earlier name
+SSM, Mamba2). `core` holds what the state-space ops share.
 """
 
 from irscatter.ops.internal import (  # noqa: F401  (importing a module registers its ops)
+    mamba2,
     paged_attention_extension,
+    selective_ssm,
+    ssm,
 )
