@@ -153,6 +153,19 @@ def against_the_page(function, page_function, arrays, what=("output", "state")):
     return got
 
 
+def check_paged_step(function, page_function, arrays, table: int, answer: Answer | None = None) -> None:
+    """A paged op's output and table after the step against the page, and against the plugin's
+    when `answer` is given (its table only when f32: of other types the plugin updates a copy)."""
+    out, after = against_the_page(lambda a: function(*a), page_function, arrays, ("output", "table"))
+    assert after.dtype == arrays[table].dtype
+    if answer is None:
+        return
+    assert answer.refused is None, answer.refused
+    assert_near(out, answer.outputs[0], "output against the plugin")
+    if after.dtype == np.float32:
+        assert_near(after, answer.inputs[table], "table against the plugin")
+
+
 def assert_refused(function, arrays, cls, label, port):
     with pytest.raises(irscatter.IRError) as caught:
         function(arrays)

@@ -15,11 +15,10 @@ import numpy as np
 import pytest
 from page_paged_causal_conv1d import paged_causal_conv1d as page
 from state_space_util import (
-    against_the_page,
-    assert_near,
     assert_refused,
     check_donation,
     check_example,
+    check_paged_step,
     paged_conv_inputs,
     plugin_answers,
 )
@@ -68,25 +67,14 @@ def plugin(tmp_path_factory):
     return plugin_answers(tmp_path_factory.mktemp("paged_conv"), "PagedCausalConv1D", CASES)
 
 
-def _against_the_page(arrays):
-    out, table = against_the_page(lambda a: paged_causal_conv1d(*a), page, arrays, ("output", "table"))
-    assert table.dtype == arrays[1].dtype
-    return out, table
-
-
 @pytest.mark.parametrize("name", CASES)
 def test_against_the_plugin_and_the_page(name, plugin):
-    out, table = _against_the_page(CASES[name])
-    answer = plugin[name]
-    assert answer.refused is None, answer.refused
-    assert_near(out, answer.outputs[0], "output against the plugin")
-    if table.dtype == np.float32:
-        assert_near(table, answer.inputs[1], "table against the plugin")
+    check_paged_step(paged_causal_conv1d, page, CASES[name], 1, plugin[name])
 
 
 @pytest.mark.parametrize("name", GROUPED)
 def test_what_the_plugin_does_not_compute_against_the_page(name):
-    _against_the_page(GROUPED[name])
+    check_paged_step(paged_causal_conv1d, page, GROUPED[name], 1)
 
 
 def test_a_model_run_updates_a_donated_table_and_no_other(tmp_path):

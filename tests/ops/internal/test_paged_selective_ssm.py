@@ -15,11 +15,10 @@ import pytest
 from page_paged_selective_ssm import paged_selective_ssm as page
 from state_space_util import (
     I32,
-    against_the_page,
-    assert_near,
     assert_refused,
     check_donation,
     check_example,
+    check_paged_step,
     paged_ssm_inputs,
     plugin_answers,
 )
@@ -73,19 +72,12 @@ def plugin(tmp_path_factory):
 
 @pytest.mark.parametrize("name", CASES)
 def test_against_the_plugin_and_the_page(name, plugin):
-    arrays = CASES[name]
-    out, table = against_the_page(lambda a: paged_selective_ssm(*a), page, arrays, ("output", "table"))
-    assert table.dtype == arrays[5].dtype
-    answer = plugin[name]
-    assert answer.refused is None, answer.refused
-    assert_near(out, answer.outputs[0], "output against the plugin")
-    if table.dtype == np.float32:
-        assert_near(table, answer.inputs[5], "table against the plugin")
+    check_paged_step(paged_selective_ssm, page, CASES[name], 5, plugin[name])
 
 
 @pytest.mark.parametrize("name", PAGE_ONLY)
 def test_what_the_plugin_does_not_take_against_the_page(name):
-    against_the_page(lambda a: paged_selective_ssm(*a), page, PAGE_ONLY[name], ("output", "table"))
+    check_paged_step(paged_selective_ssm, page, PAGE_ONLY[name], 5)
 
 
 def test_a_model_run_updates_a_donated_table_and_no_other(tmp_path):
