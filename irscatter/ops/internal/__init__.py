@@ -2,7 +2,7 @@
 domains (`version="extension"`): PagedAttentionExtension, what OpenVINO GenAI runs for
 continuous batching; the state-space ops of Mamba2 hybrids (SelectiveSSM, its earlier name
 SSM, Mamba2) and their paged forms for continuous batching (PagedSelectiveSSM,
-PagedCausalConv1D). `core` holds what the state-space ops share.
+PagedCausalConv1D). `state_space` holds what the state-space ops share.
 """
 
 from irscatter.ops.internal import (  # noqa: F401  (importing a module registers its ops)
@@ -12,4 +12,5 @@ from irscatter.ops.internal import (  # noqa: F401  (importing a module register
     paged_selective_ssm,
     selective_ssm,
     ssm,
+    state_space,
 )

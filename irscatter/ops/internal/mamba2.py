@@ -7,7 +7,7 @@ For each batch entry b, head h and step t, from `recurrent_state`:
     output[b, h, t] = state[b, h] @ C[b, h, t]
 
 with the state after the last step as the second output. The loop is over t, every batch
-entry and head at once (`core.scan`); the 16-bit and 8-bit float types compute in f32 and
+entry and head at once (`state_space.scan`); the 16-bit and 8-bit float types compute in f32 and
 round the outputs once.
 
 Domain: OpenVINO's source declares Mamba2 with a one-argument `OPENVINO_OP("Mamba2")` in
@@ -31,7 +31,7 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import PartialShape
 from irscatter.ops.base import Op, TensorInfo, check
 from irscatter.ops.common.numeric import compute_dtype, from_compute
-from irscatter.ops.internal import core
+from irscatter.ops.internal import state_space
 from irscatter.ops.registry import register
 
 DOMAIN = "extension"
@@ -53,20 +53,20 @@ class Mamba2(Op):
     outputs = 2
 
     def infer(self, *given: TensorInfo) -> tuple[TensorInfo, TensorInfo]:
-        core.check_ranks(self, given, RANKS, "mamba2-rank")
-        etype = core.common_float(self, given, self.inputs, "mamba2-type")
-        da, dbx, c, state = (core.dims(info, rank) for info, rank in zip(given, RANKS))
+        state_space.check_ranks(self, given, RANKS, "mamba2-rank")
+        etype = state_space.common_float(self, given, self.inputs, "mamba2-type")
+        da, dbx, c, state = (state_space.dims(info, rank) for info, rank in zip(given, RANKS))
         for axis in (3, 4):
             check(not da[axis].is_static or int(da[axis]) == 1, "mamba2-dims",
                   f"dA must be [batch, heads, seq_len, 1, 1], found {given[0].shape}", port=self.port("dA"))
         places = {"dA": da, "dBx": dbx, "C": c}
-        batch = core.agree(self, "mamba2-dims", "the batch", *((n, d[0]) for n, d in places.items()),
+        batch = state_space.agree(self, "mamba2-dims", "the batch", *((n, d[0]) for n, d in places.items()),
                            ("recurrent_state", state[0]))
-        heads = core.agree(self, "mamba2-dims", "the number of heads", *((n, d[1]) for n, d in places.items()),
+        heads = state_space.agree(self, "mamba2-dims", "the number of heads", *((n, d[1]) for n, d in places.items()),
                            ("recurrent_state", state[1]))
-        length = core.agree(self, "mamba2-dims", "the sequence length", *((n, d[2]) for n, d in places.items()))
-        head_dim = core.agree(self, "mamba2-dims", "the head dim", ("dBx", dbx[3]), ("recurrent_state", state[2]))
-        size = core.agree(self, "mamba2-dims", "the state size", ("dBx", dbx[4]), ("C", c[3]),
+        length = state_space.agree(self, "mamba2-dims", "the sequence length", *((n, d[2]) for n, d in places.items()))
+        head_dim = state_space.agree(self, "mamba2-dims", "the head dim", ("dBx", dbx[3]), ("recurrent_state", state[2]))
+        size = state_space.agree(self, "mamba2-dims", "the state size", ("dBx", dbx[4]), ("C", c[3]),
                           ("recurrent_state", state[3]))
         return (TensorInfo(etype, PartialShape.of([batch, heads, length, head_dim])),
                 TensorInfo(etype, PartialShape.of([batch, heads, head_dim, size])))
@@ -78,6 +78,6 @@ class Mamba2(Op):
         da, dbx, c = (v.astype(work, copy=False) for v in (da, dbx, c))
         final = state.astype(work, copy=True)
         with np.errstate(over="ignore", invalid="ignore"):
-            out, _ = core.scan(final, da[:, :, :, 0, 0].transpose(2, 0, 1), c.transpose(2, 0, 1, 3),
+            out, _ = state_space.scan(final, da[:, :, :, 0, 0].transpose(2, 0, 1), c.transpose(2, 0, 1, 3),
                                inflow=dbx.transpose(2, 0, 1, 3, 4))
         return from_compute(out.transpose(1, 2, 0, 3), etype), from_compute(final, etype)

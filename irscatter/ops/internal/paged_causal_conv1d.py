@@ -20,7 +20,7 @@ the full one). An empty bias adds nothing. The window after token t holds the in
 to t, reaching back into the starting window where t < K - 1, so every output and every cached
 window is gathered at once: no loop over tokens.
 
-Reading and writing the table (`core`'s slot plan): the window starts as the row of slot 0 and
+Reading and writing the table (`state_space`'s slot plan): the window starts as the row of slot 0 and
 is written to slots 1, 2, ... each time the processed count reaches a multiple of
 `cache_interval[s]`, and after the last token unless that one just was. With
 `cache_interval[s] <= 0` only the final window is written, to slot 1.
@@ -66,16 +66,16 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import PartialShape
 from irscatter.ops.base import TensorInfo, check
 from irscatter.ops.common.numeric import compute_dtype, from_compute
-from irscatter.ops.internal import core
+from irscatter.ops.internal import state_space
 from irscatter.ops.registry import register
 
 DOMAIN = "extension"
-INPUTS = ("input_embeds", "conv_state_table", "conv_weight", "conv_bias", *core.METADATA)
+INPUTS = ("input_embeds", "conv_state_table", "conv_weight", "conv_bias", *state_space.METADATA)
 RANKS = (2, 3, 3, 1, 1, 1, 1, 1, 1)
 
 
 @register("PagedCausalConv1D", 1, domain=DOMAIN)
-class PagedCausalConv1D(core.PagedOp):
+class PagedCausalConv1D(state_space.PagedOp):
     """Causal grouped 1-D convolution over packed sequences with a paged state table."""
 
     labels = {
@@ -100,10 +100,10 @@ class PagedCausalConv1D(core.PagedOp):
 
     def infer(self, *given: TensorInfo) -> TensorInfo:
         etype = self.check_signature(given)
-        embeds, table, weight, bias = (core.dims(info, rank) for info, rank in zip(given[:4], RANKS))
-        hidden = core.agree(self, "paged-conv-dims", "the hidden size", ("input_embeds", embeds[1]),
+        embeds, table, weight, bias = (state_space.dims(info, rank) for info, rank in zip(given[:4], RANKS))
+        hidden = state_space.agree(self, "paged-conv-dims", "the hidden size", ("input_embeds", embeds[1]),
                             ("conv_state_table", table[1]), ("conv_weight", weight[0]))
-        kernel = core.agree(self, "paged-conv-dims", "the kernel size", ("conv_state_table", table[2]),
+        kernel = state_space.agree(self, "paged-conv-dims", "the kernel size", ("conv_state_table", table[2]),
                             ("conv_weight", weight[2]))
         check(not kernel.is_static or int(kernel) > 0, "paged-conv-dims",
               "the kernel size must be at least 1 (a token enters the window as its newest column)",
@@ -114,7 +114,7 @@ class PagedCausalConv1D(core.PagedOp):
                   "paged-conv-dims", f"conv_weight's {int(per_group)} input channels per group must divide the "
                   f"hidden size {hidden}", port=self.port("conv_weight"))
         if bias[0].is_static and int(bias[0]) != 0:
-            core.agree(self, "paged-conv-dims", "the output channels", ("conv_weight", weight[0]),
+            state_space.agree(self, "paged-conv-dims", "the output channels", ("conv_weight", weight[0]),
                        ("conv_bias", bias[0]))
         return TensorInfo(etype, PartialShape.of([embeds[0], hidden]))
 
@@ -138,11 +138,11 @@ class PagedCausalConv1D(core.PagedOp):
             if bias.size:
                 out += bias.astype(work, copy=False)
         rows = plan.first[plan.write_lane] + plan.write_step
-        core.store(table, plan.write_row, windows[rows].transpose(0, 2, 1))
+        state_space.store(table, plan.write_row, windows[rows].transpose(0, 2, 1))
         return from_compute(out, etype)
 
 
-def _windows(embeds: np.ndarray, table: np.ndarray, plan: core.Plan, work: np.dtype) -> np.ndarray:
+def _windows(embeds: np.ndarray, table: np.ndarray, plan: state_space.Plan, work: np.dtype) -> np.ndarray:
     """The window each token row sees after entering, [tokens, kernel, hidden]: column k of
     token t of a sequence is the input t - K + 1 + k of that sequence, or, before its first
     token, the matching column of the window it starts from."""

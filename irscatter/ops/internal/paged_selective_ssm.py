@@ -9,7 +9,7 @@ Sequence s owns token rows `subsequence_begins[s]` to `subsequence_begins[s+1]` 
 C. Its state ([heads, head_dim, state_size]) starts as row `la_block_indices[
 la_block_indices_begins[s]]` of `recurrent_state_table` (its slot 0), runs SelectiveSSM's
 recurrence over its tokens (head h reading group h // (heads / groups) of B and C), and is
-written to its slots 1, 2, ... as `core` describes: each time the processed count reaches a
+written to its slots 1, 2, ... as `state_space` describes: each time the processed count reaches a
 multiple of `cache_interval[s]`, and after its last token unless that one just was. With
 `cache_interval[s] <= 0` nothing is written (the page: no caching for that sequence; the CPU
 plugin leaves the table alone too). The sequences run side by side, step by step.
@@ -40,17 +40,17 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import PartialShape
 from irscatter.ops.base import TensorInfo, check
 from irscatter.ops.common.numeric import compute_dtype, from_compute
-from irscatter.ops.internal import core
+from irscatter.ops.internal import state_space
 from irscatter.ops.registry import register
 
 DOMAIN = "extension"
-INPUTS = ("A", "dt", "B", "x", "C", "recurrent_state_table", *core.METADATA)
+INPUTS = ("A", "dt", "B", "x", "C", "recurrent_state_table", *state_space.METADATA)
 RANKS = (1, 2, 3, 3, 3, 4, 1, 1, 1, 1, 1)
 CACHE_TYPES = (ElementType.f32, ElementType.f16, ElementType.bf16)
 
 
 @register("PagedSelectiveSSM", 1, domain=DOMAIN)
-class PagedSelectiveSSM(core.PagedOp):
+class PagedSelectiveSSM(state_space.PagedOp):
     """SelectiveSSM over packed sequences with a paged state table."""
 
     labels = {
@@ -78,16 +78,16 @@ class PagedSelectiveSSM(core.PagedOp):
         check(table.etype in (*CACHE_TYPES, ElementType.dynamic), "paged-ssm-type",
               f"recurrent_state_table must be f32, f16 or bf16, found {table.etype}",
               port=self.port("recurrent_state_table"))
-        a, dt, b, x, c, state = (core.dims(info, rank) for info, rank in zip(given[:6], RANKS))
-        tokens = core.agree(self, "paged-ssm-dims", "the tokens", ("x", x[0]), ("dt", dt[0]), ("B", b[0]),
+        a, dt, b, x, c, state = (state_space.dims(info, rank) for info, rank in zip(given[:6], RANKS))
+        tokens = state_space.agree(self, "paged-ssm-dims", "the tokens", ("x", x[0]), ("dt", dt[0]), ("B", b[0]),
                             ("C", c[0]))
-        heads = core.agree(self, "paged-ssm-dims", "the number of heads", ("x", x[1]), ("A", a[0]), ("dt", dt[1]),
+        heads = state_space.agree(self, "paged-ssm-dims", "the number of heads", ("x", x[1]), ("A", a[0]), ("dt", dt[1]),
                            ("recurrent_state_table", state[1]))
-        head_dim = core.agree(self, "paged-ssm-dims", "the head dim", ("x", x[2]), ("recurrent_state_table", state[2]))
-        groups = core.agree(self, "paged-ssm-dims", "the number of groups", ("B", b[1]), ("C", c[1]))
-        core.agree(self, "paged-ssm-dims", "the state size", ("B", b[2]), ("C", c[2]),
+        head_dim = state_space.agree(self, "paged-ssm-dims", "the head dim", ("x", x[2]), ("recurrent_state_table", state[2]))
+        groups = state_space.agree(self, "paged-ssm-dims", "the number of groups", ("B", b[1]), ("C", c[1]))
+        state_space.agree(self, "paged-ssm-dims", "the state size", ("B", b[2]), ("C", c[2]),
                    ("recurrent_state_table", state[3]))
-        core.check_groups(self, heads, groups, "paged-ssm-groups")
+        state_space.check_groups(self, heads, groups, "paged-ssm-groups")
         return TensorInfo(etype, PartialShape.of([tokens, heads, head_dim]))
 
     def step(self, arrays: tuple[np.ndarray, ...], table: np.ndarray) -> np.ndarray:
@@ -103,12 +103,12 @@ class PagedSelectiveSSM(core.PagedOp):
             rows = plan.first[None, :] + np.minimum(np.arange(steps)[:, None], plan.length[None, :] - 1)
             a, dt, b, x_, c = (named[name].astype(work, copy=False) for name in INPUTS[:5])
             state = table[plan.read].astype(work)
-            y, kept = core.selective(state, a, dt[rows], b[rows], x_[rows], c[rows], running=plan.running(),
+            y, kept = state_space.selective(state, a, dt[rows], b[rows], x_[rows], c[rows], running=plan.running(),
                                      keep=plan.keep())
             valid = np.arange(steps)[:, None] < plan.length[None, :]
             out[rows[valid]] = y[valid]
             if kept:
-                core.store(table, plan.write_row, np.concatenate(kept))
+                state_space.store(table, plan.write_row, np.concatenate(kept))
         return from_compute(out, etype)
 
 

@@ -14,7 +14,7 @@ For each batch entry b, head h (reading group g = h // (heads / groups) of B and
 
 starting from `recurrent_state` and returning the state after the last step as the second
 output. The discretization (dA, dt * B) is computed for the whole sequence at once; the
-recurrence runs step by step over all batch entries and heads together (`core.scan`). The
+recurrence runs step by step over all batch entries and heads together (`state_space.scan`). The
 16-bit and 8-bit float types compute in f32, the state staying in f32 from step to step (as
 OpenVINO's CPU plugin keeps it), and round the outputs once.
 
@@ -39,7 +39,7 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import PartialShape
 from irscatter.ops.base import Op, TensorInfo
 from irscatter.ops.common.numeric import compute_dtype, from_compute
-from irscatter.ops.internal import core
+from irscatter.ops.internal import state_space
 from irscatter.ops.registry import register
 
 DOMAIN = "extension"
@@ -60,20 +60,20 @@ class SelectiveSSM(Op):
     outputs = 2
 
     def infer(self, *given: TensorInfo) -> tuple[TensorInfo, TensorInfo]:
-        core.check_ranks(self, given, (1, 3, 4, 4, 4, 4), "ssm-rank")
-        etype = core.common_float(self, given, self.inputs, "ssm-type")
-        a, dt, b, x, c, state = (core.dims(info, rank) for info, rank in zip(given, (1, 3, 4, 4, 4, 4)))
-        batch = core.agree(self, "ssm-dims", "the batch", ("x", x[0]), ("dt", dt[0]), ("B", b[0]), ("C", c[0]),
+        state_space.check_ranks(self, given, (1, 3, 4, 4, 4, 4), "ssm-rank")
+        etype = state_space.common_float(self, given, self.inputs, "ssm-type")
+        a, dt, b, x, c, state = (state_space.dims(info, rank) for info, rank in zip(given, (1, 3, 4, 4, 4, 4)))
+        batch = state_space.agree(self, "ssm-dims", "the batch", ("x", x[0]), ("dt", dt[0]), ("B", b[0]), ("C", c[0]),
                            ("recurrent_state", state[0]))
-        length = core.agree(self, "ssm-dims", "the sequence length", ("x", x[1]), ("dt", dt[1]), ("B", b[1]),
+        length = state_space.agree(self, "ssm-dims", "the sequence length", ("x", x[1]), ("dt", dt[1]), ("B", b[1]),
                             ("C", c[1]))
-        heads = core.agree(self, "ssm-dims", "the number of heads", ("x", x[2]), ("A", a[0]), ("dt", dt[2]),
+        heads = state_space.agree(self, "ssm-dims", "the number of heads", ("x", x[2]), ("A", a[0]), ("dt", dt[2]),
                            ("recurrent_state", state[1]))
-        head_dim = core.agree(self, "ssm-dims", "the head dim", ("x", x[3]), ("recurrent_state", state[2]))
-        groups = core.agree(self, "ssm-dims", "the number of groups", ("B", b[2]), ("C", c[2]))
-        size = core.agree(self, "ssm-dims", "the state size", ("B", b[3]), ("C", c[3]),
+        head_dim = state_space.agree(self, "ssm-dims", "the head dim", ("x", x[3]), ("recurrent_state", state[2]))
+        groups = state_space.agree(self, "ssm-dims", "the number of groups", ("B", b[2]), ("C", c[2]))
+        size = state_space.agree(self, "ssm-dims", "the state size", ("B", b[3]), ("C", c[3]),
                           ("recurrent_state", state[3]))
-        core.check_groups(self, heads, groups, "ssm-groups")
+        state_space.check_groups(self, heads, groups, "ssm-groups")
         return (TensorInfo(etype, PartialShape.of([batch, length, heads, head_dim])),
                 TensorInfo(etype, PartialShape.of([batch, heads, head_dim, size])))
 
@@ -90,5 +90,5 @@ def selective_scan(a: np.ndarray, dt: np.ndarray, b: np.ndarray, x: np.ndarray, 
                    state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The scan on arrays of the work dtype laid out as the page has them, batch first; `state`
     is updated in place and returned. Returns ([batch, length, heads, head_dim], state)."""
-    out, _ = core.selective(state, a, *(v.swapaxes(0, 1) for v in (dt, b, x, c)))
+    out, _ = state_space.selective(state, a, *(v.swapaxes(0, 1) for v in (dt, b, x, c)))
     return out.swapaxes(0, 1), state
