@@ -242,7 +242,7 @@ def _compile(file: str, layer_xml: str, inputs: list[_Port], arrays: list[np.nda
     return compile_model(parse_model(xml, weights, source=file))
 
 
-_TYPE_GUESSES = (ElementType.boolean, ElementType.i64, ElementType.f32, ElementType.u1)
+_TYPE_GUESSES = (ElementType.boolean, ElementType.i64, ElementType.i32, ElementType.f32, ElementType.u1)
 
 
 def _compile_guessing_types(file: str, layer_xml: str, inputs: list[_Port], arrays: list[np.ndarray | None],

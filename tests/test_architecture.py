@@ -115,6 +115,8 @@ def _snake(type_name: str) -> str:
     type_name = re.sub(r"(?<=[A-Z0-9])to(?=[A-Z])", "_To", type_name)
     # a plural acronym is one word: ExperimentalDetectronTopKROIs -> ..._top_k_rois
     type_name = re.sub(r"ROIs(?=[A-Z]|$)", "_Rois", type_name)
+    # a dimension count is part of its word: PagedCausalConv1D -> paged_causal_conv1d
+    type_name = re.sub(r"(?<=[0-9])D(?=[A-Z]|$)", "d", type_name)
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", type_name).lower()
 
 

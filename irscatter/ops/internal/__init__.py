@@ -2,24 +2,32 @@
 domains (`version="extension"` for most): PagedAttentionExtension, what OpenVINO GenAI runs for
 continuous batching; GatedDeltaNet and PagedGatedDeltaNet, Qwen3-Next's linear attention, whole
 and over a paged state table; PaKVReorder, the token moves of speculative decoding in a paged KV
-cache; MOE, the routed experts of a Mixture of Experts block; sparse attention: the block
-selectors (QSAIndexer, PagedQSAIndexer, SparseAttentionIndexer) and the attention over what
-they select (SparseSDPA and its paged twin SparsePA, BlockSparseAttention). core.py holds the
-dimension and begins-table checks they share, block_selection.py the selectors' scoring and
-ranking.
+cache; MOE, the routed experts of a Mixture of Experts block; the state-space ops of Mamba2
+hybrids (SelectiveSSM, its earlier name SSM, Mamba2) and their paged forms (PagedSelectiveSSM,
+PagedCausalConv1D); sparse attention: the block selectors (QSAIndexer, PagedQSAIndexer,
+SparseAttentionIndexer) and the attention over what they select (SparseSDPA and its paged twin
+SparsePA, BlockSparseAttention). Shared code: core.py (dimension and begins-table checks),
+block_selection.py (the selectors' scoring and ranking), state_space.py (the selective scan and
+the paged slot plan).
 """
 
 from irscatter.ops.internal import (  # noqa: F401  (importing a module registers its ops)
     block_selection,
     block_sparse_attention,
     gated_delta_net,
+    mamba2,
     moe,
     pa_kv_reorder,
     paged_attention_extension,
+    paged_causal_conv1d,
     paged_gated_delta_net,
     paged_qsa_indexer,
+    paged_selective_ssm,
     qsa_indexer,
+    selective_ssm,
     sparse_attention_indexer,
     sparse_pa,
     sparse_sdpa,
+    ssm,
+    state_space,
 )
