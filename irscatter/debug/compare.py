@@ -325,8 +325,9 @@ def _no_standalone_form(compiled: CompiledModel, lid: int, values: Mapping[Sourc
     layer = compiled.layers[lid]
     if layer.type in _NO_STANDALONE_FORM:
         return _NO_STANDALONE_FORM[layer.type]
-    if compiled.ops[lid].domain != "opset":
-        return f"its op belongs to irscatter's own {compiled.ops[lid].domain} opset, which the target does not have"
+    domain = compiled.ops[lid].domain
+    if domain not in ("opset", "extension"):  # OpenVINO's plugins register their internal ops as `extension`
+        return f"its op belongs to the {domain} opset, which the target does not have"
     for src in compiled.sources[lid]:
         if src is not None and src not in values:
             return "irscatter did not compute one of its inputs"
@@ -392,10 +393,11 @@ class _LayerRunner:
                     sources.append(None)
                     continue
                 name = f"l{lid}_in{i}"
+                etype = typed(compiled, values, src)[0]
                 if _constant_on_target(compiled, src):
-                    sources.append(writer.const(name, values[src], compiled.infos[src].etype))
+                    sources.append(writer.const(name, values[src], etype))
                 else:
-                    sources.append(writer.parameter(name, compiled.infos[src].etype, values[src].shape, (name,)))
+                    sources.append(writer.parameter(name, etype, values[src].shape, (name,)))
                     feeds[name] = values[src]
             inputs = [typed(compiled, values, src) for src in compiled.sources[lid]]
             outputs = [typed(compiled, values, (lid, pos)) for pos in range(len(layer.outputs))]

@@ -310,7 +310,10 @@ def typed(compiled: CompiledModel, values: Mapping[Source, np.ndarray] | None,
         return None, None
     info = compiled.infos[src]
     if values is not None and src in values:
-        return info.etype, tuple(values[src].shape)
+        value = values[src]
+        if info.etype is ElementType.dynamic:  # a Parameter of dynamic type: the type it was fed
+            return ElementType.from_dtype(value.dtype), tuple(value.shape)
+        return info.etype, tuple(value.shape)
     return info.etype, info.shape.to_tuple() if info.shape.is_static else None
 
 

@@ -230,12 +230,35 @@ def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     return np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
 
 
+_CACHE_PRECISIONS = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
+
+
+def _fit_paged_attention(model: Any, feeds: dict[str, np.ndarray] | list[np.ndarray], config: dict[str, str]) -> None:
+    """Give each PagedAttentionExtension what OpenVINO GenAI gives it before compiling and a saved
+    model does not keep: the heads and head size of its key and value caches (runtime info the
+    CPU plugin requires), read from the caches fed, and a cache precision that is theirs, so
+    that the plugin neither refuses the model nor quantizes the caches it is handed."""
+    attention = [op for op in model.get_ordered_ops() if op.get_type_name() == "PagedAttentionExtension"]
+    if not attention:
+        return
+    fed = {p.get_friendly_name(): a for p, a in zip(model.get_parameters(), _ordered(model.inputs, feeds))}
+    for op in attention:
+        key, value = (fed.get(op.input_value(i).get_node().get_friendly_name()) for i in (3, 4))
+        if key is None or value is None or key.ndim != 4 or value.ndim != 4:
+            continue  # caches computed inside the model: the plugin says what it lacks
+        info = op.get_rt_info()
+        info["num_k_heads"], info["k_head_size"] = int(key.shape[1]), int(key.shape[3])
+        info["num_v_heads"], info["v_head_size"] = int(value.shape[1]), int(value.shape[3])
+        config.setdefault("KV_CACHE_PRECISION", _CACHE_PRECISIONS.get(str(key.dtype), "f32"))
+
+
 class _Handler:
     def __init__(self) -> None:
         import openvino as ov
 
         self.ov = ov
         self.core = ov.Core()
+        self.internal_ops_loaded = False
 
     def __call__(self, request: dict[str, Any]) -> Any:
         kind = request["kind"]
@@ -250,15 +273,33 @@ class _Handler:
         if kind == "devices":
             return list(self.core.available_devices)
         if kind == "output_names":
-            return [sorted(port.get_names()) for port in self.core.read_model(request["xml"]).outputs]
+            return [sorted(port.get_names()) for port in self.read(request["xml"]).outputs]
         raise TargetFailure("refused", f"unknown request {kind!r}")
+
+    def read(self, xml: str) -> Any:
+        """The model in `xml`. A saved model holding OpenVINO's internal ops (PagedAttentionExtension,
+        GatedDeltaNet, ...) reads only once the CPU plugin's library is added to the Core as an
+        extension, since the plugin is what registers them; that is done on the first refusal."""
+        try:
+            return self.core.read_model(xml)
+        except RuntimeError as e:
+            if "Cannot create" not in str(e) or self.internal_ops_loaded:
+                raise
+        from pathlib import Path
+
+        for library in sorted((Path(self.ov.__file__).parent / "libs").glob("*openvino_*cpu_plugin*")):
+            self.core.add_extension(str(library))
+        self.internal_ops_loaded = True
+        return self.core.read_model(xml)
 
     def infer(self, request: dict[str, Any]) -> list[np.ndarray]:
         ov = self.ov
-        compiled = self.core.compile_model(self.core.read_model(request["xml"]), request["device"], request["config"])
+        model = self.read(request["xml"])
+        config = dict(request["config"])
+        _fit_paged_attention(model, request["steps"][0] if "steps" in request else request["feeds"], config)
+        compiled = self.core.compile_model(model, request["device"], config)
         stepped = "steps" in request
-        steps = [[_to_tensor(ov, _in_port_type(a, port)) for a, port in zip(_ordered(compiled.inputs, f),
-                                                                            compiled.inputs)]
+        steps = [[_in_port_type(a, port) for a, port in zip(_ordered(compiled.inputs, f), compiled.inputs)]
                  for f in (request["steps"] if stepped else [request["feeds"]])]
         patterns = (0x00, 0xA5) if request["check_stable"] else (None,)
         answers = []
@@ -266,8 +307,9 @@ class _Handler:
             infer = compiled.create_infer_request()  # a fresh request: its variables start at their initial values
             outputs = []
             for feeds in steps:
-                for i, tensor in enumerate(feeds):
-                    infer.set_input_tensor(i, tensor)
+                for i, array in enumerate(feeds):
+                    # a tensor of its own each run: a plugin may write into an input (a paged KV cache)
+                    infer.set_input_tensor(i, _to_tensor(ov, array.copy()))
                 if pattern is not None:
                     self._prefill_outputs(compiled, infer, pattern)
                 infer.infer()
@@ -313,7 +355,7 @@ class _Handler:
 
     def evaluate(self, request: dict[str, Any]) -> list[np.ndarray]:
         ov = self.ov
-        model = self.core.read_model(request["xml"])
+        model = self.read(request["xml"])
         feeds = [_to_tensor(ov, a) for a in _ordered(model.inputs, request["feeds"])]
         outputs = [ov.Tensor(port.get_element_type(), [0] * port.get_partial_shape().rank.get_length()
                              if port.get_partial_shape().rank.is_static else [0])

@@ -113,3 +113,29 @@ def test_steps_agree_with_openvinos_cpu_plugin(openvino_runs, name):
         for key in ("logits", "scores.0"):
             np.testing.assert_allclose(out[key], recorded[f"step{step}/out/{key}"], rtol=1e-5, atol=1e-6,
                                        err_msg=f"step {step} {key}")
+
+
+@pytest.mark.parametrize("name", ["plain", "rotation"])
+def test_compare_judges_the_saved_paged_model_against_the_plugin(openvino_runs, name):
+    """OpenVINO reads the saved paged model once its CPU plugin's internal ops are registered
+    (the target does that), and compiles it once each PagedAttentionExtension is told its
+    caches' heads and head size, which the target reads off the caches it is fed: so `compare`
+    judges the model as saved, whole and layer by layer, on a decode step with a past."""
+    from irscatter.debug import compare
+    from irscatter.targets.openvino import OpenVINOTarget
+
+    folder = openvino_runs / name
+    recorded = np.load(folder / "results.npz")
+    model = irscatter.read_model(folder / "model.xml")
+    feeds = {spec.name: recorded[f"step1/{spec.name}"] for spec in model.inputs}
+    compiled = model.compile()
+    target = OpenVINOTarget("CPU", "f32")
+    try:
+        tolerances = compare.Tolerances()
+        whole = compare.compare_whole(compiled, feeds, target, tolerances)
+        layers = compare.compare_layers(compiled, feeds, target, tolerances)
+    finally:
+        target.close()
+    assert whole.ok and whole.counts()["passed"] == 2, compare.table(whole, every=True)
+    attention = [r for r in layers.layers if r.op.startswith("PagedAttentionExtension")]
+    assert layers.ok and [r.status for r in attention] == ["passed"], compare.table(layers, every=True)
