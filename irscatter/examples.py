@@ -5,8 +5,9 @@ A document is any text (`.rst`, `.md`, `.xml`, `.txt`); examples are `<layer>` e
 in code blocks of any language, or bare. Real spec pages are not valid XML, so each
 snippet is repaired first, and every repair is reported: literal `...` inside tags,
 attributes written on `<layer>` instead of `<data>`, unquoted attribute values, a doubled
-`>`, and a missing id, name or version (the version comes from the document's "Versioned
-name", else the newest opset).
+`>`, a missing id, name or version (the version comes from the document's "Versioned
+name", else the newest opset; an internal op's page, whose versioned name has no number, gives
+the custom domain that registers the type), and an output port more than the op has.
 
 Values are read from the comments of each port (inside the `<port>` element or right after
 it): `<!-- values: [...] -->`, `data:`/`output:`-style labels, C-style `{...}` lists with
@@ -24,8 +25,9 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import copy
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +47,8 @@ from irscatter.ops import registry
 # "**Versioned name**: *Gather-8*": the run of markup and spaces before the name is taken whole,
 # never given back (its parts, written as alternatives, made the search cubic in its length).
 _VERSIONED = re.compile(r"Versioned name\W*+([A-Za-z][A-Za-z0-9]*+)-(\d+)")
+# "**Versioned name**: *RMS*": an internal op's page, whose op is in no numbered opset
+_UNNUMBERED = re.compile(r"Versioned name\W*+[A-Za-z][A-Za-z0-9]*+\*")
 
 
 @dataclass
@@ -306,19 +310,60 @@ def _matches(computed: np.ndarray, documented: Any) -> bool:
 _TYPE = re.compile(r'<layer\b[^>]*?\btype\s*=\s*"([^"]+)"')
 
 
-def _version_for(snippet: str, default_version: str) -> str:
-    """The `version` a snippet without one is given: the document's opset, unless the type is in
-    no OpenVINO opset and one custom domain registers it (the internal ops' pages leave the
-    domain unsaid; OpenVINO writes `extension` or `ie_internal_opset`)."""
+def _version_for(snippet: str, default_version: str, internal: bool = False) -> str:
+    """The `version` a snippet without one is given: the document's opset, unless one custom
+    domain registers the type and either the type is in no OpenVINO opset or the document is an
+    internal op's page (`internal`: its versioned name has no number, as OpenVINO's internal
+    Convolution, whose examples say type="Convolution"). The internal ops' pages leave the domain
+    unsaid; OpenVINO writes `extension`, `ie_internal_opset` or `gpu_opset`."""
     m = _TYPE.search(snippet)
-    if m is None or opsets.lookup(m.group(1), default_version).version is not None:
+    if m is None or (not internal and opsets.lookup(m.group(1), default_version).version is not None):
         return default_version
     return registry.custom_domain_of(m.group(1)) or default_version
 
 
-def run_example(file: str, index: int, line: int, snippet: str, default_version: str) -> Example:
+def _without_outputs(root: etree._Element, dropped: list[_Port]) -> etree._Element:
+    """A copy of `root` without the output ports `dropped`."""
+    root = copy.deepcopy(root)
+    group = root.find("output")
+    for element in list(group.iterchildren("port")):
+        if int(element.get("id", "0")) in {p.id for p in dropped}:
+            group.remove(element)
+    return root
+
+
+def _drop_surplus_outputs(file: str, root: etree._Element, inputs: list[_Port], outputs: list[_Port],
+                          repairs: list[str]) -> tuple[etree._Element, list[_Port]]:
+    """An example declaring one output more than its op has (AUGRUCell's page lists a sequence's
+    Y beside Ho) drops one port, the last whose removal leaves the others declared as the op's
+    outputs are inferred (dims and precisions); the repair is reported. Nothing is dropped when
+    no port fits, or when more than one is surplus (each choice is a compilation): the arity
+    error then says what is wrong."""
+    op = registry.find(root.get("type", ""), root.get("version", ""))
+    if op is None or op.variadic or len(outputs) != op.outputs + 1:
+        return root, outputs
+    for surplus in reversed(outputs):
+        kept = [p for p in outputs if p is not surplus]
+        trial = _without_outputs(root, [surplus])
+        ports = [replace(p) for p in inputs]  # the type guesses of a trial are not kept
+        try:
+            with limits.using(tensor_elements=2**62, tensor_bytes=2**62):  # shapes only: nothing runs
+                compiled, _ = _compile_guessing_types(file, etree.tostring(trial, encoding="unicode"), ports,
+                                                      [None] * len(ports), kept, [])
+        except IRError:
+            continue
+        if not any(f.code in ("declared-shape", "declared-precision") for f in compiled.findings):
+            repairs.append(f"{op.type_name} has {op.outputs} output{'s' if op.outputs > 1 else ''}, the example "
+                           f"declares {len(outputs)}: dropped output port {surplus.id} "
+                           "(the ports kept are declared as the op's outputs are inferred)")
+            return trial, kept
+    return root, outputs
+
+
+def run_example(file: str, index: int, line: int, snippet: str, default_version: str,
+                internal: bool = False) -> Example:
     ex = Example(file, index, line)
-    text, ex.repairs = repair(snippet, _version_for(snippet, default_version))
+    text, ex.repairs = repair(snippet, _version_for(snippet, default_version, internal))
     try:
         root = parse_xml(text.encode(), file)
     except IRError as e:
@@ -340,6 +385,7 @@ def run_example(file: str, index: int, line: int, snippet: str, default_version:
             for c in list(node.iter(etree.Comment)):
                 c.getparent().remove(c)
     root.set("id", "0")
+    root, outputs = _drop_surplus_outputs(file, root, inputs, outputs, ex.repairs)
     layer_xml = etree.tostring(root, encoding="unicode")
     _drop_ragged_values(inputs, ex.repairs)
     arrays = [_array(p, ex.repairs, f"input port {p.id}") if p.values is not None else None for p in inputs]
@@ -424,5 +470,6 @@ def run_document(path: str | Path) -> list[Example]:
         raise FileAccessError(f"cannot read document: {e.strerror}", file=str(path)) from None
     m = _VERSIONED.search(text)
     default_version = opsets.opset_holding(m.group(1), int(m.group(2))) if m else opsets.newest_complete_opset()
-    return [run_example(str(path), i + 1, line, snippet, default_version)
+    internal = m is None and _UNNUMBERED.search(text) is not None
+    return [run_example(str(path), i + 1, line, snippet, default_version, internal)
             for i, (line, snippet) in enumerate(find_snippets(text))]

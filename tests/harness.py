@@ -156,6 +156,15 @@ def _feeds(case: Case, prefix: str) -> dict[str, np.ndarray]:
     return {f"{prefix}{i.name}": i.value for i in case.inputs if not i.const}
 
 
+def save_ir(case: Case, folder: Path) -> tuple[Path, list[np.ndarray]]:
+    """The case as an IR file in `folder` (its Const inputs in the weights beside it), and the
+    arrays its Parameters are fed, in their order: for runners other than `check` (the internal
+    ops OpenVINO reads only once its CPU plugin is loaded, `helpers.run_internal_ops_openvino`)."""
+    writer = _Writer()
+    writer.add(case, "")
+    return writer.save(folder), list(_feeds(case, "").values())
+
+
 # --- running ----------------------------------------------------------------------------------
 
 

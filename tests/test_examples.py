@@ -230,8 +230,6 @@ needs_op_specs = pytest.mark.skipif(not OP_SPECS.is_dir(), reason="the spec page
 # (page, example) -> why it does not pass: the page is wrong (checked against OpenVINO's reference),
 # or the example is not a runnable layer at all
 KNOWN_NOT_PASSING = {
-    # declares four output ports; the op (spec text and OpenVINO) has three
-    ("experimental-detectron-detection-output-6.rst", 1): "has 3 outputs, the layer declares 4",
     # like ROIPooling-1's, the example's <input> holds no ports
     ("proposal-1.rst", 1): "neither a Result nor a sink",
     # the example's <input> holds no ports, so the layer has no inputs to pool and no Result
@@ -466,3 +464,36 @@ def test_a_snippet_of_an_op_outside_openvinos_opsets_takes_the_domain_that_regis
         assert any('version="ie_internal_opset"' in r for r in ex.repairs), ex.repairs
     finally:
         registry.unregister("Thrice", 1, domain="ie_internal_opset")
+
+
+INTERNAL_PAGES = ["rms.rst", "rms.rts", "gated-residual.rst", "convolution-biased.rst", "convolution.rst",
+                  "augru-cell.rst", "augru-sequence.rst", "augru-sequence.md"]
+
+
+@needs_op_specs
+@pytest.mark.parametrize("page", INTERNAL_PAGES)
+def test_the_internal_ops_pages_run_their_examples(page):
+    """Their examples name no version; the internal Convolution's and ConvolutionBiased's say
+    type="Convolution", an opset type too, which on an internal page (its versioned name has no
+    number) is the internal one; AUGRUCell's declares a sequence's Y beside Ho, which is dropped."""
+    found = examples.run_document(OP_SPECS / "internal" / page)
+    assert found and all(ex.ok for ex in found), [(ex.index, ex.status, ex.reason) for ex in found]
+    assert all(any("ie_internal_opset" in r or "gpu_opset" in r for r in ex.repairs) for ex in found)
+
+
+@pytest.mark.parametrize("first, second, status, said", [
+    ('precision="I32"><dim>2', 'precision="FP32"><dim>2', "shape-checked", "dropped output port 1"),
+    ("><dim>3", "><dim>4", "not runnable", "the layer declares 2"),  # no port fits: nothing dropped
+])
+def test_an_example_declaring_an_output_its_op_lacks_keeps_the_port_that_fits(tmp_path, first, second, status,
+                                                                                  said):
+    (ex,) = _write(tmp_path, f"""<layer ... type="Relu" version="opset1">
+    <input>
+        <port id="0"><dim>2</dim></port>
+    </input>
+    <output>
+        <port id="1" {first}</dim></port>
+        <port id="2" {second}</dim></port>
+    </output>
+</layer>""")
+    assert ex.status == status and any(said in text for text in [ex.reason, *ex.repairs]), (ex.reason, ex.repairs)

@@ -391,7 +391,9 @@ class ForwardConvolution(Op):
         return _ForwardPlan(etype, work, x_shape, w_shape, begin, out_dims,
                             (data.shape[0], groups * w_shape[1], *out_dims), im2col)
 
-    def compute(self, data: np.ndarray, filters: np.ndarray) -> np.ndarray:
+    def convolve(self, data: np.ndarray, filters: np.ndarray) -> tuple[np.ndarray, _ForwardPlan]:
+        """The result in the work dtype, shaped as the output, before its one rounding (what a
+        biased convolution adds its bias to), and the plan that gives its element type."""
         plan = self.per_shape((data.shape, filters.shape, data.dtype), lambda: self._plan(data, filters))
         x = data.reshape(plan.x_shape).astype(plan.work, copy=False)
         with np.errstate(invalid="ignore", over="ignore"):  # inf - inf, inf * 0: IEEE answers
@@ -400,7 +402,11 @@ class ForwardConvolution(Op):
                 out = plan.im2col(x, w)
             else:
                 out = grouped_convolution(x, w, self.attrs.strides, self.attrs.dilations, plan.begin, plan.out_dims)
-        return to_element_type(out.reshape(plan.out_shape), plan.etype)
+        return out.reshape(plan.out_shape), plan
+
+    def compute(self, data: np.ndarray, filters: np.ndarray) -> np.ndarray:
+        out, plan = self.convolve(data, filters)
+        return to_element_type(out, plan.etype)
 
 
 @dataclass(frozen=True)

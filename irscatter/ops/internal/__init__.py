@@ -6,15 +6,23 @@ cache; MOE, the routed experts of a Mixture of Experts block; the state-space op
 hybrids (SelectiveSSM, its earlier name SSM, Mamba2) and their paged forms (PagedSelectiveSSM,
 PagedCausalConv1D); sparse attention: the block selectors (QSAIndexer, PagedQSAIndexer,
 SparseAttentionIndexer) and the attention over what they select (SparseSDPA and its paged twin
-SparsePA, BlockSparseAttention). Shared code: core.py (dimension and begins-table checks),
-block_selection.py (the selectors' scoring and ranking), state_space.py (the selective scan and
-the paged slot plan).
+SparsePA, BlockSparseAttention). Under `ie_internal_opset`: RMS (RMSNorm as the plugins fuse
+it), AUGRUCell and AUGRUSequence (GRU with an attentional update gate), ConvolutionBiased and the
+internal Convolution it was renamed to; under `gpu_opset`: GatedResidual, the hyper-connection
+residual stream. Shared code: core.py (dimension and begins-table checks), block_selection.py
+(the selectors' scoring and ranking), state_space.py (the selective scan and the paged slot
+plan).
 """
 
 from irscatter.ops.internal import (  # noqa: F401  (importing a module registers its ops)
+    augru_cell,
+    augru_sequence,
     block_selection,
     block_sparse_attention,
+    convolution,
+    convolution_biased,
     gated_delta_net,
+    gated_residual,
     mamba2,
     moe,
     pa_kv_reorder,
@@ -24,6 +32,7 @@ from irscatter.ops.internal import (  # noqa: F401  (importing a module register
     paged_qsa_indexer,
     paged_selective_ssm,
     qsa_indexer,
+    rms,
     selective_ssm,
     sparse_attention_indexer,
     sparse_pa,

@@ -113,20 +113,41 @@ def rnn_step(f: Callable) -> Step:
     return step
 
 
+def _gru_gates(f: Callable, g: Callable, linear_before_reset: bool, xw: np.ndarray, h: np.ndarray, rt: np.ndarray,
+               b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """GRU's update gate zt = f(Xt Wz^T + Ht-1 Rz^T + Bz) and candidate ht: with rt likewise,
+    g(Xt Wh^T + (rt . Ht-1) Rh^T + Bh) or, linear before reset, g(Xt Wh^T + rt . (Ht-1 Rh^T + Rbh) + Wbh)."""
+    n = h.shape[-1]
+    hzr = h @ rt[..., : 2 * n]
+    z = f(xw[..., :n] + (hzr[..., :n] + b[..., :n]))
+    r = f(xw[..., n: 2 * n] + (hzr[..., n:] + b[..., n: 2 * n]))
+    if linear_before_reset:
+        candidate = g(xw[..., 2 * n:] + (r * (h @ rt[..., 2 * n:] + b[..., 3 * n:]) + b[..., 2 * n: 3 * n]))
+    else:
+        candidate = g(xw[..., 2 * n:] + ((r * h) @ rt[..., 2 * n:] + b[..., 2 * n: 3 * n]))
+    return z, candidate
+
+
 def gru_step(f: Callable, g: Callable, linear_before_reset: bool) -> Step:
-    """zt = f(Xt Wz^T + Ht-1 Rz^T + Bz), rt likewise, ht = g(Xt Wh^T + (rt . Ht-1) Rh^T + Bh) or,
-    linear before reset, g(Xt Wh^T + rt . (Ht-1 Rh^T + Rbh) + Wbh); Ht = (1 - zt) . ht + zt . Ht-1."""
+    """Ht = (1 - zt) . ht + zt . Ht-1, zt and ht as `_gru_gates` gives them."""
 
     def step(xw, states, rt, b):
         (h,) = states
-        n = h.shape[-1]
-        hzr = h @ rt[..., : 2 * n]
-        z = f(xw[..., :n] + (hzr[..., :n] + b[..., :n]))
-        r = f(xw[..., n: 2 * n] + (hzr[..., n:] + b[..., n: 2 * n]))
-        if linear_before_reset:
-            candidate = g(xw[..., 2 * n:] + (r * (h @ rt[..., 2 * n:] + b[..., 3 * n:]) + b[..., 2 * n: 3 * n]))
-        else:
-            candidate = g(xw[..., 2 * n:] + ((r * h) @ rt[..., 2 * n:] + b[..., 2 * n: 3 * n]))
+        z, candidate = _gru_gates(f, g, linear_before_reset, xw, h, rt, b)
+        return ((1 - z) * candidate + z * h,)
+
+    return step
+
+
+def augru_step(f: Callable, g: Callable) -> Step:
+    """GRU with an attentional update gate (AUGRU): GRU's gates without linear_before_reset, and
+    zt' = (1 - at) . zt in place of zt. The attention score at comes in as the last column of xw
+    (`columns` of `run_cell` and `run_sequence`)."""
+
+    def step(xw, states, rt, b):
+        (h,) = states
+        z, candidate = _gru_gates(f, g, False, xw[..., :-1], h, rt, b)
+        z = (1 - xw[..., -1:]) * z
         return ((1 - z) * candidate + z * h,)
 
     return step
@@ -159,25 +180,33 @@ def lstm_step(f: Callable, g: Callable, h_act: Callable, peepholes: np.ndarray |
 
 
 def run_cell(step: Step, x: np.ndarray, states: Sequence[np.ndarray], w: np.ndarray, r: np.ndarray,
-             b: np.ndarray) -> tuple[np.ndarray, ...]:
+             b: np.ndarray, columns: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
     """One step of a cell: x [batch, input], states [batch, hidden], w, r 2-D, b 1-D, all in the
-    compute dtype. Returns the new states."""
+    compute dtype; `columns` [batch, k], when given, are appended to X W^T for the step to read
+    (AUGRU's attention score). Returns the new states."""
     xw = (x @ w.T)[None]
+    if columns is not None:
+        xw = np.concatenate([xw, columns[None]], axis=-1)
     new = step(xw, tuple(s[None] for s in states), r.T[None], b[None, None])
     return tuple(s[0] for s in new)
 
 
 def run_sequence(step: Step, x: np.ndarray, states: Sequence[np.ndarray], lengths: np.ndarray, w: np.ndarray,
-                 r: np.ndarray, b: np.ndarray, reverse: Sequence[bool]) -> tuple[np.ndarray, ...]:
+                 r: np.ndarray, b: np.ndarray, reverse: Sequence[bool],
+                 columns: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
     """A sequence of steps (one per time step, every direction and batch row at once): x [batch,
     seq, input], states [batch, dirs, hidden], lengths [batch] (checked to lie in [0, seq]),
-    w, r [dirs, rows, ...], b [dirs, rows]; `reverse[d]` says direction d runs backwards.
-    Returns Y [batch, dirs, seq, hidden] and the final states [batch, dirs, hidden]."""
+    w, r [dirs, rows, ...], b [dirs, rows]; `reverse[d]` says direction d runs backwards;
+    `columns` [batch, seq, k], when given, are appended to each step's X W^T, in every direction
+    (AUGRU's attention score). Returns Y [batch, dirs, seq, hidden] and the final states
+    [batch, dirs, hidden]."""
     batch, seq = x.shape[:2]
     dirs, hidden = w.shape[0], states[0].shape[-1]
     # X W^T of every step at once: [dirs, batch, seq, gates*hidden] (2-D products go through BLAS)
     rows = x.reshape(batch * seq, x.shape[2])
     xw = np.stack([rows @ w[d].T for d in range(dirs)]).reshape(dirs, batch, seq, w.shape[1])
+    if columns is not None:
+        xw = np.concatenate([xw, np.broadcast_to(columns, (dirs, *columns.shape))], axis=-1)
     steps = np.arange(seq)
     valid = steps[None, :] < lengths[:, None]  # [batch, seq]
     # order[d, n, t]: the position of X (and Y) that step t of direction d reads (writes)
