@@ -485,3 +485,21 @@ def test_cli_compare_dumps_refuse_model_flags(tmp_path):
     np.savez(tmp_path / "a.npz", x=np.zeros(2))
     out = cli("compare", str(tmp_path / "a.npz"), str(tmp_path / "a.npz"), "--whole")
     assert out.returncode == 2 and "takes no model inputs" in out.stderr
+
+
+@needs_openvino
+def test_target_properties_reach_the_plugin_and_a_property_it_refuses_is_a_usage_error():
+    from irscatter.errors import UsageError
+
+    target = compare.open_target("openvino", "f32", properties={"DYNAMIC_QUANTIZATION_GROUP_SIZE": "0"})
+    try:
+        assert target.describe().endswith("with DYNAMIC_QUANTIZATION_GROUP_SIZE=0")
+        compiled = irscatter.read_model(MODELS / "small_cnn" / "model.xml").compile()
+        feeds = dict(np.load(MODELS / "small_cnn" / "inputs.npz"))
+        assert compare.compare_whole(compiled, feeds, target, compare.Tolerances()).ok
+    finally:
+        target.close()
+    with pytest.raises(UsageError, match="--target-config: OpenVINO refuses it: .*NO_SUCH_KEY"):
+        compare.open_target("openvino", "f32", properties={"NO_SUCH_KEY": "1"})
+    with pytest.raises(UsageError, match="give the precision with --target-precision"):
+        compare.open_target("openvino", "f32", properties={"INFERENCE_PRECISION_HINT": "f16"})

@@ -72,22 +72,31 @@ def emulated_at_device_precision(target: Target, emulated: str | None) -> str | 
     return None if precision == "f32" else precision
 
 
-def open_target(spec: str, precision: str = "f32", timeout: float = 120.0) -> OpenVINOTarget:
-    """A target from its command-line spelling: `openvino` or `openvino:DEVICE`. A device this
-    machine does not have, or an OpenVINO that is not installed, is refused here, once."""
+def open_target(spec: str, precision: str = "f32", timeout: float = 120.0,
+                properties: Mapping[str, str] | None = None) -> OpenVINOTarget:
+    """A target from its command-line spelling: `openvino` or `openvino:DEVICE`, compiled with
+    `properties` (OpenVINO's, as `--target-config KEY=VALUE` gives them). A device this machine
+    does not have, or an OpenVINO that is not installed, is refused here, once."""
     kind, _, device = spec.partition(":")
     if kind != "openvino":
         raise UsageError(f'--target {spec}: the targets are "openvino" and "openvino:DEVICE"')
     if precision not in PRECISIONS:
         raise UsageError(f"--target-precision must be one of {', '.join(PRECISIONS)}, got {precision}")
-    target = OpenVINOTarget(device or "CPU", precision, timeout)
+    if properties and "INFERENCE_PRECISION_HINT" in properties:
+        raise UsageError("--target-config INFERENCE_PRECISION_HINT: give the precision with --target-precision")
+    target = OpenVINOTarget(device or "CPU", precision, timeout, properties)
     try:
         target.check_device()
+        if properties:
+            target.ran_precision()  # compiles a probe with them: a property the device refuses is refused here
     except TargetFailure as e:
         target.close()
-        if e.kind != "unavailable":
-            raise
-        raise UsageError(f"--target {spec}: {e.message}") from None
+        if e.kind == "unavailable":
+            raise UsageError(f"--target {spec}: {e.message}") from None
+        if e.kind == "refused" and properties:
+            said = [line.strip() for line in e.message.splitlines() if line.strip()]  # its last line says why
+            raise UsageError(f"--target-config: OpenVINO refuses it: {elide(said[-1] if said else e.message)}") from None
+        raise
     return target
 
 

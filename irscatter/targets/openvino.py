@@ -90,16 +90,22 @@ class OpenVINOTarget:
     """OpenVINO on a device, in a worker process, at an inference precision (its
     INFERENCE_PRECISION_HINT; f32 unless asked otherwise, since a CPU with bf16 units would
     otherwise pick bf16 by itself). What the device really runs may differ from what was asked
-    (a CPU without f16 arithmetic keeps its default): `ran_precision` asks the device once."""
+    (a CPU without f16 arithmetic keeps its default): `ran_precision` asks the device once.
+    `properties` go to `compile_model` beside the precision (DYNAMIC_QUANTIZATION_GROUP_SIZE=0
+    turns off the CPU plugin's dynamic quantization of activations, say)."""
 
-    def __init__(self, device: str = "CPU", precision: str = "f32", timeout: float = 120.0) -> None:
+    def __init__(self, device: str = "CPU", precision: str = "f32", timeout: float = 120.0,
+                 properties: Mapping[str, str] | None = None) -> None:
+        self.properties = {str(k): str(v) for k, v in (properties or {}).items()}
+        if "INFERENCE_PRECISION_HINT" in self.properties:
+            raise ValueError("the inference precision is the target's precision, not one of its properties")
         self.device, self.precision = device, precision
         self.name = f"openvino:{device}"
         self._process = OpenVINOProcess(timeout=timeout)
         self._ran: str | None = None
 
     def _config(self) -> dict[str, str]:
-        return {"INFERENCE_PRECISION_HINT": self.precision}
+        return {**self.properties, "INFERENCE_PRECISION_HINT": self.precision}
 
     def check_device(self) -> None:
         """Raise `TargetFailure("unavailable")` unless every physical device the name asks for is
@@ -131,7 +137,8 @@ class OpenVINOTarget:
         release = self._process.version().split("-")[0]  # 2026.4.1, without the build string
         ran = self.ran_precision()
         asked = "" if ran == self.precision else f" (asked for {self.precision}, which this {self.device} does not run)"
-        return f"OpenVINO {release} {self.device} at {ran}{asked}"
+        given = f", with {', '.join(f'{k}={v}' for k, v in self.properties.items())}" if self.properties else ""
+        return f"OpenVINO {release} {self.device} at {ran}{asked}{given}"
 
     def close(self) -> None:
         self._process.close()
