@@ -24,12 +24,12 @@ from typing import Any
 
 import numpy as np
 
-from irscatter.targets.worker import TargetFailure, WorkerProcess, serve
+from irscatter.targets.worker import TargetFailure, WorkerClient, WorkerProcess, serve_runtime
 
 Feeds = Mapping[str, np.ndarray] | Sequence[np.ndarray]
 
 
-class OpenVINOProcess:
+class OpenVINOProcess(WorkerClient):
     """OpenVINO, one worker process, restarted after any crash or hang."""
 
     def __init__(self, timeout: float = 300.0) -> None:
@@ -76,14 +76,6 @@ class OpenVINOProcess:
         """The core reference's outputs in Result order; `refused` where an op has no reference."""
         return self._worker.request({"kind": "evaluate", "xml": os.fspath(xml), "feeds": _plain(feeds)})
 
-    def close(self) -> None:
-        self._worker.close()
-
-    def __enter__(self) -> OpenVINOProcess:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 class OpenVINOTarget:
@@ -374,14 +366,7 @@ class _Handler:
 
 
 def main() -> None:
-    try:
-        handler = _Handler()
-    except ImportError as e:
-        why = f"openvino is not installed ({e}); `pip install irscatter[openvino]` adds it"
-
-        def handler(request: dict[str, Any]) -> Any:  # noqa: ARG001  (answer every request the same way)
-            raise TargetFailure("unavailable", why)
-    serve(handler)
+    serve_runtime(_Handler, "openvino is not installed ({error}); `pip install irscatter[openvino]` adds it")
 
 
 if __name__ == "__main__":

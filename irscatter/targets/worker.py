@@ -27,7 +27,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, BinaryIO
+from collections.abc import Callable
+from typing import Any, BinaryIO, TypeVar
 
 _HEADER = struct.Struct("<Q")
 _MAX_FRAME = 1 << 36  # 64 GiB: a length beyond this is a corrupted channel, not data
@@ -66,6 +67,20 @@ def serve(handle: Any) -> None:
         _write_frame(channel, reply)
 
 
+def serve_runtime(make_handler: Callable[[], Any], missing: str) -> None:
+    """`serve` the handler `make_handler()` builds; when the runtime it imports is not installed,
+    every request is answered `unavailable` with `missing` (formatted with the import's `error`),
+    so that the parent learns why rather than seeing the worker die."""
+    try:
+        handler = make_handler()
+    except ImportError as e:
+        why = missing.format(error=e)
+
+        def handler(request: dict[str, Any]) -> Any:  # noqa: ARG001  (answer every request the same way)
+            raise TargetFailure("unavailable", why)
+    serve(handler)
+
+
 def _write_frame(stream: BinaryIO, obj: Any) -> None:
     payload = pickle.dumps(obj, protocol=5)
     stream.write(_HEADER.pack(len(payload)))
@@ -74,6 +89,39 @@ def _write_frame(stream: BinaryIO, obj: Any) -> None:
 
 
 # --- the parent's side ----------------------------------------------------------------------------
+
+
+def module_command(module: str) -> list[str]:
+    """The command that runs `module` (one of `irscatter.targets`, or a script's path ending in
+    .py that serves with them) as a worker, without the imports of irscatter's own `__init__`
+    (the interpreter, the op library, pydantic): a target imports nothing of irscatter's but
+    `targets`, and those imports would cost every start of a worker a second or two. The
+    package is entered as a bare namespace of its folder."""
+    folder = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    run = (f"runpy.run_path({module!r}, run_name='__main__')" if module.endswith(".py") else
+           f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)")
+    bootstrap = ("import runpy, sys, types; package = types.ModuleType('irscatter'); "
+                 f"package.__path__ = [{folder!r}]; sys.modules['irscatter'] = package; {run}")
+    return [sys.executable, "-c", bootstrap]
+
+
+_Client = TypeVar("_Client", bound="WorkerClient")
+
+
+class WorkerClient:
+    """A runtime's handle on its `WorkerProcess` (`_worker`): closing it ends the process, and
+    it closes itself as a context manager."""
+
+    _worker: WorkerProcess
+
+    def close(self) -> None:
+        self._worker.close()
+
+    def __enter__(self: _Client) -> _Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class WorkerProcess:
