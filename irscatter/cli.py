@@ -378,7 +378,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                     tuple(compare.parse_override(t) for t in args.tol or []))
     if args.report:
         args.report = _report_path(args.report)  # refused before any work
-    if len(args.files) == 2:
+    if len(args.files) == 2 and not args.onnx:
         return _compare_dumps(args, tolerances)
     if len(args.files) != 1:
         raise UsageError("compare takes MODEL.xml, or two .npz files of saved tensors")
@@ -387,6 +387,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                 ("--bisect", args.bisect, "--whole")]:
         if value not in (None, False) and not getattr(args, parent[2:]):
             raise UsageError(f"{flag} only applies with {parent}")
+    if args.onnx:
+        return _compare_onnx(args, tolerances)
+    args.target = args.target or "openvino"
     compiled = _read(args, args.files[0]).compile()
     compare.check_overrides(tolerances, (compare.tensor_key(compiled, src) for src in compiled.slot_of))
     gathered = _gather_feeds(args, compiled)
@@ -404,6 +407,28 @@ def cmd_compare(args: argparse.Namespace) -> int:
         with _progress(args, "layers judged") as progress:
             return compare.compare_layers(compiled, feeds, target, tolerances, values=values, progress=progress)
     return _judged_on_target(args, judge)
+
+
+def _compare_onnx(args: argparse.Namespace, tolerances) -> int:
+    """compare MODEL.xml --onnx MODEL.onnx: the IR against the ONNX model it was converted from,
+    run once on onnxruntime's CPU provider."""
+    from irscatter.debug import compare, onnx_compare
+
+    given = [flag for flag, value in [("--target", args.target), ("--target-precision", args.target_precision != "f32"),
+                                      ("--reference-precision", args.reference_precision), ("--whole", args.whole),
+                                      ("--bisect", args.bisect), ("--steps", args.steps != 1)] if value]
+    if given:
+        raise UsageError(f"--onnx runs the ONNX model once on onnxruntime's CPU at f32 and judges every tensor it "
+                         f"shares with the IR; it takes no {', '.join(given)}")
+    compiled = _read(args, args.files[0]).compile()
+    compare.check_overrides(tolerances, (compare.tensor_key(compiled, src) for src in compiled.slot_of))
+    feeds = _checked_feeds(_gather_feeds(args, compiled), compiled)
+    try:
+        report = onnx_compare.compare_onnx(compiled, feeds, args.onnx, tolerances, timeout=args.timeout)
+    except TargetFailure as e:
+        raise UsageError(f"--onnx {args.onnx}: {e.message}") from None
+    _print_comparison(report, args, onnx_compare.onnx_table)
+    return 0 if report.passed else 1
 
 
 def _judged_on_target(args: argparse.Namespace, judge: Callable[[Any], Any]) -> int:
@@ -452,13 +477,13 @@ def _compare_dumps(args: argparse.Namespace, tolerances) -> int:
     return 0 if report.passed else 1
 
 
-def _print_comparison(report, args: argparse.Namespace) -> None:
+def _print_comparison(report, args: argparse.Namespace, table: Callable[..., str] | None = None) -> None:
     from irscatter.debug import compare
 
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     else:
-        print(compare.table(report, every=args.all))
+        print((table or compare.table)(report, every=args.all))
     if args.report:
         from irscatter.debug import html
 
@@ -961,6 +986,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the model, or two saved sets of tensors (the first judged against the second)")
     cmp.add_argument("--bin", help="the weights file (default: the .xml's sibling .bin)")
     _target_arguments(cmp, defaults=True)
+    cmp.set_defaults(target=None)  # openvino unless --onnx, which takes no --target
+    cmp.add_argument("--onnx", metavar="MODEL.onnx",
+                     help="judge the ONNX model the IR was converted from, run on onnxruntime (pip install "
+                          "irscatter[onnxruntime]), against irscatter's run of the IR: every tensor whose IR port "
+                          "keeps an ONNX value's name, in topological order; unmatched names are listed")
     cmp.add_argument("--reference-precision", choices=list(PRECISIONS),
                      help="irscatter's values as it emulates a device inferring in f16 or bf16 (see run --precision)")
     _feed_arguments(cmp)

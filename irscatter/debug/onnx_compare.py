@@ -187,10 +187,10 @@ def onnx_table(report: OnnxReport, every: bool = False) -> str:
     lines = [f"{report.reference} runs {Path(report.model).name} (the reference); {report.target} runs "
              f"{Path(report.onnx).name}; tensors matched by ONNX value name"]
     lines += table(report, every).splitlines()[:-1]
-    renamed = [(t.key, t.onnx) for r in report.records for t in r.tensors
-               if not t.diff.passed and isinstance(t, OnnxTensorResult) and t.onnx != t.key]
-    lines += [f"{key} is ONNX value {name}" for key, name in renamed]
     limit = None if every else _LISTED
+    renamed = [f"{t.key} = {t.onnx}" for r in report.records for t in r.tensors  # where the names differ
+               if not t.diff.passed and isinstance(t, OnnxTensorResult) and t.onnx != r.name]
+    lines += _listed("diverging tensors by ONNX value", renamed, limit)
     lines += _listed("ONNX values without an IR tensor of their name (fused or folded by the conversion)",
                      report.unmatched_onnx, limit)
     lines += _listed("IR tensors without an ONNX value", report.unmatched_ir, limit)
