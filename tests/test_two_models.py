@@ -5,6 +5,7 @@ hand-written pairs for matching by tensor name, element types and shapes that di
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import pytest
 from helpers import layer, net, param, port, result, write
 
 import irscatter
+from irscatter.cli import main
 from irscatter.debug import compare
 from irscatter.debug.two_models import compare_files, match_tensors, unmatched
 
@@ -149,3 +151,22 @@ def test_tensor_names_match_across_layer_names_types_are_converted_and_shapes_ar
     assert "compared in A's element type: 1 tensor f16 in B, f32 in A (relu16:1)" in report.notes
     assert "compared in A's element type: 1 tensor i32 in B, i64 in A (shape:1)" in report.notes
 
+
+def test_cli_exit_status_json_and_usage_errors(tmp_path, planted, capsys):
+    inputs = ["--inputs", str(BLOCK.parent / "inputs.npz")]
+    assert main(["compare", str(BLOCK), str(BLOCK), *inputs]) == 0
+    assert "no divergence" in capsys.readouterr().out
+    assert main(["compare", str(BLOCK), str(planted), *inputs, "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["mode"] == "models" and report["first_divergence"]["name"] == "MatMul_25"
+    assert report["model"] == f"A: {BLOCK}" and report["target"] == f"B: {planted}"
+    assert main(["compare", str(BLOCK), str(planted), *inputs, "--tol", "MatMul_25|Add_28=1"]) == 1  # still: later layers
+    capsys.readouterr()
+    np.savez(tmp_path / "d.npz", x=X)
+    for extra, message in [(["--target", "openvino"], "--target does not apply"),
+                           (["--whole"], "--whole does not apply"),
+                           (["--tol", "nothing_here=1"], "matches no tensor")]:
+        assert main(["compare", str(BLOCK), str(planted), *inputs, *extra]) == 2
+        assert message in capsys.readouterr().err
+    assert main(["compare", str(BLOCK), str(tmp_path / "d.npz")]) == 2
+    assert "not one of each" in capsys.readouterr().err
