@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from irscatter.api import read_model
 from irscatter.debug.compare import LayerResult, Report, Source, TensorResult, Tolerances, reference_values
 from irscatter.debug.extract import steps
 from irscatter.errors import UsageError
@@ -264,8 +265,6 @@ def _listed(keys: Sequence[str], most: int = 8) -> str:
 
 def compare_files(a: str | Path, b: str | Path, feeds: Any, **options: Any) -> Report:
     """`compare_models` on two IR files, read and compiled by irscatter."""
-    from irscatter.api import read_model
-
     return compare_models(read_model(a).compile(), read_model(b).compile(), feeds, names=(str(a), str(b)), **options)
 
 
