@@ -374,22 +374,22 @@ def _run_steps(compiled, feeds: dict[str, Any], args: argparse.Namespace) -> dic
 def cmd_compare(args: argparse.Namespace) -> int:
     from irscatter.debug import compare
 
+    given = args.target, args.target_precision  # left out: None (two IRs take neither default)
+    args.target, args.target_precision = args.target or "openvino", args.target_precision or "f32"
     tolerances = compare.Tolerances(args.target_precision, args.rtol, args.atol,
                                     tuple(compare.parse_override(t) for t in args.tol or []))
     if args.report:
         args.report = _report_path(args.report)  # refused before any work
+    if len(args.files) == 2 and any(Path(f).suffix.lower() == ".xml" for f in args.files):
+        return _compare_models(args, *given)
     if len(args.files) == 2 and not args.onnx:
         return _compare_dumps(args, tolerances)
     if len(args.files) != 1:
-        raise UsageError("compare takes MODEL.xml, or two .npz files of saved tensors")
-    for flag, value, parent in [("--seed", args.seed, "--random"), ("--shape", args.shape, "--random"),
-                                ("--range", args.range, "--random"),
-                                ("--bisect", args.bisect, "--whole")]:
-        if value not in (None, False) and not getattr(args, parent[2:]):
-            raise UsageError(f"{flag} only applies with {parent}")
+        raise UsageError("compare takes MODEL.xml, two IRs of one model (A.xml B.xml), or two .npz files of "
+                         "saved tensors")
+    _refuse_orphan_compare_flags(args)
     if args.onnx:
-        return _compare_onnx(args, tolerances)
-    args.target = args.target or "openvino"
+        return _compare_onnx(args, tolerances, *given)
     compiled = _read(args, args.files[0]).compile()
     compare.check_overrides(tolerances, (compare.tensor_key(compiled, src) for src in compiled.slot_of))
     gathered = _gather_feeds(args, compiled)
@@ -409,12 +409,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return _judged_on_target(args, judge)
 
 
-def _compare_onnx(args: argparse.Namespace, tolerances) -> int:
+def _compare_onnx(args: argparse.Namespace, tolerances, target: str | None, precision: str | None) -> int:
     """compare MODEL.xml --onnx MODEL.onnx: the IR against the ONNX model it was converted from,
     run once on onnxruntime's CPU provider."""
     from irscatter.debug import compare, onnx_compare
 
-    given = [flag for flag, value in [("--target", args.target), ("--target-precision", args.target_precision != "f32"),
+    given = [flag for flag, value in [("--target", target), ("--target-precision", precision not in (None, "f32")),
                                       ("--reference-precision", args.reference_precision), ("--whole", args.whole),
                                       ("--bisect", args.bisect), ("--steps", args.steps != 1)] if value]
     if given:
@@ -428,6 +428,37 @@ def _compare_onnx(args: argparse.Namespace, tolerances) -> int:
     except TargetFailure as e:
         raise UsageError(f"--onnx {args.onnx}: {e.message}") from None
     _print_comparison(report, args, onnx_compare.onnx_table)
+    return 0 if report.passed else 1
+
+
+def _refuse_orphan_compare_flags(args: argparse.Namespace) -> None:
+    for flag, value, parent in [("--seed", args.seed, "--random"), ("--shape", args.shape, "--random"),
+                                ("--range", args.range, "--random"),
+                                ("--bisect", args.bisect, "--whole")]:
+        if value not in (None, False) and not getattr(args, parent[2:]):
+            raise UsageError(f"{flag} only applies with {parent}")
+
+
+def _compare_models(args: argparse.Namespace, target: str | None, precision: str | None) -> int:
+    """compare A.xml B.xml: two IRs of one model, both run by irscatter, B judged against A."""
+    from irscatter.debug import compare, two_models
+
+    if not all(Path(f).suffix.lower() == ".xml" for f in args.files):
+        raise UsageError("compare takes two IRs (A.xml B.xml) or two .npz files, not one of each")
+    if target is not None or args.onnx:
+        raise UsageError("two IRs are both run by irscatter: --target and --onnx do not apply")
+    for flag, value in [("--whole", args.whole), ("--bisect", args.bisect), ("--bin", args.bin),
+                        ("--reference-precision", args.reference_precision), ("--steps", args.steps != 1)]:
+        if value not in (None, False):
+            raise UsageError(f"{flag} does not apply to two IRs (each is read with its sibling .bin and run once)")
+    _refuse_orphan_compare_flags(args)
+    a, b = (_read(args, f).compile() for f in args.files)
+    overrides = tuple(compare.parse_override(t) for t in args.tol or [])
+    compare.check_overrides(compare.Tolerances(overrides=overrides), two_models.keys_of(b))
+    feeds = _checked_feeds(_gather_feeds(args, a), a)
+    report = two_models.compare_models(a, b, feeds, rtol=args.rtol, atol=args.atol, overrides=overrides,
+                                       precision=precision, names=(args.files[0], args.files[1]))
+    _print_comparison(report, args)
     return 0 if report.passed else 1
 
 
@@ -901,7 +932,8 @@ def _feed_arguments(parser: argparse.ArgumentParser) -> None:
 def _target_arguments(parser: argparse.ArgumentParser, defaults: bool) -> None:
     """The runtime to judge and the tolerances, as compare and reduce take them. Without
     `defaults` an option left out stays None, so that reduce can tell it from one given
-    beside --check (the defaults then apply in `cmd_reduce`)."""
+    beside --check, and compare a --target given with two IRs (the defaults then apply in
+    `cmd_reduce` and `cmd_compare`)."""
     parser.add_argument("--target", default="openvino" if defaults else None, metavar="openvino[:DEVICE]",
                         help="the runtime to judge (default: openvino on CPU); it runs in a separate process")
     parser.add_argument("--target-precision", default="f32" if defaults else None, choices=["f32", "f16", "bf16"],
@@ -982,11 +1014,13 @@ def build_parser() -> argparse.ArgumentParser:
                                      "model with --whole; or compare two .npz files of saved tensors. Exit status: "
                                      "0 all within tolerance, 1 a divergence or nothing compared, 2 a usage error or "
                                      "unreadable file.")
-    cmp.add_argument("files", nargs="+", metavar="MODEL.xml | A.npz B.npz",
-                     help="the model, or two saved sets of tensors (the first judged against the second)")
+    cmp.add_argument("files", nargs="+", metavar="MODEL.xml | A.xml B.xml | A.npz B.npz",
+                     help="the model; or two IRs of one model, both run by irscatter on the same inputs, B "
+                          "judged against A tensor by tensor (--target-precision then names the tolerance "
+                          "presets, by default those of the coarsest compressed weights); or two saved sets "
+                          "of tensors (the first judged against the second)")
     cmp.add_argument("--bin", help="the weights file (default: the .xml's sibling .bin)")
-    _target_arguments(cmp, defaults=True)
-    cmp.set_defaults(target=None)  # openvino unless --onnx, which takes no --target
+    _target_arguments(cmp, defaults=False)
     cmp.add_argument("--onnx", metavar="MODEL.onnx",
                      help="judge the ONNX model the IR was converted from, run on onnxruntime (pip install "
                           "irscatter[onnxruntime]), against irscatter's run of the IR: every tensor whose IR port "

@@ -10,6 +10,8 @@ It sits beside `api.py`, above the runtime, and may drive other runtimes through
   bisection over the graph to find the first layer that diverges;
 * `onnx_compare`: an IR converted from ONNX against the ONNX model on onnxruntime, every
   tensor matched through the ONNX value names the IR's ports keep;
+* `two_models`: two IRs of one model (an original and its compressed or converted form), both
+  run by irscatter, matched tensor by tensor and judged by the same rule;
 * `html`: a comparison's report as one self-contained HTML page (a chart of every layer's
   error along the topological order, a sortable table), drawn with matplotlib when installed;
 * `dump`: saving intermediate values, their statistics, and the first layer that turns finite

@@ -187,13 +187,14 @@ class LayerResult:
 class Report:
     model: str
     target: str
-    mode: str  # "layers", "whole" or "dumps"
+    mode: str  # "layers", "whole", "dumps" or "models" (two IRs, `two_models`)
     layers: list[LayerResult] = field(default_factory=list)
     outputs: list[LayerResult] = field(default_factory=list)  # whole mode: one record per model output
     bisect: LayerResult | None = None  # whole mode with bisect: the first layer found diverging
     bisect_note: str | None = None
     steps: int = 0  # whole mode over the steps of a stateful model: how many (its records are step by step)
     seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)  # what the reader needs to weigh the verdicts
 
     @property
     def records(self) -> list[LayerResult]:
@@ -236,7 +237,8 @@ class Report:
                 "seconds": round(self.seconds, 3),
                 "first_divergence": None if first is None else {"id": first.id, "name": first.name, "op": first.op},
                 "records": [r.to_json() for r in self.records],
-                "bisect": None if self.bisect is None else self.bisect.to_json(), "bisect_note": self.bisect_note}
+                "bisect": None if self.bisect is None else self.bisect.to_json(), "bisect_note": self.bisect_note,
+                "notes": self.notes}
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -664,34 +666,40 @@ def table(report: Report, every: bool = False) -> str:
         lines.append("  ".join(h.ljust(w) for h, w in zip(_HEADER, widths)).rstrip())
         lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     lines += notes
-    if report.mode == "dumps" and not every:  # tensors one dump lacks, named (--all gives each a row)
+    if report.mode in ("dumps", "models") and not every:  # what one side lacks, named (--all gives each a row)
         unmatched: dict[str, list[str]] = {}
         for r in report.records:
             if r.status == "not compared":
                 unmatched.setdefault(r.reason or "not compared", []).append(r.name)
         for reason, names in unmatched.items():
             more = f", ... ({len(names) - 8} more; --all lists every one)" if len(names) > 8 else ""
-            lines.append(f"{reason}: {', '.join(names[:8])}{more}")
+            counted = f" ({len(names)})" if report.mode == "models" else ""
+            lines.append(f"{reason}{counted}: {', '.join(names[:8])}{more}")
     if report.bisect_note:
         lines.append(f"bisect: {report.bisect_note}")
+    lines += report.notes
     lines.append(summary_line(report))
     return "\n".join(lines)
 
 
 def summary_line(report: Report) -> str:
     counts = report.counts()
-    what = {"layers": "layer", "whole": "output", "dumps": "tensor"}[report.mode] + (
+    what = {"layers": "layer", "whole": "output", "dumps": "tensor", "models": "layer"}[report.mode] + (
         "s" if len(report.records) != 1 else "")
     done = ", ".join(f"{n} {status}" for status, n in counts.items()) or "nothing to compare"
     head = (f"{len(report.records)} {what} against {report.target} in {report.seconds:.2f} s: {done}"
-            if report.mode != "dumps" else
-            f"{len(report.records)} {what}, {report.target} judged against {report.model}: {done}")
+            if report.mode not in ("dumps", "models") else
+            f"{len(report.records)} {what}, {report.target} judged against {report.model}"
+            + (f" in {report.seconds:.2f} s" if report.mode == "models" else "") + f": {done}")
     first = report.first_divergence
     if first is None:
         gap = report.gap
         return head + (f"; no divergence, but {gap}" if gap else "; no divergence")
     where = f" (line {first.line})" if first.line else ""
     label = f'layer {first.id} "{first.name}" ({first.op}){where}' if report.mode != "dumps" else f'"{first.name}"'
+    if report.mode == "models":
+        bad = next((t.key for t in first.tensors if not t.diff.passed), first.name)
+        label = f'tensor "{bad}" of B\'s {label}'
     if report.mode == "whole" and report.bisect is None:
         output = first.tensors[0].key if first.tensors else first.name
         return (head + f'; output "{output}" of {label} diverges'

@@ -228,7 +228,9 @@ def _caption(report: Report) -> str:
     what = {"layers": "Each layer run alone on the target, fed irscatter's values of its inputs.",
             "whole": "The model's outputs as the target computes the whole model"
                      + (", and the first diverging layer found by bisection." if report.bisect else "."),
-            "dumps": "Each saved tensor against the reference file's."}[report.mode]
+            "dumps": "Each saved tensor against the reference file's.",
+            "models": "Each layer of model B against the layer of model A it matches, both run by irscatter."
+            }[report.mode]
     return (f"{what} Each point is a layer's worst tensor: its largest error over the error its tolerance "
             "allows, so 1 is the tolerance line for every layer. Integer tensors that differ, NaN or infinity "
             "on one side only, and layers the target could not run are drawn off scale, at the top.")
@@ -331,11 +333,8 @@ def _port(report: Report, tensor: TensorResult | None) -> str:
 
 
 def _reason(record: LayerResult, tensor: TensorResult | None) -> str:
-    if record.reason:
-        return record.reason
-    if tensor is not None and not tensor.diff.passed:
-        return tensor.diff.summary()
-    return ""
+    failed = tensor.diff.summary() if tensor is not None and not tensor.diff.passed else ""
+    return "; ".join(text for text in (record.reason, failed) if text)
 
 
 # --- the summary ----------------------------------------------------------------------------------
@@ -353,12 +352,14 @@ def _summary(report: Report) -> str:
     ]
     if report.bisect_note:
         items.append(("bisect", _e(report.bisect_note)))
+    items += [("note", _e(note)) for note in report.notes]
     return '<dl class="summary">' + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in items) + "</dl>"
 
 
 _MODES = {"layers": "layers: each layer alone on the target, fed irscatter's values of its inputs",
           "whole": "whole: the model as the target compiles it, its outputs compared",
-          "dumps": "dumps: two files of saved tensors"}
+          "dumps": "dumps: two files of saved tensors",
+          "models": "models: two IRs of one model, tensor by tensor, both run by irscatter"}
 
 
 def _first_divergence(report: Report, first: LayerResult | None) -> str:
