@@ -165,13 +165,20 @@ def test_the_emulation_keeps_a_layer_marked_as_openvino_reads_the_mark(tmp_path)
     xml, _ = overflowing(tmp_path)
     compiled = irscatter.read_model(xml).compile()
     ids = {compiled.layers[lid].name: lid for lid in compiled.order}
-    text = with_layer_rt_info(xml.read_bytes(), str(xml), {ids["side"]: {"precise": {"version": "0"}}})
+    mark = {"precise": {"version": "0"}}
+    text = with_layer_rt_info(xml.read_bytes(), str(xml), {ids["side"]: mark, ids["project"]: mark})
     (tmp_path / "marked.xml").write_bytes(text)
     (tmp_path / "marked.bin").write_bytes(xml.with_suffix(".bin").read_bytes())
     marked = irscatter.read_model(tmp_path / "marked.xml").compile()
+    def weights(model):
+        return next(slot for slot, layer in model.const_slots if layer.name == "w_big")
+
     for precision in ("f16", "bf16"):
-        assert ids["side"] in RoundingPlan(marked, precision).kept
-        assert ids["side"] not in RoundingPlan(compiled, precision).kept
+        assert {ids["side"], ids["project"]} <= RoundingPlan(marked, precision).kept
+        assert not {ids["side"], ids["project"]} & RoundingPlan(compiled, precision).kept
+        # the kept MatMul reads its weights whole, where the device would have rounded them
+        assert weights(marked) not in RoundingPlan(marked, precision).consts
+        assert weights(compiled) in RoundingPlan(compiled, precision).consts
 
 
 def test_the_command_line_exit_status(tmp_path, monkeypatch, capsys):

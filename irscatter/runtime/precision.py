@@ -23,8 +23,8 @@ compiled model by `kept_in_f32`, after OpenVINO's own rules:
   belong to its bf16 kernel; after a MatMul the tail starts at the MatMul.
 * In both, the layers that compute a shape (what feeds a Reshape's target shape, an
   Interpolate's sizes or scales, and the like, up to a ShapeOf) stay in f32.
-* In both, a layer whose `<rt_info>` asks for f32 (`keeps_f32`, the mark OpenVINO's CPU plugin
-  keeps a node's own precision for) stays in f32, that layer alone: the CPU keeps that node.
+* In both, a layer whose `<rt_info>` asks for f32 (`keeps_f32`, the mark OpenVINO's CPU plugin keeps
+  a node's own precision for) stays in f32, that layer alone, reading its Consts whole.
 
 A Convolution or MatMul and the activations, Const biases and scales right after it (each the
 only reader of the one before) run as one kernel on the device, adding to the f32 accumulator:
@@ -495,11 +495,12 @@ class RoundingPlan:
         return lid not in self.kept
 
     def _const_rounded(self, graph: GraphView, lid: int, readers: Mapping[int, list[tuple[int, Source]]]) -> bool:
-        if lid in self.kept:
+        """Rounded once for all its readers, unless it or one of them stays in f32 (a kept reader
+        reads it whole, the others round it as they read it)."""
+        takers = [r for r, _ in readers.get(lid, ())]
+        if lid in self.kept or any(r in self.kept for r in takers):
             return False
-        if self.precision == "bf16":
-            return all(self._rounds_const_in_bf16(graph, r) for r, _ in readers.get(lid, ()))
-        return True
+        return self.precision != "bf16" or all(self._rounds_const_in_bf16(graph, r) for r in takers)
 
     def _rounds_const_in_bf16(self, graph: GraphView, reader: int) -> bool:
         """The CPU keeps a Const f32 where an element-wise layer reads it, and rounds it where a
