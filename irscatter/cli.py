@@ -685,6 +685,40 @@ def _reduce_into(args: argparse.Namespace, out: Path) -> int:
     return 0 if reduction.deterministic else 1  # (a reproducer that may not reproduce is no pass)
 
 
+def cmd_keep_f32(args: argparse.Namespace) -> int:
+    from irscatter.debug import compare, precision_search
+
+    out = Path(_output_path(args.output, flag="-o", suffix=".xml"))
+    tolerances = compare.Tolerances(args.target_precision, args.rtol, args.atol,
+                                    tuple(compare.parse_override(t) for t in args.tol or []))
+    compiled = _read(args, args.model).compile()
+    sources = [Path(p).resolve() for p in (compiled.model.xml_path, compiled.model.bin_path) if p]
+    if out.resolve() in sources or out.with_suffix(".bin").resolve() in sources:
+        raise UsageError(f"-o {args.output}: that would write over the model read; give another name")
+    compare.check_overrides(tolerances, (compare.tensor_key(compiled, src) for src in compiled.slot_of))
+    feeds = _checked_feeds(_gather_feeds(args, compiled), compiled)
+    target = compare.open_target(args.target, args.target_precision, args.timeout)
+    try:
+        target.describe()  # fails here, once, when the target cannot start
+        with _progress(args, "trials") as progress:
+            found = precision_search.search(compiled, feeds, target, tolerances, progress=progress)
+        print("\n".join(precision_search.summary(found, compiled)))
+        if found.status == "impossible":
+            return 1
+        with _writing("-o", out):
+            precision_search.write_marked(compiled, found.marks, out)
+        written = precision_search.verify(compiled, feeds, target, tolerances, out)
+    except TargetFailure as e:
+        raise UsageError(f"--target {args.target}: {e.message}") from None
+    finally:
+        target.close()
+    marked = (f"{len(found.marks)} layer{'s' if len(found.marks) != 1 else ''} marked to stay in f32 (rt_info "
+              f"precise)" if found.marks else "no layer marked")
+    print(f"wrote {out} ({marked}); run on the target it {'passes' if written.passed else 'FAILS'}: "
+          f"{precision_search.verdict(written)}")
+    return 0 if written.passed else 1
+
+
 def cmd_info(args: argparse.Namespace) -> int:
     info = describe(args.model, args.bin)
     if args.json:
@@ -929,15 +963,17 @@ def _feed_arguments(parser: argparse.ArgumentParser) -> None:
                              "accept)")
 
 
-def _target_arguments(parser: argparse.ArgumentParser, defaults: bool) -> None:
+def _target_arguments(parser: argparse.ArgumentParser, defaults: bool,
+                      precisions: Sequence[str] = ("f32", "f16", "bf16")) -> None:
     """The runtime to judge and the tolerances, as compare and reduce take them. Without
     `defaults` an option left out stays None, so that reduce can tell it from one given
     beside --check, and compare a --target given with two IRs (the defaults then apply in
-    `cmd_reduce` and `cmd_compare`)."""
+    `cmd_reduce` and `cmd_compare`). The first of `precisions` is the default."""
     parser.add_argument("--target", default="openvino" if defaults else None, metavar="openvino[:DEVICE]",
                         help="the runtime to judge (default: openvino on CPU); it runs in a separate process")
-    parser.add_argument("--target-precision", default="f32" if defaults else None, choices=["f32", "f16", "bf16"],
-                        help="the target's inference precision (OpenVINO's INFERENCE_PRECISION_HINT, default f32); "
+    parser.add_argument("--target-precision", default=precisions[0] if defaults else None, choices=list(precisions),
+                        help="the target's inference precision (OpenVINO's INFERENCE_PRECISION_HINT, default "
+                             f"{precisions[0]}); "
                              "the tolerance presets follow the precision the device says it ran, which the "
                              "report names (a CPU without f16 or bf16 arithmetic runs f32)")
     parser.add_argument("--rtol", type=_tolerance,
@@ -946,6 +982,15 @@ def _target_arguments(parser: argparse.ArgumentParser, defaults: bool) -> None:
                         "largest magnitude when that is over 1 (default: the precision's preset)")
     parser.add_argument("--tol", action="append", metavar="PATTERN=RTOL[,ATOL]",
                         help="a tolerance for the tensors whose \"<layer name>:<port>\" matches the regular expression")
+
+
+def _model_command(sub, common: argparse.ArgumentParser, name: str, summary: str,
+                   description: str) -> argparse.ArgumentParser:
+    """A command that reads one model: its parser, with the model and its --bin."""
+    command = sub.add_parser(name, parents=[common], help=summary, description=description)
+    command.add_argument("model", help="the model's .xml file")
+    command.add_argument("--bin", help="the weights file (default: the .xml's sibling .bin)")
+    return command
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -1044,16 +1089,13 @@ def build_parser() -> argparse.ArgumentParser:
                      help="how long the target may take on one batch of layers before it counts as hung")
     cmp.set_defaults(func=cmd_compare)
 
-    ext = sub.add_parser("extract", parents=[common],
-                         help="write the part of a model that computes some tensors as a standalone IR",
-                         description="Write the subgraph that computes the --outputs tensors from the --inputs "
-                                     "tensors (or the model's inputs) as a standalone IR: cut tensors become "
-                                     "Parameters with their inferred types and shapes. Given values (--values, or "
-                                     "the model's inputs to compute them from), inputs.npz and expected.npz are "
-                                     "written beside it. Tensors are output names, tensor names or "
-                                     "\"<layer name>:<port id>\".")
-    ext.add_argument("model", help="the model's .xml file")
-    ext.add_argument("--bin", help="the weights file (default: the .xml's sibling .bin)")
+    ext = _model_command(sub, common, "extract",
+                         "write the part of a model that computes some tensors as a standalone IR",
+                         "Write the subgraph that computes the --outputs tensors from the --inputs tensors (or "
+                         "the model's inputs) as a standalone IR: cut tensors become Parameters with their "
+                         "inferred types and shapes. Given values (--values, or the model's inputs to compute "
+                         "them from), inputs.npz and expected.npz are written beside it. Tensors are output "
+                         "names, tensor names or \"<layer name>:<port id>\".")
     ext.add_argument("--outputs", metavar="NAME[,NAME...]", help="the tensors the new model returns")
     ext.add_argument("--from", dest="cut_from", metavar="NAME[,NAME...]",
                      help="with --outputs: the tensors the cut is fed instead of computing")
@@ -1064,16 +1106,12 @@ def build_parser() -> argparse.ArgumentParser:
     _feed_arguments(ext)
     ext.set_defaults(func=cmd_extract)
 
-    red = sub.add_parser("reduce", parents=[common],
-                         help="shrink a model that fails on a target to a minimal reproducer",
-                         description="Shrink a model to a minimal one that still fails: on a target runtime "
-                                     "(its outputs outside irscatter's tolerance, or a crash), or under a command "
-                                     "(--check). Writes a reproducer folder: model.xml, model.bin, inputs.npz, "
-                                     "expected.npz (irscatter's values), actual.npz (the target's) and README.md. "
-                                     "Exit status: 0 a reproducer written, 1 the failure does not reproduce, 2 a "
-                                     "usage error.")
-    red.add_argument("model", help="the model's .xml file")
-    red.add_argument("--bin", help="the weights file (default: the .xml's sibling .bin)")
+    red = _model_command(sub, common, "reduce", "shrink a model that fails on a target to a minimal reproducer",
+                         "Shrink a model to a minimal one that still fails: on a target runtime (its outputs "
+                         "outside irscatter's tolerance, or a crash), or under a command (--check). Writes a "
+                         "reproducer folder: model.xml, model.bin, inputs.npz, expected.npz (irscatter's values), "
+                         "actual.npz (the target's) and README.md. Exit status: 0 a reproducer written, 1 the "
+                         "failure does not reproduce, 2 a usage error.")
     red.add_argument("-o", "--output", required=True, metavar="DIR", help="a new or empty folder for the reproducer")
     _feed_arguments(red)
     _target_arguments(red, defaults=False)
@@ -1084,6 +1122,22 @@ def build_parser() -> argparse.ArgumentParser:
     red.add_argument("--timeout", type=_seconds, default=120.0, metavar="SECONDS",
                      help="how long one check may take before it counts as hung")
     red.set_defaults(func=cmd_reduce)
+
+    keep = _model_command(sub, common, "keep-f32",
+                          "find the layers to keep in f32 for a model to pass at f16 or bf16, and mark them",
+                          "Run the model on a target at a lower inference precision and judge its outputs against "
+                          "irscatter's f32 values; when they fail, find a small set of layers that must stay in "
+                          "f32 (bisection over the order they run, then pruning) and write the model with those "
+                          "layers marked in their rt_info, as OpenVINO honours it; the written model is run on the "
+                          "target once more. Exit status: 0 it passes (with or without marks), 1 no set of marks "
+                          "makes it pass, 2 a usage error.")
+    keep.add_argument("-o", "--output", required=True, metavar="OUT.xml",
+                      help="where to write the marked model (its weights are copied beside it as OUT.bin)")
+    _feed_arguments(keep)
+    _target_arguments(keep, defaults=True, precisions=("f16", "bf16"))
+    keep.add_argument("--timeout", type=_seconds, default=120.0, metavar="SECONDS",
+                      help="how long the target may take on one trial before it counts as hung")
+    keep.set_defaults(func=cmd_keep_f32)
 
     info = sub.add_parser("info", help="describe a model without running it", parents=[common])
     info.add_argument("model", help="the model's .xml file")
@@ -1127,6 +1181,9 @@ DESCRIPTIONS = {
                "as a standalone IR, with inputs to run it.",
     "reduce": "Shrink a model that fails on a target (or a --check command) to a small reproducer folder: the "
               "smallest cut that still fails, its inputs, expected values and a README.",
+    "keep-f32": "Find a small set of layers that must stay in f32 for a model's outputs to pass on a target "
+                "inferring in f16 or bf16 (judged against irscatter's f32 values), and write the model with those "
+                "layers marked in their rt_info, as OpenVINO keeps them; the written model is checked on the target.",
     "info": "Describe a model without running it: header, inputs, outputs, opsets and op histogram.",
     "validate": "Report every conformance finding about a model in one pass (errors and warnings; --strict adds "
                 "what the model relies on that the spec leaves undefined). Exit 1 on an error.",

@@ -15,5 +15,7 @@ It sits beside `api.py`, above the runtime, and may drive other runtimes through
 * `html`: a comparison's report as one self-contained HTML page (a chart of every layer's
   error along the topological order, a sortable table), drawn with matplotlib when installed;
 * `dump`: saving intermediate values, their statistics, and the first layer that turns finite
-  inputs into NaN or infinity.
+  inputs into NaN or infinity;
+* `precision_search`: the layers that must stay in f32 for a model to pass on a target inferring
+  in f16 or bf16, written into the model as the rt_info mark OpenVINO keeps them in f32 for.
 """

@@ -436,14 +436,16 @@ def _constant_on_target(compiled: CompiledModel, src: Source) -> bool:
 
 
 def compare_whole(compiled: CompiledModel, feeds: Any, target: Target, tolerances: Tolerances, *,
-                  bisect: bool = False, values: dict[Source, np.ndarray] | None = None) -> Report:
+                  bisect: bool = False, values: dict[Source, np.ndarray] | None = None,
+                  xml: str | Path | None = None) -> Report:
     """The model file as the target compiles it, its outputs against irscatter's; with
-    `bisect`, then the first layer whose value diverges."""
+    `bisect`, then the first layer whose value diverges. `xml` runs another file of the same
+    graph on the target instead (the model with marks added to its rt_info, say)."""
     start = time.perf_counter()
     values = reference_values(compiled, feeds) if values is None else values
     report = Report(compiled.model.source, target.describe(), "whole")
     tolerances = at_device_precision(target, tolerances)
-    xml = Path(compiled.model.source)
+    xml = Path(compiled.model.source if xml is None else xml)
     named = _named_feeds(compiled, values)
     try:
         got = target.infer(xml, named)

@@ -12,13 +12,15 @@ What comes out is IR v11 as OpenVINO's serializer writes it, so that OpenVINO re
 version; a layer's and a port's: a Parameter's layout, fused names), written back from what the
 loader read: a layer's or port's entries as `<attribute name=...>` elements with their fields,
 the model's as elements named by their keys (or `<info name=... value=...>` where a key is no
-XML name).
+XML name). `with_layer_rt_info` instead adds rt_info entries to layers of an existing document,
+leaving the rest of it (and its weights) as they are.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,7 @@ from lxml import etree
 
 from irscatter.ir.element_types import ElementType, encode
 from irscatter.ir.graph import Body, Graph, Layer, Port, RtInfo
+from irscatter.ir.loader import parse_xml
 from irscatter.ir.shapes import PartialShape
 
 
@@ -225,6 +228,28 @@ class IRWriter:
 
     def _declared_ports(self, node: etree._Element, tag: str, ports: list[Port]) -> None:
         self._ports(node, tag, [(p.id, p.precision, _dims(p), p.names, p.rt_info) for p in ports])
+
+
+def with_layer_rt_info(xml: bytes, source: str, entries: Mapping[int, RtInfo]) -> bytes:
+    """The document `xml` as it stands, with `entries` (by layer id) added to the `<rt_info>` of
+    those layers of its top-level graph (made after `<data>` where a layer has none); an entry a
+    layer already has keeps its own fields. Nothing else changes, the weights' offsets included,
+    so the new document reads the same `.bin` and means what the old one did (its IR version's
+    conventions too), which a copy rebuilt layer by layer would not promise."""
+    root = parse_xml(xml, source)
+    layers = root.find("layers")
+    for node in () if layers is None else layers.iterchildren("layer"):
+        added = entries.get(int(node.get("id", "-1")))
+        if not added:
+            continue
+        info = node.find("rt_info")
+        if info is None:
+            data = node.find("data")
+            info = etree.Element("rt_info")
+            node.insert(0 if data is None else node.index(data) + 1, info)
+        present = {a.get("name") for a in info.iterchildren("attribute")}
+        _attribute_entries(info, {k: v for k, v in added.items() if k not in present})
+    return etree.tostring(root.getroottree(), pretty_print=True, xml_declaration=True, encoding="utf-8")
 
 
 _XML_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")

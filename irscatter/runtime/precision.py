@@ -23,6 +23,8 @@ compiled model by `kept_in_f32`, after OpenVINO's own rules:
   belong to its bf16 kernel; after a MatMul the tail starts at the MatMul.
 * In both, the layers that compute a shape (what feeds a Reshape's target shape, an
   Interpolate's sizes or scales, and the like, up to a ShapeOf) stay in f32.
+* In both, a layer whose `<rt_info>` asks for f32 (`keeps_f32`, the mark OpenVINO's CPU plugin keeps
+  a node's own precision for) stays in f32, that layer alone, reading its Consts whole.
 
 A Convolution or MatMul and the activations, Const biases and scales right after it (each the
 only reader of the one before) run as one kernel on the device, adding to the f32 accumulator:
@@ -207,7 +209,26 @@ def kept_in_f32(graph: GraphView, precision: str) -> frozenset[int]:
         kept = _spread_up(graph, readers, _spread_down(graph, kept))
     else:
         kept |= _graph_tail(graph, _convolution_kernels(graph))
+    kept |= {lid for lid in graph.order if keeps_f32(graph.layers[lid].rt_info)}
     return frozenset(kept)
+
+
+# What irscatter writes in a layer's <rt_info> to keep it in f32 (OpenVINO's DisableFP16Compression).
+F32_MARK: dict[str, dict[str, str]] = {"precise": {"version": "0"}}
+
+
+def keeps_f32(rt_info: Mapping[str, Any]) -> bool:
+    """Whether rt_info asks OpenVINO to keep a layer in its own precision: `precise` version 0, or
+    `DisablePrecisionConversion` version 0 disabling conversion from any type (`dynamic`) to f16 or
+    to any type (value `FROM:TO,...;...`), the test the CPU plugin makes for f16 and bf16 alike."""
+    precise, entry = rt_info.get("precise"), rt_info.get("DisablePrecisionConversion")
+    if isinstance(precise, Mapping) and precise.get("version") == "0":
+        return True
+    if not isinstance(entry, Mapping) or entry.get("version") != "0":
+        return False
+    pairs = (part.partition(":") for part in str(entry.get("value", "")).split(";"))
+    return any(source.strip() == "dynamic" and {t.strip() for t in targets.split(",")} & {"f16", "dynamic"}
+               for source, _, targets in pairs)
 
 
 def _shape_computations(graph: GraphView) -> set[int]:
@@ -474,11 +495,12 @@ class RoundingPlan:
         return lid not in self.kept
 
     def _const_rounded(self, graph: GraphView, lid: int, readers: Mapping[int, list[tuple[int, Source]]]) -> bool:
-        if lid in self.kept:
+        """Rounded once for all its readers, unless it or one of them stays in f32 (a kept reader
+        reads it whole, the others round it as they read it)."""
+        takers = [r for r, _ in readers.get(lid, ())]
+        if lid in self.kept or any(r in self.kept for r in takers):
             return False
-        if self.precision == "bf16":
-            return all(self._rounds_const_in_bf16(graph, r) for r, _ in readers.get(lid, ()))
-        return True
+        return self.precision != "bf16" or all(self._rounds_const_in_bf16(graph, r) for r in takers)
 
     def _rounds_const_in_bf16(self, graph: GraphView, reader: int) -> bool:
         """The CPU keeps a Const f32 where an element-wise layer reads it, and rounds it where a
@@ -572,5 +594,6 @@ def active_plan(compiled: Any) -> RoundingPlan | None:
     return plan
 
 
-__all__ = ["PRECISIONS", "GraphView", "RoundingPlan", "StepRounding", "active_plan", "checked_precision",
-           "emulated_precision", "emulating", "fused_post_ops", "kept_in_f32", "round_in_place", "rounded"]
+__all__ = ["F32_MARK", "PRECISIONS", "GraphView", "RoundingPlan", "StepRounding", "active_plan",
+           "checked_precision", "emulated_precision", "emulating", "fused_post_ops", "keeps_f32", "kept_in_f32",
+           "round_in_place", "rounded"]
