@@ -445,8 +445,9 @@ def _compare_models(args: argparse.Namespace, target: str | None, precision: str
 
     if not all(Path(f).suffix.lower() == ".xml" for f in args.files):
         raise UsageError("compare takes two IRs (A.xml B.xml) or two .npz files, not one of each")
-    if target is not None or args.onnx:
-        raise UsageError("two IRs are both run by irscatter: --target and --onnx do not apply")
+    for flag, value in (("--target", target), ("--onnx", args.onnx)):
+        if value is not None:
+            raise UsageError(f"two IRs are both run by irscatter: {flag} does not apply")
     for flag, value in [("--whole", args.whole), ("--bisect", args.bisect), ("--bin", args.bin),
                         ("--reference-precision", args.reference_precision), ("--steps", args.steps != 1)]:
         if value not in (None, False):
