@@ -40,6 +40,7 @@ from irscatter.ops import registry
 from irscatter.runtime import inputs as model_inputs
 from irscatter.runtime.precision import PRECISIONS, emulating
 from irscatter.runtime.profile import profile
+from irscatter.runtime.steps import has_steps, run_steps, split_steps
 from irscatter.summary import describe
 from irscatter.targets import TargetFailure
 
@@ -98,7 +99,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(f"--steps must be at least 1, got {args.steps}")
     _refuse_strict_beside(args, feeds)
     debug_status = 0  # 1 when --check-numerics finds a layer that makes NaN or Inf
-    if args.steps > 1 or args.feed_back or model_inputs.has_steps(feeds):
+    if args.steps > 1 or args.feed_back or has_steps(feeds):
         outputs = _run_steps(compiled, feeds, args)
     else:
         # The feeds were read for this run alone, so their buffers are donated: a scatter that
@@ -154,7 +155,7 @@ def _refuse_strict_beside(args: argparse.Namespace, feeds: dict[str, Any]) -> No
     """--strict reports on one plain run; the other ways of running do not collect findings."""
     if not args.strict:
         return
-    if args.steps > 1 or args.feed_back or model_inputs.has_steps(feeds):
+    if args.steps > 1 or args.feed_back or has_steps(feeds):
         raise UsageError("--strict checks one run; it does not combine with --steps, --feed-back or stepped inputs")
     if args.profile:
         raise UsageError("--strict checks one run; it does not combine with --profile")
@@ -194,78 +195,49 @@ def _checked_feeds(feeds: dict[str, Any], compiled) -> dict[str, Any]:
 
 def _gather_feeds(args: argparse.Namespace, compiled) -> dict[str, Any]:
     """The feeds `run` and `compare` take: --inputs, then -i, then --random for what is left."""
-    feeds: dict[str, Any] = {}
-    if args.inputs and _is_npy(args.inputs):  # one array: the input of a one-input model
-        feeds[_only_input(compiled, f"--inputs {args.inputs}")] = model_inputs.load_npy(args.inputs)
-    elif args.inputs:
-        feeds.update(model_inputs.load_npz(args.inputs))
-    given: set[str] = set()  # (-i may replace an input of --inputs, but not one of its own)
+    arrays = []
     for item in args.input or []:
         name, sep, path = item.partition("=")
         if not sep and item.lower().endswith(".npy"):
-            name, sep, path = _only_input(compiled, f"-i {item}"), "=", item
-        if not sep or not name:
+            name, sep, path = None, "=", item
+        if not sep or name == "":
             raise UsageError(f'-i expects NAME=FILE.npy (or FILE.npy for a one-input model), got "{item}"')
-        if name in given:
-            raise UsageError(f'-i gives input "{name}" twice')
-        given.add(name)
-        feeds[name] = model_inputs.load_npy(path)
-    if args.random:
-        shapes: dict[str, Any] = {}
-        for name, dims in map(_parse_shape, args.shape or []):
-            if name in shapes:
-                raise UsageError(f'--shape gives input "{name}" twice')
-            shapes[name] = dims
-        unknown = sorted(set(shapes) - {s.name for s in compiled.inputs})
-        if unknown:
-            raise UsageError(f"--shape names no input of the model: {', '.join(unknown)} (its inputs: "
-                             f"{', '.join(s.name for s in compiled.inputs)})")
-        missing = [s for s in compiled.inputs if s.name not in feeds and not any(n in feeds for n in s.names)]
-        fed = sorted(set(shapes) - {s.name for s in missing})
-        if fed:
-            raise UsageError(f"--shape {fed[0]}: that input is fed (--inputs or -i); --shape sizes what --random draws")
-        defaulted = model_inputs.default_shapes(missing, shapes)
-        if defaulted:
-            drawn = ", ".join(f"{name} as [{', '.join(map(str, shape))}]" for name, shape in defaulted.items())
-            _note(f"dynamic inputs drawn at their smallest shape (lower bound, or 1): {drawn}; "
-                  "--shape NAME=d0,d1,... chooses another")
-        feeds.update(model_inputs.random_inputs(missing, args.seed or 0, {**shapes, **defaulted},
-                                                _draw_ranges(args, compiled, missing)))
-    if not feeds and compiled.inputs and not getattr(args, "steps", 1) > 1:
-        listed = ", ".join(f"{s.name}: {s.etype} {s.shape}" for s in compiled.inputs[:4])
-        more = ", ..." if len(compiled.inputs) > 4 else ""
-        raise UsageError(f"the model has {len(compiled.inputs)} input{'s' if len(compiled.inputs) != 1 else ''} "
-                         f"({listed}{more}) and nothing was fed: give --inputs FILE.npz, -i NAME=FILE.npy, "
-                         f"or --random")
-    return feeds
-
-
-def _draw_ranges(args: argparse.Namespace, compiled, missing) -> dict[str, tuple[float, float]]:
-    """The range each drawn input is drawn within: what the layers reading it accept, or --range."""
-    given = model_inputs.parse_ranges(args.range or [], compiled.inputs)
-    fed = sorted(set(given) - {s.name for s in missing})
-    if fed:
-        raise UsageError(f"--range {fed[0]}: that input is fed (--inputs or -i); --range bounds what --random draws")
-    return {**model_inputs.accepted_ranges(compiled), **given}
-
-
-def _is_npy(path: str) -> bool:
-    """A .npy file (by its magic string, whatever its name), rather than an .npz archive. Only a
-    regular file is opened to look: a pipe would block (the .npz reader refuses what is not one)."""
-    if not os.path.isfile(path):
-        return False
+        arrays.append((name, path))
+    shapes: dict[str, Any] = {}
+    for name, dims in map(_parse_shape, (args.shape or []) if args.random else []):
+        if name in shapes:
+            raise UsageError(f'--shape gives input "{name}" twice')
+        shapes[name] = dims
     try:
-        with open(path, "rb") as f:
-            return f.read(6) == b"\x93NUMPY"
-    except OSError:
-        return False  # (the .npz reader says what is wrong with it)
+        return model_inputs.gather_feeds(compiled, file=args.inputs, arrays=arrays, random=args.random,
+                                         seed=args.seed or 0, shapes=shapes, ranges=args.range or [],
+                                         required=not getattr(args, "steps", 1) > 1, on_defaults=_note_defaults)
+    except model_inputs.FeedRequestError as e:
+        raise UsageError(_feed_request_message(e)) from None
 
 
-def _only_input(compiled, option: str) -> str:
-    if len(compiled.inputs) != 1:
-        raise UsageError(f"{option}: one array feeds a model of one input; this one has {len(compiled.inputs)} "
-                         f"({', '.join(s.name for s in compiled.inputs)}): give -i NAME=FILE.npy or an .npz")
-    return compiled.inputs[0].name
+_FEED_FLAGS = {"file": "--inputs", "array": "-i", "shape": "--shape", "range": "--range"}
+
+
+def _feed_request_message(e) -> str:
+    """A refused request for feeds, in the terms of the flags that made it."""
+    flag = _FEED_FLAGS.get(e.part, "")
+    if e.reason == "not-one-input":
+        return f"{flag} {e.subject}: {e.detail}: give -i NAME=FILE.npy or an .npz"
+    if e.reason == "twice":
+        return f'{flag} gives input "{e.subject}" twice'
+    if e.reason == "unknown-input":
+        return f"{flag} names no input of the model: {e.subject} ({e.detail})"
+    if e.reason == "fed":
+        does = "sizes" if e.part == "shape" else "bounds"
+        return f"{flag} {e.subject}: that input is fed (--inputs or -i); {flag} {does} what --random draws"
+    return f"{e.detail}: give --inputs FILE.npz, -i NAME=FILE.npy, or --random"
+
+
+def _note_defaults(defaulted: dict[str, tuple[int, ...]]) -> None:
+    drawn = ", ".join(f"{name} as [{', '.join(map(str, shape))}]" for name, shape in defaulted.items())
+    _note(f"dynamic inputs drawn at their smallest shape (lower bound, or 1): {drawn}; "
+          "--shape NAME=d0,d1,... chooses another")
 
 
 def _read(args: argparse.Namespace, model: str):
@@ -344,7 +316,7 @@ def _run_steps(compiled, feeds: dict[str, Any], args: argparse.Namespace) -> dic
         if name not in compiled.input_names:
             raise UsageError(f'--feed-back {item}: the model has no input "{name}"')
         links.append((out, name))
-    per_step = model_inputs.split_steps(feeds, args.steps)
+    per_step = split_steps(feeds, args.steps)
     if links and len(per_step) == 1:
         raise UsageError("--feed-back hands an output to the next step, and one step has none: give --steps N "
                          "(N > 1) or step-keyed inputs")
@@ -355,19 +327,13 @@ def _run_steps(compiled, feeds: dict[str, Any], args: argparse.Namespace) -> dic
                              "would replace the value fed back; give one or the other")
     results: dict[str, np.ndarray] = {}
     kept, most = 0, limits.current().npz_bytes
-    current = dict(per_step[0])
-    for k in range(len(per_step)):
-        if k > 0:
-            current = {**current, **per_step[k]}
-        outputs = compiled.run(current)
+    for k, (_, outputs) in enumerate(run_steps(compiled, per_step, links)):
         results.update({f"step{k}/{name}": value for name, value in outputs.items()})
         # every step's outputs are kept for the end (one .npz, one listing): as much as one .npz may hold
         kept += sum(np.asarray(value).nbytes for value in outputs.values())
         if kept > most:
             raise UsageError(f"the outputs of steps 0 to {k} take {kept} bytes, over the limit of {most} for what "
                              "one run keeps (irscatter.limits: npz_bytes); run fewer steps or raise the limit")
-        for out, name in links:
-            current[name] = outputs[out]
     return results
 
 
@@ -376,8 +342,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     given = args.target, args.target_precision  # left out: None (two IRs take neither default)
     args.target, args.target_precision = args.target or "openvino", args.target_precision or "f32"
-    tolerances = compare.Tolerances(args.target_precision, args.rtol, args.atol,
-                                    tuple(compare.parse_override(t) for t in args.tol or []))
+    tolerances = compare.Tolerances.parse(args.target_precision, args.rtol, args.atol, args.tol or [])
     if args.report:
         args.report = _report_path(args.report)  # refused before any work
     if len(args.files) == 2 and any(Path(f).suffix.lower() == ".xml" for f in args.files):
@@ -391,9 +356,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.onnx:
         return _compare_onnx(args, tolerances, *given)
     compiled = _read(args, args.files[0]).compile()
-    compare.check_overrides(tolerances, (compare.tensor_key(compiled, src) for src in compiled.slot_of))
+    compare.check_model_overrides(tolerances, compiled)
     gathered = _gather_feeds(args, compiled)
-    if args.steps > 1 or model_inputs.has_steps(gathered):
+    if args.steps > 1 or has_steps(gathered):
         return _compare_steps(args, compiled, gathered, tolerances)
     if args.steps < 1:
         raise UsageError(f"--steps must be at least 1, got {args.steps}")
@@ -421,7 +386,7 @@ def _compare_onnx(args: argparse.Namespace, tolerances, target: str | None, prec
         raise UsageError(f"--onnx runs the ONNX model once on onnxruntime's CPU at f32 and judges every tensor it "
                          f"shares with the IR; it takes no {', '.join(given)}")
     compiled = _read(args, args.files[0]).compile()
-    compare.check_overrides(tolerances, (compare.tensor_key(compiled, src) for src in compiled.slot_of))
+    compare.check_model_overrides(tolerances, compiled)
     feeds = _checked_feeds(_gather_feeds(args, compiled), compiled)
     try:
         report = onnx_compare.compare_onnx(compiled, feeds, args.onnx, tolerances, timeout=args.timeout)
@@ -453,7 +418,7 @@ def _compare_models(args: argparse.Namespace, target: str | None, precision: str
             raise UsageError(f"{flag} does not apply to two IRs (each is read with its sibling .bin and run once)")
     _refuse_orphan_compare_flags(args)
     a, b = (_read(args, f).compile() for f in args.files)
-    overrides = tuple(compare.parse_override(t) for t in args.tol or [])
+    overrides = compare.Tolerances.parse(overrides=args.tol or []).overrides
     compare.check_overrides(compare.Tolerances(overrides=overrides), two_models.keys_of(b))
     feeds = _checked_feeds(_gather_feeds(args, a), a)
     report = two_models.compare_models(a, b, feeds, rtol=args.rtol, atol=args.atol, overrides=overrides,
@@ -485,7 +450,7 @@ def _compare_steps(args: argparse.Namespace, compiled, feeds: dict[str, Any], to
     if not args.whole or args.bisect:
         raise UsageError("a model is compared over steps as a whole (--whole), its state carried from step to "
                          "step; layer by layer and --bisect look at one run")
-    per_step = model_inputs.split_steps(feeds, args.steps)
+    per_step = split_steps(feeds, args.steps)
     current: dict[str, Any] = {}
     for step in per_step:  # each step's feeds checked as a run would bind them, before any work
         current = {**current, **step}
@@ -654,9 +619,8 @@ def _reduce_into(args: argparse.Namespace, out: Path) -> int:
         check = reduce.CommandCheck(args.check, args.fail_regex, args.timeout)
     else:
         precision = args.target_precision or "f32"
-        tolerances = compare.Tolerances(precision, args.rtol, args.atol,
-                                        tuple(compare.parse_override(t) for t in args.tol or []))
-        compare.check_overrides(tolerances, (compare.tensor_key(compiled, src) for src in compiled.slot_of))
+        tolerances = compare.Tolerances.parse(precision, args.rtol, args.atol, args.tol or [])
+        compare.check_model_overrides(tolerances, compiled)
         target = compare.open_target(args.target or "openvino", precision, args.timeout)
         check = reduce.TargetCheck(compiled, target, tolerances)
     try:
@@ -689,13 +653,12 @@ def cmd_keep_f32(args: argparse.Namespace) -> int:
     from irscatter.debug import compare, precision_search
 
     out = Path(_output_path(args.output, flag="-o", suffix=".xml"))
-    tolerances = compare.Tolerances(args.target_precision, args.rtol, args.atol,
-                                    tuple(compare.parse_override(t) for t in args.tol or []))
+    tolerances = compare.Tolerances.parse(args.target_precision, args.rtol, args.atol, args.tol or [])
     compiled = _read(args, args.model).compile()
     sources = [Path(p).resolve() for p in (compiled.model.xml_path, compiled.model.bin_path) if p]
     if out.resolve() in sources or out.with_suffix(".bin").resolve() in sources:
         raise UsageError(f"-o {args.output}: that would write over the model read; give another name")
-    compare.check_overrides(tolerances, (compare.tensor_key(compiled, src) for src in compiled.slot_of))
+    compare.check_model_overrides(tolerances, compiled)
     feeds = _checked_feeds(_gather_feeds(args, compiled), compiled)
     target = compare.open_target(args.target, args.target_precision, args.timeout)
     try:
