@@ -19,7 +19,7 @@ import irscatter
 from irscatter.debug import compare
 from irscatter.ir.writer import IRWriter
 from irscatter.metrics import PRESETS, Tolerance, diff, preset_for
-from irscatter.runtime.inputs import split_steps
+from irscatter.runtime.steps import split_steps
 from irscatter.targets.openvino import OpenVINOTarget
 from irscatter.targets.worker import TargetFailure, WorkerProcess
 

@@ -14,6 +14,7 @@ from helpers import layer, net, param, port, result, write
 
 import irscatter
 from irscatter import cli, limits
+from irscatter.cli import ops as cli_ops
 from irscatter.errors import MESSAGE_LIMIT, elide
 
 HOSTILE = Path(__file__).resolve().parent / "corpus" / "hostile"
@@ -82,7 +83,7 @@ def test_elide_escapes_and_keeps_both_ends():
 def test_the_internal_error_line_is_one_line_too(monkeypatch, capsys):
     def broken(args):
         raise RuntimeError("first\nirscatter: error: second" + "z" * 10_000)
-    monkeypatch.setattr(cli, "cmd_ops", broken)
+    monkeypatch.setattr(cli_ops, "cmd_ops", broken)
     assert cli.main(["ops"]) == 3
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("irscatter: internal error: ") and len(lines[0]) < 1000

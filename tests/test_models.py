@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import irscatter
-from irscatter.runtime.inputs import compare_outputs, has_steps, split_steps
+from irscatter.runtime.inputs import compare_outputs
+from irscatter.runtime.steps import has_steps, split_steps
 
 # A MatMul's sums may be accumulated in another order than OpenVINO's: results of a few units near
 # 1e-6 differ in their last bits, more than the default 8 eps absolute allows. The convolutions,

@@ -39,6 +39,7 @@ from irscatter.ir.writer import IRWriter
 from irscatter.metrics import TensorDiff, Tolerance, diff, preset_for
 from irscatter.runtime.interpreter import CompiledModel
 from irscatter.runtime.precision import GraphView, kept_in_f32
+from irscatter.runtime.steps import run_steps
 from irscatter.targets.openvino import OpenVINOTarget, exactly_as
 from irscatter.targets.protocol import Target
 from irscatter.targets.worker import TargetFailure
@@ -115,6 +116,12 @@ class Tolerances:
     atol: float | None = None
     overrides: tuple[tuple[re.Pattern[str], Tolerance], ...] = ()
 
+    @classmethod
+    def parse(cls, precision: str = "f32", rtol: float | None = None, atol: float | None = None,
+              overrides: Iterable[str] = ()) -> Tolerances:
+        """Tolerances with their overrides spelled `PATTERN=RTOL[,ATOL]` (see `parse_override`)."""
+        return cls(precision, rtol, atol, tuple(parse_override(text) for text in overrides))
+
     def for_tensor(self, key: str, dtype: np.dtype) -> Tolerance | None:
         preset = preset_for(dtype, self.precision)
         if preset is None:
@@ -148,6 +155,11 @@ def check_overrides(tolerances: Tolerances, keys: Iterable[str]) -> None:
         if not any(pattern.search(key) for key in keys):
             raise UsageError(f'--tol {pattern.pattern}=...: the pattern matches no tensor ("<layer name>:<port id>") '
                              "to be compared")
+
+
+def check_model_overrides(tolerances: Tolerances, compiled: CompiledModel) -> None:
+    """`check_overrides` against every tensor of `compiled`."""
+    check_overrides(tolerances, (tensor_key(compiled, src) for src in compiled.slot_of))
 
 
 # --- the report ----------------------------------------------------------------------------------
@@ -499,11 +511,10 @@ def compare_steps(compiled: CompiledModel, steps: Sequence[Mapping[str, Any]], t
     report = Report(compiled.model.source, target.describe(), "whole", steps=len(steps))
     tolerances = at_device_precision(target, tolerances)
     xml = Path(compiled.model.source)
-    mine, named, current = [], [], {}
+    mine, named = [], []
     request = compiled.new_request()  # variables of its own, from their initial values
-    for feeds in steps:
-        current = {**current, **feeds}  # an input a step does not give keeps its last value
-        mine.append(request.run(current, precision=precision))
+    for current, outputs in run_steps(request, steps, precision=precision):
+        mine.append(outputs)
         arrays = request.feed_arrays(current)
         named.append({(spec.names[0] if spec.names else spec.name): a for spec, a in zip(compiled.inputs, arrays)})
     try:

@@ -1,14 +1,15 @@
 """Making and reading model inputs: random draws that fit each Parameter, `.npz`/`.npy` files,
-and comparing outputs with expected values."""
+the feeds of a run gathered from both, and comparing outputs with expected values."""
 
 from __future__ import annotations
 
 import math
-import re
+import os
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -213,6 +214,100 @@ def array_within(spec: InputSpec, shape: tuple[int, ...], bounds: Bounds, rng: n
     return rng.integers(int(lo), int(hi) + 1, shape, dtype=np.int64).astype(spec.etype.dtype)
 
 
+class FeedRequestError(UsageError):
+    """A request for feeds that `gather_feeds` refuses, said in parts so that a caller can put it
+    in the terms it was asked in (the CLI: its flags): `part` is the part of the request at fault
+    ("file", "array", "shape", "range", or "" for the request as a whole), `reason` what is wrong
+    ("not-one-input", "twice", "unknown-input", "fed", "nothing-fed"), `subject` the path or
+    input names concerned and `detail` the rest of what the message says."""
+
+    def __init__(self, message: str, *, part: str, reason: str, subject: str = "", detail: str = "") -> None:
+        super().__init__(message)
+        self.part, self.reason, self.subject, self.detail = part, reason, subject, detail
+
+
+def gather_feeds(compiled: CompiledModel, *, file: str | None = None, arrays: Sequence[tuple[str | None, str]] = (),
+                 random: bool = False, seed: int = 0, shapes: Mapping[str, Sequence[int]] | None = None,
+                 ranges: Sequence[str] = (), required: bool = True,
+                 on_defaults: Callable[[dict[str, tuple[int, ...]]], None] | None = None) -> dict[str, Any]:
+    """The feeds of a run of `compiled`: those of `file` (an .npz keyed by input name, or one .npy
+    for a one-input model), then those of `arrays` ((input name, .npy path) pairs; a name of
+    None is the only input of a one-input model), then, with `random`, a draw of every input
+    left (`random_inputs` with `seed`, `shapes` for dynamic inputs, `ranges` as `parse_ranges`
+    reads them, else what the layers reading each input accept). A dynamic input `shapes` does
+    not size is drawn at its smallest shape (`default_shapes`), which `on_defaults` is told of
+    before the draw. With `required`, feeding nothing to a model with inputs is refused."""
+    feeds: dict[str, Any] = {}
+    if file and is_npy(file):
+        feeds[_only_input(compiled, "file", file)] = load_npy(file)
+    elif file:
+        feeds.update(load_npz(file))
+    given: set[str] = set()  # (an array may replace an input of the file, but not one of its own)
+    for name, path in arrays:
+        name = _only_input(compiled, "array", path) if name is None else name
+        if name in given:
+            raise FeedRequestError(f'input "{name}" is given twice', part="array", reason="twice", subject=name)
+        given.add(name)
+        feeds[name] = load_npy(path)
+    if random:
+        feeds.update(_drawn_feeds(compiled, feeds, seed, dict(shapes or {}), ranges, on_defaults))
+    if required and not feeds and compiled.inputs:
+        listed = ", ".join(f"{s.name}: {s.etype} {s.shape}" for s in compiled.inputs[:4])
+        more = ", ..." if len(compiled.inputs) > 4 else ""
+        detail = (f"the model has {len(compiled.inputs)} input{'s' if len(compiled.inputs) != 1 else ''} "
+                  f"({listed}{more}) and nothing was fed")
+        raise FeedRequestError(detail, part="", reason="nothing-fed", detail=detail)
+    return feeds
+
+
+def _drawn_feeds(compiled: CompiledModel, feeds: Mapping[str, Any], seed: int, shapes: dict[str, Sequence[int]],
+                 ranges: Sequence[str], on_defaults: Callable[[dict[str, tuple[int, ...]]], None] | None,
+                 ) -> dict[str, np.ndarray]:
+    """A draw of every input of `compiled` that `feeds` leaves out (see `gather_feeds`)."""
+    names = ", ".join(s.name for s in compiled.inputs)
+    unknown = sorted(set(shapes) - {s.name for s in compiled.inputs})
+    if unknown:
+        raise FeedRequestError(f"a shape is given for no input of the model: {', '.join(unknown)} (its inputs: "
+                               f"{names})", part="shape", reason="unknown-input", subject=", ".join(unknown),
+                               detail=f"its inputs: {names}")
+    missing = [s for s in compiled.inputs if s.name not in feeds and not any(n in feeds for n in s.names)]
+    _refuse_fed(sorted(set(shapes) - {s.name for s in missing}), "shape")
+    defaulted = default_shapes(missing, shapes)
+    if defaulted and on_defaults is not None:
+        on_defaults(defaulted)
+    given = parse_ranges(ranges, compiled.inputs)
+    _refuse_fed(sorted(set(given) - {s.name for s in missing}), "range")
+    return random_inputs(missing, seed, {**shapes, **defaulted}, {**accepted_ranges(compiled), **given})
+
+
+def _refuse_fed(fed: list[str], part: str) -> None:
+    """A shape or range is for an input drawn at random, not one fed."""
+    if fed:
+        raise FeedRequestError(f'input "{fed[0]}" is fed: a {part} applies only to an input drawn at random',
+                               part=part, reason="fed", subject=fed[0])
+
+
+def _only_input(compiled: CompiledModel, part: str, path: str) -> str:
+    """The input one array with no name feeds: that of a one-input model."""
+    if len(compiled.inputs) != 1:
+        detail = (f"one array feeds a model of one input; this one has {len(compiled.inputs)} "
+                  f"({', '.join(s.name for s in compiled.inputs)})")
+        raise FeedRequestError(f"{path}: {detail}", part=part, reason="not-one-input", subject=path, detail=detail)
+    return compiled.inputs[0].name
+
+
+def is_npy(path: str) -> bool:
+    """A .npy file (by its magic string, whatever its name), rather than an .npz archive. Only a
+    regular file is opened to look: a pipe would block (the .npz reader refuses what is not one)."""
+    if not os.path.isfile(path):
+        return False
+    try:
+        with open(path, "rb") as f:
+            return f.read(6) == b"\x93NUMPY"
+    except OSError:
+        return False  # (the .npz reader says what is wrong with it)
+
+
 def load_npz(path: str | Path) -> dict[str, np.ndarray]:
     require_regular(Path(path), "inputs file", "an .npz archive is read by seeking")
     try:
@@ -371,39 +466,4 @@ def compare_outputs(actual: Mapping[str, np.ndarray], expected: Mapping[str, np.
     for name in actual:
         if name not in expected:
             out.append(Comparison(name, True, "not in the expected values: not compared", compared=False))
-    return out
-
-
-_STEP = re.compile(r"step(\d+)/(.+)")
-
-
-def has_steps(feeds: Mapping[str, np.ndarray]) -> bool:
-    """Whether the feeds are keyed per step (`step0/x`, `step1/x`, ...)."""
-    return any(_STEP.fullmatch(name) for name in feeds)
-
-
-def split_steps(feeds: Mapping[str, np.ndarray], steps: int) -> list[dict[str, np.ndarray]]:
-    """The feeds of each step: a feed keyed `step<k>/<name>` is input `name` from step k on (until
-    a later step gives another); a feed without a step prefix is the same in every step. There
-    are `steps` steps, or as many as the prefixes name when that is more. The prefixes must name
-    every step from 0 to their last (a usage error otherwise): one key `step999999/x` is more
-    likely a slip than a request for a million steps."""
-    per_step: dict[int, dict[str, np.ndarray]] = {}
-    plain: dict[str, np.ndarray] = {}
-    for name, value in feeds.items():
-        m = _STEP.fullmatch(name)
-        if m:
-            per_step.setdefault(int(m.group(1)), {})[m.group(2)] = value
-        else:
-            plain[name] = value
-    named = max(per_step, default=-1) + 1
-    if len(per_step) != named:
-        missing = next(k for k in range(named) if k not in per_step)
-        raise UsageError(f"the inputs are keyed for steps up to step{named - 1}, but none for step{missing}: step keys "
-                         f"(step<k>/<name>) must name every step from step0 to the last")
-    count = max(steps, named)
-    if count > 1_000_000:
-        raise UsageError(f"{count} steps is more than this command will run")
-    out = [dict(per_step.get(k, {})) for k in range(count)]
-    out[0] = {**plain, **out[0]}
     return out

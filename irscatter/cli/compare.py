@@ -1,0 +1,214 @@
+"""`irscatter compare`: irscatter's values against another runtime's, or against another model.
+
+Every layer of a model runs on a target runtime alone, fed irscatter's values of its inputs
+(each layer judged on identical inputs), or the whole model does with --whole (--bisect then
+finds the first layer that diverges); --onnx judges the ONNX model the IR was converted from,
+on onnxruntime; two IRs of one model (A.xml B.xml) both run in irscatter, B judged against A;
+or two .npz files of saved tensors are compared. Exit status: 0 all within tolerance, 1 a
+divergence or nothing compared, 2 a usage error or an unreadable file."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from irscatter.cli.arguments import FeedArguments, ModelArguments, TargetArguments
+from irscatter.cli.output import PROG, progress, report_path, seconds, writing
+from irscatter.errors import UsageError
+from irscatter.runtime import inputs as model_inputs
+from irscatter.runtime.precision import PRECISIONS
+from irscatter.runtime.steps import has_steps, split_steps
+from irscatter.targets import TargetFailure
+
+DESCRIPTION = ("Find the layer of another runtime that went wrong: every layer run alone on the target, fed "
+               "irscatter's values of its inputs, and judged against irscatter's (--whole: the model as a whole, "
+               "with --bisect for the first diverging layer). Also compares two saved .npz files of tensors.")
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from irscatter.debug import compare
+
+    given = args.target, args.target_precision  # left out: None (two IRs take neither default)
+    args.target, args.target_precision = args.target or "openvino", args.target_precision or "f32"
+    tolerances = TargetArguments.tolerances(args, args.target_precision)
+    if args.report:
+        args.report = report_path(args.report)  # refused before any work
+    if len(args.files) == 2 and any(Path(f).suffix.lower() == ".xml" for f in args.files):
+        return _compare_models(args, *given)
+    if len(args.files) == 2 and not args.onnx:
+        return _compare_dumps(args, tolerances)
+    if len(args.files) != 1:
+        raise UsageError("compare takes MODEL.xml, two IRs of one model (A.xml B.xml), or two .npz files of "
+                         "saved tensors")
+    _refuse_orphan_flags(args)
+    if args.onnx:
+        return _compare_onnx(args, tolerances, *given)
+    compiled = ModelArguments.read(args, args.files[0]).compile()
+    compare.check_model_overrides(tolerances, compiled)
+    gathered = FeedArguments.feeds(args, compiled)
+    if args.steps > 1 or has_steps(gathered):
+        return _compare_steps(args, compiled, gathered, tolerances)
+    if args.steps < 1:
+        raise UsageError(f"--steps must be at least 1, got {args.steps}")
+    feeds = FeedArguments.checked(gathered, compiled)
+
+    def judge(target):
+        emulated = compare.emulated_at_device_precision(target, args.reference_precision)
+        values = compare.reference_values(compiled, feeds, emulated)
+        if args.whole:
+            return compare.compare_whole(compiled, feeds, target, tolerances, bisect=args.bisect, values=values)
+        with progress(args, "layers judged") as callback:
+            return compare.compare_layers(compiled, feeds, target, tolerances, values=values, progress=callback)
+    return _judged_on_target(args, judge)
+
+
+def _refuse_orphan_flags(args: argparse.Namespace) -> None:
+    for flag, value, parent, present in [*FeedArguments.orphans(args), ("--bisect", args.bisect, "--whole", args.whole)]:
+        if value not in (None, False) and not present:
+            raise UsageError(f"{flag} only applies with {parent}")
+
+
+def _compare_onnx(args: argparse.Namespace, tolerances, target: str | None, precision: str | None) -> int:
+    """compare MODEL.xml --onnx MODEL.onnx: the IR against the ONNX model it was converted from,
+    run once on onnxruntime's CPU provider."""
+    from irscatter.debug import compare, onnx_compare
+
+    given = [flag for flag, value in [("--target", target), ("--target-precision", precision not in (None, "f32")),
+                                      ("--reference-precision", args.reference_precision), ("--whole", args.whole),
+                                      ("--bisect", args.bisect), ("--steps", args.steps != 1)] if value]
+    if given:
+        raise UsageError(f"--onnx runs the ONNX model once on onnxruntime's CPU at f32 and judges every tensor it "
+                         f"shares with the IR; it takes no {', '.join(given)}")
+    compiled = ModelArguments.read(args, args.files[0]).compile()
+    compare.check_model_overrides(tolerances, compiled)
+    feeds = FeedArguments.checked(FeedArguments.feeds(args, compiled), compiled)
+    try:
+        report = onnx_compare.compare_onnx(compiled, feeds, args.onnx, tolerances, timeout=args.timeout)
+    except TargetFailure as e:
+        raise UsageError(f"--onnx {args.onnx}: {e.message}") from None
+    _print_comparison(report, args, onnx_compare.onnx_table)
+    return 0 if report.passed else 1
+
+
+def _compare_models(args: argparse.Namespace, target: str | None, precision: str | None) -> int:
+    """compare A.xml B.xml: two IRs of one model, both run by irscatter, B judged against A."""
+    from irscatter.debug import compare, two_models
+
+    if not all(Path(f).suffix.lower() == ".xml" for f in args.files):
+        raise UsageError("compare takes two IRs (A.xml B.xml) or two .npz files, not one of each")
+    for flag, value in (("--target", target), ("--onnx", args.onnx)):
+        if value is not None:
+            raise UsageError(f"two IRs are both run by irscatter: {flag} does not apply")
+    for flag, value in [("--whole", args.whole), ("--bisect", args.bisect), ("--bin", args.bin),
+                        ("--reference-precision", args.reference_precision), ("--steps", args.steps != 1)]:
+        if value not in (None, False):
+            raise UsageError(f"{flag} does not apply to two IRs (each is read with its sibling .bin and run once)")
+    _refuse_orphan_flags(args)
+    a, b = (ModelArguments.read(args, f).compile() for f in args.files)
+    overrides = compare.Tolerances.parse(overrides=args.tol or []).overrides
+    compare.check_overrides(compare.Tolerances(overrides=overrides), two_models.keys_of(b))
+    feeds = FeedArguments.checked(FeedArguments.feeds(args, a), a)
+    report = two_models.compare_models(a, b, feeds, rtol=args.rtol, atol=args.atol, overrides=overrides,
+                                       precision=precision, names=(args.files[0], args.files[1]))
+    _print_comparison(report, args)
+    return 0 if report.passed else 1
+
+
+def _judged_on_target(args: argparse.Namespace, judge: Callable[[Any], Any]) -> int:
+    """Open the target, let `judge(target)` make the report, print it; the exit status."""
+    from irscatter.debug import compare
+
+    target = compare.open_target(args.target, args.target_precision, args.timeout)
+    try:
+        target.describe()  # fails here, once, when the target cannot start
+        report = judge(target)
+    except TargetFailure as e:
+        raise UsageError(f"--target {args.target}: {e.message}") from None
+    finally:
+        target.close()
+    _print_comparison(report, args)
+    return 0 if report.passed else 1
+
+
+def _compare_steps(args: argparse.Namespace, compiled, feeds: dict[str, Any], tolerances) -> int:
+    """compare --whole over the steps of a stateful model (--steps N, or step-keyed inputs)."""
+    from irscatter.debug import compare
+
+    if not args.whole or args.bisect:
+        raise UsageError("a model is compared over steps as a whole (--whole), its state carried from step to "
+                         "step; layer by layer and --bisect look at one run")
+    per_step = split_steps(feeds, args.steps)
+    current: dict[str, Any] = {}
+    for step in per_step:  # each step's feeds checked as a run would bind them, before any work
+        current = {**current, **step}
+        FeedArguments.checked(current, compiled)
+    return _judged_on_target(args, lambda target: compare.compare_steps(
+        compiled, per_step, target, tolerances,
+        precision=compare.emulated_at_device_precision(target, args.reference_precision)))
+
+
+def _compare_dumps(args: argparse.Namespace, tolerances) -> int:
+    from irscatter.debug import compare
+
+    if args.whole or args.bisect or FeedArguments.given(args) or args.reference_precision:
+        raise UsageError("comparing two .npz files takes no model inputs and no --whole, --bisect or "
+                         "--reference-precision")
+    first, second = (model_inputs.load_npz(path) for path in args.files)
+    compare.check_overrides(tolerances, second)
+    report = compare.compare_dumps(first, second, tolerances, names=tuple(args.files))
+    _print_comparison(report, args)
+    return 0 if report.passed else 1
+
+
+def _print_comparison(report, args: argparse.Namespace, table: Callable[..., str] | None = None) -> None:
+    from irscatter.debug import compare
+
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        print((table or compare.table)(report, every=args.all))
+    if args.report:
+        from irscatter.debug import html
+
+        with writing("--report", args.report):
+            html.write(report, args.report, command=shlex.join([PROG, *args.argv]))
+        print(f"wrote {args.report}", file=sys.stderr)
+
+
+def add_parser(sub, common: argparse.ArgumentParser) -> None:
+    cmp = sub.add_parser("compare", parents=[common], description=DESCRIPTION,
+                         help="find the layer that went wrong: irscatter's values against another runtime's")
+    cmp.add_argument("files", nargs="+", metavar="MODEL.xml | A.xml B.xml | A.npz B.npz",
+                     help="the model; or two IRs of one model, both run by irscatter on the same inputs, B "
+                          "judged against A tensor by tensor (--target-precision then names the tolerance "
+                          "presets, by default those of the coarsest compressed weights); or two saved sets "
+                          "of tensors (the first judged against the second)")
+    ModelArguments.add_bin(cmp)
+    TargetArguments(defaults=False).add_to(cmp)
+    cmp.add_argument("--onnx", metavar="MODEL.onnx",
+                     help="judge the ONNX model the IR was converted from, run on onnxruntime (pip install "
+                          "irscatter[onnxruntime]), against irscatter's run of the IR: every tensor whose IR port "
+                          "keeps an ONNX value's name, in topological order; unmatched names are listed")
+    cmp.add_argument("--reference-precision", choices=list(PRECISIONS),
+                     help="irscatter's values as it emulates a device inferring in f16 or bf16 (see run --precision)")
+    FeedArguments.add_to(cmp)
+    cmp.add_argument("--whole", action="store_true",
+                     help="run the whole model on the target, as it compiles it, and compare its outputs")
+    cmp.add_argument("--bisect", action="store_true",
+                     help="with --whole: find the first layer that diverges by running prefixes of the graph")
+    cmp.add_argument("--steps", type=int, default=1, metavar="N",
+                     help="with --whole: run a stateful model N times in a row on both sides, its state carried "
+                          "over (step-keyed inputs, step<k>/NAME, give each step's feeds), and compare every step")
+    cmp.add_argument("--all", action="store_true", help="list every layer, not only those that diverged")
+    cmp.add_argument("--json", action="store_true", help="print the report as JSON records")
+    cmp.add_argument("--report", metavar="REPORT.html",
+                     help="also write the report as one self-contained HTML page: a chart of every layer's error "
+                          "along the topological order and a sortable table (needs pip install irscatter[report])")
+    cmp.add_argument("--timeout", type=seconds, default=120.0, metavar="SECONDS",
+                     help="how long the target may take on one batch of layers before it counts as hung")
+    cmp.set_defaults(func=cmd_compare)
