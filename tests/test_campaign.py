@@ -23,9 +23,13 @@ import numpy as np
 import pytest
 from campaign_corpus import SWAPPED, MisTarget, make_corpus
 
+from irscatter import cli
 from irscatter.debug.campaign import Settings, Store, read_records, report, run_campaign, runner
 from irscatter.debug.campaign.isolate import isolated
 from irscatter.debug.campaign.store import CaseRecord
+
+# One worker runs them all, so that the campaigns and the Ray cluster below start once.
+pytestmark = pytest.mark.xdist_group("campaign")
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 LIMIT = 3.0  # seconds a case may take here: the hanging one costs this much
@@ -170,6 +174,31 @@ def test_the_html_report(corpus, local):
     assert 'href="out/reproducers/gen_tanh_mul-' in page
     tanh = page.split("<td>Tanh-1</td>")[1].split("</tr>")[0]
     assert "<td>2</td><td>0</td><td>0%</td><td>2</td>" in tanh  # held by 2, passed 0, first diverging in 2
+
+
+@pytest.mark.skipif(importlib.util.find_spec("openvino") is None, reason="openvino is not installed")
+def test_the_command_on_openvino(tmp_path, corpus, local, capsys):
+    """The real target finds the planted wrong expected.npz; --json, --report, --db, then diff."""
+    make_corpus(tmp_path, names=["add_relu", "add_relu_wrong", "softmax"])
+    root, _ = corpus
+    db, page = tmp_path / "ov.db", tmp_path / "campaign.html"
+    code = cli.main(["campaign", str(tmp_path / "gen"), "--workers", "1", "--db", str(db), "--json",
+                     "--report", str(page), "-o", str(tmp_path / "out"), "--quiet"])
+    out, err = capsys.readouterr()
+    records = {r["name"]: r for r in map(json.loads, out.splitlines())}
+    assert code == 1 and {n: r["status"] for n, r in records.items()} == {
+        "gen/add_relu": "passed", "gen/add_relu_wrong": "expected differs", "gen/softmax": "passed"}
+    assert records["gen/softmax"]["target_detail"].startswith("OpenVINO ") and "3 cases against OpenVINO" in err
+    assert "expected.npz differs" in page.read_text()
+    assert cli.main(["campaign", "diff", str(root / "local.db"), str(db)]) == 0  # nothing broke
+    table = capsys.readouterr().out.splitlines()
+    names = {r.name for r in read_records(root / "local.db")}
+    assert table[-1] == f"0 broke, 0 fixed, 0 changed status, 0 new, {len(names) - 3} gone, 3 unchanged"
+    assert cli.main(["campaign", "diff", str(db), str(root / "local.db"), "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["changes"]) == len(names) - 3
+    for argv in (["campaign", "diff", str(db)], ["campaign", "diff", str(db), str(tmp_path / "none.db")],
+                 ["campaign", str(tmp_path / "none")], ["campaign", str(tmp_path), "--target", "tflite"]):
+        assert cli.main(argv) == 2, argv
 
 
 def test_isolation_limits():

@@ -13,7 +13,14 @@ Ray cluster (`irscatter campaign`).
 
 from irscatter.debug.campaign.runner import run_campaign, run_task
 from irscatter.debug.campaign.store import STATUSES, CaseRecord, Store, read_records
-from irscatter.debug.campaign.task import Settings, TargetFactory, Task, openvino_target
+from irscatter.debug.campaign.task import (
+    Settings,
+    TargetFactory,
+    Task,
+    check_spelling,
+    default_memory_mb,
+    openvino_target,
+)
 
-__all__ = ["STATUSES", "CaseRecord", "Settings", "Store", "TargetFactory", "Task", "openvino_target",
-           "read_records", "run_campaign", "run_task"]
+__all__ = ["STATUSES", "CaseRecord", "Settings", "Store", "TargetFactory", "Task", "check_spelling", "default_memory_mb",
+           "openvino_target", "read_records", "run_campaign", "run_task"]

@@ -58,8 +58,14 @@ def isolated(function: Callable[[Any], Any], argument: Any, *, seconds: float, m
         os.close(read_end)
         _child(function, argument, write_end, log.fileno(), memory_mb)
     os.close(write_end)
-    payload, finished = _read_until(read_end, start + seconds)
-    os.close(read_end)
+    try:
+        payload, finished = _read_until(read_end, start + seconds)
+    except BaseException:  # interrupted (Ctrl-C reaches the worker, not the case's own group)
+        _kill_group(pid)
+        os.waitpid(pid, 0)
+        raise
+    finally:
+        os.close(read_end)
     if not finished:
         _kill_group(pid)
     _, status, usage = os.wait4(pid, 0)

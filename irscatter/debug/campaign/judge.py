@@ -98,11 +98,17 @@ def verdict(report: compare.Report) -> dict[str, Any]:
         bad = [t for r in failed for t in r.tensors if not t.diff.passed]
         out.update(status="diverged", message="; ".join(f"{t.key}: {t.diff.summary()}" for t in bad[:3]))
     elif not judged:
-        reasons = {r.reason for r in records if r.reason}
+        reasons = {_last_line(r.reason) for r in records if r.reason}
         out.update(status="refused", message="; ".join(sorted(reasons)) or "nothing was compared")
     else:
         out["status"] = "passed"
     return out
+
+
+def _last_line(text: str) -> str:
+    """A runtime's message by its last line, which says why (the lines above say where)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else text
 
 
 def _judge_steps(compiled: CompiledModel, feeds: dict[str, np.ndarray], target: Target,
@@ -145,13 +151,13 @@ def _locate(record: dict[str, Any], compiled: CompiledModel, feeds: dict[str, np
     """The first layer at fault: each layer alone on the target, else a bisection over prefixes."""
     layers = compare.compare_layers(compiled, feeds, target, tolerances, values=values)
     record["target_failed"] = record.get("target_failed") or any(r.status in _TARGET_TROUBLE for r in layers.layers)
-    first, how = layers.first_divergence, "layer by layer"
+    first, how = layers.first_divergence, "each layer alone on the target"
     if first is None:
         first = compare.compare_whole(compiled, feeds, target, tolerances, bisect=True, values=values).bisect
-        how = "by bisection (no layer diverges alone)"
+        how = "bisection; no layer diverges alone"
     if first is not None:
         record["layer"], record["layer_op"] = f"{first.name} ({first.op})", first.op
-        record["message"] = f"{record.get('message') or ''}; first diverging layer {how}: {first.name}".lstrip("; ")
+        record["message"] = f"{record.get('message') or ''}; first diverging layer ({how}): {first.name}".lstrip("; ")
 
 
 def _reduce(record: dict[str, Any], task: Task, compiled: CompiledModel, values: dict, target: Target,

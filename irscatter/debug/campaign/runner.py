@@ -33,6 +33,9 @@ _WORK: dict[str, Callable[[tuple[Task, Target]], Any]] = {
 }
 _OUTCOMES = {"hung": "hung", "crashed": "crashed", "out of memory": "out of memory", "error": "failed"}
 
+# How a record begins that says nothing about its case: such a record is not stored.
+TARGET_DOWN = "the target could not start"
+
 # This worker process's target: (what made it, the target), kept from case to case.
 _target: tuple[tuple[Any, ...], Target] | None = None
 
@@ -44,7 +47,7 @@ def run_task(task: Task) -> Any:
         target = _worker_target(task)
     except (TargetFailure, OSError) as e:
         message = e.message if isinstance(e, TargetFailure) else str(e)
-        return _failed(task, "failed", f"the target could not start: {message}", 0.0, None)
+        return _failed(task, "failed", f"{TARGET_DOWN}: {message}", 0.0, None)
     outcome = isolated(_WORK[task.kind], (task, target), seconds=task.settings.timeout,
                        memory_mb=task.settings.memory_mb)
     value = outcome.value if outcome.status == "done" else None
@@ -147,8 +150,8 @@ class RayCluster:
         self._ray = ray
         self._started = not ray.is_initialized()
         if self._started:
-            ray.init(address=address, log_to_driver=False,
-                     configure_logging=False)
+            started_here = {"include_dashboard": False} if address == "local" else {}
+            ray.init(address=address, log_to_driver=False, configure_logging=False, **started_here)
         self._remote = ray.remote(run_task).options(num_cpus=1, max_retries=0)
         self.workers = int(ray.cluster_resources().get("CPU", 1))
 
@@ -201,7 +204,8 @@ def run_campaign(corpora: Iterable[str], settings: Settings, *, store: Store, ou
                  on_record: Callable[[CaseRecord], None] | None = None) -> list[CaseRecord]:
     """Judge every model below `corpora` (or, with `settings.ops`, every distinct layer
     signature of them) on the target, skipping the cases `store` already holds; each record
-    goes into `store` and to `on_record` as it is made. Returns every case's record, by name."""
+    goes into `store` and to `on_record` as it is made. Returns every case's record, by name.
+    Raises `TargetFailure("unavailable")` when the target cannot start in a worker."""
     models = find_models(list(corpora), exclude=[out])
     cache = (store.known_hash, store.remember_hash)
     identities = {m.folder: content_hash(m, cache) for m in models}
@@ -230,7 +234,7 @@ def run_campaign(corpora: Iterable[str], settings: Settings, *, store: Store, ou
                 else:
                     tasks.append(Task("model", m.name, m.folder, identities[m.folder], settings, out, factory))
             for _, record in executor.results(tasks):
-                store.put(record)
+                _keep(store, record)
                 emit(record)
     finally:
         executor.close()
@@ -305,8 +309,16 @@ def _op_cases(models: list[ModelCase], identities: dict[str, str], settings: Set
     ops = [Task("op", f"{signatures[d]['op']}/{d}", folders[d], d, settings, out, factory,
                 extra=(signatures[d]["text"], signatures[d]["holders"])) for d in judge]
     for _, record in executor.results(ops):
-        store.put(record)
+        _keep(store, record)
         emit(record)
+
+
+def _keep(store: Store, record: CaseRecord) -> None:
+    """Store a case's record; a target that cannot start ends the campaign (every case would
+    say the same)."""
+    if (record.message or "").startswith(TARGET_DOWN):
+        raise TargetFailure("unavailable", record.message.removeprefix(TARGET_DOWN + ": "))
+    store.put(record)
 
 
 def _unprepared(digest: str, entry: dict[str, Any], folder: str, settings: Settings, version: str,

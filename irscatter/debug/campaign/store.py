@@ -158,12 +158,13 @@ def _record(row: Iterable[Any]) -> CaseRecord:
 
 
 def read_records(path: str | os.PathLike) -> list[CaseRecord]:
-    """Every case of a results file, which must exist (`campaign diff`)."""
+    """Every case of a results file, which must exist (`campaign diff`); of two cases of one
+    name (a model that changed between runs), the later last."""
     if not Path(path).is_file():
         raise FileNotFoundError(path)
     db = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True)
     try:
-        rows = db.execute(f"SELECT {', '.join(_COLUMNS)} FROM cases ORDER BY kind, name, target").fetchall()
+        rows = db.execute(f"SELECT {', '.join(_COLUMNS)} FROM cases ORDER BY kind, name, finished").fetchall()
     finally:
         db.close()
     return [_record(row) for row in rows]

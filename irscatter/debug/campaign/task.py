@@ -9,12 +9,14 @@ node costs a few hundred bytes.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
-from irscatter.debug.compare import Tolerances, open_target, parse_override
+from irscatter.debug.compare import PRECISIONS, Tolerances, open_target, parse_override
+from irscatter.errors import UsageError
 from irscatter.targets.protocol import Target
 
 
@@ -65,6 +67,16 @@ class Settings:
 TargetFactory = Callable[[Settings], Target]
 
 
+def check_spelling(settings: Settings) -> None:
+    """Refuse a target or precision `openvino_target` would refuse, before any work (whether
+    the device is there, a worker finds out)."""
+    if settings.target.partition(":")[0] != "openvino":
+        raise UsageError(f'--target {settings.target}: the targets are "openvino" and "openvino:DEVICE"')
+    if settings.precision not in PRECISIONS:
+        raise UsageError(f"--target-precision must be one of {', '.join(PRECISIONS)}, got {settings.precision}")
+    settings.tolerances()  # a --tol that does not parse
+
+
 def openvino_target(settings: Settings) -> Target:
     """The target `settings.target` spells, at `settings.precision` (`compare.open_target`)."""
     return open_target(settings.target, settings.precision, settings.request_timeout(), dict(settings.properties))
@@ -91,3 +103,13 @@ class Task:
     def target_key(self) -> tuple[Any, ...]:
         s = self.settings
         return (self.factory, s.target, s.precision, s.properties, s.request_timeout())
+
+
+def default_memory_mb(workers: int) -> float | None:
+    """A case's share of this machine's memory when `workers` cases run at once (None where
+    the machine does not say)."""
+    try:
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+    return round(total / max(1, workers) / (1 << 20))
