@@ -13,10 +13,11 @@ Only this process writes the database, as each result comes back.
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -121,18 +122,19 @@ class LocalPool:
         self._pool = ProcessPoolExecutor(self.workers, mp_context=context)
 
     def results(self, tasks: Iterable[Task]) -> Iterator[tuple[Task, Any]]:
-        pending = {self._pool.submit(run_task, task): task for task in tasks}
-        while pending:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                task = pending.pop(future)
-                try:
-                    yield task, future.result()
-                except Exception as e:  # the worker process itself died (a case never runs in it)
-                    yield task, _failed(task, "crashed", f"the worker running it died: {e}", 0.0, None)
+        submitted = {self._pool.submit(run_task, task): task for task in tasks}
+        for future in as_completed(submitted):
+            task = submitted[future]
+            try:
+                yield task, future.result()
+            except Exception as e:  # the worker process itself died (a case never runs in it)
+                yield task, _failed(task, "crashed", f"the worker running it died: {e}", 0.0, None)
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+_IN_FLIGHT = 4  # Ray tasks submitted per CPU of the cluster ahead of their results
 
 
 class RayCluster:
@@ -156,9 +158,16 @@ class RayCluster:
         self.workers = int(ray.cluster_resources().get("CPU", 1))
 
     def results(self, tasks: Iterable[Task]) -> Iterator[tuple[Task, Any]]:
+        """Results as they come, with a few tasks per CPU in flight: the cluster stays busy,
+        and neither the driver nor Ray holds a million pending calls at once."""
         ray = self._ray
-        pending = {self._remote.remote(task): task for task in tasks}
-        while pending:
+        waiting = iter(tasks)
+        pending: dict[Any, Task] = {}
+        while True:
+            for task in itertools.islice(waiting, max(0, _IN_FLIGHT * self.workers - len(pending))):
+                pending[self._remote.remote(task)] = task
+            if not pending:
+                return
             done, _ = ray.wait(list(pending), num_returns=1)
             for ref in done:
                 task = pending.pop(ref)
