@@ -121,6 +121,24 @@ def test_a_resumed_campaign_skips_what_the_database_holds(corpus, local, monkeyp
     store.close()
 
 
+def test_an_interrupted_campaign_keeps_what_it_finished(corpus, tmp_path):
+    root, _ = corpus
+    part = tmp_path / "part"
+    for name in ("add_relu", "softmax", "conv_a", "tanh_mul"):
+        shutil.copytree(root / "gen" / name, part / name)
+
+    def interrupt(record):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_campaign([str(part)], _settings(), store=Store(tmp_path / "part.db"), out=str(tmp_path / "out"),
+                     factory=MisTarget, workers=2, on_record=interrupt)
+    finished = [r.name for r in read_records(tmp_path / "part.db")]
+    again = run_campaign([str(part)], _settings(), store=Store(tmp_path / "part.db"), out=str(tmp_path / "out"),
+                         factory=MisTarget, workers=2)
+    assert len(finished) == 1 and [r.name for r in again if r.resumed] == finished and len(again) == 4
+
+
 def test_ops_judges_each_layer_signature_once(corpus, local):
     root, _ = corpus
     records = run_campaign([str(root / "gen")], _settings(ops=True), store=Store(":memory:"),

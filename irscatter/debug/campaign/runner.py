@@ -26,6 +26,7 @@ from irscatter.debug.campaign.corpus import ModelCase, content_hash, find_models
 from irscatter.debug.campaign.isolate import isolated
 from irscatter.debug.campaign.store import CaseRecord, Store
 from irscatter.debug.campaign.task import Settings, TargetFactory, Task, irscatter_version
+from irscatter.errors import UsageError
 from irscatter.targets.protocol import Target
 from irscatter.targets.worker import TargetFailure
 
@@ -45,7 +46,7 @@ def run_task(task: Task) -> Any:
     """What a worker runs for one task: a `CaseRecord` for a case ("model", "op"), else the
     step's own value, or an `(status, message)` pair saying why the step did not end."""
     try:
-        target = _worker_target(task)
+        target = _worker_target(task) if task.kind in ("model", "op") else None  # (the other steps run irscatter only)
     except (TargetFailure, OSError) as e:
         message = e.message if isinstance(e, TargetFailure) else str(e)
         return _failed(task, "failed", f"{TARGET_DOWN}: {message}", 0.0, None)
@@ -146,14 +147,15 @@ class RayCluster:
         try:
             import ray
         except ImportError:
-            from irscatter.errors import UsageError
-
             raise UsageError("--ray needs Ray, which is not installed: pip install irscatter[ray]") from None
         self._ray = ray
         self._started = not ray.is_initialized()
         if self._started:
             started_here = {"include_dashboard": False} if address == "local" else {}
-            ray.init(address=address, log_to_driver=False, configure_logging=False, **started_here)
+            try:
+                ray.init(address=address, log_to_driver=False, configure_logging=False, **started_here)
+            except (ConnectionError, ValueError, RuntimeError) as e:
+                raise UsageError(f"--ray {address}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
         self._remote = ray.remote(run_task).options(num_cpus=1, max_retries=0)
         self.workers = int(ray.cluster_resources().get("CPU", 1))
 
