@@ -60,7 +60,7 @@ def run_task(task: Task) -> Any:
     if task.kind not in ("model", "op"):
         return value
     value.pop("target_failed", None)
-    return CaseRecord(task.kind, task.name, _case_path(task), task.identity, task.settings.target,
+    return CaseRecord(task.kind, task.name, task.folder, task.identity, task.settings.target,
                       task.settings.key(), irscatter_version(), seconds=round(outcome.seconds, 3),
                       peak_mb=round(outcome.peak_mb, 1) if outcome.peak_mb is not None else None,
                       **_extra(task), **value)
@@ -69,14 +69,10 @@ def run_task(task: Task) -> Any:
 def _failed(task: Task, status: str, message: str, seconds: float, peak_mb: float | None) -> Any:
     if task.kind not in ("model", "op"):
         return (status, message)
-    return CaseRecord(task.kind, task.name, _case_path(task), task.identity, task.settings.target,
+    return CaseRecord(task.kind, task.name, task.folder, task.identity, task.settings.target,
                       task.settings.key(), irscatter_version(), status=status, message=message,
                       seconds=round(seconds, 3), peak_mb=round(peak_mb, 1) if peak_mb is not None else None,
                       **_extra(task))
-
-
-def _case_path(task: Task) -> str:
-    return task.folder
 
 
 def _extra(task: Task) -> dict[str, Any]:
@@ -222,20 +218,19 @@ def run_campaign(corpora: Iterable[str], settings: Settings, *, store: Store, ou
     identities = {m.folder: content_hash(m, cache) for m in models}
     executor = _Executor(workers, ray)
     records: list[CaseRecord] = []
+    total = [len(models)]  # the cases; with --ops, known once the signatures are
 
     def emit(record: CaseRecord) -> None:
         records.append(record)
         if on_record is not None:
             on_record(record)
         if progress is not None:
-            progress(len(records), total)
+            progress(len(records), total[0])
 
     try:
         if settings.ops:
-            total = None
-            _op_cases(models, identities, settings, store, out, factory, executor, emit, progress)
+            _op_cases(models, identities, settings, store, out, factory, executor, emit, progress, total)
         else:
-            total = len(models)
             tasks = []
             for m in models:
                 old = store.get(("model", identities[m.folder], settings.target, settings.key()))
@@ -254,7 +249,7 @@ def run_campaign(corpora: Iterable[str], settings: Settings, *, store: Store, ou
 
 def _op_cases(models: list[ModelCase], identities: dict[str, str], settings: Settings, store: Store, out: str,
               factory: TargetFactory | None, executor: _Executor, emit: Callable[[CaseRecord], None],
-              progress: Progress | None) -> None:
+              progress: Progress | None, total: list[int]) -> None:
     version = irscatter_version()
     found: dict[str, list[dict[str, Any]]] = {}
     asks = []
@@ -265,8 +260,10 @@ def _op_cases(models: list[ModelCase], identities: dict[str, str], settings: Set
         else:
             asks.append(Task("signatures", m.name, m.folder, identities[m.folder], settings, out, factory))
     by_folder = {m.folder: m for m in models}
+    unread = 0
     for done, (task, value) in enumerate(executor.results(asks), 1):
         if isinstance(value, tuple):  # the model could not be read: a case that failed, kept out of the store
+            unread += 1
             emit(CaseRecord("model", task.name, task.folder, task.identity, settings.target, settings.key(),
                             version, status=value[0], message=f"its layers could not be listed: {value[1]}"))
         else:
@@ -280,6 +277,7 @@ def _op_cases(models: list[ModelCase], identities: dict[str, str], settings: Set
             entry = signatures.setdefault(sig["digest"], {**sig, "holders": [], "layers": []})
             entry["holders"].append(m.name)
             entry["layers"].append((m.folder, sig["layer"]))
+    total[0] = unread + len(signatures)
     pending = []
     for digest, entry in signatures.items():
         key = ("op", digest, settings.target, settings.key())

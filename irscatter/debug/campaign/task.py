@@ -44,7 +44,7 @@ class Settings:
     ops: bool = False  # judge each distinct layer signature once instead of each model
     timeout: float = 600.0  # seconds a case may take
     memory_mb: float | None = None  # address space a case may take beyond what its worker has mapped
-    target_timeout: float | None = None  # seconds the target may take on one request (default: half of `timeout`)
+    target_timeout: float | None = None  # seconds the target may take on one request (`request_timeout`)
 
     def __post_init__(self) -> None:
         if self.target.startswith("openvino") and ":" not in self.target:
@@ -59,7 +59,8 @@ class Settings:
         return Tolerances(self.precision, self.rtol, self.atol, tuple(parse_override(t) for t in self.tol))
 
     def request_timeout(self) -> float:
-        return self.target_timeout if self.target_timeout is not None else max(1.0, min(120.0, self.timeout / 2))
+        """Half a case's time, within 30 s (starting OpenVINO takes a few seconds) and 120 s."""
+        return self.target_timeout if self.target_timeout is not None else min(120.0, max(30.0, self.timeout / 2))
 
 
 # A target factory: given the settings, a target (OpenVINO by default). It is pickled into every
