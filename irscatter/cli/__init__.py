@@ -20,12 +20,12 @@ import warnings
 from collections.abc import Sequence
 
 from irscatter import __version__
-from irscatter.cli import compare, examples, extract, info, keep_f32, ops, reduce, run, validate
+from irscatter.cli import campaign, compare, examples, extract, info, keep_f32, ops, reduce, run, validate
 from irscatter.cli.arguments import GlobalOptions
 from irscatter.cli.output import PROG, show_note
 from irscatter.errors import MESSAGE_LIMIT, IRError, elide
 
-COMMANDS = (run, compare, extract, reduce, keep_f32, info, validate, examples, ops)  # in the order --help lists them
+COMMANDS = (run, compare, extract, reduce, keep_f32, campaign, info, validate, examples, ops)  # in the order --help lists them
 
 
 def build_parser() -> argparse.ArgumentParser:

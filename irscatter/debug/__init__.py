@@ -17,5 +17,7 @@ It sits beside `api.py`, above the runtime, and may drive other runtimes through
 * `dump`: saving intermediate values, their statistics, and the first layer that turns finite
   inputs into NaN or infinity;
 * `precision_search`: the layers that must stay in f32 for a model to pass on a target inferring
-  in f16 or bf16, written into the model as the rt_info mark OpenVINO keeps them in f32 for.
+  in f16 or bf16, written into the model as the rt_info mark OpenVINO keeps them in f32 for;
+* `campaign`: every model (or every distinct layer) of a corpus judged on a target, each in a
+  process of its own, on a local pool or a Ray cluster, with the results in SQLite.
 """

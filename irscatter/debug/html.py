@@ -376,7 +376,8 @@ def _first_divergence(report: Report, first: LayerResult | None) -> str:
 
 # --- the page's style and script ------------------------------------------------------------------
 
-_STYLE = """
+# The page, its verdict and its summary, as irscatter's reports (this one, a campaign's) show them.
+PAGE_STYLE = """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1d1d1f;
        margin: 0 auto; padding: 24px 32px 48px; max-width: 1500px; }
 h1 { font-size: 22px; margin: 0 0 6px; word-break: break-all; }
@@ -387,6 +388,10 @@ h2 { font-size: 17px; margin: 28px 0 8px; }
 dl.summary { display: grid; grid-template-columns: max-content 1fr; gap: 4px 18px; margin: 0; }
 dl.summary dt { color: #666; }
 dl.summary dd { margin: 0; word-break: break-word; }
+pre { background: #f6f8fa; padding: 10px 12px; border-radius: 6px; white-space: pre-wrap; word-break: break-all; }
+"""
+
+_STYLE = PAGE_STYLE + """
 figure.chart { margin: 0; }
 figure.chart svg { width: 100%; max-width: 1200px; height: auto; display: block; }
 figcaption { color: #555; font-size: 13px; max-width: 1100px; }
@@ -411,7 +416,6 @@ tr.first td { background: #f9d6d5; border-top: 2px solid #c62828; border-bottom:
 .mark { color: #c62828; }
 .tag { font-size: 11px; background: #eee; border-radius: 3px; padding: 0 4px; }
 table.only-diverged tr.passed, table.only-diverged tr.not-compared { display: none; }
-pre { background: #f6f8fa; padding: 10px 12px; border-radius: 6px; white-space: pre-wrap; word-break: break-all; }
 """
 
 # Sorting by a column: numbers by their data-sort value, with empty cells last either way;

@@ -133,6 +133,7 @@ class WorkerProcess:
         self.timeout = timeout
         self._proc: subprocess.Popen[bytes] | None = None
         self._stderr: Any = None
+        self._owner = os.getpid()  # the process that started the worker (a forked child may use it too)
 
     def request(self, message: dict[str, Any], timeout: float | None = None) -> Any:
         """Send one request and return the worker's value, or raise `TargetFailure`."""
@@ -185,10 +186,25 @@ class WorkerProcess:
 
     # --- internals ---
 
+    def _running(self, proc: subprocess.Popen[bytes]) -> bool:
+        """Whether the worker is alive. A process forked from the one that started it cannot
+        wait for it (it is not its child, and `poll` would take it for dead): it asks whether
+        the process exists, and a dead worker shows as the end of its pipe."""
+        if os.getpid() == self._owner:
+            return proc.poll() is None
+        try:
+            os.kill(proc.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass
+        return True
+
     def _ensure_started(self) -> subprocess.Popen[bytes]:
-        if self._proc is not None and self._proc.poll() is None:
+        if self._proc is not None and self._running(self._proc):
             return self._proc
         self.close()
+        self._owner = os.getpid()
         self._stderr = tempfile.TemporaryFile()
         try:
             self._proc = subprocess.Popen(self.command, stdin=subprocess.PIPE,
@@ -213,7 +229,7 @@ class WorkerProcess:
                 # Waiting in short slices, so that a worker that died is noticed even while the
                 # pipe stays open: a process it forked (a library's helper) may still hold it.
                 if not sel.select(min(remaining, _POLL_SECONDS)):
-                    if proc.poll() is not None:
+                    if not self._running(proc):
                         raise self._died("before it answered")
                     continue
                 chunk = os.read(fd, min(need, 1 << 24))
@@ -225,10 +241,12 @@ class WorkerProcess:
 
     def _died(self, when: str) -> TargetFailure:
         proc = self._proc
-        code = proc.wait() if proc is not None else None
+        code = proc.wait() if proc is not None and os.getpid() == self._owner else None  # (else not ours to wait for)
         tail = self._stderr_tail()
         self.close()
-        if code is not None and code < 0:
+        if code is None:
+            how = "ended"
+        elif code < 0:
             try:
                 how = f"killed by {signal.Signals(-code).name}"
             except ValueError:
