@@ -32,7 +32,7 @@ from irscatter.debug.campaign.store import CaseRecord
 pytestmark = pytest.mark.xdist_group("campaign")
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
-LIMIT = 3.0  # seconds a case may take here: the hanging one costs this much
+LIMIT = 6.0  # seconds a case may take here (a bundled model on a busy machine); the hanging one costs this much
 
 
 def _settings(**changes) -> Settings:
@@ -92,7 +92,7 @@ def test_every_planted_fault_is_found_and_named(corpus, local):
         assert f'type="{SWAPPED[0]}"' in kept and (Path(record.reproducer) / "README.md").is_file()
     assert "expected.npz differs" in local["gen/add_relu_wrong"].message
     assert "SIGABRT" in local["gen/crash"].message
-    assert local["gen/hang"].seconds >= LIMIT and "within 3 s" in local["gen/hang"].message
+    assert local["gen/hang"].seconds >= LIMIT and f"within {LIMIT:g} s" in local["gen/hang"].message
     assert "500 MB" in local["gen/oom"].message
     assert "[broadcast]" in local["gen/invalid"].message
     assert all(r.peak_mb and r.peak_mb > 0 for r in local.values())

@@ -28,6 +28,7 @@ from irscatter.debug.campaign.task import Task
 from irscatter.debug.extract import BOUNDARY, file_safe
 from irscatter.errors import IRError
 from irscatter.runtime import inputs as model_inputs
+from irscatter.runtime import steps
 from irscatter.runtime.interpreter import CompiledModel
 from irscatter.targets.protocol import Target
 
@@ -49,7 +50,7 @@ def judge_model(work: tuple[Task, Target]) -> dict[str, Any]:
     record: dict[str, Any] = {"ops": op_types(compiled), "target_detail": target.describe()}
     tolerances = task.settings.tolerances()
     try:
-        if model_inputs.has_steps(feeds):
+        if steps.has_steps(feeds):
             record.update(_judge_steps(compiled, feeds, target, tolerances, Path(task.folder)))
             return record
         values = compare.reference_values(compiled, feeds)
@@ -117,12 +118,11 @@ def _judge_steps(compiled: CompiledModel, feeds: dict[str, np.ndarray], target: 
     both sides; judged as a whole only (layer by layer and reduce look at one run)."""
     if not callable(getattr(target, "infer_steps", None)):
         return {"status": "refused", "message": "the inputs are keyed by step, and the target cannot run steps"}
-    per_step = model_inputs.split_steps(feeds, 1)
+    per_step = steps.split_steps(feeds, 1)
     out = verdict(compare.compare_steps(compiled, per_step, target, tolerances))
-    request, current, ours = compiled.new_request(), {}, {}
-    for k, step in enumerate(per_step):
-        current = {**current, **step}
-        ours.update({f"step{k}/{name}": value for name, value in request.run(current).items()})
+    ours = {f"step{k}/{name}": value
+            for k, (_, outputs) in enumerate(steps.run_steps(compiled.new_request(), per_step))
+            for name, value in outputs.items()}
     _check_expected(out, ours, folder, tolerances)
     return out
 

@@ -34,7 +34,7 @@ from irscatter.debug.campaign.judge import model_feeds, verdict
 from irscatter.debug.campaign.task import Task
 from irscatter.debug.extract import BOUNDARY, plan, write
 from irscatter.errors import IRError
-from irscatter.runtime import inputs as model_inputs
+from irscatter.runtime import steps
 from irscatter.runtime.interpreter import CompiledModel
 from irscatter.targets.protocol import Target
 
@@ -99,8 +99,8 @@ def prepare(work: tuple[Task, Target]) -> dict[str, str | None]:
     task, _ = work
     compiled = read_model(Path(task.folder) / "model.xml").compile()
     feeds = model_feeds(compiled, Path(task.folder), task.settings.seed)
-    if model_inputs.has_steps(feeds):  # a stateful model: the values of its first step
-        feeds = model_inputs.split_steps(feeds, 1)[0]
+    if steps.has_steps(feeds):  # a stateful model: the values of its first step
+        feeds = steps.split_steps(feeds, 1)[0]
     values = compare.reference_values(compiled, feeds)
     out: dict[str, str | None] = {}
     for digest, lid, folder in task.extra:
