@@ -503,3 +503,19 @@ def test_target_properties_reach_the_plugin_and_a_property_it_refuses_is_a_usage
         compare.open_target("openvino", "f32", properties={"NO_SUCH_KEY": "1"})
     with pytest.raises(UsageError, match="give the precision with --target-precision"):
         compare.open_target("openvino", "f32", properties={"INFERENCE_PRECISION_HINT": "f16"})
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--random", "--target-config", "NOEQUALS"], "--target-config NOEQUALS: expects KEY=VALUE"),
+    (["--random", "--target-config", "INFERENCE_PRECISION_HINT=f16"], "give the precision with --target-precision"),
+])
+def test_cli_target_config_usage_errors(args, message):
+    out = cli("compare", str(MODELS / "small_cnn" / "model.xml"), *args)
+    assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr
+
+
+@needs_openvino
+def test_cli_target_config_reaches_the_plugin():
+    out = cli("compare", str(MODELS / "small_cnn" / "model.xml"), "--random", "--whole",
+              "--target-config", "DYNAMIC_QUANTIZATION_GROUP_SIZE=0")
+    assert out.returncode == 0 and "with DYNAMIC_QUANTIZATION_GROUP_SIZE=0" in out.stdout, out.stdout + out.stderr

@@ -203,12 +203,24 @@ class TargetArguments:
         parser.add_argument("--tol", action="append", metavar="PATTERN=RTOL[,ATOL]",
                             help="a tolerance for the tensors whose \"<layer name>:<port>\" matches the regular "
                                  "expression")
+        parser.add_argument("--target-config", action="append", metavar="KEY=VALUE",
+                            help="an OpenVINO property for compile_model, e.g. DYNAMIC_QUANTIZATION_GROUP_SIZE=0 "
+                                 "(the CPU plugin's dynamic quantization off); repeatable")
 
     @staticmethod
     def given(args: argparse.Namespace) -> bool:
         """Whether any of the group's options was given (reduce refuses them beside --check)."""
         return bool(args.target or args.target_precision or args.tol or args.rtol is not None
-                    or args.atol is not None)
+                    or args.atol is not None or args.target_config)
+
+    @staticmethod
+    def properties(args: argparse.Namespace) -> dict[str, str]:
+        """The --target-config properties, KEY=VALUE each."""
+        pairs = [item.partition("=") for item in args.target_config or []]
+        bad = [key + sep + value for key, sep, value in pairs if not sep or not key.strip()]
+        if bad:
+            raise UsageError(f"--target-config {bad[0]}: expects KEY=VALUE")
+        return {key.strip(): value.strip() for key, _, value in pairs}
 
     @staticmethod
     def tolerances(args: argparse.Namespace, precision: str):

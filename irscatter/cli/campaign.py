@@ -34,11 +34,8 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     if args.ray and args.workers:
         raise UsageError("--workers sizes the local pool; a Ray cluster brings its own workers")
     workers = args.workers or os.cpu_count() or 1
-    config = [item.partition("=") for item in args.target_config or []]
-    if any(not sep or not key for key, sep, _ in config):
-        raise UsageError("--target-config expects KEY=VALUE")
     settings = campaign.Settings(target=args.target, precision=args.target_precision, rtol=args.rtol,
-                                 atol=args.atol, tol=tuple(args.tol or ()), properties=tuple((k, v) for k, _, v in config),
+                                 atol=args.atol, tol=tuple(args.tol or ()), properties=tuple(TargetArguments.properties(args).items()),
                                  seed=args.seed, reduce=not args.no_reduce, ops=args.ops, timeout=args.timeout,
                                  memory_mb=args.memory_limit or campaign.default_memory_mb(workers))
     campaign.check_spelling(settings)
@@ -105,8 +102,6 @@ def add_parser(sub, common: argparse.ArgumentParser) -> None:
                       help="a model folder (model.xml, optionally inputs.npz and the framework's expected.npz), "
                            "or a folder searched for them; `campaign diff A.db B.db` compares two campaigns")
     TargetArguments(defaults=True).add_to(camp)
-    camp.add_argument("--target-config", action="append", metavar="KEY=VALUE",
-                      help="an OpenVINO property for compile_model, e.g. DYNAMIC_QUANTIZATION_GROUP_SIZE=0")
     camp.add_argument("--ops", action="store_true",
                       help="judge each distinct layer signature of the corpus once, as a one-layer model fed "
                            "irscatter's values from a model holding it, instead of each model")

@@ -78,7 +78,8 @@ def _compare_onnx(args: argparse.Namespace, tolerances, target: str | None, prec
     run once on onnxruntime's CPU provider."""
     from irscatter.debug import compare, onnx_compare
 
-    given = [flag for flag, value in [("--target", target), ("--target-precision", precision not in (None, "f32")),
+    given = [flag for flag, value in [("--target", target), ("--target-config", args.target_config),
+                                      ("--target-precision", precision not in (None, "f32")),
                                       ("--reference-precision", args.reference_precision), ("--whole", args.whole),
                                       ("--bisect", args.bisect), ("--steps", args.steps != 1)] if value]
     if given:
@@ -101,7 +102,7 @@ def _compare_models(args: argparse.Namespace, target: str | None, precision: str
 
     if not all(Path(f).suffix.lower() == ".xml" for f in args.files):
         raise UsageError("compare takes two IRs (A.xml B.xml) or two .npz files, not one of each")
-    for flag, value in (("--target", target), ("--onnx", args.onnx)):
+    for flag, value in (("--target", target), ("--target-config", args.target_config), ("--onnx", args.onnx)):
         if value is not None:
             raise UsageError(f"two IRs are both run by irscatter: {flag} does not apply")
     for flag, value in [("--whole", args.whole), ("--bisect", args.bisect), ("--bin", args.bin),
@@ -123,7 +124,7 @@ def _judged_on_target(args: argparse.Namespace, judge: Callable[[Any], Any]) -> 
     """Open the target, let `judge(target)` make the report, print it; the exit status."""
     from irscatter.debug import compare
 
-    target = compare.open_target(args.target, args.target_precision, args.timeout)
+    target = compare.open_target(args.target, args.target_precision, args.timeout, TargetArguments.properties(args))
     try:
         target.describe()  # fails here, once, when the target cannot start
         report = judge(target)

@@ -30,7 +30,7 @@ def cmd_keep_f32(args: argparse.Namespace) -> int:
         raise UsageError(f"-o {args.output}: that would write over the model read; give another name")
     compare.check_model_overrides(tolerances, compiled)
     feeds = FeedArguments.checked(FeedArguments.feeds(args, compiled), compiled)
-    target = compare.open_target(args.target, args.target_precision, args.timeout)
+    target = compare.open_target(args.target, args.target_precision, args.timeout, TargetArguments.properties(args))
     try:
         target.describe()  # fails here, once, when the target cannot start
         with progress(args, "trials") as callback:

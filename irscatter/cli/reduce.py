@@ -53,7 +53,7 @@ def _reduce_into(args: argparse.Namespace, out: Path) -> int:
         precision = args.target_precision or "f32"
         tolerances = TargetArguments.tolerances(args, precision)
         compare.check_model_overrides(tolerances, compiled)
-        target = compare.open_target(args.target or "openvino", precision, args.timeout)
+        target = compare.open_target(args.target or "openvino", precision, args.timeout, TargetArguments.properties(args))
         check = reduce.TargetCheck(compiled, target, tolerances)
     try:
         if target is not None:
