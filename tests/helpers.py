@@ -18,6 +18,16 @@ import irscatter
 # The OpenVINO spec pages beside the project, when present; tests that read them skip otherwise.
 OP_SPECS = Path(__file__).resolve().parents[2] / "shared" / "specs" / "openvino-docs" / "operation-sets" / "operation-specs"
 
+# How many examples a property test draws: a quick count in the default run (the suite must fit
+# CI's time on two cores), the full count with IRSCATTER_EXHAUSTIVE=1, the longer hunt to run
+# before a release or after touching the kernels a test covers.
+EXHAUSTIVE = os.environ.get("IRSCATTER_EXHAUSTIVE", "") not in ("", "0")
+
+
+def examples(full: int, quick: int) -> int:
+    return full if EXHAUSTIVE else quick
+
+
 # --- OpenVINO as the oracle ------------------------------------------------------------------
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
@@ -220,7 +221,7 @@ def _mutated(draw):
     return bytes(data)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(400, 150), deadline=None, suppress_health_check=list(HealthCheck))
 @given(_mutated())
 def test_mutated_documents_read_alike(data):
     _agree(data)
@@ -248,7 +249,7 @@ def test_a_large_model_reads_alike(tmp_path):
     np.testing.assert_array_equal(next(iter(out.values())), [0, 2, 0, 4])
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(300, 100), deadline=None, suppress_health_check=list(HealthCheck))
 @given(mutated_model())
 def test_models_mutated_element_by_element_read_alike(case):
     _name, _kinds, xml, _weights, _feeds = case

@@ -185,7 +185,7 @@ def test_the_command_line_exit_status(tmp_path, monkeypatch, capsys):
     """0 passes (with or without marks), 1 no marks make it pass, 2 a usage error; run in this
     process with the emulated device standing in for OpenVINO."""
     xml, _ = overflowing(tmp_path)
-    monkeypatch.setattr(compare, "open_target", lambda spec, precision, timeout: EmulatedDevice(precision))
+    monkeypatch.setattr(compare, "open_target", lambda spec, precision, timeout, properties=None: EmulatedDevice(precision))
     args = ["keep-f32", str(xml), "--inputs", str(tmp_path / "inputs.npz"), "--quiet"]
     assert command_line.main([*args, "-o", str(tmp_path / "kept.xml")]) == 0
     said = capsys.readouterr().out

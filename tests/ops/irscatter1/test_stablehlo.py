@@ -19,7 +19,7 @@ import ml_dtypes
 import numpy as np
 import oracles
 import pytest
-from helpers import layer, one_layer_ir, port
+from helpers import examples, layer, one_layer_ir, port
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -172,7 +172,7 @@ def scatter_cases(draw):
     return dims_numbers, operand, indices, updates_shape, rng
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300, 100), deadline=None)
 @given(scatter_cases(), st.sampled_from(list(_SCALAR_COMBINERS)))
 def test_random_scatters_match_the_spec(case, combiner):
     dims, operand_shape, indices, updates_shape, rng = case

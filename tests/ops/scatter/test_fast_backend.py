@@ -14,6 +14,7 @@ from unittest import mock
 import ml_dtypes
 import numpy as np
 import pytest
+from helpers import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -29,7 +30,7 @@ from irscatter.ops.scatter.scatter_nd_update import ScatterNDUpdate4, ScatterNDU
 from irscatter.ops.scatter.scatter_update import ScatterUpdate  # noqa: E402
 
 DTYPES = [np.float32, np.float16, ml_dtypes.bfloat16, np.float64, np.int32, np.int64, np.uint8, np.bool_]
-SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+SETTINGS = settings(max_examples=examples(200, 50), deadline=None, suppress_health_check=list(HealthCheck))
 SPECIAL_FLOATS = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0], np.float64)
 
 

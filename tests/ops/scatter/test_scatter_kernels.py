@@ -7,6 +7,7 @@ import ml_dtypes
 import numpy as np
 import oracles
 import pytest
+from helpers import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,7 +19,7 @@ from irscatter.ops.scatter.scatter_nd_update import ScatterNDUpdate4, ScatterNDU
 from irscatter.ops.scatter.scatter_update import ScatterUpdate
 
 DTYPES = [np.float32, np.float16, ml_dtypes.bfloat16, np.float64, np.int32, np.int64, np.int8, np.uint8, np.bool_]
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(150, 40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _op(cls, type_name, **attrs):
