@@ -8,6 +8,7 @@ import typing
 import ml_dtypes
 import numpy as np
 import pytest
+from helpers import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -19,7 +20,7 @@ from irscatter.ops.functional import attr_text, make_op
 
 OPS = [cls for cls in registry.supported() if cls.type_name not in ("Parameter", "Result", "Const")]
 DTYPES = [np.float32, np.float16, ml_dtypes.bfloat16, np.int32, np.int64, np.uint8, np.int8, np.bool_]
-EXAMPLES = int(os.environ.get("IRSCATTER_FUZZ_EXAMPLES", "2000"))
+EXAMPLES = int(os.environ.get("IRSCATTER_FUZZ_EXAMPLES", examples(2000, 800)))
 
 
 def _attr_values(annotation):
