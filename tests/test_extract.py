@@ -235,7 +235,7 @@ def test_a_cut_holding_an_assign_without_its_read_value_is_refused(tmp_path):
 
 @needs_openvino
 def test_reduce_shrinks_a_planted_divergence_to_its_layer_and_the_readme_reproduces_it(tmp_path, target):
-    xml, feeds, name = chain(tmp_path, 2000, 300)
+    xml, feeds, name = chain(tmp_path, 700, 300)
     compiled = irscatter.read_model(xml).compile()
     values = compare.reference_values(compiled, feeds)
     check = reduce.TargetCheck(compiled, target, compare.Tolerances())
