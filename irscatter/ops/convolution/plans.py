@@ -1,0 +1,315 @@
+"""Which arithmetic computes a floating-point forward convolution of one shape, worked out once
+per shape (`plan_forward`), and the formulations that are neither im2col nor per-offset.
+
+Every plan here computes `kernels.grouped_convolution`'s sums over the zero-padded data, for
+finite filters only: a tap in the padding then adds 0 * w = 0, which changes no sum (the caller
+sends non-finite filters and integers to the per-offset kernel, which skips those taps). Each
+works on x [N, G, C_IN, *in] and w [G, C_OUT, C_IN, *kernel] in the work dtype and returns
+[N, G, C_OUT, *out]:
+
+* `pointwise`: a 1x1 kernel at stride 1 without padding is one matrix product per sample and
+  group over the data as it lies, [C_OUT, C_IN] x [C_IN, positions], with no copy.
+* `im2col`: a dense or grouped kernel gathers each output position's patch and multiplies the
+  filters by them (`kernels.Im2col`), in blocks of samples and output rows, so that a block's
+  patches stay in the cache and the batch does not multiply the memory.
+* `depthwise`: one input channel per group (depthwise and channel-multiplier convolutions)
+  has too little to sum per tap for a matrix product: each kernel tap is one multiply-add of a
+  shifted view of the data, vectorized over channels and positions (`DepthwiseTaps`).
+
+Work above `threads.SPLIT_WORK` is split into independent parts on irscatter's threads, BLAS
+held to one thread (see `ops/common/threads.py`); every part computes its outputs in the same
+order a single call would, so the split does not change the result.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from irscatter.ops.common import threads
+from irscatter.ops.convolution.kernels import Im2col, grouped_convolution
+
+# Patch elements a block of the im2col plan gathers at once: about L2-sized for f32.
+BLOCK_ELEMENTS = 1 << 18
+# Accumulator elements of one block of the depthwise plan: it and its scratch stay in L2.
+TAP_BLOCK = 1 << 15
+
+
+class Plan:
+    """A formulation for one shape: `prepare(w)` derives what it needs from the filters (kept per
+    Const by the op), `__call__(x, prepared)` computes."""
+
+    name = "plan"
+
+    def prepare(self, w: np.ndarray) -> np.ndarray:
+        return w
+
+    def __call__(self, x: np.ndarray, prepared: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+
+class Pointwise(Plan):
+    name = "pointwise"
+
+    def __init__(self, x_shape: Sequence[int], w_shape: Sequence[int]) -> None:
+        self.n, self.g, self.c = x_shape[:3]
+        self.d = w_shape[1]
+        self.positions = math.prod(x_shape[3:])
+        self.out_shape = (self.n, self.g, self.d, *x_shape[3:])
+        self.work = self.n * self.g * self.d * self.c * self.positions
+
+    def prepare(self, w: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(w.reshape(self.g, self.d, self.c))
+
+    def __call__(self, x: np.ndarray, prepared: np.ndarray) -> np.ndarray:
+        x = np.ascontiguousarray(x).reshape(self.n, self.g, self.c, self.positions)
+        out = np.empty((self.n, self.g, self.d, self.positions), x.dtype)
+        count = threads.parts(self.work)
+        if count > 1 and self.n >= count:
+            tasks = [lambda lo=lo, hi=hi: np.matmul(prepared, x[lo:hi], out=out[lo:hi])
+                     for lo, hi in threads.spans(self.n, count)]
+        else:
+            tasks = [lambda lo=lo, hi=hi: np.matmul(prepared, x[..., lo:hi], out=out[..., lo:hi])
+                     for lo, hi in threads.spans(self.positions, count)]
+        with threads.one_blas_thread(self.work):
+            threads.run(tasks)
+        return out.reshape(self.out_shape)
+
+
+class Gathered(Plan):
+    """The im2col formulation (`kernels.Im2col`) in blocks, spread over the parts."""
+
+    def __init__(self, im2col: Im2col, w_shape: Sequence[int]) -> None:
+        self.im2col = im2col
+        self.name = "im2col (wide rows)" if im2col.wide is not None else "im2col"
+        self.work = math.prod(im2col.out_shape) * im2col.taps
+        count = threads.parts(self.work)
+        blocks = im2col.blocks(min(BLOCK_ELEMENTS, -(-self.work // count)))  # a block per part at least
+        self.groups = [blocks[lo:hi] for lo, hi in threads.spans(len(blocks), count)]
+
+    def prepare(self, w: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(w.reshape(self.im2col.filter_shape))
+
+    def __call__(self, x: np.ndarray, prepared: np.ndarray) -> np.ndarray:
+        plan = self.im2col
+        out = np.empty(plan.out_shape, x.dtype)
+        view = plan.source(x)
+
+        def task(blocks: list[tuple[int, int, int, int]]) -> None:
+            for block in blocks:
+                plan.block(view, prepared, out, *block)
+        with threads.one_blas_thread(self.work):
+            threads.run([lambda blocks=blocks: task(blocks) for blocks in self.groups])
+        return out
+
+
+def padded_into(x: np.ndarray, begin: Sequence[int], target: np.ndarray) -> np.ndarray:
+    """Writes x [N, G, 1, *in] into the zeroed target [N, G, *dims] at offset `begin` along each
+    spatial axis, cutting what lies past the target's end; returns the target."""
+    inner, outer = [], []
+    for size, b, p in zip(x.shape[3:], begin, target.shape[2:]):
+        lo, hi = max(0, -b), max(max(0, -b), min(size, p - b))  # the data inside the target
+        inner.append(slice(lo, hi))
+        outer.append(slice(b + lo, b + hi))
+    target[(slice(None),) * 2 + tuple(outer)] = x[:, :, 0][(slice(None),) * 2 + tuple(inner)]
+    return target
+
+
+class DepthwiseTaps(Plan):
+    """One input channel per group: out[n, g, d] = sum over taps t of w[g, d, 0, t] times the
+    data shifted by t, each tap one multiply and one add over a block of channels.
+
+    Strides become shifts too: the padded data is split into its stride phases (along each
+    axis, the positions of one remainder modulo the stride), so that every tap reads one phase
+    at a constant offset. Rows are read wide: along every axis but the first, a tap's run goes
+    through the phase's whole row and into the next, so that a tap is one contiguous run per
+    channel; the columns past each row's outputs are computed and cut off."""
+
+    name = "depthwise"
+
+    def __init__(self, x_shape: Sequence[int], w_shape: Sequence[int], strides: Sequence[int],
+                 dilations: Sequence[int], begin: Sequence[int], out_dims: Sequence[int]) -> None:
+        n, g = x_shape[:2]
+        self.d, kernel = w_shape[1], tuple(w_shape[3:])
+        self.strides, self.begin, self.in_dims = tuple(strides), tuple(begin), tuple(x_shape[3:])
+        self.out_dims = tuple(out_dims)
+        extents = [(o - 1) * s + (k - 1) * dl + 1 for o, s, k, dl in zip(out_dims, strides, kernel, dilations)]
+        self.phase_dims = tuple(-(-e // s) for e, s in zip(extents, strides))  # U per axis
+        row = [math.prod(self.phase_dims[i + 1:]) for i in range(len(kernel))]  # elements per step
+        self.taps = []  # (phase index, offset) per tap, in the filters' order
+        for offset in np.ndindex(*kernel):
+            phase, shift = 0, 0
+            for i, t in enumerate(offset):
+                q, r = divmod(t * dilations[i], strides[i])
+                phase = phase * strides[i] + r
+                shift += q * row[i]
+            self.taps.append((phase, shift))
+        self.length = out_dims[0] * row[0]  # the wide run of outputs per channel
+        self.phases = math.prod(strides)
+        self.tail = max(shift for _, shift in self.taps) - (self.phase_dims[0] - out_dims[0]) * row[0]
+        self.tail = max(0, self.tail)
+        self.x_shape, self.w_shape = tuple(x_shape), tuple(w_shape)
+        self.work = n * g * self.d * len(self.taps) * self.length
+        per_block = max(1, TAP_BLOCK // max(1, self.d * self.length))
+        blocks = [(i, lo, min(g, lo + per_block)) for i in range(n) for lo in range(0, g, per_block)]
+        self.groups = [blocks[lo:hi] for lo, hi in threads.spans(len(blocks), threads.parts(self.work))]
+
+    def prepare(self, w: np.ndarray) -> np.ndarray:
+        g, d = self.w_shape[:2]
+        return np.ascontiguousarray(w.reshape(g, d, len(self.taps)).transpose(2, 0, 1))[..., None]  # [T, G, D, 1]
+
+    def _phased(self, x: np.ndarray) -> np.ndarray:
+        """[N, G, phases, U... flattened + tail]: the zero-padded data split into its phases."""
+        n, g = self.x_shape[:2]
+        padded_dims = [u * s for u, s in zip(self.phase_dims, self.strides)]
+        flat = np.zeros((n, g, self.phases, math.prod(self.phase_dims) + self.tail), x.dtype)
+        # [N, G, *strides, *U]: the phases' elements before the tail, as a view of `flat`
+        item, run = flat.itemsize, flat.shape[-1] * flat.itemsize
+        phase_steps = [math.prod(self.strides[i + 1:]) * run for i in range(len(self.strides))]
+        unit_steps = [math.prod(self.phase_dims[i + 1:]) * item for i in range(len(self.phase_dims))]
+        phases = np.ndarray((n, g, *self.strides, *self.phase_dims), flat.dtype, buffer=flat,
+                            strides=(g * self.phases * run, self.phases * run, *phase_steps, *unit_steps))
+        k = len(self.strides)
+        if self.phases == 1:
+            padded_into(x, self.begin, phases[(slice(None),) * 2 + (0,) * k])
+            return flat
+        split = padded_into(x, self.begin, np.zeros((n, g, *padded_dims), x.dtype))
+        split = split.reshape(n, g, *(v for u, s in zip(self.phase_dims, self.strides) for v in (u, s)))
+        phases[...] = split.transpose(0, 1, *(3 + 2 * i for i in range(k)), *(2 + 2 * i for i in range(k)))
+        return flat
+
+    def __call__(self, x: np.ndarray, prepared: np.ndarray) -> np.ndarray:
+        n, g = self.x_shape[:2]
+        flat = self._phased(x)
+        wide = np.empty((n, g, self.d, self.length), x.dtype)
+        length = self.length
+
+        def task(blocks: list[tuple[int, int, int]]) -> None:
+            scratch = None
+            for i, lo, hi in blocks:
+                acc = wide[i, lo:hi]  # [g, D, L]
+                if scratch is None or scratch.shape != acc.shape:
+                    scratch = np.empty_like(acc)
+                for t, (phase, shift) in enumerate(self.taps):
+                    run = flat[i, lo:hi, phase, None, shift:shift + length]  # [g, 1, L]
+                    if t == 0:
+                        np.multiply(run, prepared[t, lo:hi], out=acc)
+                    else:
+                        np.multiply(run, prepared[t, lo:hi], out=scratch)
+                        np.add(acc, scratch, out=acc)
+        threads.run([lambda blocks=blocks: task(blocks) for blocks in self.groups])
+        out = np.empty((n, g, self.d, *self.out_dims), x.dtype)
+        rows = wide.reshape(n, g, self.d, self.out_dims[0], *self.phase_dims[1:])
+        cut = rows[(Ellipsis, *(slice(0, o) for o in self.out_dims[1:]))]
+        np.add(cut, 0.0, out=out)  # the cut; and a sum of -0.0 products becomes +0.0, as BLAS's sums start
+        return out
+
+
+class DepthwiseBanded(Plan):
+    """One input channel per group and a wide kernel on short rows: along the last axis the
+    convolution is a product with a banded matrix B [E, C_OUT * Wo] (B[j, (d, o)] =
+    w[d, j - o * stride] on the band, zero elsewhere), made once per Const; the other axes are
+    gathered as im2col gathers them, so each channel is one matrix product,
+    [positions, taps of the other axes * E] x B. The band's zeros multiply data outside each
+    window, which is exact only for finite data: a call with an infinite or NaN input takes
+    `DepthwiseTaps`."""
+
+    name = "depthwise (banded)"
+
+    def __init__(self, x_shape: Sequence[int], w_shape: Sequence[int], strides: Sequence[int],
+                 dilations: Sequence[int], begin: Sequence[int], out_dims: Sequence[int]) -> None:
+        n, g = x_shape[:2]
+        self.d, self.kernel = w_shape[1], tuple(w_shape[3:])
+        self.x_shape, self.begin, self.out_dims = tuple(x_shape), tuple(begin), tuple(out_dims)
+        self.strides, self.dilations = tuple(strides), tuple(dilations)
+        self.fallback = DepthwiseTaps(x_shape, w_shape, strides, dilations, begin, out_dims)
+        self.extents = tuple((o - 1) * s + (k - 1) * dl + 1
+                             for o, s, k, dl in zip(out_dims, strides, self.kernel, dilations))
+        self.rows = math.prod(out_dims[:-1])
+        self.depth = math.prod(self.kernel[:-1]) * self.extents[-1]
+        self.work = n * g * self.rows * self.depth * self.d * out_dims[-1]
+        per_block = max(1, BLOCK_ELEMENTS // (self.rows * self.depth))
+        blocks = [(i, lo, min(g, lo + per_block)) for i in range(n) for lo in range(0, g, per_block)]
+        self.groups = [blocks[lo:hi] for lo, hi in threads.spans(len(blocks), threads.parts(self.work))]
+
+    def prepare(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        g, wo = self.x_shape[1], self.out_dims[-1]
+        lead = math.prod(self.kernel[:-1])
+        band = np.zeros((g, lead, self.extents[-1], self.d, wo), w.dtype)
+        taps = w.reshape(g, self.d, lead, self.kernel[-1]).transpose(0, 2, 1, 3)  # [G, lead, D, k]
+        o = np.arange(wo)
+        for t in range(self.kernel[-1]):
+            band[:, :, o * self.strides[-1] + t * self.dilations[-1], :, o] = taps[..., t]
+        return band.reshape(g, self.depth, self.d * wo), self.fallback.prepare(w)
+
+    def __call__(self, x: np.ndarray, prepared: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        band, taps = prepared
+        if not np.isfinite(x).all():
+            return self.fallback(x, taps)
+        n, g = self.x_shape[:2]
+        padded = padded_into(x, self.begin, np.zeros((n, g, *self.extents), x.dtype))
+        k = len(self.kernel)
+        # [N, G, *out[:-1], *kernel[:-1], E]: the rows each output row reads
+        view = np.lib.stride_tricks.as_strided(
+            padded, (n, g, *self.out_dims[:-1], *self.kernel[:-1], self.extents[-1]),
+            (*padded.strides[:2], *(padded.strides[2 + i] * self.strides[i] for i in range(k - 1)),
+             *(padded.strides[2 + i] * self.dilations[i] for i in range(k - 1)), padded.itemsize), writeable=False)
+        out = np.empty((n, g, self.d, self.rows, self.out_dims[-1]), x.dtype)
+        wo = self.out_dims[-1]
+
+        def task(blocks: list[tuple[int, int, int]]) -> None:
+            for i, lo, hi in blocks:
+                rows = np.ascontiguousarray(view[i, lo:hi]).reshape(hi - lo, self.rows, self.depth)
+                if self.d == 1:
+                    np.matmul(rows, band[lo:hi], out=out[i, lo:hi, 0])
+                else:
+                    product = np.matmul(rows, band[lo:hi]).reshape(hi - lo, self.rows, self.d, wo)
+                    out[i, lo:hi] = product.transpose(0, 2, 1, 3)
+        with threads.one_blas_thread(self.work):
+            threads.run([lambda blocks=blocks: task(blocks) for blocks in self.groups])
+        return out.reshape(n, g, self.d, *self.out_dims)
+
+
+def plan_forward(x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype, strides: Sequence[int],
+                 dilations: Sequence[int], begin: Sequence[int], out_dims: Sequence[int]) -> Plan | None:
+    """The fastest formulation for a float convolution of this shape with finite filters, or None
+    where only the per-offset kernel applies (integers, or nothing to compute)."""
+    if np.dtype(dtype).kind != "f":
+        return None
+    n, g, c = x_shape[:3]
+    d, kernel = w_shape[1], tuple(w_shape[3:])
+    if n * g * d * math.prod(out_dims) == 0 or c == 0:
+        return None
+    if all(k == 1 for k in kernel) and all(s == 1 for s in strides) and not any(begin) \
+            and tuple(out_dims) == tuple(x_shape[3:]):
+        return Pointwise(x_shape, w_shape)
+    if c == 1 and d <= DEPTHWISE_OUTPUTS and math.prod(kernel) > 1:
+        extent = (out_dims[-1] - 1) * strides[-1] + (kernel[-1] - 1) * dilations[-1] + 1
+        band = g * d * out_dims[-1] * math.prod(kernel[:-1]) * extent
+        if len(kernel) > 1 and extent < BANDED_ROWS * kernel[-1] and band <= BAND_LIMIT:
+            return DepthwiseBanded(x_shape, w_shape, strides, dilations, begin, out_dims)
+        return DepthwiseTaps(x_shape, w_shape, strides, dilations, begin, out_dims)
+    return Gathered(Im2col(x_shape, w_shape, dtype, strides, dilations, begin, out_dims), w_shape)
+
+
+# Output channels per input channel up to which the depthwise plans beat im2col's product.
+DEPTHWISE_OUTPUTS = 4
+# The banded product does (padded row) / k times the multiply-adds of the taps, each about a
+# tenth of the cost of one of the taps' element passes: it wins below this ratio.
+BANDED_ROWS = 10
+# Elements of the banded matrices of one layer, at most (they are kept per Const).
+BAND_LIMIT = 1 << 24
+
+
+def forward_convolution(x: np.ndarray, w: np.ndarray, strides: Sequence[int], dilations: Sequence[int],
+                        begin: Sequence[int], out_dims: Sequence[int], finite: bool | None = None) -> np.ndarray:
+    """`grouped_convolution`'s result through the plan for its shape where one applies (float
+    data, finite filters), else the per-offset kernel itself."""
+    if finite is None:
+        finite = bool(np.isfinite(w).all()) if w.dtype.kind == "f" else True
+    plan = plan_forward(x.shape, w.shape, x.dtype, strides, dilations, begin, out_dims) if finite else None
+    if plan is None:
+        return grouped_convolution(x, w, strides, dilations, begin, out_dims)
+    return plan(x, plan.prepare(w))
