@@ -9,8 +9,12 @@ irscatter's kernel takes for the shape (`plans.plan_forward(...).name`).
 
 `--busy` runs a spinning process beside the timings, as another program would on a shared
 machine: that is where threads that wait for each other by spinning lose most.
-`--policy` overrides irscatter's thread policy for the convolutions (see
-`irscatter/ops/common/threads.py`), to compare the policies on the same shapes.
+`--policies split,one,blas` times irscatter once per thread policy of the convolutions (see
+`irscatter/ops/common/threads.py`), each a compiled model of its own, the policies taking turns
+like engines, to compare them on the same shapes under the same noise.
+`--baseline DIR` also times the irscatter of another source tree (an earlier commit, e.g.
+`git archive COMMIT | tar -x -C DIR`) in a worker process, taking turns with the others: a
+before/after comparison under the same noise.
 `--small` shrinks every shape so that the script itself can be tested in seconds.
 """
 
@@ -18,9 +22,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +39,7 @@ import bench
 from make_irscatter1_models import IRWriter
 
 F32 = np.dtype(np.float32)
+BASELINE = "irscatter (baseline)"
 
 
 @dataclass(frozen=True)
@@ -121,8 +130,106 @@ def formulation(shape: Shape, batch: int) -> str:
 
 
 def busy_neighbour() -> subprocess.Popen:
-    """Another program keeping one core busy, as on a shared machine."""
-    return subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    """Another program keeping one core busy, as on a shared machine (until this one ends)."""
+    spin = "import os\nparent = os.getppid()\nwhile os.getppid() == parent:\n    pass"
+    return subprocess.Popen([sys.executable, "-c", spin])
+
+
+# A sampler takes k and returns the times of k calls, in seconds.
+Sampler = Callable[[int], list[float]]
+
+
+def in_process(prepared: bench.Prepared, policy: str | None = None) -> Sampler:
+    """Times `prepared`'s calls here, under thread policy `policy` when given (set before every
+    call, so each compiled model plans its layer under its own policy)."""
+    from irscatter.ops.common import threads
+
+    def sample(k: int) -> list[float]:
+        times = []
+        for _ in range(k):
+            if policy is not None:
+                threads.use(policy)
+            start = time.perf_counter()
+            prepared.call()
+            times.append(time.perf_counter() - start)
+        return times
+    return sample
+
+
+WORKER = """
+import json, sys, time
+import numpy as np
+import irscatter
+for line in sys.stdin:
+    command, arg = line.split()
+    if command == "load":
+        with np.load(arg + "/feeds.npz") as f:
+            feeds = {k: f[k] for k in f.files}
+        model = irscatter.read_model(arg + "/model.xml")
+        model.compile()
+        print("[]", flush=True)
+        continue
+    times = []
+    for _ in range(int(arg)):
+        start = time.perf_counter()
+        model.run(feeds)
+        times.append(time.perf_counter() - start)
+    print(json.dumps(times), flush=True)
+"""
+
+
+class Worker:
+    """The irscatter of another source tree (`--baseline`) in a worker process, which times its
+    own calls, so that the pipe costs nothing; one process for the whole run."""
+
+    def __init__(self, source: Path) -> None:
+        env = dict(os.environ, PYTHONPATH=str(source))
+        self.process = subprocess.Popen([sys.executable, "-c", WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        text=True, env=env, cwd=source)
+
+    def ask(self, command: str, arg: object) -> list[float]:
+        self.process.stdin.write(f"{command} {arg}\n")
+        self.process.stdin.flush()
+        answer = self.process.stdout.readline()
+        if not answer:
+            raise RuntimeError("the baseline worker ended")
+        return json.loads(answer)
+
+    def sampler(self, folder: Path) -> Sampler:
+        self.ask("load", folder)
+        return lambda k: self.ask("time", k)
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait()
+
+
+def time_engines(samplers: dict[str, Sampler], runs: int) -> dict[str, float]:
+    """Median ms per engine: one warm-up call each, then rounds in which every engine takes a
+    block of calls opened by an untimed one (as `bench.time_interleaved` does: a thread pool
+    still spinning after its engine's calls slows only that block's first call)."""
+    samples: dict[str, list[float]] = {name: [] for name in samplers}
+    for sample in samplers.values():
+        sample(1)
+    rounds = min(runs, 5)
+    for r in range(rounds):
+        for name, sample in samplers.items():
+            samples[name] += sample(1 + runs // rounds + (r < runs % rounds))[1:]
+    return {name: 1e3 * statistics.median(s) for name, s in samples.items()}
+
+
+def measure(folder: Path, engines: list[str], policies: list[str], baseline: Worker | None, runs: int) -> dict:
+    workload = bench.Workload("conv", "conv", lambda *_: None)
+    samplers: dict[str, Sampler] = {}
+    if baseline is not None:
+        samplers[BASELINE] = baseline.sampler(folder)
+    for engine in engines:
+        if engine == bench.IRSCATTER and policies:
+            for name in policies:
+                samplers[f"{bench.IRSCATTER} [{name}]"] = in_process(bench.prepare(engine, workload, folder), name)
+        else:
+            samplers[engine] = in_process(bench.prepare(engine, workload, folder))
+    return time_engines(samplers, runs)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -131,8 +238,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", default="1,8", help="comma-separated batch sizes")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--busy", action="store_true", help="a spinning process beside the timings")
-    parser.add_argument("--policy", help="irscatter's thread policy for the convolutions (threads.POLICIES)")
+    parser.add_argument("--policies", help="comma-separated thread policies to time irscatter under (threads.POLICIES)")
     parser.add_argument("--no-openvino", action="store_true", help="time irscatter alone")
+    parser.add_argument("--baseline", type=Path, help="the source tree of an earlier irscatter, timed beside")
     parser.add_argument("--json", type=Path, default=Path("bench_conv.json"))
     parser.add_argument("--small", action="store_true", help="tiny sizes: checks the script, measures nothing")
     args = parser.parse_args(argv)
@@ -142,13 +250,12 @@ def main(argv: list[str] | None = None) -> int:
         shapes = [s for s in SHAPES if s.key in keys]
         if not shapes:
             parser.error(f"no shape matches {args.only}")
-    if args.policy:
-        from irscatter.ops.common import threads
-        threads.use(args.policy)
+    policies = args.policies.split(",") if args.policies else []
     engines = [bench.IRSCATTER] + ([] if args.no_openvino or bench.OPENVINO not in bench.installed_engines()
                                    else [bench.OPENVINO])
     batches = [int(b) for b in args.batch.split(",")]
     neighbour = busy_neighbour() if args.busy else None
+    baseline = Worker(args.baseline.resolve()) if args.baseline else None
     rows = []
     try:
         with tempfile.TemporaryDirectory(prefix="irscatter-conv-") as tmp:
@@ -157,28 +264,35 @@ def main(argv: list[str] | None = None) -> int:
                 for batch in batches:
                     folder = Path(tmp) / f"{shape.key}_{batch}"
                     write(shape, batch, folder)
-                    workload = bench.Workload(shape.key, shape.title, lambda *_: None)
-                    prepared = {e: bench.prepare(e, workload, folder) for e in engines}
-                    times = bench.time_interleaved(prepared, args.runs)
+                    times = measure(folder, engines, policies, baseline, args.runs)
                     row = {"key": shape.key, "title": shape.title, "batch": batch, "times_ms": times,
                            "path": formulation(shape, batch)}
                     rows.append(row)
                     print(format_row(row), flush=True)
     finally:
+        if baseline is not None:
+            baseline.close()
         if neighbour is not None:
             neighbour.kill()
             neighbour.wait()
-    args.json.write_text(json.dumps({"busy": args.busy, "policy": args.policy, "runs": args.runs, "small": args.small,
-                                     "rows": rows}, indent=2))
+    args.json.write_text(json.dumps({"busy": args.busy, "policies": policies, "baseline": str(args.baseline),
+                                     "load": os.getloadavg(), "runs": args.runs, "small": args.small, "rows": rows},
+                                    indent=2))
     print(f"wrote {args.json}")
     return 0
 
 
 def format_row(row: dict) -> str:
-    times = row["times_ms"]
-    own, peer = times[bench.IRSCATTER], times.get(bench.OPENVINO)
-    versus = f"  OpenVINO {peer:8.2f} ms  ratio {own / peer:5.2f}x" if peer else ""
-    return f"{row['key']:<10} N={row['batch']:<2} irscatter {own:8.2f} ms{versus}  [{row['path']}]"
+    """Times in ms; the ratio is irscatter's time over OpenVINO's (above 1: irscatter is slower)."""
+    times = row["times_ms"]  # the baseline first, then irscatter, then OpenVINO
+    peer = times.get(bench.OPENVINO)
+    cells = []
+    for name, ms in times.items():
+        if name != bench.OPENVINO:
+            cells.append(f"{name} {ms:8.2f} ms" + (f" ({ms / peer:5.2f}x)" if peer else ""))
+    if peer:
+        cells.append(f"OpenVINO {peer:8.2f} ms")
+    return f"{row['key']:<10} N={row['batch']:<2} " + "  ".join(cells) + f"  [{row['path']}]"
 
 
 if __name__ == "__main__":

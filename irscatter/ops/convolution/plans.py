@@ -14,40 +14,69 @@ works on x [N, G, C_IN, *in] and w [G, C_OUT, C_IN, *kernel] in the work dtype a
   patches stay in the cache and the batch does not multiply the memory.
 * `depthwise`: one input channel per group (depthwise and channel-multiplier convolutions)
   has too little to sum per tap for a matrix product: each kernel tap is one multiply-add of a
-  shifted view of the data, vectorized over channels and positions (`DepthwiseTaps`).
+  shifted view of the data, vectorized over channels and positions (`DepthwiseTaps`);
+* `depthwise (banded)`: the same with a wide kernel on short rows, where a matrix product with
+  a banded matrix per channel does the last axis (`DepthwiseBanded`).
 
 Work above `threads.SPLIT_WORK` is split into independent parts on irscatter's threads, BLAS
-held to one thread (see `ops/common/threads.py`); every part computes its outputs in the same
-order a single call would, so the split does not change the result.
+held to one thread (see `ops/common/threads.py`). How a shape splits is worked out once, so a
+shape gives the same result on every call; a split product may differ in its last bits from an
+unsplit one, as BLAS's own products differ between its thread counts.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 
 import numpy as np
 
 from irscatter.ops.common import threads
 from irscatter.ops.convolution.kernels import Im2col, grouped_convolution
 
-# Patch elements a block of the im2col plan gathers at once: about L2-sized for f32.
+# Patch elements a block of the im2col plan gathers at once: about L2-sized for f32; but at least
+# BLOCK_COLUMNS output positions, over which the product's packing of the filters pays off.
 BLOCK_ELEMENTS = 1 << 18
-# Accumulator elements of one block of the depthwise plan: it and its scratch stay in L2.
-TAP_BLOCK = 1 << 15
+BLOCK_COLUMNS = 256
+# Accumulator elements of one block of the depthwise plan: numpy's per-call cost, not the cache,
+# bounds its passes, so blocks are large (and as many as the parts need).
+TAP_BLOCK = 1 << 18
 
 
 class Plan:
     """A formulation for one shape: `prepare(w)` derives what it needs from the filters (kept per
-    Const by the op), `__call__(x, prepared)` computes."""
+    Const by the op), `__call__(x, prepared)` computes. Its work (multiply-adds) goes in blocks,
+    which the parts of a split share out (`_run`)."""
 
     name = "plan"
+    work = 0
+    blas = True  # whether the blocks call BLAS (and BLAS is held to one thread meanwhile)
 
     def prepare(self, w: np.ndarray) -> np.ndarray:
         return w
 
     def __call__(self, x: np.ndarray, prepared: np.ndarray) -> np.ndarray:
         raise NotImplementedError
+
+    def _blocks(self, count: int) -> list[tuple[int, ...]]:
+        """The blocks of the work when it goes in `count` parts (at least `count` where it can)."""
+        raise NotImplementedError
+
+    def _run(self, block: Callable[..., None]) -> None:
+        """Calls `block(*b)` for every block b, in parts under the current thread policy. The
+        blocks of each part count are worked out once, so a shape always splits alike."""
+        count = threads.parts(self.work)
+        known = self.__dict__.setdefault("_parts", {})
+        if count not in known:
+            blocks = self._blocks(count)
+            known[count] = [blocks[lo:hi] for lo, hi in threads.spans(len(blocks), count)]
+
+        def part(blocks: list[tuple[int, ...]]) -> None:
+            for b in blocks:
+                block(*b)
+        with threads.one_blas_thread(self.work) if self.blas else nullcontext():
+            threads.run([lambda blocks=blocks: part(blocks) for blocks in known[count]])
 
 
 class Pointwise(Plan):
@@ -63,46 +92,51 @@ class Pointwise(Plan):
     def prepare(self, w: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(w.reshape(self.g, self.d, self.c))
 
+    def _blocks(self, count: int) -> list[tuple[int, ...]]:
+        """(first sample, end, first position, end): whole samples when there are enough."""
+        if count > 1 and self.n < count:
+            return [(0, self.n, lo, hi) for lo, hi in threads.spans(self.positions, count)]
+        return [(lo, hi, 0, self.positions) for lo, hi in threads.spans(self.n, count)]
+
     def __call__(self, x: np.ndarray, prepared: np.ndarray) -> np.ndarray:
         x = np.ascontiguousarray(x).reshape(self.n, self.g, self.c, self.positions)
         out = np.empty((self.n, self.g, self.d, self.positions), x.dtype)
-        count = threads.parts(self.work)
-        if count > 1 and self.n >= count:
-            tasks = [lambda lo=lo, hi=hi: np.matmul(prepared, x[lo:hi], out=out[lo:hi])
-                     for lo, hi in threads.spans(self.n, count)]
-        else:
-            tasks = [lambda lo=lo, hi=hi: np.matmul(prepared, x[..., lo:hi], out=out[..., lo:hi])
-                     for lo, hi in threads.spans(self.positions, count)]
-        with threads.one_blas_thread(self.work):
-            threads.run(tasks)
+        self._run(lambda n0, n1, p0, p1: np.matmul(prepared, x[n0:n1, ..., p0:p1], out=out[n0:n1, ..., p0:p1]))
         return out.reshape(self.out_shape)
 
 
 class Gathered(Plan):
-    """The im2col formulation (`kernels.Im2col`) in blocks, spread over the parts."""
+    """The im2col formulation (`kernels.Im2col`) in blocks of samples and output rows."""
 
-    def __init__(self, im2col: Im2col, w_shape: Sequence[int]) -> None:
+    def __init__(self, im2col: Im2col) -> None:
         self.im2col = im2col
         self.name = "im2col (wide rows)" if im2col.wide is not None else "im2col"
         self.work = math.prod(im2col.out_shape) * im2col.taps
-        count = threads.parts(self.work)
-        blocks = im2col.blocks(min(BLOCK_ELEMENTS, -(-self.work // count)))  # a block per part at least
-        self.groups = [blocks[lo:hi] for lo, hi in threads.spans(len(blocks), count)]
 
     def prepare(self, w: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(w.reshape(self.im2col.filter_shape))
+
+    def _blocks(self, count: int) -> list[tuple[int, ...]]:
+        plan = self.im2col
+        limit = max(BLOCK_ELEMENTS, plan.taps * plan.out_shape[1] * BLOCK_COLUMNS)
+        patches = self.work // plan.out_shape[2]  # elements of all samples' patches
+        return plan.blocks(min(limit, -(-patches // count)))
 
     def __call__(self, x: np.ndarray, prepared: np.ndarray) -> np.ndarray:
         plan = self.im2col
         out = np.empty(plan.out_shape, x.dtype)
         view = plan.source(x)
-
-        def task(blocks: list[tuple[int, int, int, int]]) -> None:
-            for block in blocks:
-                plan.block(view, prepared, out, *block)
-        with threads.one_blas_thread(self.work):
-            threads.run([lambda blocks=blocks: task(blocks) for blocks in self.groups])
+        self._run(lambda *block: plan.block(view, prepared, out, *block))
         return out
+
+
+def channel_blocks(lead: Sequence[int], per_block: int, count: int) -> list[tuple[int, ...]]:
+    """(sample, first group, end) blocks of at most `per_block` groups, over N samples and G
+    groups (`lead`), smaller where that gives each of `count` parts a block."""
+    n, g = lead
+    if n < count:
+        per_block = min(per_block, -(-g // count))
+    return [(i, lo, min(g, lo + per_block)) for i in range(n) for lo in range(0, g, per_block)]
 
 
 def padded_into(x: np.ndarray, begin: Sequence[int], target: np.ndarray) -> np.ndarray:
@@ -128,6 +162,7 @@ class DepthwiseTaps(Plan):
     channel; the columns past each row's outputs are computed and cut off."""
 
     name = "depthwise"
+    blas = False
 
     def __init__(self, x_shape: Sequence[int], w_shape: Sequence[int], strides: Sequence[int],
                  dilations: Sequence[int], begin: Sequence[int], out_dims: Sequence[int]) -> None:
@@ -152,9 +187,10 @@ class DepthwiseTaps(Plan):
         self.tail = max(0, self.tail)
         self.x_shape, self.w_shape = tuple(x_shape), tuple(w_shape)
         self.work = n * g * self.d * len(self.taps) * self.length
-        per_block = max(1, TAP_BLOCK // max(1, self.d * self.length))
-        blocks = [(i, lo, min(g, lo + per_block)) for i in range(n) for lo in range(0, g, per_block)]
-        self.groups = [blocks[lo:hi] for lo, hi in threads.spans(len(blocks), threads.parts(self.work))]
+
+    def _blocks(self, count: int) -> list[tuple[int, ...]]:
+        """(sample, first group, end): up to TAP_BLOCK accumulator elements a block."""
+        return channel_blocks(self.x_shape[:2], max(1, TAP_BLOCK // max(1, self.d * self.length)), count)
 
     def prepare(self, w: np.ndarray) -> np.ndarray:
         g, d = self.w_shape[:2]
@@ -186,20 +222,17 @@ class DepthwiseTaps(Plan):
         wide = np.empty((n, g, self.d, self.length), x.dtype)
         length = self.length
 
-        def task(blocks: list[tuple[int, int, int]]) -> None:
-            scratch = None
-            for i, lo, hi in blocks:
-                acc = wide[i, lo:hi]  # [g, D, L]
-                if scratch is None or scratch.shape != acc.shape:
-                    scratch = np.empty_like(acc)
-                for t, (phase, shift) in enumerate(self.taps):
-                    run = flat[i, lo:hi, phase, None, shift:shift + length]  # [g, 1, L]
-                    if t == 0:
-                        np.multiply(run, prepared[t, lo:hi], out=acc)
-                    else:
-                        np.multiply(run, prepared[t, lo:hi], out=scratch)
-                        np.add(acc, scratch, out=acc)
-        threads.run([lambda blocks=blocks: task(blocks) for blocks in self.groups])
+        def block(i: int, lo: int, hi: int) -> None:
+            acc = wide[i, lo:hi]  # [g, D, L]
+            scratch = np.empty_like(acc)
+            for t, (phase, shift) in enumerate(self.taps):
+                run = flat[i, lo:hi, phase, None, shift:shift + length]  # [g, 1, L]
+                if t == 0:
+                    np.multiply(run, prepared[t, lo:hi], out=acc)
+                else:
+                    np.multiply(run, prepared[t, lo:hi], out=scratch)
+                    np.add(acc, scratch, out=acc)
+        self._run(block)
         out = np.empty((n, g, self.d, *self.out_dims), x.dtype)
         rows = wide.reshape(n, g, self.d, self.out_dims[0], *self.phase_dims[1:])
         cut = rows[(Ellipsis, *(slice(0, o) for o in self.out_dims[1:]))]
@@ -230,9 +263,10 @@ class DepthwiseBanded(Plan):
         self.rows = math.prod(out_dims[:-1])
         self.depth = math.prod(self.kernel[:-1]) * self.extents[-1]
         self.work = n * g * self.rows * self.depth * self.d * out_dims[-1]
-        per_block = max(1, BLOCK_ELEMENTS // (self.rows * self.depth))
-        blocks = [(i, lo, min(g, lo + per_block)) for i in range(n) for lo in range(0, g, per_block)]
-        self.groups = [blocks[lo:hi] for lo, hi in threads.spans(len(blocks), threads.parts(self.work))]
+
+    def _blocks(self, count: int) -> list[tuple[int, ...]]:
+        """(sample, first group, end): channels whose gathered rows fit in L2."""
+        return channel_blocks(self.x_shape[:2], max(1, BLOCK_ELEMENTS // (self.rows * self.depth)), count)
 
     def prepare(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         g, wo = self.x_shape[1], self.out_dims[-1]
@@ -259,16 +293,14 @@ class DepthwiseBanded(Plan):
         out = np.empty((n, g, self.d, self.rows, self.out_dims[-1]), x.dtype)
         wo = self.out_dims[-1]
 
-        def task(blocks: list[tuple[int, int, int]]) -> None:
-            for i, lo, hi in blocks:
-                rows = np.ascontiguousarray(view[i, lo:hi]).reshape(hi - lo, self.rows, self.depth)
-                if self.d == 1:
-                    np.matmul(rows, band[lo:hi], out=out[i, lo:hi, 0])
-                else:
-                    product = np.matmul(rows, band[lo:hi]).reshape(hi - lo, self.rows, self.d, wo)
-                    out[i, lo:hi] = product.transpose(0, 2, 1, 3)
-        with threads.one_blas_thread(self.work):
-            threads.run([lambda blocks=blocks: task(blocks) for blocks in self.groups])
+        def block(i: int, lo: int, hi: int) -> None:
+            rows = np.ascontiguousarray(view[i, lo:hi]).reshape(hi - lo, self.rows, self.depth)
+            if self.d == 1:
+                np.matmul(rows, band[lo:hi], out=out[i, lo:hi, 0])
+            else:
+                product = np.matmul(rows, band[lo:hi]).reshape(hi - lo, self.rows, self.d, wo)
+                out[i, lo:hi] = product.transpose(0, 2, 1, 3)
+        self._run(block)
         return out.reshape(n, g, self.d, *self.out_dims)
 
 
@@ -291,7 +323,7 @@ def plan_forward(x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype
         if len(kernel) > 1 and extent < BANDED_ROWS * kernel[-1] and band <= BAND_LIMIT:
             return DepthwiseBanded(x_shape, w_shape, strides, dilations, begin, out_dims)
         return DepthwiseTaps(x_shape, w_shape, strides, dilations, begin, out_dims)
-    return Gathered(Im2col(x_shape, w_shape, dtype, strides, dilations, begin, out_dims), w_shape)
+    return Gathered(Im2col(x_shape, w_shape, dtype, strides, dilations, begin, out_dims))
 
 
 # Output channels per input channel up to which the depthwise plans beat im2col's product.
