@@ -243,11 +243,12 @@ class DepthwiseTaps(Plan):
 class DepthwiseBanded(Plan):
     """One input channel per group and a wide kernel on short rows: along the last axis the
     convolution is a product with a banded matrix B [E, C_OUT * Wo] (B[j, (d, o)] =
-    w[d, j - o * stride] on the band, zero elsewhere), made once per Const; the other axes are
-    gathered as im2col gathers them, so each channel is one matrix product,
-    [positions, taps of the other axes * E] x B. The band's zeros multiply data outside each
-    window, which is exact only for finite data: a call with an infinite or NaN input takes
-    `DepthwiseTaps`."""
+    w[d, j - o * stride] on the band, zero elsewhere); the other axes are gathered as im2col
+    gathers them, so each channel is one matrix product, [positions, taps of the other axes * E]
+    x B. A layer's bands are kept per Const up to BAND_KEEP elements, else made per block of
+    channels at each call (a strided copy of the taps). The band's zeros multiply data outside
+    each window, which is exact only for finite data: a call with an infinite or NaN input
+    takes `DepthwiseTaps`."""
 
     name = "depthwise (banded)"
 
@@ -260,28 +261,38 @@ class DepthwiseBanded(Plan):
         self.fallback = DepthwiseTaps(x_shape, w_shape, strides, dilations, begin, out_dims)
         self.extents = tuple((o - 1) * s + (k - 1) * dl + 1
                              for o, s, k, dl in zip(out_dims, strides, self.kernel, dilations))
+        self.lead = math.prod(self.kernel[:-1])
         self.rows = math.prod(out_dims[:-1])
-        self.depth = math.prod(self.kernel[:-1]) * self.extents[-1]
+        self.depth = self.lead * self.extents[-1]
         self.work = n * g * self.rows * self.depth * self.d * out_dims[-1]
 
     def _blocks(self, count: int) -> list[tuple[int, ...]]:
-        """(sample, first group, end): channels whose gathered rows fit in L2."""
-        return channel_blocks(self.x_shape[:2], max(1, BLOCK_ELEMENTS // (self.rows * self.depth)), count)
+        """(first group, end), every sample at once: channels whose gathered rows fit in L2."""
+        g = self.x_shape[1]
+        per_block = max(1, min(BLOCK_ELEMENTS // (self.x_shape[0] * self.rows * self.depth), -(-g // count)))
+        return [(lo, min(g, lo + per_block)) for lo in range(0, g, per_block)]
 
-    def prepare(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        g, wo = self.x_shape[1], self.out_dims[-1]
-        lead = math.prod(self.kernel[:-1])
-        band = np.zeros((g, lead, self.extents[-1], self.d, wo), w.dtype)
-        taps = w.reshape(g, self.d, lead, self.kernel[-1]).transpose(0, 2, 1, 3)  # [G, lead, D, k]
-        o = np.arange(wo)
-        for t in range(self.kernel[-1]):
-            band[:, :, o * self.strides[-1] + t * self.dilations[-1], :, o] = taps[..., t]
-        return band.reshape(g, self.depth, self.d * wo), self.fallback.prepare(w)
+    def _band(self, w: np.ndarray) -> np.ndarray:
+        """The bands [g, taps of the other axes * E, C_OUT * Wo] of filters w [g, C_OUT, lead, k]: a
+        strided view of each row of taps laid in zeros, B[j, o] = v[(Wo - 1) * stride + j - o * stride]."""
+        g, wo, s = w.shape[0], self.out_dims[-1], self.strides[-1]
+        extent, shift = self.extents[-1], (wo - 1) * s
+        laid = np.zeros((g, self.lead, self.d, shift + extent), w.dtype)
+        laid[..., shift + np.arange(self.kernel[-1]) * self.dilations[-1]] = w.transpose(0, 2, 1, 3)
+        item = laid.itemsize
+        view = np.lib.stride_tricks.as_strided(laid[..., shift:], (g, self.lead, extent, self.d, wo),
+                                               (*laid.strides[:2], item, laid.strides[2], -s * item), writeable=False)
+        return np.ascontiguousarray(view).reshape(g, self.depth, self.d * wo)
 
-    def __call__(self, x: np.ndarray, prepared: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-        band, taps = prepared
+    def prepare(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+        taps = np.ascontiguousarray(w.reshape(self.x_shape[1], self.d, self.lead, self.kernel[-1]))
+        keep = self.x_shape[1] * self.depth * self.d * self.out_dims[-1] <= BAND_KEEP
+        return taps, self._band(taps) if keep else None, self.fallback.prepare(w)
+
+    def __call__(self, x: np.ndarray, prepared: tuple[np.ndarray, np.ndarray | None, np.ndarray]) -> np.ndarray:
+        taps, band, fallback = prepared
         if not np.isfinite(x).all():
-            return self.fallback(x, taps)
+            return self.fallback(x, fallback)
         n, g = self.x_shape[:2]
         padded = padded_into(x, self.begin, np.zeros((n, g, *self.extents), x.dtype))
         k = len(self.kernel)
@@ -293,13 +304,14 @@ class DepthwiseBanded(Plan):
         out = np.empty((n, g, self.d, self.rows, self.out_dims[-1]), x.dtype)
         wo = self.out_dims[-1]
 
-        def block(i: int, lo: int, hi: int) -> None:
-            rows = np.ascontiguousarray(view[i, lo:hi]).reshape(hi - lo, self.rows, self.depth)
+        def block(lo: int, hi: int) -> None:
+            rows = np.ascontiguousarray(view[:, lo:hi]).reshape(n, hi - lo, self.rows, self.depth)
+            bands = band[lo:hi] if band is not None else self._band(taps[lo:hi])
             if self.d == 1:
-                np.matmul(rows, band[lo:hi], out=out[i, lo:hi, 0])
+                np.matmul(rows, bands, out=out[:, lo:hi, 0])
             else:
-                product = np.matmul(rows, band[lo:hi]).reshape(hi - lo, self.rows, self.d, wo)
-                out[i, lo:hi] = product.transpose(0, 2, 1, 3)
+                product = np.matmul(rows, bands).reshape(n, hi - lo, self.rows, self.d, wo)
+                out[:, lo:hi] = product.transpose(0, 1, 3, 2, 4)
         self._run(block)
         return out.reshape(n, g, self.d, *self.out_dims)
 
@@ -319,8 +331,7 @@ def plan_forward(x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype
         return Pointwise(x_shape, w_shape)
     if c == 1 and d <= DEPTHWISE_OUTPUTS and math.prod(kernel) > 1:
         extent = (out_dims[-1] - 1) * strides[-1] + (kernel[-1] - 1) * dilations[-1] + 1
-        band = g * d * out_dims[-1] * math.prod(kernel[:-1]) * extent
-        if len(kernel) > 1 and extent < BANDED_ROWS * kernel[-1] and band <= BAND_LIMIT:
+        if len(kernel) > 1 and extent < BANDED_ROWS * kernel[-1]:
             return DepthwiseBanded(x_shape, w_shape, strides, dilations, begin, out_dims)
         return DepthwiseTaps(x_shape, w_shape, strides, dilations, begin, out_dims)
     return Gathered(Im2col(x_shape, w_shape, dtype, strides, dilations, begin, out_dims))
@@ -331,8 +342,9 @@ DEPTHWISE_OUTPUTS = 4
 # The banded product does (padded row) / k times the multiply-adds of the taps, each about a
 # tenth of the cost of one of the taps' element passes: it wins below this ratio.
 BANDED_ROWS = 10
-# Elements of the banded matrices of one layer, at most (they are kept per Const).
-BAND_LIMIT = 1 << 24
+# Elements of a layer's banded matrices kept per Const, at most (4 MB of f32); larger ones are
+# made at each call, a block of channels at a time.
+BAND_KEEP = 1 << 20
 
 
 def forward_convolution(x: np.ndarray, w: np.ndarray, strides: Sequence[int], dilations: Sequence[int],

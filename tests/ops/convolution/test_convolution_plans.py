@@ -37,10 +37,12 @@ def _check(x, w, args, name=None):
 @pytest.mark.parametrize("split", [False, True])
 def test_every_plan_matches_the_per_offset_kernel(monkeypatch, split):
     """Random 1-D to 3-D geometries, dense, grouped and depthwise (with channel multipliers),
-    strides and dilations included; split: every call's work goes to the threads in parts."""
+    strides and dilations included; split: every call's work goes to the threads in parts, and
+    the banded plan makes its bands at each call instead of keeping them."""
     if split:
         monkeypatch.setattr(threads, "SPLIT_WORK", 0)
         monkeypatch.setattr(threads, "_policy", "split")
+        monkeypatch.setattr(plans, "BAND_KEEP", 0)
     rng = np.random.default_rng(7 + split)
     seen = set()
     for _ in range(60):
