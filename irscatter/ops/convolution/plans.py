@@ -9,14 +9,15 @@ works on x [N, G, C_IN, *in] and w [G, C_OUT, C_IN, *kernel] in the work dtype a
 
 * `pointwise`: a 1x1 kernel at stride 1 without padding is one matrix product per sample and
   group over the data as it lies, [C_OUT, C_IN] x [C_IN, positions], with no copy.
-* `im2col`: a dense or grouped kernel gathers each output position's patch and multiplies the
-  filters by them (`kernels.Im2col`), in blocks of samples and output rows, so that a block's
-  patches stay in the cache and the batch does not multiply the memory.
-* `depthwise`: one input channel per group (depthwise and channel-multiplier convolutions)
-  has too little to sum per tap for a matrix product: each kernel tap is one multiply-add of a
-  shifted view of the data, vectorized over channels and positions (`DepthwiseTaps`);
-* `depthwise (banded)`: the same with a wide kernel on short rows, where a matrix product with
-  a banded matrix per channel does the last axis (`DepthwiseBanded`).
+* `im2col`: a dense or grouped kernel, and a depthwise one of 3x3 taps or fewer, gathers each
+  output position's patch and multiplies the filters by them (`kernels.Im2col`), in blocks of
+  samples and output rows, so that a block's patches stay in the cache and the batch does not
+  multiply the memory.
+* `depthwise`: one input channel per group and a larger kernel (5x5, 7x7 on long rows): each
+  kernel tap is one multiply-add of a shifted view of the data, vectorized over channels and
+  positions (`DepthwiseTaps`), where gathering patches would copy the data once per tap;
+* `depthwise (banded)`: the same on short rows (up to about 8 kernel widths), where a matrix
+  product with a banded matrix per channel does the last axis (`DepthwiseBanded`).
 
 Work above `threads.SPLIT_WORK` is split into independent parts on irscatter's threads, BLAS
 held to one thread (see `ops/common/threads.py`). How a shape splits is worked out once, so a
@@ -71,12 +72,18 @@ class Plan:
         if count not in known:
             blocks = self._blocks(count)
             known[count] = [blocks[lo:hi] for lo, hi in threads.spans(len(blocks), count)]
-
-        def part(blocks: list[tuple[int, ...]]) -> None:
-            for b in blocks:
-                block(*b)
+        parts = known[count]
         with threads.one_blas_thread(self.work) if self.blas else nullcontext():
-            threads.run([lambda blocks=blocks: part(blocks) for blocks in known[count]])
+            if len(parts) == 1:
+                for b in parts[0]:
+                    block(*b)
+                return
+            threads.run([lambda blocks=blocks: _each(block, blocks) for blocks in parts])
+
+
+def _each(block: Callable[..., None], blocks: list[tuple[int, ...]]) -> None:
+    for b in blocks:
+        block(*b)
 
 
 class Pointwise(Plan):
@@ -329,7 +336,7 @@ def plan_forward(x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype
     if all(k == 1 for k in kernel) and all(s == 1 for s in strides) and not any(begin) \
             and tuple(out_dims) == tuple(x_shape[3:]):
         return Pointwise(x_shape, w_shape)
-    if c == 1 and d <= DEPTHWISE_OUTPUTS and math.prod(kernel) > 1:
+    if c == 1 and d <= DEPTHWISE_OUTPUTS and math.prod(kernel) > DEPTHWISE_TAPS:
         extent = (out_dims[-1] - 1) * strides[-1] + (kernel[-1] - 1) * dilations[-1] + 1
         if len(kernel) > 1 and extent < BANDED_ROWS * kernel[-1]:
             return DepthwiseBanded(x_shape, w_shape, strides, dilations, begin, out_dims)
@@ -337,11 +344,13 @@ def plan_forward(x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype
     return Gathered(Im2col(x_shape, w_shape, dtype, strides, dilations, begin, out_dims))
 
 
-# Output channels per input channel up to which the depthwise plans beat im2col's product.
+# One input channel per group: im2col's blocks are as fast as the depthwise plans for a 3x3
+# kernel or smaller, or more than a few outputs per input channel; beyond, the depthwise ones win.
 DEPTHWISE_OUTPUTS = 4
-# The banded product does (padded row) / k times the multiply-adds of the taps, each about a
-# tenth of the cost of one of the taps' element passes: it wins below this ratio.
-BANDED_ROWS = 10
+DEPTHWISE_TAPS = 9
+# The banded product does (padded row) / k times the multiply-adds of the taps, each a fraction
+# of the cost of one of the taps' element passes: it wins below this ratio.
+BANDED_ROWS = 8
 # Elements of a layer's banded matrices kept per Const, at most (4 MB of f32); larger ones are
 # made at each call, a block of channels at a time.
 BAND_KEEP = 1 << 20

@@ -11,10 +11,10 @@ from irscatter.ops.convolution import plans
 from irscatter.ops.convolution.kernels import Im2col, grouped_convolution
 
 
-def _geometry(rng, rank, c, d, g, kernel_high=4, stride_high=4):
+def _geometry(rng, rank, c, d, g, kernel_high=4, size_high=9):
     n = int(rng.integers(1, 3))
-    size, kernel = rng.integers(1, 9, rank), rng.integers(1, kernel_high, rank)
-    strides, dilations = rng.integers(1, stride_high, rank), rng.integers(1, 3, rank)
+    size, kernel = rng.integers(1, size_high, rank), rng.integers(1, kernel_high, rank)
+    strides, dilations = rng.integers(1, 4, rank), rng.integers(1, 3, rank)
     begin, end = rng.integers(0, 3, rank), rng.integers(0, 3, rank)
     out = [(int(sz) + int(b) + int(e) - (int(k) - 1) * int(dl) - 1) // int(st) + 1
            for sz, b, e, k, dl, st in zip(size, begin, end, kernel, dilations, strides)]
@@ -45,10 +45,10 @@ def test_every_plan_matches_the_per_offset_kernel(monkeypatch, split):
         monkeypatch.setattr(plans, "BAND_KEEP", 0)
     rng = np.random.default_rng(7 + split)
     seen = set()
-    for _ in range(60):
+    for _ in range(80):
         rank, g = int(rng.integers(1, 4)), int(rng.integers(1, 4))
         c, d = int(rng.choice([1, 1, 2, 3])), int(rng.choice([1, 2, 5]))
-        case = _geometry(rng, rank, c, d, g)
+        case = _geometry(rng, rank, c, d, g, *((7, 40) if c == 1 else (4, 9)))
         if case is not None:
             seen.add(plans.plan_forward(case[0].shape, case[1].shape, case[0].dtype, *case[2]).name)
             _check(*case)
@@ -97,14 +97,14 @@ def test_depthwise_taps_add_nothing_from_the_padding_and_start_at_plus_zero():
     infinite input reaches only the windows that hold it."""
     x = np.zeros((1, 2, 1, 6, 6), np.float32)
     x[0, 1, 0, 0, 0] = np.inf
-    w = -np.ones((2, 1, 1, 3, 3), np.float32)
-    args = ([1, 1], [1, 1], [1, 1], [6, 6])
+    w = -np.ones((2, 1, 1, 3, 5), np.float32)
+    args = ([1, 1], [1, 1], [1, 2], [6, 6])
     got = _check(x, w, args, "depthwise (banded)")  # the banded plan hands non-finite data to the taps
     assert not np.signbit(got[0, 0]).any()
-    assert np.isneginf(got[0, 1, 0, :2, :2]).all() and (got[0, 1, 0, 2:] == 0).all()
+    assert np.isneginf(got[0, 1, 0, :2, :3]).all() and (got[0, 1, 0, 2:] == 0).all()
     x[0, 1, 0, 0, 0] = np.nan
-    got = _check(x, w, ([1, 1], [1, 1], [1, 1], [6, 6]))
-    assert np.isnan(got[0, 1, 0, :2, :2]).all() and not np.isnan(got[0, 1, 0, 2:]).any()
+    got = _check(x, w, args)
+    assert np.isnan(got[0, 1, 0, :2, :3]).all() and not np.isnan(got[0, 1, 0, 2:]).any()
 
 
 def test_which_plan_each_shape_takes():
@@ -113,6 +113,8 @@ def test_which_plan_each_shape_takes():
                               [8, 8]) is None  # integers: the per-offset kernel
     assert plans.plan_forward((1, 1, 4, 8, 8), (1, 0, 4, 3, 3), f32, [1, 1], [1, 1], [1, 1], [8, 8]) is None
     assert plans.plan_forward((1, 8, 1, 56, 56), (8, 1, 1, 3, 3), f32, [1, 1], [1, 1], [1, 1],
+                              [56, 56]).name == "im2col"  # a 3x3 depthwise kernel: im2col's blocks
+    assert plans.plan_forward((1, 8, 1, 56, 56), (8, 1, 1, 7, 7), f32, [1, 1], [1, 1], [3, 3],
                               [56, 56]).name == "depthwise"  # long rows: the taps
     assert plans.plan_forward((1, 8, 1, 32, 32), (8, 1, 1, 9, 9), f32, [1, 1], [1, 1], [4, 4],
                               [32, 32]).name == "depthwise (banded)"
