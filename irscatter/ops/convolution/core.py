@@ -398,8 +398,8 @@ class ForwardConvolution(Op):
         with np.errstate(invalid="ignore", over="ignore"):  # inf - inf, inf * 0: IEEE answers
             w = filters.reshape(plan.w_shape).astype(plan.work, copy=False)
             if plan.fast is not None and self._finite(filters, w):
-                prepared = self.per_constant(("prepared", plan.x_shape, plan.work.str), (filters,),
-                                             lambda: plan.fast.prepare(w))
+                # keyed by the plan object itself, which the cache then holds: one entry per shape
+                prepared = self.per_constant(plan.fast, (filters,), lambda: plan.fast.prepare(w))
                 out = plan.fast(x, prepared)
             else:
                 out = grouped_convolution(x, w, self.attrs.strides, self.attrs.dilations, plan.begin, plan.out_dims)

@@ -67,6 +67,12 @@ class Plan:
     def _run(self, block: Callable[..., None]) -> None:
         """Calls `block(*b)` for every block b, in parts under the current thread policy. The
         blocks of each part count are worked out once, so a shape always splits alike."""
+        if self.work < threads.SPLIT_WORK:  # the common small layer: no split, no BLAS limit
+            known = self.__dict__.get("_parts")
+            if known is not None and 1 in known:
+                for b in known[1][0]:
+                    block(*b)
+                return
         count = threads.parts(self.work)
         known = self.__dict__.setdefault("_parts", {})
         if count not in known:
