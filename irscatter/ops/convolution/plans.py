@@ -13,11 +13,10 @@ works on x [N, G, C_IN, *in] and w [G, C_OUT, C_IN, *kernel] in the work dtype a
   output position's patch and multiplies the filters by them (`kernels.Im2col`), in blocks of
   samples and output rows, so that a block's patches stay in the cache and the batch does not
   multiply the memory.
-* `depthwise`: one input channel per group and a larger kernel (5x5, 7x7 on long rows): each
-  kernel tap is one multiply-add of a shifted view of the data, vectorized over channels and
-  positions (`DepthwiseTaps`), where gathering patches would copy the data once per tap;
-* `depthwise (banded)`: the same on short rows (up to about 8 kernel widths), where a matrix
-  product with a banded matrix per channel does the last axis (`DepthwiseBanded`).
+* `depthwise (banded)`: one input channel per group and a larger kernel (5x5 and up), where
+  gathering patches would copy the data once per tap and a product per channel has too little
+  to sum: the last axis is a product with a banded matrix of the taps, a few outputs wide
+  (`DepthwiseBanded`).
 
 Work above `threads.SPLIT_WORK` is split into independent parts on irscatter's threads, BLAS
 held to one thread (see `ops/common/threads.py`). How a shape splits is worked out once, so a
@@ -40,9 +39,6 @@ from irscatter.ops.convolution.kernels import Im2col, grouped_convolution
 # BLOCK_COLUMNS output positions, over which the product's packing of the filters pays off.
 BLOCK_ELEMENTS = 1 << 18
 BLOCK_COLUMNS = 256
-# Accumulator elements of one block of the depthwise plan: numpy's per-call cost, not the cache,
-# bounds its passes, so blocks are large (and as many as the parts need).
-TAP_BLOCK = 1 << 18
 
 
 class Plan:
@@ -143,15 +139,6 @@ class Gathered(Plan):
         return out
 
 
-def channel_blocks(lead: Sequence[int], per_block: int, count: int) -> list[tuple[int, ...]]:
-    """(sample, first group, end) blocks of at most `per_block` groups, over N samples and G
-    groups (`lead`), smaller where that gives each of `count` parts a block."""
-    n, g = lead
-    if n < count:
-        per_block = min(per_block, -(-g // count))
-    return [(i, lo, min(g, lo + per_block)) for i in range(n) for lo in range(0, g, per_block)]
-
-
 def padded_into(x: np.ndarray, begin: Sequence[int], target: np.ndarray) -> np.ndarray:
     """Writes x [N, G, 1, *in] into the zeroed target [N, G, *dims] at offset `begin` along each
     spatial axis, cutting what lies past the target's end; returns the target."""
@@ -164,142 +151,59 @@ def padded_into(x: np.ndarray, begin: Sequence[int], target: np.ndarray) -> np.n
     return target
 
 
-class DepthwiseTaps(Plan):
-    """One input channel per group: out[n, g, d] = sum over taps t of w[g, d, 0, t] times the
-    data shifted by t, each tap one multiply and one add over a block of channels.
-
-    Strides become shifts too: the padded data is split into its stride phases (along each
-    axis, the positions of one remainder modulo the stride), so that every tap reads one phase
-    at a constant offset. Rows are read wide: along every axis but the first, a tap's run goes
-    through the phase's whole row and into the next, so that a tap is one contiguous run per
-    channel; the columns past each row's outputs are computed and cut off."""
-
-    name = "depthwise"
-    blas = False
-
-    def __init__(self, x_shape: Sequence[int], w_shape: Sequence[int], strides: Sequence[int],
-                 dilations: Sequence[int], begin: Sequence[int], out_dims: Sequence[int]) -> None:
-        n, g = x_shape[:2]
-        self.d, kernel = w_shape[1], tuple(w_shape[3:])
-        self.strides, self.begin, self.in_dims = tuple(strides), tuple(begin), tuple(x_shape[3:])
-        self.out_dims = tuple(out_dims)
-        extents = [(o - 1) * s + (k - 1) * dl + 1 for o, s, k, dl in zip(out_dims, strides, kernel, dilations)]
-        self.phase_dims = tuple(-(-e // s) for e, s in zip(extents, strides))  # U per axis
-        row = [math.prod(self.phase_dims[i + 1:]) for i in range(len(kernel))]  # elements per step
-        self.taps = []  # (phase index, offset) per tap, in the filters' order
-        for offset in np.ndindex(*kernel):
-            phase, shift = 0, 0
-            for i, t in enumerate(offset):
-                q, r = divmod(t * dilations[i], strides[i])
-                phase = phase * strides[i] + r
-                shift += q * row[i]
-            self.taps.append((phase, shift))
-        self.length = out_dims[0] * row[0]  # the wide run of outputs per channel
-        self.phases = math.prod(strides)
-        self.tail = max(shift for _, shift in self.taps) - (self.phase_dims[0] - out_dims[0]) * row[0]
-        self.tail = max(0, self.tail)
-        self.x_shape, self.w_shape = tuple(x_shape), tuple(w_shape)
-        self.work = n * g * self.d * len(self.taps) * self.length
-
-    def _blocks(self, count: int) -> list[tuple[int, ...]]:
-        """(sample, first group, end): up to TAP_BLOCK accumulator elements a block."""
-        return channel_blocks(self.x_shape[:2], max(1, TAP_BLOCK // max(1, self.d * self.length)), count)
-
-    def prepare(self, w: np.ndarray) -> np.ndarray:
-        g, d = self.w_shape[:2]
-        return np.ascontiguousarray(w.reshape(g, d, len(self.taps)).transpose(2, 0, 1))[..., None]  # [T, G, D, 1]
-
-    def _phased(self, x: np.ndarray) -> np.ndarray:
-        """[N, G, phases, U... flattened + tail]: the zero-padded data split into its phases."""
-        n, g = self.x_shape[:2]
-        padded_dims = [u * s for u, s in zip(self.phase_dims, self.strides)]
-        flat = np.zeros((n, g, self.phases, math.prod(self.phase_dims) + self.tail), x.dtype)
-        # [N, G, *strides, *U]: the phases' elements before the tail, as a view of `flat`
-        item, run = flat.itemsize, flat.shape[-1] * flat.itemsize
-        phase_steps = [math.prod(self.strides[i + 1:]) * run for i in range(len(self.strides))]
-        unit_steps = [math.prod(self.phase_dims[i + 1:]) * item for i in range(len(self.phase_dims))]
-        phases = np.ndarray((n, g, *self.strides, *self.phase_dims), flat.dtype, buffer=flat,
-                            strides=(g * self.phases * run, self.phases * run, *phase_steps, *unit_steps))
-        k = len(self.strides)
-        if self.phases == 1:
-            padded_into(x, self.begin, phases[(slice(None),) * 2 + (0,) * k])
-            return flat
-        split = padded_into(x, self.begin, np.zeros((n, g, *padded_dims), x.dtype))
-        split = split.reshape(n, g, *(v for u, s in zip(self.phase_dims, self.strides) for v in (u, s)))
-        phases[...] = split.transpose(0, 1, *(3 + 2 * i for i in range(k)), *(2 + 2 * i for i in range(k)))
-        return flat
-
-    def __call__(self, x: np.ndarray, prepared: np.ndarray) -> np.ndarray:
-        n, g = self.x_shape[:2]
-        flat = self._phased(x)
-        wide = np.empty((n, g, self.d, self.length), x.dtype)
-        length = self.length
-
-        def block(i: int, lo: int, hi: int) -> None:
-            acc = wide[i, lo:hi]  # [g, D, L]
-            scratch = np.empty_like(acc)
-            for t, (phase, shift) in enumerate(self.taps):
-                run = flat[i, lo:hi, phase, None, shift:shift + length]  # [g, 1, L]
-                if t == 0:
-                    np.multiply(run, prepared[t, lo:hi], out=acc)
-                else:
-                    np.multiply(run, prepared[t, lo:hi], out=scratch)
-                    np.add(acc, scratch, out=acc)
-        self._run(block)
-        out = np.empty((n, g, self.d, *self.out_dims), x.dtype)
-        rows = wide.reshape(n, g, self.d, self.out_dims[0], *self.phase_dims[1:])
-        cut = rows[(Ellipsis, *(slice(0, o) for o in self.out_dims[1:]))]
-        np.add(cut, 0.0, out=out)  # the cut; and a sum of -0.0 products becomes +0.0, as BLAS's sums start
-        return out
-
-
 class DepthwiseBanded(Plan):
-    """One input channel per group and a wide kernel on short rows: along the last axis the
-    convolution is a product with a banded matrix B [E, C_OUT * Wo] (B[j, (d, o)] =
-    w[d, j - o * stride] on the band, zero elsewhere); the other axes are gathered as im2col
-    gathers them, so each channel is one matrix product, [positions, taps of the other axes * E]
-    x B. A layer's bands are kept per Const up to BAND_KEEP elements, else made per block of
+    """One input channel per group and a wide kernel: along the last axis the convolution is a
+    product with a banded matrix B [e, C_OUT * b] for each block of b consecutive outputs
+    (B[j, (d, o)] = w[d, j - o * stride] on the band, zero elsewhere; e = the inputs a block
+    reads), the same for every block; the blocks and the other axes are gathered as im2col
+    gathers them, so each channel is one matrix product, [rows * blocks, taps of the other axes
+    * e] x B. A layer's bands are kept per Const up to BAND_KEEP elements, else made per block of
     channels at each call (a strided copy of the taps). The band's zeros multiply data outside
     each window, which is exact only for finite data: a call with an infinite or NaN input
-    takes `DepthwiseTaps`."""
+    takes im2col, which multiplies only the window's inputs (and the padding's zeros)."""
 
     name = "depthwise (banded)"
 
-    def __init__(self, x_shape: Sequence[int], w_shape: Sequence[int], strides: Sequence[int],
-                 dilations: Sequence[int], begin: Sequence[int], out_dims: Sequence[int]) -> None:
+    def __init__(self, x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype, strides: Sequence[int],
+                 dilations: Sequence[int], begin: Sequence[int], out_dims: Sequence[int], columns: int) -> None:
         n, g = x_shape[:2]
         self.d, self.kernel = w_shape[1], tuple(w_shape[3:])
         self.x_shape, self.begin, self.out_dims = tuple(x_shape), tuple(begin), tuple(out_dims)
         self.strides, self.dilations = tuple(strides), tuple(dilations)
-        self.fallback = DepthwiseTaps(x_shape, w_shape, strides, dilations, begin, out_dims)
-        self.extents = tuple((o - 1) * s + (k - 1) * dl + 1
-                             for o, s, k, dl in zip(out_dims, strides, self.kernel, dilations))
+        self.fallback = Gathered(Im2col(x_shape, w_shape, dtype, strides, dilations, begin, out_dims))
+        self.columns = min(columns, out_dims[-1])
+        self.count = -(-out_dims[-1] // self.columns)  # blocks of columns along the last axis
+        reach = [(k - 1) * dl + 1 for k, dl in zip(self.kernel, dilations)]
+        self.extents = (*((o - 1) * s + r for o, s, r in zip(out_dims[:-1], strides, reach)),
+                        (self.count * self.columns - 1) * strides[-1] + reach[-1])
+        self.span = (self.columns - 1) * strides[-1] + reach[-1]  # the inputs one block reads
         self.lead = math.prod(self.kernel[:-1])
         self.rows = math.prod(out_dims[:-1])
-        self.depth = self.lead * self.extents[-1]
-        self.work = n * g * self.rows * self.depth * self.d * out_dims[-1]
+        self.depth = self.lead * self.span
+        self.work = n * g * self.rows * self.count * self.depth * self.d * self.columns
 
     def _blocks(self, count: int) -> list[tuple[int, ...]]:
         """(first group, end), every sample at once: channels whose gathered rows fit in L2."""
         g = self.x_shape[1]
-        per_block = max(1, min(BLOCK_ELEMENTS // (self.x_shape[0] * self.rows * self.depth), -(-g // count)))
+        per_channel = self.x_shape[0] * self.rows * self.count * self.depth
+        per_block = max(1, min(BLOCK_ELEMENTS // per_channel, -(-g // count)))
         return [(lo, min(g, lo + per_block)) for lo in range(0, g, per_block)]
 
     def _band(self, w: np.ndarray) -> np.ndarray:
-        """The bands [g, taps of the other axes * E, C_OUT * Wo] of filters w [g, C_OUT, lead, k]: a
-        strided view of each row of taps laid in zeros, B[j, o] = v[(Wo - 1) * stride + j - o * stride]."""
-        g, wo, s = w.shape[0], self.out_dims[-1], self.strides[-1]
-        extent, shift = self.extents[-1], (wo - 1) * s
-        laid = np.zeros((g, self.lead, self.d, shift + extent), w.dtype)
+        """The bands [g, taps of the other axes * e, C_OUT * b] of filters w [g, C_OUT, lead, k]:
+        a strided view of each row of taps laid in zeros, B[j, o] = v[(b - 1) * stride + j - o * stride]."""
+        g, b, s = w.shape[0], self.columns, self.strides[-1]
+        shift = (b - 1) * s
+        laid = np.zeros((g, self.lead, self.d, shift + self.span), w.dtype)
         laid[..., shift + np.arange(self.kernel[-1]) * self.dilations[-1]] = w.transpose(0, 2, 1, 3)
         item = laid.itemsize
-        view = np.lib.stride_tricks.as_strided(laid[..., shift:], (g, self.lead, extent, self.d, wo),
+        view = np.lib.stride_tricks.as_strided(laid[..., shift:], (g, self.lead, self.span, self.d, b),
                                                (*laid.strides[:2], item, laid.strides[2], -s * item), writeable=False)
-        return np.ascontiguousarray(view).reshape(g, self.depth, self.d * wo)
+        return np.ascontiguousarray(view).reshape(g, self.depth, self.d * b)
 
     def prepare(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
         taps = np.ascontiguousarray(w.reshape(self.x_shape[1], self.d, self.lead, self.kernel[-1]))
-        keep = self.x_shape[1] * self.depth * self.d * self.out_dims[-1] <= BAND_KEEP
+        keep = self.x_shape[1] * self.depth * self.d * self.columns <= BAND_KEEP
         return taps, self._band(taps) if keep else None, self.fallback.prepare(w)
 
     def __call__(self, x: np.ndarray, prepared: tuple[np.ndarray, np.ndarray | None, np.ndarray]) -> np.ndarray:
@@ -308,25 +212,26 @@ class DepthwiseBanded(Plan):
             return self.fallback(x, fallback)
         n, g = self.x_shape[:2]
         padded = padded_into(x, self.begin, np.zeros((n, g, *self.extents), x.dtype))
-        k = len(self.kernel)
-        # [N, G, *out[:-1], *kernel[:-1], E]: the rows each output row reads
+        k, st = len(self.kernel), padded.strides
+        # [N, G, *out[:-1], blocks, *kernel[:-1], e]: the inputs of each row's blocks of outputs
         view = np.lib.stride_tricks.as_strided(
-            padded, (n, g, *self.out_dims[:-1], *self.kernel[:-1], self.extents[-1]),
-            (*padded.strides[:2], *(padded.strides[2 + i] * self.strides[i] for i in range(k - 1)),
-             *(padded.strides[2 + i] * self.dilations[i] for i in range(k - 1)), padded.itemsize), writeable=False)
-        out = np.empty((n, g, self.d, self.rows, self.out_dims[-1]), x.dtype)
-        wo = self.out_dims[-1]
+            padded, (n, g, *self.out_dims[:-1], self.count, *self.kernel[:-1], self.span),
+            (*st[:2], *(st[2 + i] * self.strides[i] for i in range(k - 1)), st[-1] * self.strides[-1] * self.columns,
+             *(st[2 + i] * self.dilations[i] for i in range(k - 1)), st[-1]), writeable=False)
+        wo, b, d, rows = self.out_dims[-1], self.columns, self.d, self.rows
+        out = np.empty((n, g, d, rows, wo), x.dtype)
+        exact = d == 1 and self.count * b == wo  # the product is the output's layout
 
         def block(lo: int, hi: int) -> None:
-            rows = np.ascontiguousarray(view[:, lo:hi]).reshape(n, hi - lo, self.rows, self.depth)
+            gathered = np.ascontiguousarray(view[:, lo:hi]).reshape(n, hi - lo, rows * self.count, self.depth)
             bands = band[lo:hi] if band is not None else self._band(taps[lo:hi])
-            if self.d == 1:
-                np.matmul(rows, bands, out=out[:, lo:hi, 0])
-            else:
-                product = np.matmul(rows, bands).reshape(n, hi - lo, self.rows, self.d, wo)
-                out[:, lo:hi] = product.transpose(0, 1, 3, 2, 4)
+            if exact:
+                np.matmul(gathered, bands, out=out[:, lo:hi, 0].reshape(n, hi - lo, rows * self.count, b))
+                return
+            product = np.matmul(gathered, bands).reshape(n, hi - lo, rows, self.count, d, b)
+            out[:, lo:hi] = product.transpose(0, 1, 4, 2, 3, 5).reshape(n, hi - lo, d, rows, -1)[..., :wo]
         self._run(block)
-        return out.reshape(n, g, self.d, *self.out_dims)
+        return out.reshape(n, g, d, *self.out_dims)
 
 
 def plan_forward(x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype, strides: Sequence[int],
@@ -343,20 +248,19 @@ def plan_forward(x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype
             and tuple(out_dims) == tuple(x_shape[3:]):
         return Pointwise(x_shape, w_shape)
     if c == 1 and d <= DEPTHWISE_OUTPUTS and math.prod(kernel) > DEPTHWISE_TAPS:
-        extent = (out_dims[-1] - 1) * strides[-1] + (kernel[-1] - 1) * dilations[-1] + 1
-        if len(kernel) > 1 and extent < BANDED_ROWS * kernel[-1]:
-            return DepthwiseBanded(x_shape, w_shape, strides, dilations, begin, out_dims)
-        return DepthwiseTaps(x_shape, w_shape, strides, dilations, begin, out_dims)
+        columns = kernel[-1] * (BAND_COLUMNS if len(kernel) > 1 else 1)
+        return DepthwiseBanded(x_shape, w_shape, dtype, strides, dilations, begin, out_dims, columns)
     return Gathered(Im2col(x_shape, w_shape, dtype, strides, dilations, begin, out_dims))
 
 
-# One input channel per group: im2col's blocks are as fast as the depthwise plans for a 3x3
-# kernel or smaller, or more than a few outputs per input channel; beyond, the depthwise ones win.
+# One input channel per group: im2col's blocks are as fast as the banded product for a 3x3 kernel
+# or smaller, or more than a few outputs per input channel; beyond, the banded product wins.
 DEPTHWISE_OUTPUTS = 4
 DEPTHWISE_TAPS = 9
-# The banded product does (padded row) / k times the multiply-adds of the taps, each a fraction
-# of the cost of one of the taps' element passes: it wins below this ratio.
-BANDED_ROWS = 8
+# Outputs per band, in kernel widths: a band does (b + k - 1) / k times the multiply-adds the
+# taps need; wider bands do more, narrower ones make smaller products. Rows of a 1-D layer are
+# single, so there the band is one kernel width.
+BAND_COLUMNS = 2
 # Elements of a layer's banded matrices kept per Const, at most (4 MB of f32); larger ones are
 # made at each call, a block of channels at a time.
 BAND_KEEP = 1 << 20

@@ -20,8 +20,9 @@ def _geometry(rng, rank, c, d, g, kernel_high=4, size_high=9):
            for sz, b, e, k, dl, st in zip(size, begin, end, kernel, dilations, strides)]
     if min(out) <= 0:
         return None
-    x = rng.standard_normal((n, g, c, *size)).astype(np.float32)
-    w = rng.standard_normal((g, d, c, *kernel)).astype(np.float32)
+    dtype = np.float64 if rng.integers(0, 4) == 0 else np.float32
+    x = rng.standard_normal((n, g, c, *size)).astype(dtype)
+    w = rng.standard_normal((g, d, c, *kernel)).astype(dtype)
     return x, w, (list(strides), list(dilations), list(begin), out)
 
 
@@ -37,7 +38,7 @@ def _check(x, w, args, name=None):
 @pytest.mark.parametrize("split", [False, True])
 def test_every_plan_matches_the_per_offset_kernel(monkeypatch, split):
     """Random 1-D to 3-D geometries, dense, grouped and depthwise (with channel multipliers),
-    strides and dilations included; split: every call's work goes to the threads in parts, and
+    strides and dilations included, f32 and f64; split: every call's work goes to the threads in parts, and
     the banded plan makes its bands at each call instead of keeping them."""
     if split:
         monkeypatch.setattr(threads, "SPLIT_WORK", 0)
@@ -52,7 +53,7 @@ def test_every_plan_matches_the_per_offset_kernel(monkeypatch, split):
         if case is not None:
             seen.add(plans.plan_forward(case[0].shape, case[1].shape, case[0].dtype, *case[2]).name)
             _check(*case)
-    assert seen >= {"im2col", "depthwise", "depthwise (banded)"}
+    assert seen >= {"im2col", "im2col (wide rows)", "depthwise (banded)"}
 
 
 def test_pointwise_multiplies_the_data_as_it_lies():
@@ -92,14 +93,15 @@ def test_im2col_blocks_cover_samples_and_rows():
         np.testing.assert_allclose(out, grouped_convolution(x, w, *args), rtol=1e-5, atol=1e-5)
 
 
-def test_depthwise_taps_add_nothing_from_the_padding_and_start_at_plus_zero():
-    """Taps in the padding add 0 * w; a sum of -0.0 products is +0.0 as BLAS's sums are; an
-    infinite input reaches only the windows that hold it."""
+def test_banded_depthwise_leaves_non_finite_data_to_im2col():
+    """The band's zeros would turn an infinite or NaN input into NaN in windows that do not hold
+    it: such a call goes to im2col, where it reaches only the windows that hold it (and a sum of
+    -0.0 products is +0.0, as BLAS's sums start)."""
     x = np.zeros((1, 2, 1, 6, 6), np.float32)
     x[0, 1, 0, 0, 0] = np.inf
     w = -np.ones((2, 1, 1, 3, 5), np.float32)
     args = ([1, 1], [1, 1], [1, 2], [6, 6])
-    got = _check(x, w, args, "depthwise (banded)")  # the banded plan hands non-finite data to the taps
+    got = _check(x, w, args, "depthwise (banded)")
     assert not np.signbit(got[0, 0]).any()
     assert np.isneginf(got[0, 1, 0, :2, :3]).all() and (got[0, 1, 0, 2:] == 0).all()
     x[0, 1, 0, 0, 0] = np.nan
@@ -114,11 +116,9 @@ def test_which_plan_each_shape_takes():
     assert plans.plan_forward((1, 1, 4, 8, 8), (1, 0, 4, 3, 3), f32, [1, 1], [1, 1], [1, 1], [8, 8]) is None
     assert plans.plan_forward((1, 8, 1, 56, 56), (8, 1, 1, 3, 3), f32, [1, 1], [1, 1], [1, 1],
                               [56, 56]).name == "im2col"  # a 3x3 depthwise kernel: im2col's blocks
-    assert plans.plan_forward((1, 8, 1, 56, 56), (8, 1, 1, 7, 7), f32, [1, 1], [1, 1], [3, 3],
-                              [56, 56]).name == "depthwise"  # long rows: the taps
     assert plans.plan_forward((1, 8, 1, 32, 32), (8, 1, 1, 9, 9), f32, [1, 1], [1, 1], [4, 4],
                               [32, 32]).name == "depthwise (banded)"
-    assert plans.plan_forward((1, 8, 1, 512), (8, 1, 1, 31), f32, [1], [1], [15], [512]).name == "depthwise"
+    assert plans.plan_forward((1, 8, 1, 512), (8, 1, 1, 31), f32, [1], [1], [15], [512]).name == "depthwise (banded)"
     assert plans.plan_forward((1, 2, 1, 8, 8), (2, 16, 1, 3, 3), f32, [1, 1], [1, 1], [1, 1],
                               [8, 8]).name == "im2col (wide rows)"  # many outputs per input channel
 
