@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
@@ -33,7 +34,7 @@ POLICIES = ("split", "one", "blas")
 SPLIT_WORK = 1 << 22
 CORES = max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8))
 
-_policy = os.environ.get("IRSCATTER_THREADS_POLICY", "split")
+_policy = "split"
 _pool: ThreadPoolExecutor | None = None
 _blas = None  # threadpoolctl's controller of the BLAS libraries, made on first use
 _lock = threading.Lock()
@@ -49,6 +50,18 @@ def use(name: str) -> None:
 
 def policy() -> str:
     return _policy
+
+
+def _from_environment() -> None:
+    name = os.environ.get("IRSCATTER_THREADS_POLICY")
+    if name:
+        try:
+            use(name)
+        except ValueError as error:
+            warnings.warn(f"IRSCATTER_THREADS_POLICY: {error}; keeping the {_policy} policy", stacklevel=2)
+
+
+_from_environment()
 
 
 def parts(work: int) -> int:

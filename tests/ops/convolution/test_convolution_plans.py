@@ -123,9 +123,17 @@ def test_which_plan_each_shape_takes():
                               [8, 8]).name == "im2col (wide rows)"  # many outputs per input channel
 
 
-def test_thread_policy_and_helpers():
+def test_thread_policy_and_helpers(monkeypatch):
     with pytest.raises(ValueError, match="unknown thread policy"):
         threads.use("many")
+    monkeypatch.setattr(threads, "_policy", "split")
+    monkeypatch.setenv("IRSCATTER_THREADS_POLICY", "blas")
+    threads._from_environment()
+    assert threads.policy() == "blas" and threads.parts(1 << 40) == 1
+    monkeypatch.setenv("IRSCATTER_THREADS_POLICY", "many")
+    with pytest.warns(UserWarning, match="unknown thread policy 'many'"):
+        threads._from_environment()
+    assert threads.policy() == "blas"
     assert threads.spans(10, 3) == [(0, 3), (3, 6), (6, 10)] and threads.spans(2, 5) == [(0, 1), (1, 2)]
     done = []
     threads.run([lambda i=i: done.append(i) for i in range(4)])
