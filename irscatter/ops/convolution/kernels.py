@@ -131,9 +131,14 @@ class Im2col:
 
     def source(self, x: np.ndarray) -> np.ndarray:
         """The window view of x's zero-padded copy (or of x itself, for a direct plan)."""
-        if self.direct:
-            return np.ascontiguousarray(x)
         wide = self.wide
+        if self.direct or self.interior is None and wide is None:  # no padding: the data itself
+            source = np.ascontiguousarray(x)
+            if self.direct:
+                return source
+            view = np.ndarray(self.view_shape, self.dtype, buffer=source, offset=0, strides=self.view_strides)
+            view.flags.writeable = False
+            return view
         tail = wide.tail if wide is not None else 0
         flat = np.zeros(math.prod(self.padded_shape) + tail, self.dtype)
         padded = flat[:flat.size - tail].reshape(self.padded_shape)

@@ -35,9 +35,13 @@ import numpy as np
 from irscatter.ops.common import threads
 from irscatter.ops.convolution.kernels import Im2col, grouped_convolution
 
-# Patch elements a block of the im2col plan gathers at once: about L2-sized for f32; but at least
-# BLOCK_COLUMNS output positions, over which the product's packing of the filters pays off.
-BLOCK_ELEMENTS = 1 << 18
+# Patch elements a block of the im2col plan gathers at once (16 MB of f32), and at least
+# BLOCK_COLUMNS output positions: fewer, larger products were faster than cache-sized ones on a
+# quiet machine, while the bound keeps a large batch from gathering all its patches at once.
+BLOCK_ELEMENTS = 1 << 22
+# Gathered elements of one block of channels of the banded plan: they and the channels' bands
+# stay in L2, and a layer of many small products splits evenly.
+BAND_BLOCK = 1 << 18
 BLOCK_COLUMNS = 256
 
 
@@ -186,7 +190,7 @@ class DepthwiseBanded(Plan):
         """(first group, end), every sample at once: channels whose gathered rows fit in L2."""
         g = self.x_shape[1]
         per_channel = self.x_shape[0] * self.rows * self.count * self.depth
-        per_block = max(1, min(BLOCK_ELEMENTS // per_channel, -(-g // count)))
+        per_block = max(1, min(BAND_BLOCK // per_channel, -(-g // count)))
         return [(lo, min(g, lo + per_block)) for lo in range(0, g, per_block)]
 
     def _band(self, w: np.ndarray) -> np.ndarray:
