@@ -1,7 +1,8 @@
 """The arithmetic of convolutions over arrays in their work dtype, data [N, G, C_IN, *in] and
 filters per group: the per-offset form that skips the taps in the padding, the im2col form (one
-matrix product over gathered patches) where it gives the same answer, and the transposed form.
-The geometry they are handed (pads, output sizes) is worked out in `core.py`.
+matrix product over gathered patches, in blocks) where it gives the same answer, and the
+transposed form. The geometry they are handed (pads, output sizes) is worked out in `core.py`;
+which form a float forward convolution takes, in `plans.py`.
 """
 
 from __future__ import annotations
