@@ -152,7 +152,7 @@ class Im2col:
 
     def patches(self, x: np.ndarray) -> np.ndarray:
         """[N, G, C_IN * taps, positions]: every output position's patch, a column each."""
-        return self._columns(self.source(x), 0, self.out_shape[0], 0, self.out_shape[3])
+        return self.patches_of(self.source(x))
 
     def _columns(self, view: np.ndarray, n0: int, n1: int, r0: int, r1: int) -> np.ndarray:
         """The patches of samples [n0, n1) and positions [r0, r1) of the first output axis."""
@@ -179,8 +179,11 @@ class Im2col:
     def block(self, view: np.ndarray, w: np.ndarray, out: np.ndarray, n0: int, n1: int, r0: int, r1: int) -> None:
         """out[n0:n1, :, :, r0:r1] of the convolution, from `source(x)` and filters `w` shaped
         `filter_shape`."""
-        cols = self._columns(view, n0, n1, r0, r1)
-        target = out[n0:n1, :, :, r0:r1]
+        self.product(self._columns(view, n0, n1, r0, r1), w, out[n0:n1, :, :, r0:r1])
+
+    def product(self, cols: np.ndarray, w: np.ndarray, target: np.ndarray) -> None:
+        """target [n, g, d, rows, ...] = w [g, d, taps] x cols [n, g, taps, positions] (any
+        matching slices of groups and output channels), the wide rows cut to the output's."""
         if self.wide is None:
             merged = np.lib.stride_tricks.as_strided(target, (*target.shape[:3], cols.shape[-1]),
                                                      (*target.strides[:3], target.itemsize), writeable=True)
@@ -188,6 +191,10 @@ class Im2col:
             return
         product = np.matmul(w, cols)
         target[...] = product.reshape(*target.shape[:-1], self.wide.width)[..., :self.wide.keep]
+
+    def patches_of(self, view: np.ndarray) -> np.ndarray:
+        """Every sample's patches at once, [N, G, taps, positions], from `source(x)`."""
+        return self._columns(view, 0, self.out_shape[0], 0, self.out_shape[3])
 
     def __call__(self, x: np.ndarray, w: np.ndarray) -> np.ndarray:
         out = np.empty(self.out_shape, dtype=x.dtype)

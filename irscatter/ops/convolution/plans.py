@@ -119,18 +119,31 @@ class Pointwise(Plan):
 
 
 class Gathered(Plan):
-    """The im2col formulation (`kernels.Im2col`) in blocks of samples and output rows."""
+    """The im2col formulation (`kernels.Im2col`) in blocks of samples and output rows; or, where
+    the filters outweigh the patches (few positions, many channels: a network's last stages)
+    or the groups' patches fit one block, the patches gathered once and the products split by
+    groups or output channels, so that no two parts read all the filters."""
 
     def __init__(self, im2col: Im2col) -> None:
         self.im2col = im2col
         self.name = "im2col (wide rows)" if im2col.wide is not None else "im2col"
         self.work = math.prod(im2col.out_shape) * im2col.taps
+        n, g, d = im2col.out_shape[:3]
+        patches = self.work // d
+        # Filters at least as large as the patches (C_OUT >= positions), or groups whose patches
+        # fit one block: a part per range of groups reads only its groups' filters.
+        self.by_channels = d * g * im2col.taps >= patches or g > 1 and patches <= BLOCK_ELEMENTS
 
     def prepare(self, w: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(w.reshape(self.im2col.filter_shape))
 
     def _blocks(self, count: int) -> list[tuple[int, ...]]:
         plan = self.im2col
+        if self.by_channels:  # (first group, end, first output channel, end)
+            g, d = plan.out_shape[1:3]
+            if g >= count:
+                return [(lo, hi, 0, d) for lo, hi in threads.spans(g, count)]
+            return [(0, g, lo, hi) for lo, hi in threads.spans(d, count)]
         limit = max(BLOCK_ELEMENTS, plan.taps * plan.out_shape[1] * BLOCK_COLUMNS)
         patches = self.work // plan.out_shape[2]  # elements of all samples' patches
         return plan.blocks(min(limit, -(-patches // count)))
@@ -139,7 +152,12 @@ class Gathered(Plan):
         plan = self.im2col
         out = np.empty(plan.out_shape, x.dtype)
         view = plan.source(x)
-        self._run(lambda *block: plan.block(view, prepared, out, *block))
+        if self.by_channels:
+            cols = plan.patches_of(view)
+            self._run(lambda g0, g1, d0, d1: plan.product(cols[:, g0:g1], prepared[g0:g1, d0:d1],
+                                                          out[:, g0:g1, d0:d1]))
+        else:
+            self._run(lambda *block: plan.block(view, prepared, out, *block))
         return out
 
 
