@@ -204,21 +204,24 @@ class Worker:
         self.process.wait()
 
 
-def time_engines(samplers: dict[str, Sampler], runs: int) -> dict[str, float]:
+def time_engines(samplers: dict[str, Sampler], runs: int, pause: float) -> dict[str, float]:
     """Median ms per engine: one warm-up call each, then rounds in which every engine takes a
-    block of calls opened by an untimed one (as `bench.time_interleaved` does: a thread pool
-    still spinning after its engine's calls slows only that block's first call)."""
+    block of calls, after `pause` seconds (OpenBLAS's and OpenVINO's threads spin for a while
+    after a call before they sleep, on the cores the next engine needs: one untimed call is too
+    short for them) and an untimed call."""
     samples: dict[str, list[float]] = {name: [] for name in samplers}
     for sample in samplers.values():
         sample(1)
     rounds = min(runs, 5)
     for r in range(rounds):
         for name, sample in samplers.items():
+            time.sleep(pause)
             samples[name] += sample(1 + runs // rounds + (r < runs % rounds))[1:]
     return {name: 1e3 * statistics.median(s) for name, s in samples.items()}
 
 
-def measure(folder: Path, engines: list[str], policies: list[str], baseline: Worker | None, runs: int) -> dict:
+def measure(folder: Path, engines: list[str], policies: list[str], baseline: Worker | None, runs: int,
+            pause: float) -> dict:
     workload = bench.Workload("conv", "conv", lambda *_: None)
     samplers: dict[str, Sampler] = {}
     if baseline is not None:
@@ -229,7 +232,7 @@ def measure(folder: Path, engines: list[str], policies: list[str], baseline: Wor
                 samplers[f"{bench.IRSCATTER} [{name}]"] = in_process(bench.prepare(engine, workload, folder), name)
         else:
             samplers[engine] = in_process(bench.prepare(engine, workload, folder))
-    return time_engines(samplers, runs)
+    return time_engines(samplers, runs, pause)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -243,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", type=Path, help="the source tree of an earlier irscatter, timed beside")
     parser.add_argument("--json", type=Path, default=Path("bench_conv.json"))
     parser.add_argument("--small", action="store_true", help="tiny sizes: checks the script, measures nothing")
+    parser.add_argument("--pause", type=float, default=0.3, help="seconds between two engines' blocks")
     args = parser.parse_args(argv)
     shapes = SHAPES
     if args.only:
@@ -264,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
                 for batch in batches:
                     folder = Path(tmp) / f"{shape.key}_{batch}"
                     write(shape, batch, folder)
-                    times = measure(folder, engines, policies, baseline, args.runs)
+                    times = measure(folder, engines, policies, baseline, args.runs, args.pause)
                     row = {"key": shape.key, "title": shape.title, "batch": batch, "times_ms": times,
                            "path": formulation(shape, batch)}
                     rows.append(row)
