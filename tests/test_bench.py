@@ -103,7 +103,7 @@ def test_bench_conv_times_each_shape_and_names_its_plan(tmp_path):
     out = tmp_path / "conv.json"
     done = subprocess.run([sys.executable, str(BENCH.parent / "bench_conv.py"), "--small", "--runs", "1",
                            "--only", "pw,dw9", "--batch", "1,2", "--policies", "split,one", "--no-openvino",
-                           "--baseline", str(BENCH.parent.parent), "--json", str(out)],
+                           "--baseline", str(BENCH.parent.parent), "--pause", "0", "--json", str(out)],
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     rows = json.loads(out.read_text())["rows"]
