@@ -1,6 +1,7 @@
 """The benchmark script runs end to end (tiny sizes) and writes its table as JSON.
 Nothing here is timed: speed is measured by running tools/bench.py itself."""
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -36,16 +37,18 @@ def test_bench_runs_and_writes_json(tmp_path, only):
 
 
 def test_bench_runs_the_bundled_models(tmp_path):
-    """The real-model workloads: the CNN, and a decoder step whose state a prompt primes untimed
-    before every call (OpenVINO, when installed, is timed the same way)."""
+    """The real-model workloads: the CNN, a decoder step whose state a prompt primes untimed
+    before every call (OpenVINO, when installed, is timed the same way), and a decode step
+    with int4 weights as NNCF writes them (built with OpenVINO's opset API, when installed)."""
+    keys = {"W10", "W11"} | ({"W12int4"} if importlib.util.find_spec("openvino") else set())
     out = tmp_path / "bench.json"
-    args = [sys.executable, str(BENCH), "--small", "--runs", "1", "--only", "W10,W11", "--no-memory",
+    args = [sys.executable, str(BENCH), "--small", "--runs", "1", "--only", ",".join(sorted(keys)), "--no-memory",
             "--json", str(out)]
     done = subprocess.run(args, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     table = json.loads(out.read_text())
     rows = {row["key"]: row for row in table["rows"]}
-    assert set(rows) == {"W10", "W11"}
+    assert set(rows) == keys
     for row in rows.values():
         assert row["times_ms"]["irscatter"] > 0
         if "openvino" in table["engines"]:

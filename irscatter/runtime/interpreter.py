@@ -41,6 +41,7 @@ from irscatter.ops.common import recycle
 from irscatter.ops.common import strict as strict_mode
 from irscatter.ops.control.core import end_iteration_budget, start_iteration_budget
 from irscatter.ops.state import core as state
+from irscatter.runtime.compressed import fuse_compressed
 from irscatter.runtime.feeds import checked_feed, is_openvino_tensor
 from irscatter.runtime.folding import FoldPlan, keep_once, read_only
 from irscatter.runtime.ports import InputSpec, OutputSpec
@@ -239,7 +240,8 @@ class CompiledModel:
             ))
         self._fold = self._plan_folding()
         # The steps of a run that reads the kept values of Const-only layers instead of computing them.
-        self._run_steps = [step for i, step in enumerate(self.steps) if i not in self._fold.skipped]
+        self._run_steps = [self._fold.replaced.get(i, step) for i, step in enumerate(self.steps)
+                           if i not in self._fold.skipped]
         self._feed_index = self._feed_names()
         self._keys: dict[str, str] | None = None  # what `outputs=` accepts (see _tensor_keys)
         self.is_static = all(spec.shape.is_static and spec.etype is not ElementType.dynamic for spec in self.inputs)
@@ -254,9 +256,13 @@ class CompiledModel:
             static = (info is not None and info.shape.is_static
                       and info.etype not in (ElementType.dynamic, ElementType.string))
             slot_bytes[slot] = math.prod(info.shape.to_tuple()) * itemsize(info.etype) if static else None
-        return keep_once(self.steps, lambda step: self.ops[step.layer.id].foldable,
-                         {s for s, _ in self.const_slots}, set(self.output_slots), slot_bytes,
-                         limits.current().folded_bytes)
+        budget = limits.current().folded_bytes
+        fused = fuse_compressed(self.steps, self.ops, {slot: self.infos.get(key) for key, slot in self.slot_of.items()},
+                                dict(self.const_slots), set(self.output_slots), budget)
+        slot_bytes.update(dict.fromkeys(fused.weights))  # looked up by blocks on each run instead
+        return fused.into(keep_once(self.steps, lambda step: self.ops[step.layer.id].foldable,
+                                    {s for s, _ in self.const_slots}, set(self.output_slots), slot_bytes,
+                                    budget - fused.cost))
 
     def _unused_outputs(self, lid: int, keep: set[int], last_reader: dict[int, int],
                         slot_of: dict[tuple[int, int], int]) -> frozenset[int]:
