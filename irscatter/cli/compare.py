@@ -4,8 +4,9 @@ Every layer of a model runs on a target runtime alone, fed irscatter's values of
 (each layer judged on identical inputs), or the whole model does with --whole (--bisect then
 finds the first layer that diverges); --onnx judges the ONNX model the IR was converted from,
 on onnxruntime; two IRs of one model (A.xml B.xml) both run in irscatter, B judged against A;
-or two .npz files of saved tensors are compared. Exit status: 0 all within tolerance, 1 a
-divergence or nothing compared, 2 a usage error or an unreadable file."""
+or two .npz files of saved tensors are compared. --expected adds the source framework's values,
+for a verdict on whether the conversion or the runtime departs. Exit status: 0 all within
+tolerance, 1 a divergence or nothing compared, 2 a usage error or an unreadable file."""
 
 from __future__ import annotations
 

@@ -49,6 +49,7 @@ VERDICTS = {
     "both": "both: the IR itself departs from the framework (a conversion fault), and the runtime departs from the IR",
     "neither": "all agree: the IR computes what the framework did, and the runtime what the IR does",
 }
+_LISTED = 8  # departing tensors of the framework's listed without --all
 
 
 # --- the framework's values against the IR's ------------------------------------------------------
@@ -189,10 +190,12 @@ class Attribution:
         out = [f"framework values {self.file}: {len(self.records)} tensor{'s' if len(self.records) != 1 else ''} "
                f"judged against irscatter's run of the IR (values: the IR's vs the framework's): {agree} agree, "
                f"{len(self.records) - agree} depart"]
-        for record in self.records:
-            if every or record.status == "failed":
-                t = record.tensors[0]
-                out.append(f"  {'ok  ' if t.diff.passed else 'FAIL'} {t.key} ({_label(record)}): {t.diff.summary()}")
+        shown = [r for r in self.records if every or r.status == "failed"]
+        for record in shown[:None if every else _LISTED]:
+            t = record.tensors[0]
+            out.append(f"  {'ok  ' if t.diff.passed else 'FAIL'} {t.key} ({_label(record)}): {t.diff.summary()}")
+        if len(shown) > _LISTED and not every:
+            out.append(f"  ... {len(shown) - _LISTED} more depart (--all lists every tensor)")
         out += [f'  not judged: "{key}" {why}' for key, why in self.unmatched.items()]
         out.append(self.verdict_line())
         return out
