@@ -15,6 +15,7 @@ import json
 import shlex
 import sys
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +65,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     def judge(target):
         emulated = compare.emulated_at_device_precision(target, args.reference_precision)
-        with progress(args, "layers judged") as callback:
+        with nullcontext() if args.whole else progress(args, "layers judged") as callback:
             return attribution.compare_against(compiled, feeds, target, tolerances, whole=args.whole,
                                                bisect=args.bisect, emulated=emulated, expected=expected,
                                                expected_file=args.expected, progress=callback)

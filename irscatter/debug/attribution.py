@@ -66,14 +66,15 @@ def resolve(compiled: CompiledModel, keys: list[str]) -> tuple[dict[str, Source]
     outputs = {spec.name: compiled.sources[spec.layer.id][0] for spec in compiled.outputs}
     matched, unmatched = {}, {}
     for key in keys:
-        kind, _, rest = key.partition(":")
-        by_kind = {"tensor": tensors, "port": ports}.get(kind) if rest else None
-        found = [by_kind.get(rest)] if by_kind is not None else [outputs.get(key) or tensors.get(key), ports.get(key)]
-        found = list(dict.fromkeys(src for src in found if src is not None))
-        if key in outputs and outputs[key] is not None:
+        if outputs.get(key) is not None:
             matched[key] = outputs[key]
-        elif len(found) == 1:
-            matched[key] = found[0]
+            continue
+        kind, _, rest = key.partition(":")
+        named = [(tensors if kind == "tensor" else ports).get(rest)] if kind in ("tensor", "port") and rest else [
+            tensors.get(key), ports.get(key)]
+        found = set(src for src in named if src is not None)
+        if len(found) == 1:
+            matched[key] = found.pop()
         elif found:
             unmatched[key] = (f'both a tensor name and the address of another port: say "tensor:{key}" or '
                               f'"port:{key}"')
@@ -283,4 +284,4 @@ def for_page(report: Report) -> Report:
     """The report as the HTML page shows it: what an `AttributedReport` adds among its notes."""
     if not isinstance(report, AttributedReport):
         return report
-    return dataclasses.replace(report, notes=[*report.notes, report.held_line, *report.lines(every=True)])
+    return dataclasses.replace(report, notes=[*report.notes, report.held_line, *report.lines()])
