@@ -519,3 +519,161 @@ def test_cli_target_config_reaches_the_plugin():
     out = cli("compare", str(MODELS / "small_cnn" / "model.xml"), "--random", "--whole",
               "--target-config", "DYNAMIC_QUANTIZATION_GROUP_SIZE=0")
     assert out.returncode == 0 and "with DYNAMIC_QUANTIZATION_GROUP_SIZE=0" in out.stdout, out.stdout + out.stderr
+
+
+# --- the framework's values: conversion or runtime -----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def chains(tmp_path_factory):
+    """Two 40-layer chains, one with the layer OpenVINO departs on (a runtime fault), one
+    clean, each compiled with its feeds and irscatter's outputs (the framework's, unplanted)."""
+    folder = tmp_path_factory.mktemp("framework")
+    made = {}
+    for kind, planted_at in (("faulty", 20), ("clean", None)):
+        xml, feeds, _ = chain(folder, 40, planted_at, name=kind)
+        compiled = irscatter.compile_model(xml)
+        made[kind] = compiled, feeds, dict(compiled.run(feeds))
+    return made
+
+
+@needs_openvino
+@pytest.mark.parametrize("runtime, conversion, verdict", [
+    ("faulty", False, "runtime"), ("clean", True, "conversion"), ("faulty", True, "both"), ("clean", False, "neither"),
+])
+def test_the_verdict_tells_a_conversion_fault_from_a_runtime_fault(target, chains, runtime, conversion, verdict):
+    from irscatter.debug import attribution
+
+    compiled, feeds, outputs = chains[runtime]
+    expected = {name: value + np.float32(0.25) if conversion else value for name, value in outputs.items()}
+    report = attribution.compare_against(compiled, feeds, target, compare.Tolerances(), whole=True,
+                                         expected=expected, expected_file="fw.npz")
+    judged = report.attribution
+    assert judged.verdict == verdict and report.passed == (verdict == "neither")
+    text = attribution.attributed_table(report).splitlines()
+    assert text[-1] == judged.verdict_line() and attribution.VERDICTS[verdict] in text[-1]
+    if conversion:  # the outputs alone name no layer, and say so
+        assert 'output "y" departs, and fw.npz holds the outputs only' in text[-1]
+    as_json = report.to_json()
+    assert as_json["verdict"]["verdict"] == verdict and as_json["peak_held_bytes"] == report.held["peak_bytes"] > 0
+
+
+@needs_openvino
+def test_intermediate_framework_values_name_the_first_layer_that_departs(target, chains):
+    from irscatter.debug import attribution
+
+    compiled, feeds, outputs = chains["clean"]
+    inside = compiled.run(feeds, intermediate=True)
+    keys = [key for key in inside if key.startswith(("add_", "multiply_", "negative_"))]
+    expected = {key: inside[key] for key in keys[4:16]} | outputs | {"no_such_tensor": np.zeros(1)}
+    expected[keys[9]] = expected[keys[9]] * np.float32(1.01)  # departs there, and so does everything after
+    expected[keys[12]] = expected[keys[12]] * np.float32(1.01)
+    report = attribution.compare_against(compiled, feeds, target, compare.Tolerances(), whole=True,
+                                         expected=expected, expected_file="fw.npz")
+    judged = report.attribution
+    assert judged.verdict == "conversion" and not judged.outputs_only and not report.passed
+    assert judged.first.tensors[0].key == keys[9] and judged.first.name == keys[9].split(":")[0]
+    assert [r.status for r in judged.records].count("failed") == 2  # keys[9] and keys[12]: the outputs agree
+    assert judged.unmatched.keys() == {"no_such_tensor"}
+    assert f'in topological order: "{keys[9]}" of layer' in judged.verdict_line()
+    assert report.held["peak_bytes"] < 40 * outputs["y"].nbytes  # whole: only the tensors judged are kept
+
+
+def test_framework_keys_are_read_as_run_reads_outputs_and_as_tensor_names(tmp_path):
+    from irscatter.debug import attribution
+    from irscatter.ir.element_types import ElementType
+    from irscatter.ir.graph import Layer, Port
+
+    writer = IRWriter("named")
+    x = writer.parameter("x", ElementType.f32, (2,), ("x", "relu:1"))  # a tensor name that is also an address
+    relu = Layer(id=1, name="relu", type="Relu", version="opset1", inputs=[Port(id=0)], outputs=[Port(id=1)])
+    (out,) = writer.copy(relu, [x], [(ElementType.f32, (2,))], [(ElementType.f32, (2,))], output_names=[("act",)])
+    writer.result("y", out, ElementType.f32, (2,))
+    compiled = irscatter.compile_model(writer.save(tmp_path / "named.xml"))
+    relu_id = next(lid for lid in compiled.order if compiled.layers[lid].name == "relu")
+    keys = ["x", "act", "relu:1", "tensor:relu:1", "port:relu:1", "nope"]
+    matched, unmatched = attribution.resolve(compiled, keys)
+    assert compiled.outputs[0].name == "act"  # the output's name, as run keys it
+    assert matched == {"x": (0, 0), "act": (relu_id, 0), "tensor:relu:1": (0, 0), "port:relu:1": (relu_id, 0)}
+    assert 'say "tensor:relu:1" or "port:relu:1"' in unmatched["relu:1"] and "names no tensor" in unmatched["nope"]
+
+
+@needs_openvino
+def test_a_tiny_memory_budget_spills_and_gives_the_same_report(target, chains):
+    from irscatter.debug import attribution
+
+    compiled, feeds, outputs = chains["faulty"]
+    expected = {**outputs, "x:0": feeds["x"]}
+
+    def judged(budget):
+        report = attribution.compare_against(compiled, feeds, target, compare.Tolerances(), expected=expected,
+                                             budget=budget)
+        as_json = report.to_json()
+        return report, {k: v for k, v in as_json.items() if k not in ("seconds", "peak_held_bytes", "values_held")}
+
+    (free, free_json), (tight, tight_json) = judged(None), judged(1024)
+    assert tight_json == free_json and tight.attribution.verdict == "runtime"
+    assert free.held["spilled_tensors"] == 0 and tight.held["spilled_tensors"] > 30
+    assert tight.held["peak_bytes"] <= 1024 < free.held["peak_bytes"]
+    assert "spilled to a temporary folder" in tight.held_line
+
+
+def test_the_value_store_gives_back_every_kind_of_value_it_spilled():
+    import ml_dtypes
+
+    from irscatter import limits
+    from irscatter.debug.held import ValueStore
+    from irscatter.errors import UsageError
+
+    base = np.arange(12, dtype=np.float32).reshape(3, 4)
+    values = {(1, 0): base, (2, 0): base[1:], (3, 0): np.float32(2.5).reshape(()), (4, 0): np.zeros((0, 3), np.int8),
+              (5, 0): np.array([True, False]), (6, 0): np.ones(3, ml_dtypes.bfloat16),
+              (7, 0): np.array(["a", "bc"], dtype=np.dtypes.StringDType())}
+    with ValueStore(budget=48) as store:
+        for key, value in values.items():
+            store[key] = value
+        assert store.peak_bytes == 48 and store.spilled == 3  # the view costs nothing; empty and strings stay
+        for key, value in values.items():
+            assert store[key].dtype == value.dtype and np.array_equal(store[key], value), key
+        del store[(1, 0)], store[(6, 0)]
+        assert store.held_bytes == 48 and (1, 0) not in store and len(store) == 5  # the view still holds the base
+        del store[(2, 0)]
+        assert store.held_bytes == 0
+    with pytest.raises(UsageError, match="compare_bytes takes a whole number from 0"):
+        limits.configure(compare_bytes=-1)
+
+
+class _Kept:
+    """The module's target, handed to the command line in this process and left open."""
+
+    def __init__(self, target):
+        self._target = target
+
+    def __getattr__(self, name):
+        return getattr(self._target, name)
+
+    def close(self):
+        return None
+
+
+@needs_openvino
+def test_cli_compare_expected_verdict_and_its_usage_errors(tmp_path, chains, target, monkeypatch, capsys):
+    from irscatter import cli as command_line
+
+    monkeypatch.setattr(compare, "open_target", lambda *args, **kwargs: _Kept(target))
+    compiled, feeds, outputs = chains["clean"]
+    np.savez(tmp_path / "inputs.npz", **feeds)
+    np.savez(tmp_path / "fw.npz", **{name: value + np.float32(1) for name, value in outputs.items()})
+    given = ["compare", compiled.model.source, "--inputs", str(tmp_path / "inputs.npz"), "--whole",
+             "--expected", str(tmp_path / "fw.npz")]
+    assert command_line.main(given) == 1
+    text = capsys.readouterr().out.splitlines()
+    assert text[-1].startswith("verdict: the IR itself departs from the framework (a conversion fault)")
+    assert any(line.startswith("irscatter's values held in memory: at most ") for line in text)
+    assert command_line.main([*given, "--json"]) == 1
+    record = json.loads(capsys.readouterr().out)
+    assert record["verdict"]["verdict"] == "conversion" and record["ok"] is True
+    assert record["peak_held_bytes"] > 0 and record["values_held"]["spilled_tensors"] == 0
+    assert command_line.main(["compare", str(tmp_path / "fw.npz"), str(tmp_path / "fw.npz"), "--expected",
+                              str(tmp_path / "fw.npz")]) == 2
+    assert "--expected" in capsys.readouterr().err

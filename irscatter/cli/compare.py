@@ -4,8 +4,9 @@ Every layer of a model runs on a target runtime alone, fed irscatter's values of
 (each layer judged on identical inputs), or the whole model does with --whole (--bisect then
 finds the first layer that diverges); --onnx judges the ONNX model the IR was converted from,
 on onnxruntime; two IRs of one model (A.xml B.xml) both run in irscatter, B judged against A;
-or two .npz files of saved tensors are compared. Exit status: 0 all within tolerance, 1 a
-divergence or nothing compared, 2 a usage error or an unreadable file."""
+or two .npz files of saved tensors are compared. --expected adds the source framework's values,
+for a verdict on whether the conversion or the runtime departs. Exit status: 0 all within
+tolerance, 1 a divergence or nothing compared, 2 a usage error or an unreadable file."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import json
 import shlex
 import sys
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +33,7 @@ DESCRIPTION = ("Find the layer of another runtime that went wrong: every layer r
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from irscatter.debug import compare
+    from irscatter.debug import attribution, compare
 
     given = args.target, args.target_precision  # left out: None (two IRs take neither default)
     args.target, args.target_precision = args.target or "openvino", args.target_precision or "f32"
@@ -45,6 +47,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if len(args.files) != 1:
         raise UsageError("compare takes MODEL.xml, two IRs of one model (A.xml B.xml), or two .npz files of "
                          "saved tensors")
+    if args.expected and args.onnx:
+        raise UsageError("--expected judges the framework's values beside a target; --onnx takes none")
     _refuse_orphan_flags(args)
     if args.onnx:
         return _compare_onnx(args, tolerances, *given)
@@ -57,13 +61,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise UsageError(f"--steps must be at least 1, got {args.steps}")
     feeds = FeedArguments.checked(gathered, compiled)
 
+    expected = model_inputs.load_npz(args.expected) if args.expected else None
+
     def judge(target):
         emulated = compare.emulated_at_device_precision(target, args.reference_precision)
-        values = compare.reference_values(compiled, feeds, emulated)
-        if args.whole:
-            return compare.compare_whole(compiled, feeds, target, tolerances, bisect=args.bisect, values=values)
-        with progress(args, "layers judged") as callback:
-            return compare.compare_layers(compiled, feeds, target, tolerances, values=values, progress=callback)
+        with nullcontext() if args.whole else progress(args, "layers judged") as callback:
+            return attribution.compare_against(compiled, feeds, target, tolerances, whole=args.whole,
+                                               bisect=args.bisect, emulated=emulated, expected=expected,
+                                               expected_file=args.expected, progress=callback)
     return _judged_on_target(args, judge)
 
 
@@ -102,7 +107,8 @@ def _compare_models(args: argparse.Namespace, target: str | None, precision: str
 
     if not all(Path(f).suffix.lower() == ".xml" for f in args.files):
         raise UsageError("compare takes two IRs (A.xml B.xml) or two .npz files, not one of each")
-    for flag, value in (("--target", target), ("--target-config", args.target_config), ("--onnx", args.onnx)):
+    for flag, value in (("--target", target), ("--target-config", args.target_config), ("--onnx", args.onnx),
+                        ("--expected", args.expected)):
         if value is not None:
             raise UsageError(f"two IRs are both run by irscatter: {flag} does not apply")
     for flag, value in [("--whole", args.whole), ("--bisect", args.bisect), ("--bin", args.bin),
@@ -122,7 +128,7 @@ def _compare_models(args: argparse.Namespace, target: str | None, precision: str
 
 def _judged_on_target(args: argparse.Namespace, judge: Callable[[Any], Any]) -> int:
     """Open the target, let `judge(target)` make the report, print it; the exit status."""
-    from irscatter.debug import compare
+    from irscatter.debug import attribution, compare
 
     target = compare.open_target(args.target, args.target_precision, args.timeout, TargetArguments.properties(args))
     try:
@@ -132,7 +138,7 @@ def _judged_on_target(args: argparse.Namespace, judge: Callable[[Any], Any]) -> 
         raise UsageError(f"--target {args.target}: {e.message}") from None
     finally:
         target.close()
-    _print_comparison(report, args)
+    _print_comparison(report, args, attribution.attributed_table)
     return 0 if report.passed else 1
 
 
@@ -140,6 +146,8 @@ def _compare_steps(args: argparse.Namespace, compiled, feeds: dict[str, Any], to
     """compare --whole over the steps of a stateful model (--steps N, or step-keyed inputs)."""
     from irscatter.debug import compare
 
+    if args.expected:
+        raise UsageError("--expected judges one run; it takes no --steps or step-keyed inputs")
     if not args.whole or args.bisect:
         raise UsageError("a model is compared over steps as a whole (--whole), its state carried from step to "
                          "step; layer by layer and --bisect look at one run")
@@ -156,9 +164,9 @@ def _compare_steps(args: argparse.Namespace, compiled, feeds: dict[str, Any], to
 def _compare_dumps(args: argparse.Namespace, tolerances) -> int:
     from irscatter.debug import compare
 
-    if args.whole or args.bisect or FeedArguments.given(args) or args.reference_precision:
-        raise UsageError("comparing two .npz files takes no model inputs and no --whole, --bisect or "
-                         "--reference-precision")
+    if args.whole or args.bisect or FeedArguments.given(args) or args.reference_precision or args.expected:
+        raise UsageError("comparing two .npz files takes no model inputs and no --whole, --bisect, "
+                         "--reference-precision or --expected")
     first, second = (model_inputs.load_npz(path) for path in args.files)
     compare.check_overrides(tolerances, second)
     report = compare.compare_dumps(first, second, tolerances, names=tuple(args.files))
@@ -175,9 +183,10 @@ def _print_comparison(report, args: argparse.Namespace, table: Callable[..., str
         print((table or compare.table)(report, every=args.all))
     if args.report:
         from irscatter.debug import html
+        from irscatter.debug.attribution import for_page
 
         with writing("--report", args.report):
-            html.write(report, args.report, command=shlex.join([PROG, *args.argv]))
+            html.write(for_page(report), args.report, command=shlex.join([PROG, *args.argv]))
         print(f"wrote {args.report}", file=sys.stderr)
 
 
@@ -195,6 +204,11 @@ def add_parser(sub, common: argparse.ArgumentParser) -> None:
                      help="judge the ONNX model the IR was converted from, run on onnxruntime (pip install "
                           "irscatter[onnxruntime]), against irscatter's run of the IR: every tensor whose IR port "
                           "keeps an ONNX value's name, in topological order; unmatched names are listed")
+    cmp.add_argument("--expected", metavar="FRAMEWORK_OUT.npz",
+                     help="the source framework's values on the same inputs, keyed by output name (as run --expected "
+                          "takes them), IR tensor name or \"<layer name>:<port id>\": judged against irscatter's run "
+                          "of the IR, beside the target, for a verdict on whether the conversion or the runtime "
+                          "departs; with intermediate tensors, the first one that departs names the layer")
     cmp.add_argument("--reference-precision", choices=list(PRECISIONS),
                      help="irscatter's values as it emulates a device inferring in f16 or bf16 (see run --precision)")
     FeedArguments.add_to(cmp)

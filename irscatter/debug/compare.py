@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from irscatter.debug.extract import BOUNDARY, Written, first_holding, prefix, steps, tensor_key, typed, write
+from irscatter.debug.held import needed
 from irscatter.errors import PATTERN_ERRORS, UsageError, elide
 from irscatter.ir.graph import Layer
 from irscatter.ir.writer import IRWriter
@@ -262,22 +263,26 @@ class Report:
 # --- irscatter's values ---------------------------------------------------------------------------
 
 
-def reference_values(compiled: CompiledModel, feeds: Any, precision: str | None = None) -> dict[Source, np.ndarray]:
+def reference_values(compiled: CompiledModel, feeds: Any, precision: str | None = None, *,
+                     into: MutableMapping[Source, np.ndarray] | None = None,
+                     keep: Container[Source] | None = None) -> MutableMapping[Source, np.ndarray]:
     """Every tensor of the model as irscatter computes it, keyed (layer id, output position);
-    with `precision` ("f16", "bf16"), as irscatter emulates a device inferring in it.
+    with `precision` ("f16", "bf16"), as irscatter emulates a device inferring in it. `into`
+    receives them (a `held.ValueStore` spills past a memory budget; a new dict by default);
+    with `keep`, only those tensors of the layers that run, besides the inputs and Consts.
 
     Read through a hook, not `intermediate=True`, so that two layers of one name cannot
     collide; the hook also turns buffer reuse off, so no value is overwritten later."""
-    values: dict[Source, np.ndarray] = {}
+    values: MutableMapping[Source, np.ndarray] = {} if into is None else into
     outer = compiled.layers
 
-    def keep(layer: Layer, _inputs: tuple, outputs: tuple) -> None:
+    def hold(layer: Layer, _inputs: tuple, outputs: tuple) -> None:
         if outer.get(layer.id) is layer:  # a layer of a body is reported renamed: not ours
             for pos, value in enumerate(outputs):
-                if value is not None:
+                if value is not None and (keep is None or (layer.id, pos) in keep):
                     values[(layer.id, pos)] = value
 
-    compiled.run(feeds, hook=keep, precision=precision)
+    compiled.run(feeds, hook=hold, precision=precision)
     for spec, array in zip(compiled.inputs, compiled.feed_arrays(feeds)):
         values[(spec.layer.id, 0)] = array
     for lid in compiled.order:
@@ -454,7 +459,7 @@ def compare_whole(compiled: CompiledModel, feeds: Any, target: Target, tolerance
     `bisect`, then the first layer whose value diverges. `xml` runs another file of the same
     graph on the target instead (the model with marks added to its rt_info, say)."""
     start = time.perf_counter()
-    values = reference_values(compiled, feeds) if values is None else values
+    values = reference_values(compiled, feeds, keep=needed(compiled, every=bisect)) if values is None else values
     report = Report(compiled.model.source, target.describe(), "whole")
     tolerances = at_device_precision(target, tolerances)
     xml = Path(compiled.model.source if xml is None else xml)
