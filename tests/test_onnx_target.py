@@ -18,8 +18,8 @@ import pytest
 
 import irscatter
 from irscatter import cli
-from irscatter.debug.compare import Tolerances
 from irscatter.debug.onnx_compare import compare_onnx, onnx_table
+from irscatter.debug.tolerances import Tolerances
 from irscatter.targets.onnxruntime import OnnxRuntimeTarget
 from irscatter.targets.worker import module_command
 

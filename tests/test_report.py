@@ -17,7 +17,7 @@ from lxml import html as lxml_html
 
 from irscatter import cli as irscatter_cli
 from irscatter.debug import html as report_html
-from irscatter.debug.compare import LayerResult, Report, TensorResult
+from irscatter.debug.verdicts import LayerResult, Report, TensorResult
 from irscatter.metrics import PRESETS, diff
 
 needs_openvino = pytest.mark.skipif(importlib.util.find_spec("openvino") is None,

@@ -32,6 +32,7 @@ DESCRIPTION = ("Find the layer of another runtime that went wrong: every layer r
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from irscatter.debug import compare
+    from irscatter.debug.tolerances import check_model_overrides, emulated_at_device_precision
 
     given = args.target, args.target_precision  # left out: None (two IRs take neither default)
     args.target, args.target_precision = args.target or "openvino", args.target_precision or "f32"
@@ -49,7 +50,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.onnx:
         return _compare_onnx(args, tolerances, *given)
     compiled = ModelArguments.read(args, args.files[0]).compile()
-    compare.check_model_overrides(tolerances, compiled)
+    check_model_overrides(tolerances, compiled)
     gathered = FeedArguments.feeds(args, compiled)
     if args.steps > 1 or has_steps(gathered):
         return _compare_steps(args, compiled, gathered, tolerances)
@@ -58,7 +59,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     feeds = FeedArguments.checked(gathered, compiled)
 
     def judge(target):
-        emulated = compare.emulated_at_device_precision(target, args.reference_precision)
+        emulated = emulated_at_device_precision(target, args.reference_precision)
         values = compare.reference_values(compiled, feeds, emulated)
         if args.whole:
             return compare.compare_whole(compiled, feeds, target, tolerances, bisect=args.bisect, values=values)
@@ -76,7 +77,8 @@ def _refuse_orphan_flags(args: argparse.Namespace) -> None:
 def _compare_onnx(args: argparse.Namespace, tolerances, target: str | None, precision: str | None) -> int:
     """compare MODEL.xml --onnx MODEL.onnx: the IR against the ONNX model it was converted from,
     run once on onnxruntime's CPU provider."""
-    from irscatter.debug import compare, onnx_compare
+    from irscatter.debug import onnx_compare
+    from irscatter.debug.tolerances import check_model_overrides
 
     given = [flag for flag, value in [("--target", target), ("--target-config", args.target_config),
                                       ("--target-precision", precision not in (None, "f32")),
@@ -86,7 +88,7 @@ def _compare_onnx(args: argparse.Namespace, tolerances, target: str | None, prec
         raise UsageError(f"--onnx runs the ONNX model once on onnxruntime's CPU at f32 and judges every tensor it "
                          f"shares with the IR; it takes no {', '.join(given)}")
     compiled = ModelArguments.read(args, args.files[0]).compile()
-    compare.check_model_overrides(tolerances, compiled)
+    check_model_overrides(tolerances, compiled)
     feeds = FeedArguments.checked(FeedArguments.feeds(args, compiled), compiled)
     try:
         report = onnx_compare.compare_onnx(compiled, feeds, args.onnx, tolerances, timeout=args.timeout)
@@ -98,7 +100,8 @@ def _compare_onnx(args: argparse.Namespace, tolerances, target: str | None, prec
 
 def _compare_models(args: argparse.Namespace, target: str | None, precision: str | None) -> int:
     """compare A.xml B.xml: two IRs of one model, both run by irscatter, B judged against A."""
-    from irscatter.debug import compare, two_models
+    from irscatter.debug import two_models
+    from irscatter.debug.tolerances import Tolerances, check_overrides
 
     if not all(Path(f).suffix.lower() == ".xml" for f in args.files):
         raise UsageError("compare takes two IRs (A.xml B.xml) or two .npz files, not one of each")
@@ -111,8 +114,8 @@ def _compare_models(args: argparse.Namespace, target: str | None, precision: str
             raise UsageError(f"{flag} does not apply to two IRs (each is read with its sibling .bin and run once)")
     _refuse_orphan_flags(args)
     a, b = (ModelArguments.read(args, f).compile() for f in args.files)
-    overrides = compare.Tolerances.parse(overrides=args.tol or []).overrides
-    compare.check_overrides(compare.Tolerances(overrides=overrides), two_models.keys_of(b))
+    overrides = Tolerances.parse(overrides=args.tol or []).overrides
+    check_overrides(Tolerances(overrides=overrides), two_models.keys_of(b))
     feeds = FeedArguments.checked(FeedArguments.feeds(args, a), a)
     report = two_models.compare_models(a, b, feeds, rtol=args.rtol, atol=args.atol, overrides=overrides,
                                        precision=precision, names=(args.files[0], args.files[1]))
@@ -139,6 +142,7 @@ def _judged_on_target(args: argparse.Namespace, judge: Callable[[Any], Any]) -> 
 def _compare_steps(args: argparse.Namespace, compiled, feeds: dict[str, Any], tolerances) -> int:
     """compare --whole over the steps of a stateful model (--steps N, or step-keyed inputs)."""
     from irscatter.debug import compare
+    from irscatter.debug.tolerances import emulated_at_device_precision
 
     if not args.whole or args.bisect:
         raise UsageError("a model is compared over steps as a whole (--whole), its state carried from step to "
@@ -150,29 +154,30 @@ def _compare_steps(args: argparse.Namespace, compiled, feeds: dict[str, Any], to
         FeedArguments.checked(current, compiled)
     return _judged_on_target(args, lambda target: compare.compare_steps(
         compiled, per_step, target, tolerances,
-        precision=compare.emulated_at_device_precision(target, args.reference_precision)))
+        precision=emulated_at_device_precision(target, args.reference_precision)))
 
 
 def _compare_dumps(args: argparse.Namespace, tolerances) -> int:
-    from irscatter.debug import compare
+    from irscatter.debug import dump_compare
+    from irscatter.debug.tolerances import check_overrides
 
     if args.whole or args.bisect or FeedArguments.given(args) or args.reference_precision:
         raise UsageError("comparing two .npz files takes no model inputs and no --whole, --bisect or "
                          "--reference-precision")
     first, second = (model_inputs.load_npz(path) for path in args.files)
-    compare.check_overrides(tolerances, second)
-    report = compare.compare_dumps(first, second, tolerances, names=tuple(args.files))
+    check_overrides(tolerances, second)
+    report = dump_compare.compare_dumps(first, second, tolerances, names=tuple(args.files))
     _print_comparison(report, args)
     return 0 if report.passed else 1
 
 
 def _print_comparison(report, args: argparse.Namespace, table: Callable[..., str] | None = None) -> None:
-    from irscatter.debug import compare
+    from irscatter.debug import verdicts
 
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     else:
-        print((table or compare.table)(report, every=args.all))
+        print((table or verdicts.table)(report, every=args.all))
     if args.report:
         from irscatter.debug import html
 

@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from irscatter.debug.compare import LayerResult, Report, TensorResult, summary_line
+from irscatter.debug.verdicts import LayerResult, Report, TensorResult, summary_line
 from irscatter.errors import UsageError
 from irscatter.metrics import TensorDiff
 

@@ -30,8 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from irscatter.debug.compare import LayerResult, Report, Source, TensorResult, Tolerances, reference_values, table
+from irscatter.debug.compare import Source, reference_values
 from irscatter.debug.extract import tensor_key
+from irscatter.debug.tolerances import Tolerances
+from irscatter.debug.verdicts import LayerResult, Report, TensorResult, table
 from irscatter.errors import UsageError
 from irscatter.metrics import diff
 from irscatter.runtime.interpreter import CompiledModel
@@ -182,7 +184,7 @@ def _judge(compiled: CompiledModel, values: dict[Source, np.ndarray], pairs: lis
 
 
 def onnx_table(report: OnnxReport, every: bool = False) -> str:
-    """`compare.table`'s rows, led by which side is which, followed by what was not matched
+    """`verdicts.table`'s rows, led by which side is which, followed by what was not matched
     and a summary naming the ONNX value of the first divergence."""
     lines = [f"{report.reference} runs {Path(report.model).name} (the reference); {report.target} runs "
              f"{Path(report.onnx).name}; tensors matched by ONNX value name"]

@@ -30,8 +30,10 @@ from pathlib import Path
 
 import numpy as np
 
-from irscatter.debug.compare import TensorResult, Tolerances, at_device_precision, judge
+from irscatter.debug.compare import judge
 from irscatter.debug.extract import BOUNDARY, Cut, Written, first_holding, plan, prefix, steps, write
+from irscatter.debug.tolerances import Tolerances, at_device_precision
+from irscatter.debug.verdicts import TensorResult
 from irscatter.errors import PATTERN_ERRORS, UsageError, elide
 from irscatter.runtime.interpreter import CompiledModel
 from irscatter.targets.protocol import Target

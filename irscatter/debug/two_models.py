@@ -29,8 +29,10 @@ from typing import Any
 import numpy as np
 
 from irscatter.api import read_model
-from irscatter.debug.compare import LayerResult, Report, Source, TensorResult, Tolerances, reference_values
+from irscatter.debug.compare import Source, reference_values
 from irscatter.debug.extract import steps
+from irscatter.debug.tolerances import Tolerances
+from irscatter.debug.verdicts import LayerResult, Report, TensorResult
 from irscatter.errors import UsageError
 from irscatter.ir.element_types import ElementType
 from irscatter.metrics import PRESETS, TensorDiff, Tolerance, diff, precision_of
@@ -151,7 +153,7 @@ def compare_models(a: CompiledModel, b: CompiledModel, feeds: Any, *, rtol: floa
                    names: tuple[str, str] | None = None) -> Report:
     """B judged against A, both run by irscatter on `feeds` (A's inputs), tensor by tensor in
     B's topological order. `precision` names the tolerance presets (default: from the weights,
-    see `weights_precision`); `rtol`, `atol` and `overrides` as `compare.Tolerances` takes them."""
+    see `weights_precision`); `rtol`, `atol` and `overrides` as `tolerances.Tolerances` takes them."""
     start = time.perf_counter()
     names = names or (a.model.source, b.model.source)
     report = Report(f"A: {names[0]}", f"B: {names[1]}", "models")

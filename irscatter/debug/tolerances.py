@@ -1,0 +1,98 @@
+"""How tensors are judged: the tolerance presets of the precision a target computes in, the
+`--tol` overrides that replace them for the tensors a pattern picks, and the precision a target
+really ran, which the presets and irscatter's emulation follow.
+
+The rule itself (what is within a tolerance) is `irscatter.metrics`; this is which tolerance
+applies to which tensor of a comparison.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from irscatter.debug.extract import tensor_key
+from irscatter.errors import PATTERN_ERRORS, UsageError, elide
+from irscatter.metrics import Tolerance, preset_for
+from irscatter.runtime.interpreter import CompiledModel
+from irscatter.targets.protocol import Target
+
+
+def at_device_precision(target: Target, tolerances: Tolerances) -> Tolerances:
+    """`tolerances` at the precision `target` really infers in, where it can say: judging an
+    f32 answer with f16's presets would hide a fault, and a bf16 answer with f16's would
+    report one that is not there."""
+    ran = getattr(target, "ran_precision", None)
+    precision = ran() if callable(ran) else tolerances.precision
+    return tolerances if precision == tolerances.precision else replace(tolerances, precision=precision)
+
+
+def emulated_at_device_precision(target: Target, emulated: str | None) -> str | None:
+    """The precision to emulate irscatter's values in, `emulated` having been asked for the
+    target's own precision: the one the target really runs (none when that is f32)."""
+    ran = getattr(target, "ran_precision", None)
+    if emulated is None or not callable(ran) or getattr(target, "precision", None) != emulated:
+        return emulated
+    precision = ran()
+    return None if precision == "f32" else precision
+
+@dataclass(frozen=True)
+class Tolerances:
+    """How tensors are judged: the presets of the target's precision, unless `rtol`/`atol`
+    are given; `overrides` are (pattern, tolerance) pairs whose pattern (a regular
+    expression, searched in the tensor's `"<layer name>:<port>"` key) picks the tensors they
+    apply to, the last matching one winning."""
+
+    precision: str = "f32"
+    rtol: float | None = None
+    atol: float | None = None
+    overrides: tuple[tuple[re.Pattern[str], Tolerance], ...] = ()
+
+    @classmethod
+    def parse(cls, precision: str = "f32", rtol: float | None = None, atol: float | None = None,
+              overrides: Iterable[str] = ()) -> Tolerances:
+        """Tolerances with their overrides spelled `PATTERN=RTOL[,ATOL]` (see `parse_override`)."""
+        return cls(precision, rtol, atol, tuple(parse_override(text) for text in overrides))
+
+    def for_tensor(self, key: str, dtype: np.dtype) -> Tolerance | None:
+        preset = preset_for(dtype, self.precision)
+        if preset is None:
+            return None  # integers, booleans and strings are exact whatever is asked
+        chosen = Tolerance(preset.rtol if self.rtol is None else self.rtol,
+                           preset.atol if self.atol is None else self.atol)
+        for pattern, tolerance in self.overrides:
+            if pattern.search(key):
+                chosen = tolerance
+        return chosen
+
+
+def parse_override(text: str) -> tuple[re.Pattern[str], Tolerance]:
+    """`PATTERN=RTOL[,ATOL]`, as `--tol` takes it."""
+    pattern, sep, numbers = text.rpartition("=")
+    try:
+        values = [float(v) for v in numbers.split(",")] if sep else []
+        compiled = re.compile(pattern)
+    except (ValueError, *PATTERN_ERRORS) as e:
+        raise UsageError(f'--tol {elide(text)}: expected PATTERN=RTOL[,ATOL] ({e})') from None
+    if not sep or not pattern or not 1 <= len(values) <= 2 or not all(v >= 0 and np.isfinite(v) for v in values):
+        raise UsageError(f'--tol {text}: expected PATTERN=RTOL[,ATOL] with tolerances of at least 0')
+    return compiled, Tolerance(values[0], values[1] if len(values) > 1 else values[0])
+
+
+def check_overrides(tolerances: Tolerances, keys: Iterable[str]) -> None:
+    """Refuse a `--tol` pattern that picks none of `keys` (the tensors to be judged): a typo
+    would otherwise leave the tensor it meant under the preset, silently."""
+    keys = list(keys)
+    for pattern, _ in tolerances.overrides:
+        if not any(pattern.search(key) for key in keys):
+            raise UsageError(f'--tol {pattern.pattern}=...: the pattern matches no tensor ("<layer name>:<port id>") '
+                             "to be compared")
+
+
+def check_model_overrides(tolerances: Tolerances, compiled: CompiledModel) -> None:
+    """`check_overrides` against every tensor of `compiled`."""
+    check_overrides(tolerances, (tensor_key(compiled, src) for src in compiled.slot_of))
+
