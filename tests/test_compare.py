@@ -346,7 +346,7 @@ def test_cli_compare_two_dumps(tmp_path):
     np.savez(tmp_path / "b.npz", **b)
     out = cli("compare", str(tmp_path / "a.npz"), str(tmp_path / "b.npz"))
     assert out.returncode == 1
-    assert "n:1: 1 of 2 elements differ; first at [1]: 2 vs 3" in out.stdout
+    assert "n:1: 1 of 2 elements differ; first at [1]: b.npz 3, a.npz 2" in out.stdout  # each side named
     assert "1 not compared" in out.stdout and f"only in {tmp_path / 'a.npz'}: only_a" in out.stdout  # named
     assert "a.npz judged against" in out.stdout and "b.npz (reference)" in out.stdout
     listed = cli("compare", str(tmp_path / "a.npz"), str(tmp_path / "b.npz"), "--all")

@@ -43,6 +43,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return _compare_models(args, *given)
     if len(args.files) == 2 and not args.onnx:
         return _compare_dumps(args, tolerances)
+    if args.map:
+        raise UsageError("--map names the tensors of a dump: it applies to two .npz files (A.npz B.npz)")
     if len(args.files) != 1:
         raise UsageError("compare takes MODEL.xml, two IRs of one model (A.xml B.xml), or two .npz files of "
                          "saved tensors")
@@ -105,7 +107,8 @@ def _compare_models(args: argparse.Namespace, target: str | None, precision: str
 
     if not all(Path(f).suffix.lower() == ".xml" for f in args.files):
         raise UsageError("compare takes two IRs (A.xml B.xml) or two .npz files, not one of each")
-    for flag, value in (("--target", target), ("--target-config", args.target_config), ("--onnx", args.onnx)):
+    for flag, value in (("--target", target), ("--target-config", args.target_config), ("--onnx", args.onnx),
+                        ("--map", args.map)):
         if value is not None:
             raise UsageError(f"two IRs are both run by irscatter: {flag} does not apply")
     for flag, value in [("--whole", args.whole), ("--bisect", args.bisect), ("--bin", args.bin),
@@ -164,9 +167,18 @@ def _compare_dumps(args: argparse.Namespace, tolerances) -> int:
     if args.whole or args.bisect or FeedArguments.given(args) or args.reference_precision:
         raise UsageError("comparing two .npz files takes no model inputs and no --whole, --bisect or "
                          "--reference-precision")
+    renames = None
+    if args.map:
+        try:
+            renames = dump_compare.read_map(args.map)
+        except UsageError as e:
+            raise UsageError(f"--map {e.message}") from None
     first, second = (model_inputs.load_npz(path) for path in args.files)
     check_overrides(tolerances, second)
-    report = dump_compare.compare_dumps(first, second, tolerances, names=tuple(args.files))
+    try:
+        report = dump_compare.compare_dumps(first, second, tolerances, names=tuple(args.files), renames=renames)
+    except UsageError as e:
+        raise UsageError(f"--map {args.map}: {e.message}") from None
     _print_comparison(report, args)
     return 0 if report.passed else 1
 
@@ -200,6 +212,10 @@ def add_parser(sub, common: argparse.ArgumentParser) -> None:
                      help="judge the ONNX model the IR was converted from, run on onnxruntime (pip install "
                           "irscatter[onnxruntime]), against irscatter's run of the IR: every tensor whose IR port "
                           "keeps an ONNX value's name, in topological order; unmatched names are listed")
+    cmp.add_argument("--map", metavar="FILE",
+                     help="with two .npz files: the first file's tensor names mapped to the second's "
+                          '("<layer name>:<port>" of a run --dump, or an output\'s tensor name), as a JSON object '
+                          "or a text file of two names a line")
     cmp.add_argument("--reference-precision", choices=list(PRECISIONS),
                      help="irscatter's values as it emulates a device inferring in f16 or bf16 (see run --precision)")
     FeedArguments.add_to(cmp)

@@ -130,7 +130,7 @@ def compare_layers(compiled: CompiledModel, feeds: Any, target: Target, toleranc
     """Every layer of `compiled` run alone on `target`, fed irscatter's values of its inputs."""
     start = time.perf_counter()
     values = reference_values(compiled, feeds) if values is None else values
-    report = Report(compiled.model.source, target.describe(), "layers")
+    report = _new_report(compiled, target, "layers")
     tolerances = at_device_precision(target, tolerances)
     candidates = []
     kept = _kept_in_f32(compiled, tolerances.precision)
@@ -154,6 +154,17 @@ def compare_layers(compiled: CompiledModel, feeds: Any, target: Target, toleranc
                 progress(done, len(candidates))
     report.seconds = time.perf_counter() - start
     return report
+
+
+def sides_of(target: Target) -> tuple[str, str]:
+    """(target, reference) as reports name them: the target's `name` ("openvino:CPU"), or
+    "target" for one without, against irscatter."""
+    return str(getattr(target, "name", "") or "target"), "irscatter"
+
+
+def _new_report(compiled: CompiledModel, target: Target, mode: str, **fields: Any) -> Report:
+    name, reference = sides_of(target)
+    return Report(compiled.model.source, target.describe(), mode, target_name=name, reference_name=reference, **fields)
 
 
 def _record(compiled: CompiledModel, lid: int, position: int) -> LayerResult:
@@ -206,6 +217,7 @@ class _LayerRunner:
                  tolerances: Tolerances, folder: Path) -> None:
         self.compiled, self.values, self.target, self.tolerances, self.folder = (
             compiled, values, target, tolerances, folder)
+        self.sides = sides_of(target)
         self._count = 0
 
     def run(self, batch: list[LayerResult]) -> None:
@@ -221,9 +233,8 @@ class _LayerRunner:
             batch[0].status, batch[0].reason = failure.kind, failure.message
             return
         for (record, pos), got in zip(results, outputs):
-            key = tensor_key(self.compiled, (record.id, pos))
-            want = self.values[(record.id, pos)]
-            record.tensors.append(TensorResult(key, diff(got, want, self.tolerances.for_tensor(key, want.dtype))))
+            src = (record.id, pos)
+            record.tensors.append(judged_tensor(self.compiled, src, got, self.values[src], self.tolerances, self.sides))
         for record in batch:
             record.status = "failed" if any(not t.diff.passed for t in record.tensors) else "passed"
 
@@ -280,7 +291,7 @@ def compare_whole(compiled: CompiledModel, feeds: Any, target: Target, tolerance
     graph on the target instead (the model with marks added to its rt_info, say)."""
     start = time.perf_counter()
     values = reference_values(compiled, feeds) if values is None else values
-    report = Report(compiled.model.source, target.describe(), "whole")
+    report = _new_report(compiled, target, "whole")
     tolerances = at_device_precision(target, tolerances)
     xml = Path(compiled.model.source if xml is None else xml)
     named = _named_feeds(compiled, values)
@@ -292,7 +303,7 @@ def compare_whole(compiled: CompiledModel, feeds: Any, target: Target, tolerance
         report.seconds = time.perf_counter() - start
         return report
     report.outputs = [_judged_output(compiled, i, values[compiled.sources[spec.layer.id][0]], got, names, tolerances,
-                                     spec.name) for i, spec in enumerate(compiled.outputs)]
+                                     spec.name, report.sides) for i, spec in enumerate(compiled.outputs)]
     if bisect and not report.ok:
         with tempfile.TemporaryDirectory(prefix="irscatter-bisect-") as folder:
             report.bisect, report.bisect_note = _bisect(compiled, values, target, tolerances, Path(folder))
@@ -306,7 +317,7 @@ def _failed_outputs(compiled: CompiledModel, failure: TargetFailure) -> list[Lay
 
 
 def _judged_output(compiled: CompiledModel, i: int, want: np.ndarray, got: Sequence[np.ndarray],
-                   names: list[list[str]], tolerances: Tolerances, key: str) -> LayerResult:
+                   names: list[list[str]], tolerances: Tolerances, key: str, sides: tuple[str, str]) -> LayerResult:
     """Output `i` of the model against the target's output of its name, as a record whose
     tensor is keyed `key`. OpenVINO reads an IR v10 file under its legacy conventions (an i64
     output given as i32, a boolean or u8 one as f32): its answer is taken in the type the file
@@ -320,8 +331,7 @@ def _judged_output(compiled: CompiledModel, i: int, want: np.ndarray, got: Seque
     want = np.asarray(want)
     theirs = exactly_as(got[j], want.dtype) if compiled.model.ir_version == 10 else got[j]
     src = compiled.sources[spec.layer.id][0]
-    record.tensors.append(TensorResult(key, diff(theirs, want, tolerances.for_tensor(tensor_key(compiled, src),
-                                                                                      want.dtype))))
+    record.tensors.append(judged_tensor(compiled, src, theirs, want, tolerances, sides, key))
     record.status = "passed" if record.tensors[0].diff.passed else "failed"
     return record
 
@@ -333,7 +343,7 @@ def compare_steps(compiled: CompiledModel, steps: Sequence[Mapping[str, Any]], t
     every step against irscatter's (the records in step order, keyed `step<k>/<output>`), so
     the first divergence says at which step the state first went wrong."""
     start = time.perf_counter()
-    report = Report(compiled.model.source, target.describe(), "whole", steps=len(steps))
+    report = _new_report(compiled, target, "whole", steps=len(steps))
     tolerances = at_device_precision(target, tolerances)
     xml = Path(compiled.model.source)
     mine, named = [], []
@@ -349,7 +359,8 @@ def compare_steps(compiled: CompiledModel, steps: Sequence[Mapping[str, Any]], t
         report.outputs = _failed_outputs(compiled, failure)
         report.seconds = time.perf_counter() - start
         return report
-    report.outputs = [_judged_output(compiled, i, ours[i], theirs, names, tolerances, f"step{k}/{spec.name}")
+    report.outputs = [_judged_output(compiled, i, ours[i], theirs, names, tolerances, f"step{k}/{spec.name}",
+                                     report.sides)
                       for k, (ours, theirs) in enumerate(zip(mine, got)) for i, spec in enumerate(compiled.outputs)]
     report.seconds = time.perf_counter() - start
     return report
@@ -388,13 +399,23 @@ def judge(compiled: CompiledModel, target: Target, tolerances: Tolerances, writt
     got = target.infer(written.xml, feeds)
     by_name = {n: array for theirs, array in zip(target.output_names(written.xml), got) for n in theirs}
     tensors, actual = [], {}
+    sides = sides_of(target)
     for src, name in written.output_names.items():
         if name not in by_name:
             continue
-        key, want = tensor_key(compiled, src), values[src]
         actual[name] = by_name[name]
-        tensors.append(TensorResult(key, diff(by_name[name], want, tolerances.for_tensor(key, want.dtype))))
+        tensors.append(judged_tensor(compiled, src, by_name[name], values[src], tolerances, sides))
     return tensors, actual
+
+
+def judged_tensor(compiled: CompiledModel, src: Source, theirs: np.ndarray, ours: np.ndarray, tolerances: Tolerances,
+                  sides: tuple[str, str], key: str | None = None) -> TensorResult:
+    """The target's value of tensor `src` against irscatter's, under the tolerance its key
+    picks, recorded under `key` (its key, unless another is given) with its tensor names."""
+    own = tensor_key(compiled, src)
+    ours = np.asarray(ours)
+    judged = diff(theirs, ours, tolerances.for_tensor(own, ours.dtype), sides)
+    return TensorResult(key or own, judged, tuple(compiled.layers[src[0]].outputs[src[1]].names))
 
 
 def _bisect(compiled: CompiledModel, values: dict[Source, np.ndarray], target: Target, tolerances: Tolerances,

@@ -16,7 +16,8 @@ import numpy as np
 
 from irscatter.debug.extract import tensor_key
 from irscatter.errors import PATTERN_ERRORS, UsageError, elide
-from irscatter.metrics import Tolerance, preset_for
+from irscatter.ir.element_types import ElementType
+from irscatter.metrics import TensorDiff, Tolerance, diff, mismatch, precision_of, preset_for
 from irscatter.runtime.interpreter import CompiledModel
 from irscatter.targets.protocol import Target
 
@@ -96,3 +97,58 @@ def check_model_overrides(tolerances: Tolerances, compiled: CompiledModel) -> No
     """`check_overrides` against every tensor of `compiled`."""
     check_overrides(tolerances, (tensor_key(compiled, src) for src in compiled.slot_of))
 
+
+
+# --- values of two element types ---------------------------------------------------------------
+
+
+def judge_across_types(theirs: np.ndarray, ours: np.ndarray, tolerances: Tolerances, key: str,
+                       sides: tuple[str, str]) -> tuple[TensorDiff, tuple[str, str] | None]:
+    """`theirs` against the reference `ours` where their element types may differ (an f16
+    value against an f32 one): `theirs` converted to `ours`'s type where that changes no
+    value's meaning (any number to a float; integers to one another when none changes), judged
+    by the coarser of the two types' tolerances. The diff, and (their type, our type) when
+    `theirs` was converted; `sides` names the two, (target, reference)."""
+    theirs, ours = np.asarray(theirs), np.asarray(ours)
+    tolerance = _looser(tolerances.for_tensor(key, ours.dtype), tolerances.for_tensor(key, theirs.dtype))
+    if theirs.shape != ours.shape:
+        return TensorDiff(ours.shape, str(ours.dtype), False, tolerance, sides=sides,
+                          problem=mismatch("shape", list(theirs.shape), list(ours.shape), sides)), None
+    cast = None
+    if theirs.dtype != ours.dtype:
+        converted = _converted(theirs, ours.dtype)
+        if converted is None:
+            problem = mismatch("element type", type_name(theirs.dtype), type_name(ours.dtype), sides)
+            return TensorDiff(ours.shape, str(ours.dtype), False, tolerance, sides=sides, problem=problem), None
+        theirs, cast = converted, (type_name(theirs.dtype), type_name(ours.dtype))
+    return diff(theirs, ours, tolerance, sides), cast
+
+
+def _looser(first: Tolerance | None, second: Tolerance | None) -> Tolerance | None:
+    """The coarser of the two types' tolerances; exact when the reference's type is exact."""
+    if first is None or second is None:
+        return first
+    return max(first, second, key=lambda t: (t.rtol, t.atol))
+
+
+def _converted(value: np.ndarray, dtype: np.dtype) -> np.ndarray | None:
+    """`value` in `dtype`: any number to a float; integers and booleans to one another when
+    no value changes; None otherwise (strings, a float to an integer)."""
+    numeric = value.dtype.kind in "biuf" or precision_of(value.dtype) is not None
+    if not numeric:
+        return None
+    if precision_of(dtype) is not None:
+        with np.errstate(over="ignore", invalid="ignore"):
+            return value.astype(dtype)
+    if value.dtype.kind not in "biu" or np.dtype(dtype).kind not in "biu":
+        return None
+    converted = value.astype(dtype)
+    return converted if np.array_equal(converted.astype(value.dtype), value) else None
+
+
+def type_name(dtype: np.dtype) -> str:
+    """An element type as OpenVINO names it (f16, bf16, i64), else numpy's name."""
+    try:
+        return ElementType.from_dtype(dtype).value
+    except (ValueError, KeyError):
+        return str(dtype)

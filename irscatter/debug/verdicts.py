@@ -6,7 +6,9 @@ aligned text table (`table`, `summary_line`). Every way of comparing (`compare`,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from irscatter.metrics import TensorDiff
@@ -15,11 +17,14 @@ from irscatter.metrics import TensorDiff
 MISSING = "missing from the dump judged"
 
 
-
 @dataclass
 class TensorResult:
     key: str  # "<layer name>:<port id>"
     diff: TensorDiff
+    names: tuple[str, ...] = ()  # the port's tensor names, as the framework named the tensor
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key, "names": list(self.names), **self.diff.to_json()}
 
 
 @dataclass
@@ -43,11 +48,15 @@ class LayerResult:
     def to_json(self) -> dict[str, Any]:
         return {"position": self.position, "id": self.id, "name": self.name, "op": self.op, "line": self.line,
                 "status": self.status, "reason": self.reason,
-                "tensors": [{"key": t.key, **t.diff.to_json()} for t in self.tensors]}
+                "tensors": [t.to_json() for t in self.tensors]}
 
 
 @dataclass
 class Report:
+    """What a comparison found. `model` and `target` say what ran (the target as it describes
+    itself: runtime, version, device, precision); `reference_name` and `target_name` are the two
+    sides as every value in the report is named ("irscatter" and "openvino:CPU", or two files)."""
+
     model: str
     target: str
     mode: str  # "layers", "whole", "dumps" or "models" (two IRs, `two_models`)
@@ -58,6 +67,13 @@ class Report:
     steps: int = 0  # whole mode over the steps of a stateful model: how many (its records are step by step)
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)  # what the reader needs to weigh the verdicts
+    reference_name: str = "irscatter"
+    target_name: str = "target"
+
+    @property
+    def sides(self) -> tuple[str, str]:
+        """(target, reference), as `metrics.diff` takes them."""
+        return self.target_name, self.reference_name
 
     @property
     def records(self) -> list[LayerResult]:
@@ -97,6 +113,7 @@ class Report:
     def to_json(self) -> dict[str, Any]:
         first = self.first_divergence
         return {"model": self.model, "target": self.target, "mode": self.mode, "ok": self.ok, "gap": self.gap,
+                "sides": {"reference": self.reference_name, "target": self.target_name},
                 "seconds": round(self.seconds, 3),
                 "first_divergence": None if first is None else {"id": first.id, "name": first.name, "op": first.op},
                 "records": [r.to_json() for r in self.records],
@@ -174,7 +191,8 @@ def summary_line(report: Report) -> str:
     what = {"layers": "layer", "whole": "output", "dumps": "tensor", "models": "layer"}[report.mode] + (
         "s" if len(report.records) != 1 else "")
     done = ", ".join(f"{n} {status}" for status, n in counts.items()) or "nothing to compare"
-    head = (f"{len(report.records)} {what} against {report.target} in {report.seconds:.2f} s: {done}"
+    head = (f"{len(report.records)} {what}, {report.target_name} judged against {report.reference_name} "
+            f"({report.target}) in {report.seconds:.2f} s: {done}"
             if report.mode not in ("dumps", "models") else
             f"{len(report.records)} {what}, {report.target} judged against {report.model}"
             + (f" in {report.seconds:.2f} s" if report.mode == "models" else "") + f": {done}")
@@ -201,3 +219,15 @@ def _number(value: float | None, digits: int = 3) -> str:
     if digits == 0:
         return f"{value:.0f}"
     return f"{value:.{digits}g}" if digits != 6 else f"{value:.6f}"
+
+
+def side_names(first: str, second: str) -> tuple[str, str]:
+    """Two files as a report names its sides: by file name, or by path where the names are one."""
+    a, b = Path(first).name, Path(second).name
+    return (a, b) if a != b else (str(first), str(second))
+
+
+def listed(names: Sequence[str], most: int = 8) -> str:
+    """Names for one line of a note: the first `most`, and how many more."""
+    more = f", ... ({len(names) - most} more)" if len(names) > most else ""
+    return ", ".join(names[:most]) + more
