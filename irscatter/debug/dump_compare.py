@@ -56,7 +56,7 @@ def compare_dumps(target: Mapping[str, np.ndarray], reference: Mapping[str, np.n
     for (theirs, ours), keys_cast in widened.items():
         report.notes.append(f"compared in {report.reference_name}'s element type {ours}: {len(keys_cast)} "
                             f"tensor{'s' if len(keys_cast) != 1 else ''} {theirs} in {report.target_name}, judged "
-                            f"at the tolerance of {theirs} ({listed(keys_cast)})")
+                            f"at the tolerance of {theirs}, its ulps counted in {theirs} ({listed(keys_cast)})")
     return report
 
 

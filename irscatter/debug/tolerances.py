@@ -17,7 +17,7 @@ import numpy as np
 from irscatter.debug.extract import tensor_key
 from irscatter.errors import PATTERN_ERRORS, UsageError, elide
 from irscatter.ir.element_types import ElementType
-from irscatter.metrics import TensorDiff, Tolerance, diff, mismatch, precision_of, preset_for
+from irscatter.metrics import PRESETS, TensorDiff, Tolerance, diff, mismatch, precision_of, preset_for, ulp_distance
 from irscatter.runtime.interpreter import CompiledModel
 from irscatter.targets.protocol import Target
 
@@ -114,14 +114,28 @@ def judge_across_types(theirs: np.ndarray, ours: np.ndarray, tolerances: Toleran
     if theirs.shape != ours.shape:
         return TensorDiff(ours.shape, str(ours.dtype), False, tolerance, sides=sides,
                           problem=mismatch("shape", list(theirs.shape), list(ours.shape), sides)), None
-    cast = None
     if theirs.dtype != ours.dtype:
         converted = _converted(theirs, ours.dtype)
         if converted is None:
             problem = mismatch("element type", type_name(theirs.dtype), type_name(ours.dtype), sides)
             return TensorDiff(ours.shape, str(ours.dtype), False, tolerance, sides=sides, problem=problem), None
-        theirs, cast = converted, (type_name(theirs.dtype), type_name(ours.dtype))
-    return diff(theirs, ours, tolerance, sides), cast
+        judged = diff(converted, ours, tolerance, sides)
+        return _ulps_in(judged, theirs, ours), (type_name(theirs.dtype), type_name(ours.dtype))
+    return diff(theirs, ours, tolerance, sides), None
+
+
+def _ulps_in(judged: TensorDiff, narrow: np.ndarray, ours: np.ndarray) -> TensorDiff:
+    """`judged` with its ulps counted in `narrow`'s float type where that is the coarser of the
+    two (an f16 value widened to f32 is a few f16 ulps off, not millions of f32 ones)."""
+    kept, reference = precision_of(narrow.dtype), precision_of(ours.dtype)
+    coarser = kept is not None and reference is not None and list(PRESETS).index(kept) > list(PRESETS).index(reference)
+    if judged.max_ulps is None or not coarser or narrow.dtype.itemsize != 2:
+        return judged
+    with np.errstate(over="ignore", invalid="ignore"):
+        distance = ulp_distance(narrow, ours.astype(narrow.dtype))
+    nan = np.isnan(narrow.astype(np.float64)) | np.isnan(ours.astype(np.float64))
+    distance = np.where(nan, 0.0, distance)
+    return replace(judged, max_ulps=float(distance.max()) if distance.size else 0.0)
 
 
 def _looser(first: Tolerance | None, second: Tolerance | None) -> Tolerance | None:

@@ -130,7 +130,7 @@ class Report:
 # --- the printed report --------------------------------------------------------------------------
 
 _HEADER = ("pos", "layer", "op", "tensor", "verdict", "max abs", "max rel", "cosine", "ulps", "bad")
-_VERDICT = {"passed": "ok", "failed": "FAIL", "not compared": "skip", "crashed": "CRASH", "hung": "HUNG",
+VERDICT = {"passed": "ok", "failed": "FAIL", "not compared": "skip", "crashed": "CRASH", "hung": "HUNG",
             "refused": "refused", "unstable": "UNSTABLE"}
 
 
@@ -150,15 +150,15 @@ def table(report: Report, every: bool = False) -> str:
         tensors = record.tensors if (every or record.status != "failed") else [
             t for t in record.tensors if not t.diff.passed]
         if not tensors:
-            rows.append((mark + pos, record.name, record.op, "", _VERDICT[record.status], "", "", "", "", ""))
+            rows.append((mark + pos, record.name, record.op, "", VERDICT[record.status], "", "", "", "", ""))
             if record.reason:
                 notes.append(f"{record.name}: {record.reason}")
             continue
         for t in tensors:
             d = t.diff
             rows.append((mark + pos, record.name, record.op, t.key.rpartition(":")[2] if report.mode != "dumps" else "",
-                         _VERDICT["passed" if d.passed else "failed"] if record.status in ("passed", "failed")
-                         else _VERDICT[record.status],
+                         VERDICT["passed" if d.passed else "failed"] if record.status in ("passed", "failed")
+                         else VERDICT[record.status],
                          _number(d.max_abs), _number(d.max_rel), _number(d.cosine, 6), _number(d.max_ulps, 0),
                          f"{d.mismatches}/{d.count}" if d.problem is None else d.problem))
             if not d.passed:
