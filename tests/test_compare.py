@@ -43,6 +43,8 @@ def test_exact_types_compare_exactly_and_name_the_first_difference():
     assert not d.passed and d.tolerance is None
     assert (d.mismatches, d.worst, int(d.worst_target), int(d.worst_reference)) == (1, (1, 0), 5, 3)
     assert "1 of 4 elements differ; first at [1, 0]: 5 vs 3" == d.summary()
+    named = diff(got, want, None, sides=("openvino:CPU", "irscatter"))  # as a report names its sides
+    assert named.summary() == "1 of 4 elements differ; first at [1, 0]: irscatter 3, openvino:CPU 5"
 
 
 def test_the_tolerance_rule_scales_atol_with_the_largest_magnitude():
@@ -94,13 +96,15 @@ def test_nan_and_infinity_on_one_side_always_fail():
     assert d.max_abs == math.inf and d.max_rel == math.inf  # (not the 0 the finite elements give)
 
 
-@pytest.mark.parametrize("got, problem", [
-    (np.zeros((2, 3), np.float32), "shape [2, 3], irscatter's is [3, 2]"),
-    (np.zeros((3, 2), np.float64), "element type float64, irscatter's is float32"),
+@pytest.mark.parametrize("got, problem, named", [
+    (np.zeros((2, 3), np.float32), "shape [2, 3], irscatter's is [3, 2]", "shape [3, 2] in a.npz, [2, 3] in b.npz"),
+    (np.zeros((3, 2), np.float64), "element type float64, irscatter's is float32",
+     "element type float32 in a.npz, float64 in b.npz"),
 ])
-def test_shape_and_type_mismatches_are_the_whole_verdict(got, problem):
+def test_shape_and_type_mismatches_are_the_whole_verdict(got, problem, named):
     d = diff(got, np.zeros((3, 2), np.float32), PRESETS["f32"])
     assert not d.passed and d.summary() == problem
+    assert diff(got, np.zeros((3, 2), np.float32), PRESETS["f32"], sides=("b.npz", "a.npz")).summary() == named
 
 
 @pytest.mark.parametrize("shape", [(), (0,), (2, 0, 3), (1,), (2, 3, 1, 2, 2)])

@@ -145,7 +145,7 @@ def test_tensor_names_match_across_layer_names_types_are_converted_and_shapes_ar
     assert report.records[-1].name == "neg" and report.records[-1].position == -1  # then A's own
     assert by_name["relu16"].status == "passed" and by_name["relu16"].reason == 'as A\'s "relu:1" (tensor name "act")'
     assert by_name["shape"].status == "passed"  # i32 against i64, exactly
-    assert by_name["cat"].tensors[0].diff.problem == "shape [4, 3] in B, [2, 3] in A"
+    assert by_name["cat"].tensors[0].diff.problem == "shape [2, 3] in a.xml, [4, 3] in b.xml"  # each file named
     assert report.first_divergence is by_name["cat"]
     assert unmatched(report) == {"A": ["neg"], "B": ["to16"]}
     assert "compared in A's element type: 1 tensor f16 in B, f32 in A (relu16:1)" in report.notes
