@@ -26,19 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from irscatter.debug.compare import (
-    LayerResult,
-    Report,
-    Source,
-    TensorResult,
-    Tolerances,
-    compare_layers,
-    compare_whole,
-    reference_values,
-    table,
-)
+from irscatter.debug.compare import Source, compare_layers, compare_whole, reference_values
 from irscatter.debug.extract import port_names, steps, tensor_key
 from irscatter.debug.held import ValueStore, needed
+from irscatter.debug.tolerances import Tolerances
+from irscatter.debug.verdicts import LayerResult, Report, TensorResult, table
 from irscatter.metrics import TensorDiff, diff
 from irscatter.runtime.interpreter import CompiledModel
 from irscatter.targets.protocol import Target

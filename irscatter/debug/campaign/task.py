@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
-from irscatter.debug.compare import PRECISIONS, Tolerances, open_target, parse_override
+from irscatter.debug.compare import PRECISIONS, open_target
+from irscatter.debug.tolerances import Tolerances, parse_override
 from irscatter.errors import UsageError
 from irscatter.targets.protocol import Target
 
