@@ -465,10 +465,14 @@ class CompiledModel:
                 timings.append((step.layer, time.perf_counter() - start, keywords is _INPLACE))
             if rounding is not None:
                 out = rounding.round_outputs(step.layer.id, out, args)
-            _store(step, values, out)
+            if isinstance(out, tuple):  # stored as `_call` stores it, without a call per step
+                for slot, array in zip(step.outputs, out):
+                    values[slot] = array
+            elif step.outputs:  # a sink (Assign) may be written without an output port
+                values[step.outputs[0]] = out
             if hook is not None:
                 hook(step.layer, tuple(map(_read_only, args)), tuple(_read_only(values[s]) for s in step.outputs))
-            args = out = None  # drop local references: the next step may reuse a buffer
+            args = out = array = None  # drop local references: the next step may reuse a buffer
             if not intermediate:
                 for slot in step.release:
                     values[slot] = None
@@ -514,10 +518,7 @@ def _keywords(step: Step, values: list[Any], donated: frozenset[int], reuse_allo
 def _call(step: Step, values: list[Any], donated: frozenset[int]) -> None:
     """One step of `_execute_plain` that is not a simple call, called as `_execute` calls it."""
     keywords = _keywords(step, values, donated, True)
-    _store(step, values, step.compute(*[values[s] for s in step.inputs], **keywords))
-
-
-def _store(step: Step, values: list[Any], out: Any) -> None:
+    out = step.compute(*[values[s] for s in step.inputs], **keywords)
     if isinstance(out, tuple):
         for slot, array in zip(step.outputs, out):
             values[slot] = array
