@@ -37,6 +37,10 @@ class Limits:
     # weights) that a compiled model keeps, rather than computing them on every run. Set at
     # compile time; past it, the rest are computed each run (0: always).
     folded_bytes: int = 4 * 2**30
+    # A budget too: irscatter's values that `compare` holds in memory for the comparisons still
+    # to come. Past it, each further value is written to a temporary folder of compare's and
+    # read back mapped from there (0: every value spilled).
+    compare_bytes: int = 4 * 2**30
 
 
 # The values each limit may take. Past them a limit stops meaning anything and starts breaking
@@ -55,6 +59,7 @@ RANGES: dict[str, tuple[int, int]] = {
     "npz_bytes": (1, 2**62),
     "pipe_wait_seconds": (1, 7 * 24 * 3600),
     "folded_bytes": (0, 2**62),
+    "compare_bytes": (0, 2**62),
 }
 
 # Inference folds a layer whose inputs are all known values when its output has at most

@@ -22,7 +22,7 @@ f16, bf16) and the tensor's own element type, whichever is coarser.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -97,6 +97,16 @@ class TensorDiff:
     nonfinite: str | None = None  # NaN or infinity on one side only: how many, and where first
     required: Tolerance | None = None  # the smallest atol (at the rtol used) and rtol (at the atol used) that pass
     problem: str | None = None  # a shape or element-type mismatch: nothing else was compared
+    # (target, reference) as the report names them ("openvino:CPU", "irscatter"): the summary
+    # gives each value beside its side's name; None: "target vs reference"
+    sides: tuple[str, str] | None = None
+
+    def values_at_worst(self) -> str:
+        """Both sides' values where the worst element is, each named when the sides are."""
+        if self.sides is None:
+            return f"{str(self.worst_target)} vs {str(self.worst_reference)}"
+        target, reference = self.sides
+        return f"{reference} {str(self.worst_reference)}, {target} {str(self.worst_target)}"
 
     def summary(self) -> str:
         """One line: what differs and by how much."""
@@ -106,7 +116,7 @@ class TensorDiff:
             if self.passed:
                 return "exact"
             return (f"{self.mismatches} of {self.count} elements differ; first at {list(self.worst or ())}: "
-                    f"{str(self.worst_target)} vs {str(self.worst_reference)}")
+                    f"{self.values_at_worst()}")
         parts = [f"max abs {self.max_abs:.3g}", f"max rel {self.max_rel:.3g}", f"cosine {self.cosine:.6f}"]
         if self.max_ulps is not None:
             parts.append(f"{self.max_ulps:.0f} ulps")
@@ -115,7 +125,7 @@ class TensorDiff:
             return text
         text = f"{self.mismatches} of {self.count} outside {self.tolerance}; {text}"
         if self.worst is not None:
-            text += f"; worst at {list(self.worst)}: {str(self.worst_target)} vs {str(self.worst_reference)}"
+            text += f"; worst at {list(self.worst)}: {self.values_at_worst()}"
         if self.nonfinite:
             text += f"; {self.nonfinite}"
         if self.required is not None and math.isfinite(self.required.atol):
@@ -135,22 +145,31 @@ class TensorDiff:
         return {k: _finite_or_text(v) for k, v in record.items()}
 
 
-def diff(target: np.ndarray, reference: np.ndarray, tolerance: Tolerance | None) -> TensorDiff:
-    """`target` against `reference` under `tolerance` (None: exact)."""
+def diff(target: np.ndarray, reference: np.ndarray, tolerance: Tolerance | None,
+         sides: tuple[str, str] | None = None) -> TensorDiff:
+    """`target` against `reference` under `tolerance` (None: exact); `sides` names the two
+    (target, reference) in what the diff says."""
     target, reference = np.asarray(target), np.asarray(reference)
     shape, dtype = tuple(reference.shape), str(reference.dtype)
     if target.shape != reference.shape:
-        return TensorDiff(shape, dtype, False, tolerance,
-                          problem=f"shape {list(target.shape)}, irscatter's is {list(reference.shape)}")
+        return TensorDiff(shape, dtype, False, tolerance, sides=sides,
+                          problem=mismatch("shape", list(target.shape), list(reference.shape), sides))
     if target.dtype != reference.dtype:
-        return TensorDiff(shape, dtype, False, tolerance,
-                          problem=f"element type {target.dtype}, irscatter's is {reference.dtype}")
+        return TensorDiff(shape, dtype, False, tolerance, sides=sides,
+                          problem=mismatch("element type", target.dtype, reference.dtype, sides))
     if tolerance is None or precision_of(reference.dtype) is None:
-        return _exact(target, reference)
+        return replace(_exact(target, reference), sides=sides)
     # Values near the float limits (+-1e308) overflow the sums, squares and products of the
     # measures into inf, which is the answer the report gives: numpy's warnings say nothing more.
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-        return _inexact(target, reference, tolerance)
+        return replace(_inexact(target, reference, tolerance), sides=sides)
+
+
+def mismatch(what: str, target: object, reference: object, sides: tuple[str, str] | None) -> str:
+    """A shape or element type that differs, each side's named."""
+    if sides is None:
+        return f"{what} {target}, irscatter's is {reference}"
+    return f"{what} {reference} in {sides[1]}, {target} in {sides[0]}"
 
 
 def _exact(target: np.ndarray, reference: np.ndarray) -> TensorDiff:

@@ -300,7 +300,7 @@ def kernel_hidden(type_name: str, version: int):
     complete, so the `no-kernel` path is reached only this way (or by a future opset)."""
     from irscatter.ops import registry
 
-    registry.resolve(type_name, "opset1")  # loads the registry
+    registry.load_all()
     versions = registry._REGISTRY[("opset", type_name.lower())]
     cls = versions.pop(version)
     registry._RESOLVED.clear()

@@ -1,6 +1,7 @@
 """The benchmark script runs end to end (tiny sizes) and writes its table as JSON.
 Nothing here is timed: speed is measured by running tools/bench.py itself."""
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -36,16 +37,18 @@ def test_bench_runs_and_writes_json(tmp_path, only):
 
 
 def test_bench_runs_the_bundled_models(tmp_path):
-    """The real-model workloads: the CNN, and a decoder step whose state a prompt primes untimed
-    before every call (OpenVINO, when installed, is timed the same way)."""
+    """The real-model workloads: the CNN, a decoder step whose state a prompt primes untimed
+    before every call (OpenVINO, when installed, is timed the same way), and a decode step
+    with int4 weights as NNCF writes them (built with OpenVINO's opset API, when installed)."""
+    keys = {"W10", "W11"} | ({"W12int4"} if importlib.util.find_spec("openvino") else set())
     out = tmp_path / "bench.json"
-    args = [sys.executable, str(BENCH), "--small", "--runs", "1", "--only", "W10,W11", "--no-memory",
+    args = [sys.executable, str(BENCH), "--small", "--runs", "1", "--only", ",".join(sorted(keys)), "--no-memory",
             "--json", str(out)]
     done = subprocess.run(args, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     table = json.loads(out.read_text())
     rows = {row["key"]: row for row in table["rows"]}
-    assert set(rows) == {"W10", "W11"}
+    assert set(rows) == keys
     for row in rows.values():
         assert row["times_ms"]["irscatter"] > 0
         if "openvino" in table["engines"]:
@@ -94,3 +97,21 @@ def test_bench_scaling_fits_an_exponent_and_plots(tmp_path):
     assert out.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     refused = subprocess.run([sys.executable, str(BENCH), "--plot"], capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2 and "--plot only applies with --scaling" in refused.stderr
+
+
+def test_bench_conv_times_each_shape_and_names_its_plan(tmp_path):
+    """tools/bench_conv.py (tiny shapes): a time per thread policy asked for and for a baseline
+    source tree (here this one, in a worker process), and the formulation irscatter takes, for
+    each shape and batch. OpenVINO is left out: its engine is bench.py's, tested above."""
+    out = tmp_path / "conv.json"
+    done = subprocess.run([sys.executable, str(BENCH.parent / "bench_conv.py"), "--small", "--runs", "1",
+                           "--only", "pw,dw9", "--batch", "1,2", "--policies", "split,one", "--no-openvino",
+                           "--baseline", str(BENCH.parent.parent), "--pause", "0", "--json", str(out)],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(out.read_text())["rows"]
+    assert [(r["key"], r["batch"]) for r in rows] == [("pw", 1), ("pw", 2), ("dw9", 1), ("dw9", 2)]
+    assert [r["path"] for r in rows] == ["pointwise"] * 2 + ["depthwise (banded)"] * 2
+    for row in rows:
+        assert set(row["times_ms"]) == {"irscatter (baseline)", "irscatter [split]", "irscatter [one]"}
+        assert all(ms > 0 for ms in row["times_ms"].values())

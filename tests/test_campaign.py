@@ -117,6 +117,9 @@ def test_a_resumed_campaign_skips_what_the_database_holds(corpus, local, monkeyp
                          workers=1)
     assert [(r.name, r.resumed, r.status) for r in again] == [("softmax_wrong", False, "expected differs")]
     assert _settings().key() != _settings(rtol=1e-3).key()
+    # another irscatter or runtime release judges again what an earlier one judged
+    assert _settings().key() != _settings(versions=(("irscatter", "0.0.1"),)).key()
+    assert dict(Settings(target="openvino").versions).keys() >= {"irscatter", "openvino"}
     assert len(list(store.records())) == len(local) + 1  # (the changed model is a case of its own)
     store.close()
 

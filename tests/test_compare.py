@@ -17,6 +17,8 @@ from helpers import cli, cpu_note
 
 import irscatter
 from irscatter.debug import compare
+from irscatter.debug.tolerances import Tolerances, at_device_precision, emulated_at_device_precision, parse_override
+from irscatter.debug.verdicts import summary_line, table
 from irscatter.ir.writer import IRWriter
 from irscatter.metrics import PRESETS, Tolerance, diff, preset_for
 from irscatter.runtime.steps import split_steps
@@ -41,6 +43,8 @@ def test_exact_types_compare_exactly_and_name_the_first_difference():
     assert not d.passed and d.tolerance is None
     assert (d.mismatches, d.worst, int(d.worst_target), int(d.worst_reference)) == (1, (1, 0), 5, 3)
     assert "1 of 4 elements differ; first at [1, 0]: 5 vs 3" == d.summary()
+    named = diff(got, want, None, sides=("openvino:CPU", "irscatter"))  # as a report names its sides
+    assert named.summary() == "1 of 4 elements differ; first at [1, 0]: irscatter 3, openvino:CPU 5"
 
 
 def test_the_tolerance_rule_scales_atol_with_the_largest_magnitude():
@@ -92,13 +96,15 @@ def test_nan_and_infinity_on_one_side_always_fail():
     assert d.max_abs == math.inf and d.max_rel == math.inf  # (not the 0 the finite elements give)
 
 
-@pytest.mark.parametrize("got, problem", [
-    (np.zeros((2, 3), np.float32), "shape [2, 3], irscatter's is [3, 2]"),
-    (np.zeros((3, 2), np.float64), "element type float64, irscatter's is float32"),
+@pytest.mark.parametrize("got, problem, named", [
+    (np.zeros((2, 3), np.float32), "shape [2, 3], irscatter's is [3, 2]", "shape [3, 2] in a.npz, [2, 3] in b.npz"),
+    (np.zeros((3, 2), np.float64), "element type float64, irscatter's is float32",
+     "element type float32 in a.npz, float64 in b.npz"),
 ])
-def test_shape_and_type_mismatches_are_the_whole_verdict(got, problem):
+def test_shape_and_type_mismatches_are_the_whole_verdict(got, problem, named):
     d = diff(got, np.zeros((3, 2), np.float32), PRESETS["f32"])
     assert not d.passed and d.summary() == problem
+    assert diff(got, np.zeros((3, 2), np.float32), PRESETS["f32"], sides=("b.npz", "a.npz")).summary() == named
 
 
 @pytest.mark.parametrize("shape", [(), (0,), (2, 0, 3), (1,), (2, 3, 1, 2, 2)])
@@ -125,11 +131,11 @@ class _RunsOtherwise:
 @pytest.mark.parametrize("ran, emulated", [("bf16", "bf16"), ("f32", None), ("f16", "f16")])
 def test_tolerances_and_emulation_follow_the_precision_the_target_ran(ran, emulated):
     target = _RunsOtherwise("f16", ran)
-    assert compare.at_device_precision(target, compare.Tolerances("f16", rtol=0.5)) == compare.Tolerances(ran, rtol=0.5)
-    assert compare.emulated_at_device_precision(target, "f16") == emulated
-    assert compare.emulated_at_device_precision(target, None) is None  # nothing emulated unless asked
-    assert compare.emulated_at_device_precision(target, "bf16") == "bf16"  # asked for other than the target's
-    assert compare.at_device_precision(object(), compare.Tolerances("f16")).precision == "f16"  # cannot say
+    assert at_device_precision(target, Tolerances("f16", rtol=0.5)) == Tolerances(ran, rtol=0.5)
+    assert emulated_at_device_precision(target, "f16") == emulated
+    assert emulated_at_device_precision(target, None) is None  # nothing emulated unless asked
+    assert emulated_at_device_precision(target, "bf16") == "bf16"  # asked for other than the target's
+    assert at_device_precision(object(), Tolerances("f16")).precision == "f16"  # cannot say
 
 
 def test_presets_follow_the_coarser_of_the_target_precision_and_the_tensor_type():
@@ -145,13 +151,13 @@ def test_presets_follow_the_coarser_of_the_target_precision_and_the_tensor_type(
 
 
 def test_tolerance_overrides_by_pattern_and_their_errors():
-    tolerances = compare.Tolerances("f32", rtol=1e-3, overrides=(compare.parse_override("^soft.*:1$=0.5,0.25"),))
+    tolerances = Tolerances("f32", rtol=1e-3, overrides=(parse_override("^soft.*:1$=0.5,0.25"),))
     assert tolerances.for_tensor("softmax:1", np.dtype(np.float32)) == Tolerance(0.5, 0.25)
     assert tolerances.for_tensor("matmul:2", np.dtype(np.float32)) == Tolerance(1e-3, PRESETS["f32"].atol)
     assert tolerances.for_tensor("softmax:1", np.dtype(np.int32)) is None
     for bad in ("nopattern", "=1e-3", "x=a", "x=1,2,3", "(=1e-3", "x=-1"):
         with pytest.raises(irscatter.IRError, match="--tol"):
-            compare.parse_override(bad)
+            parse_override(bad)
 
 
 # --- the writer ----------------------------------------------------------------------------------
@@ -214,16 +220,16 @@ def target():
 
 @pytest.fixture(scope="module")
 def planted(tmp_path_factory):
-    """A 2000-layer chain whose layer 300 departs on OpenVINO's CPU plugin."""
-    xml, feeds, name = chain(tmp_path_factory.mktemp("chain"), 2000, 300)
+    """A 700-layer chain whose layer 300 departs on OpenVINO's CPU plugin."""
+    xml, feeds, name = chain(tmp_path_factory.mktemp("chain"), 700, 300)
     return irscatter.read_model(xml).compile(), feeds, name
 
 
 @needs_openvino
 def test_layer_by_layer_names_the_planted_layer_and_only_it(target, planted):
     compiled, feeds, name = planted
-    report = compare.compare_layers(compiled, feeds, target, compare.Tolerances())
-    assert len(report.layers) == 2000
+    report = compare.compare_layers(compiled, feeds, target, Tolerances())
+    assert len(report.layers) == 700
     failed = [r for r in report.layers if r.status != "passed"]
     assert [r.name for r in failed] == [name] and report.first_divergence.name == name
     (tensor,) = failed[0].tensors
@@ -231,23 +237,23 @@ def test_layer_by_layer_names_the_planted_layer_and_only_it(target, planted):
     # floor (irscatter, the spec) against truncation (the plugin), element by element
     worst = tensor.diff
     assert int(worst.worst_reference) == int(worst.worst_target) - 1
-    assert not report.ok and "first divergence: layer" in compare.summary_line(report)
+    assert not report.ok and "first divergence: layer" in summary_line(report)
 
 
 @needs_openvino
 def test_a_clean_model_reports_no_divergence_in_either_mode(target, tmp_path):
     xml, feeds, _ = chain(tmp_path, 300, None)
     compiled = irscatter.read_model(xml).compile()
-    layers = compare.compare_layers(compiled, feeds, target, compare.Tolerances())
+    layers = compare.compare_layers(compiled, feeds, target, Tolerances())
     assert layers.ok and layers.counts() == {"passed": 300}
-    whole = compare.compare_whole(compiled, feeds, target, compare.Tolerances(), bisect=True)
+    whole = compare.compare_whole(compiled, feeds, target, Tolerances(), bisect=True)
     assert whole.ok and whole.bisect is None and whole.counts() == {"passed": 1}
 
 
 @needs_openvino
 def test_whole_model_bisect_finds_the_planted_layer(target, planted):
     compiled, feeds, name = planted
-    report = compare.compare_whole(compiled, feeds, target, compare.Tolerances(), bisect=True)
+    report = compare.compare_whole(compiled, feeds, target, Tolerances(), bisect=True)
     assert report.counts() == {"failed": 1}
     assert report.bisect is not None and report.bisect.name == name
     assert any(t.key.startswith(name) for t in report.bisect.tensors)
@@ -264,7 +270,7 @@ def test_a_target_crash_costs_one_layer(tmp_path):
     crashing._process._worker = WorkerProcess([sys.executable, str(DATA / "crashing_openvino.py")],
                                               name="OpenVINO", timeout=60)
     try:
-        report = compare.compare_layers(compiled, feeds, crashing, compare.Tolerances())
+        report = compare.compare_layers(compiled, feeds, crashing, Tolerances())
     finally:
         crashing.close()
     statuses = {r.name: r.status for r in report.layers}
@@ -278,13 +284,13 @@ def test_a_target_crash_costs_one_layer(tmp_path):
 def test_state_and_irscatter_ops_are_listed_as_not_compared(target):
     compiled = irscatter.read_model(MODELS / "stateful_decoder" / "model.xml").compile()
     feeds = {"x": np.random.default_rng(0).standard_normal((1, 1, 64)).astype(np.float32)}
-    report = compare.compare_layers(compiled, feeds, target, compare.Tolerances())
+    report = compare.compare_layers(compiled, feeds, target, Tolerances())
     skipped = {r.op.split("-")[0]: r.reason for r in report.layers if r.status == "not compared"}
     assert set(skipped) == {"ReadValue", "Assign"} and "state" in skipped["ReadValue"]
     assert report.ok
     hlo = irscatter.read_model(MODELS / "stablehlo_scatter" / "model.xml").compile()
     report = compare.compare_layers(hlo, dict(np.load(MODELS / "stablehlo_scatter" / "inputs.npz")), target,
-                                    compare.Tolerances())
+                                    Tolerances())
     assert any("the irscatter opset, which the target does not have" in (r.reason or "") for r in report.layers)
 
 
@@ -299,13 +305,13 @@ def test_reduced_precision_targets_pass_a_real_model_within_their_presets(target
         low = OpenVINOTarget("CPU", precision)
         try:
             ran = low.ran_precision()
-            report = compare.compare_layers(compiled, feeds, low, compare.Tolerances(precision))
+            report = compare.compare_layers(compiled, feeds, low, Tolerances(precision))
         finally:
             low.close()
         assert f"CPU at {ran}" in report.target and (ran == precision) == ("asked for" not in report.target)
-        assert report.ok, compare.table(report)
+        assert report.ok, table(report)
         worst = max(t.diff.max_abs or 0 for r in report.layers for t in r.tensors)
-        strict = compare.Tolerances("f32").for_tensor("x:0", np.dtype(np.float32)).atol
+        strict = Tolerances("f32").for_tensor("x:0", np.dtype(np.float32)).atol
         if ran == "f32":
             cpu_note(f"OpenVINO's CPU plugin runs f32 when asked for {precision} here: checked that compare "
                      "judges it within the f32 presets and says so")
@@ -344,7 +350,7 @@ def test_cli_compare_two_dumps(tmp_path):
     np.savez(tmp_path / "b.npz", **b)
     out = cli("compare", str(tmp_path / "a.npz"), str(tmp_path / "b.npz"))
     assert out.returncode == 1
-    assert "n:1: 1 of 2 elements differ; first at [1]: 2 vs 3" in out.stdout
+    assert "n:1: 1 of 2 elements differ; first at [1]: b.npz 3, a.npz 2" in out.stdout  # each side named
     assert "1 not compared" in out.stdout and f"only in {tmp_path / 'a.npz'}: only_a" in out.stdout  # named
     assert "a.npz judged against" in out.stdout and "b.npz (reference)" in out.stdout
     listed = cli("compare", str(tmp_path / "a.npz"), str(tmp_path / "b.npz"), "--all")
@@ -387,12 +393,12 @@ def test_a_stateful_model_is_compared_step_by_step_and_the_first_wrong_step_is_n
     steps = split_steps(feeds, 1)
     target = _StateDrift("CPU", "f32")
     try:
-        drifted = compare.compare_steps(compiled, steps, target, compare.Tolerances("f32"))
+        drifted = compare.compare_steps(compiled, steps, target, Tolerances("f32"))
     finally:
         target.close()
     assert [r.status for r in drifted.outputs] == ["passed", "passed", "failed", "failed"]
     assert drifted.first_divergence.tensors[0].key == "step2/y"
-    assert 'output "step2/y"' in compare.summary_line(drifted) and "--bisect" not in compare.summary_line(drifted)
+    assert 'output "step2/y"' in summary_line(drifted) and "--bisect" not in summary_line(drifted)
     out = cli("compare", str(MODELS / "stateful_decoder" / "model.xml"), "--inputs",
               str(MODELS / "stateful_decoder" / "inputs.npz"), "--whole", "--steps", "6")
     assert out.returncode == 0 and "6 passed; no divergence" in out.stdout, out.stdout + out.stderr
@@ -408,9 +414,9 @@ def test_steps_are_compared_as_a_whole_only(extra):
 def test_a_comparison_the_target_refused_entirely_does_not_pass():
     compiled = irscatter.compile_model(MODELS / "small_cnn" / "model.xml")
     feeds = dict(np.load(MODELS / "small_cnn" / "inputs.npz"))
-    report = compare.compare_whole(compiled, feeds, _Refusing(), compare.Tolerances("f32"))
+    report = compare.compare_whole(compiled, feeds, _Refusing(), Tolerances("f32"))
     assert report.ok and not report.passed and report.gap == "nothing was compared"
-    assert compare.summary_line(report).endswith("no divergence, but nothing was compared")
+    assert summary_line(report).endswith("no divergence, but nothing was compared")
 
 
 @pytest.mark.parametrize("judged, gap", [
@@ -496,7 +502,7 @@ def test_target_properties_reach_the_plugin_and_a_property_it_refuses_is_a_usage
         assert target.describe().endswith("with DYNAMIC_QUANTIZATION_GROUP_SIZE=0")
         compiled = irscatter.read_model(MODELS / "small_cnn" / "model.xml").compile()
         feeds = dict(np.load(MODELS / "small_cnn" / "inputs.npz"))
-        assert compare.compare_whole(compiled, feeds, target, compare.Tolerances()).ok
+        assert compare.compare_whole(compiled, feeds, target, Tolerances()).ok
     finally:
         target.close()
     with pytest.raises(UsageError, match="--target-config: OpenVINO refuses it: .*NO_SUCH_KEY"):
@@ -519,3 +525,161 @@ def test_cli_target_config_reaches_the_plugin():
     out = cli("compare", str(MODELS / "small_cnn" / "model.xml"), "--random", "--whole",
               "--target-config", "DYNAMIC_QUANTIZATION_GROUP_SIZE=0")
     assert out.returncode == 0 and "with DYNAMIC_QUANTIZATION_GROUP_SIZE=0" in out.stdout, out.stdout + out.stderr
+
+
+# --- the framework's values: conversion or runtime -----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def chains(tmp_path_factory):
+    """Two 40-layer chains, one with the layer OpenVINO departs on (a runtime fault), one
+    clean, each compiled with its feeds and irscatter's outputs (the framework's, unplanted)."""
+    folder = tmp_path_factory.mktemp("framework")
+    made = {}
+    for kind, planted_at in (("faulty", 20), ("clean", None)):
+        xml, feeds, _ = chain(folder, 40, planted_at, name=kind)
+        compiled = irscatter.compile_model(xml)
+        made[kind] = compiled, feeds, dict(compiled.run(feeds))
+    return made
+
+
+@needs_openvino
+@pytest.mark.parametrize("runtime, conversion, verdict", [
+    ("faulty", False, "runtime"), ("clean", True, "conversion"), ("faulty", True, "both"), ("clean", False, "neither"),
+])
+def test_the_verdict_tells_a_conversion_fault_from_a_runtime_fault(target, chains, runtime, conversion, verdict):
+    from irscatter.debug import attribution
+
+    compiled, feeds, outputs = chains[runtime]
+    expected = {name: value + np.float32(0.25) if conversion else value for name, value in outputs.items()}
+    report = attribution.compare_against(compiled, feeds, target, Tolerances(), whole=True,
+                                         expected=expected, expected_file="fw.npz")
+    judged = report.attribution
+    assert judged.verdict == verdict and report.passed == (verdict == "neither")
+    text = attribution.attributed_table(report).splitlines()
+    assert text[-1] == judged.verdict_line() and attribution.VERDICTS[verdict] in text[-1]
+    if conversion:  # the outputs alone name no layer, and say so
+        assert 'output "y" departs, and fw.npz holds the outputs only' in text[-1]
+    as_json = report.to_json()
+    assert as_json["verdict"]["verdict"] == verdict and as_json["peak_held_bytes"] == report.held["peak_bytes"] > 0
+
+
+@needs_openvino
+def test_intermediate_framework_values_name_the_first_layer_that_departs(target, chains):
+    from irscatter.debug import attribution
+
+    compiled, feeds, outputs = chains["clean"]
+    inside = compiled.run(feeds, intermediate=True)
+    keys = [key for key in inside if key.startswith(("add_", "multiply_", "negative_"))]
+    expected = {key: inside[key] for key in keys[4:16]} | outputs | {"no_such_tensor": np.zeros(1)}
+    expected[keys[9]] = expected[keys[9]] * np.float32(1.01)  # departs there, and so does everything after
+    expected[keys[12]] = expected[keys[12]] * np.float32(1.01)
+    report = attribution.compare_against(compiled, feeds, target, Tolerances(), whole=True,
+                                         expected=expected, expected_file="fw.npz")
+    judged = report.attribution
+    assert judged.verdict == "conversion" and not judged.outputs_only and not report.passed
+    assert judged.first.tensors[0].key == keys[9] and judged.first.name == keys[9].split(":")[0]
+    assert [r.status for r in judged.records].count("failed") == 2  # keys[9] and keys[12]: the outputs agree
+    assert judged.unmatched.keys() == {"no_such_tensor"}
+    assert f'in topological order: "{keys[9]}" of layer' in judged.verdict_line()
+    assert report.held["peak_bytes"] < 40 * outputs["y"].nbytes  # whole: only the tensors judged are kept
+
+
+def test_framework_keys_are_read_as_run_reads_outputs_and_as_tensor_names(tmp_path):
+    from irscatter.debug import attribution
+    from irscatter.ir.element_types import ElementType
+    from irscatter.ir.graph import Layer, Port
+
+    writer = IRWriter("named")
+    x = writer.parameter("x", ElementType.f32, (2,), ("x", "relu:1"))  # a tensor name that is also an address
+    relu = Layer(id=1, name="relu", type="Relu", version="opset1", inputs=[Port(id=0)], outputs=[Port(id=1)])
+    (out,) = writer.copy(relu, [x], [(ElementType.f32, (2,))], [(ElementType.f32, (2,))], output_names=[("act",)])
+    writer.result("y", out, ElementType.f32, (2,))
+    compiled = irscatter.compile_model(writer.save(tmp_path / "named.xml"))
+    relu_id = next(lid for lid in compiled.order if compiled.layers[lid].name == "relu")
+    keys = ["x", "act", "relu:1", "tensor:relu:1", "port:relu:1", "nope"]
+    matched, unmatched = attribution.resolve(compiled, keys)
+    assert compiled.outputs[0].name == "act"  # the output's name, as run keys it
+    assert matched == {"x": (0, 0), "act": (relu_id, 0), "tensor:relu:1": (0, 0), "port:relu:1": (relu_id, 0)}
+    assert 'say "tensor:relu:1" or "port:relu:1"' in unmatched["relu:1"] and "names no tensor" in unmatched["nope"]
+
+
+@needs_openvino
+def test_a_tiny_memory_budget_spills_and_gives_the_same_report(target, chains):
+    from irscatter.debug import attribution
+
+    compiled, feeds, outputs = chains["faulty"]
+    expected = {**outputs, "x:0": feeds["x"]}
+
+    def judged(budget):
+        report = attribution.compare_against(compiled, feeds, target, Tolerances(), expected=expected,
+                                             budget=budget)
+        as_json = report.to_json()
+        return report, {k: v for k, v in as_json.items() if k not in ("seconds", "peak_held_bytes", "values_held")}
+
+    (free, free_json), (tight, tight_json) = judged(None), judged(1024)
+    assert tight_json == free_json and tight.attribution.verdict == "runtime"
+    assert free.held["spilled_tensors"] == 0 and tight.held["spilled_tensors"] > 30
+    assert tight.held["peak_bytes"] <= 1024 < free.held["peak_bytes"]
+    assert "spilled to a temporary folder" in tight.held_line
+
+
+def test_the_value_store_gives_back_every_kind_of_value_it_spilled():
+    import ml_dtypes
+
+    from irscatter import limits
+    from irscatter.debug.held import ValueStore
+    from irscatter.errors import UsageError
+
+    base = np.arange(12, dtype=np.float32).reshape(3, 4)
+    values = {(1, 0): base, (2, 0): base[1:], (3, 0): np.float32(2.5).reshape(()), (4, 0): np.zeros((0, 3), np.int8),
+              (5, 0): np.array([True, False]), (6, 0): np.ones(3, ml_dtypes.bfloat16),
+              (7, 0): np.array(["a", "bc"], dtype=np.dtypes.StringDType())}
+    with ValueStore(budget=48) as store:
+        for key, value in values.items():
+            store[key] = value
+        assert store.peak_bytes == 48 and store.spilled == 3  # the view costs nothing; empty and strings stay
+        for key, value in values.items():
+            assert store[key].dtype == value.dtype and np.array_equal(store[key], value), key
+        del store[(1, 0)], store[(6, 0)]
+        assert store.held_bytes == 48 and (1, 0) not in store and len(store) == 5  # the view still holds the base
+        del store[(2, 0)]
+        assert store.held_bytes == 0
+    with pytest.raises(UsageError, match="compare_bytes takes a whole number from 0"):
+        limits.configure(compare_bytes=-1)
+
+
+class _Kept:
+    """The module's target, handed to the command line in this process and left open."""
+
+    def __init__(self, target):
+        self._target = target
+
+    def __getattr__(self, name):
+        return getattr(self._target, name)
+
+    def close(self):
+        return None
+
+
+@needs_openvino
+def test_cli_compare_expected_verdict_and_its_usage_errors(tmp_path, chains, target, monkeypatch, capsys):
+    from irscatter import cli as command_line
+
+    monkeypatch.setattr(compare, "open_target", lambda *args, **kwargs: _Kept(target))
+    compiled, feeds, outputs = chains["clean"]
+    np.savez(tmp_path / "inputs.npz", **feeds)
+    np.savez(tmp_path / "fw.npz", **{name: value + np.float32(1) for name, value in outputs.items()})
+    given = ["compare", compiled.model.source, "--inputs", str(tmp_path / "inputs.npz"), "--whole",
+             "--expected", str(tmp_path / "fw.npz")]
+    assert command_line.main(given) == 1
+    text = capsys.readouterr().out.splitlines()
+    assert text[-1].startswith("verdict: the IR itself departs from the framework (a conversion fault)")
+    assert any(line.startswith("irscatter's values held in memory: at most ") for line in text)
+    assert command_line.main([*given, "--json"]) == 1
+    record = json.loads(capsys.readouterr().out)
+    assert record["verdict"]["verdict"] == "conversion" and record["ok"] is True
+    assert record["peak_held_bytes"] > 0 and record["values_held"]["spilled_tensors"] == 0
+    assert command_line.main(["compare", str(tmp_path / "fw.npz"), str(tmp_path / "fw.npz"), "--expected",
+                              str(tmp_path / "fw.npz")]) == 2
+    assert "--expected" in capsys.readouterr().err

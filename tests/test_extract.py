@@ -16,6 +16,7 @@ from helpers import cli
 
 import irscatter
 from irscatter.debug import compare, extract, reduce
+from irscatter.debug.tolerances import Tolerances
 from irscatter.metrics import diff
 from irscatter.targets.openvino import OpenVINOTarget
 
@@ -71,7 +72,7 @@ def test_a_cut_loads_in_openvino_and_matches_the_original_tensors(tmp_path, targ
     got = target.infer(written.xml, feeds)
     names = target.output_names(written.xml)
     by_name = {n: array for theirs, array in zip(names, got) for n in theirs}
-    tolerances = compare.Tolerances()
+    tolerances = Tolerances()
     for src, name in written.output_names.items():
         key = extract.tensor_key(compiled, src)
         verdict = diff(by_name[name], values[src], tolerances.for_tensor(key, values[src].dtype))
@@ -97,7 +98,7 @@ def test_a_read_value_keeps_its_assign_or_is_fed_and_openvino_runs_the_cut(tmp_p
     written = extract.write(compiled, cut, tmp_path / "sub.xml", values)
     [(src, name)] = written.output_names.items()
     got = target.infer(written.xml, dict(np.load(tmp_path / "inputs.npz")))
-    assert diff(got[0], values[src], compare.Tolerances().for_tensor(name, values[src].dtype)).passed
+    assert diff(got[0], values[src], Tolerances().for_tensor(name, values[src].dtype)).passed
 
 
 def test_a_whole_model_cut_keeps_its_state_and_steps_as_the_model_does(tmp_path):
@@ -235,10 +236,10 @@ def test_a_cut_holding_an_assign_without_its_read_value_is_refused(tmp_path):
 
 @needs_openvino
 def test_reduce_shrinks_a_planted_divergence_to_its_layer_and_the_readme_reproduces_it(tmp_path, target):
-    xml, feeds, name = chain(tmp_path, 2000, 300)
+    xml, feeds, name = chain(tmp_path, 700, 300)
     compiled = irscatter.read_model(xml).compile()
     values = compare.reference_values(compiled, feeds)
-    check = reduce.TargetCheck(compiled, target, compare.Tolerances())
+    check = reduce.TargetCheck(compiled, target, Tolerances())
     reduction = reduce.reduce_model(compiled, values, check)
     assert reduction.reproducible and reduction.deterministic
     kept = [compiled.layers[lid].name for lid in reduction.cut.layers if compiled.layers[lid].type != "Const"]

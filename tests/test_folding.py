@@ -86,6 +86,10 @@ def _compiled(xml, budget: int | None = None):
 
 @pytest.fixture
 def calls(monkeypatch):
+    return count_kernel_calls(monkeypatch)
+
+
+def count_kernel_calls(monkeypatch) -> dict[str, int]:
     """How many times each decompression op's kernel has run (the op classes wrapped before a
     model is compiled, since a compiled model holds its ops' bound kernels)."""
     counted = {name: 0 for name in DECOMPRESSION}

@@ -18,8 +18,8 @@ import pytest
 
 import irscatter
 from irscatter import cli
-from irscatter.debug.compare import Tolerances
 from irscatter.debug.onnx_compare import compare_onnx, onnx_table
+from irscatter.debug.tolerances import Tolerances
 from irscatter.targets.onnxruntime import OnnxRuntimeTarget
 from irscatter.targets.worker import module_command
 
@@ -110,7 +110,7 @@ def test_a_clean_conversion_matches_onnxruntime_on_every_matched_tensor(cnn, run
     assert report.matched + len(report.unmatched_onnx) == report.onnx_values
     assert report.unmatched_ir  # the Convolution before its bias Add: no ONNX value stands for it
     text = onnx_table(report)
-    assert text.startswith("irscatter runs cnn.xml (the reference); onnxruntime 1.")
+    assert text.startswith("irscatter runs cnn.xml (the reference); onnxruntime:CPU (onnxruntime 1.")
     assert "ONNX values matched; no divergence" in text.splitlines()[-1]
     positions = [r.position for r in report.records]
     assert positions == sorted(positions) == list(range(len(report.records)))

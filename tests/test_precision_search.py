@@ -22,6 +22,7 @@ from helpers import cpu_note
 import irscatter
 from irscatter import cli as command_line
 from irscatter.debug import compare, precision_search
+from irscatter.debug.tolerances import Tolerances
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Layer, Port
 from irscatter.ir.writer import IRWriter, Tensor, with_layer_rt_info
@@ -114,7 +115,7 @@ def test_the_search_finds_the_overflowing_matmul_and_its_normalization_and_the_m
     xml, feeds = overflowing(tmp_path)
     compiled = irscatter.read_model(xml).compile()
     device = EmulatedDevice("f16")
-    found = precision_search.search(compiled, feeds, device, compare.Tolerances("f16"))
+    found = precision_search.search(compiled, feeds, device, Tolerances("f16"))
     assert found.status == "marked" and not found.baseline.passed and found.last.passed
     assert _names(compiled, found.marks) == {"project", "normalize"}  # the side branch was pruned away
     assert found.candidates == 9 and found.trials <= 12
@@ -128,14 +129,14 @@ def test_the_search_finds_the_overflowing_matmul_and_its_normalization_and_the_m
     marked = irscatter.read_model(out).compile()
     assert {marked.layers[lid].name for lid in marked.order if keeps_f32(marked.layers[lid].rt_info)} == \
         {"project", "normalize"}
-    assert precision_search.verify(compiled, feeds, device, compare.Tolerances("f16"), out).passed
+    assert precision_search.verify(compiled, feeds, device, Tolerances("f16"), out).passed
     assert not xml.read_text().count("rt_info")  # the model read is left as it was
 
 
 def test_a_model_that_passes_as_it_is_is_written_unmarked_and_one_no_mark_can_save_is_refused(tmp_path):
     xml, feeds = overflowing(tmp_path)
     compiled = irscatter.read_model(xml).compile()
-    found = precision_search.search(compiled, feeds, EmulatedDevice("bf16"), compare.Tolerances("bf16"))
+    found = precision_search.search(compiled, feeds, EmulatedDevice("bf16"), Tolerances("bf16"))
     assert (found.status, found.marks, found.trials) == ("passes", (), 1)  # bf16 holds 1e5
     assert found.note == "its outputs pass at bf16 as they are"
 
@@ -147,7 +148,7 @@ def test_a_model_that_passes_as_it_is_is_written_unmarked_and_one_no_mark_can_sa
     g.writer.result("y", y, F32, (3,))
     small = irscatter.read_model(g.writer.save(tmp_path / "big.xml")).compile()
     lost = precision_search.search(small, {"x": np.float32([1, 50, 100])}, EmulatedDevice("f16"),
-                                   compare.Tolerances("f16"))
+                                   Tolerances("f16"))
     assert lost.status == "impossible" and lost.trials == 2
     assert "even with all 1 layers that make float values kept in f32" in lost.note
     assert "every layer kept: output \"y\"" in "\n".join(precision_search.summary(lost, small))

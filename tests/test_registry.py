@@ -73,6 +73,34 @@ def test_every_registered_opset_op_is_a_version_openvino_defines():
             assert (cls.type_name.lower(), cls.version) in defined, cls.label()
 
 
+def test_the_catalog_names_the_module_of_every_op():
+    """Ops are imported when a model first names them, found through ops/catalog.py: it must say
+    exactly what the modules register (tools/make_op_catalog.py writes it)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+    from make_op_catalog import render
+
+    from irscatter.ops import catalog
+
+    assert render() == Path(catalog.__file__).read_text(), "ops/catalog.py is stale: python tools/make_op_catalog.py"
+
+
+def test_a_model_imports_only_the_ops_it_names():
+    """Start-up imports no op module; resolving a type imports the module that registers it."""
+    import subprocess
+    import sys
+
+    code = ("import sys, irscatter; from irscatter.ops import registry; "
+            "before = {m for m in sys.modules if m.startswith('irscatter.ops.detection.')}; "
+            "cls = registry.find('PriorBox', 'opset8'); "
+            "after = {m for m in sys.modules if m.startswith('irscatter.ops.detection.')}; "
+            "print(sorted(before), cls.__module__ in after, len(after))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out[0] == "[]" and out[1] == "True" and int(out[2]) < 4, out
+
+
 def test_the_tables_match_the_installed_openvino():
     """The committed tables are those of the pinned openvino (tools/make_opset_tables.py)."""
     pytest.importorskip("openvino")

@@ -17,7 +17,7 @@ from lxml import html as lxml_html
 
 from irscatter import cli as irscatter_cli
 from irscatter.debug import html as report_html
-from irscatter.debug.compare import LayerResult, Report, TensorResult
+from irscatter.debug.verdicts import LayerResult, Report, TensorResult
 from irscatter.metrics import PRESETS, diff
 
 needs_openvino = pytest.mark.skipif(importlib.util.find_spec("openvino") is None,
@@ -130,6 +130,31 @@ def test_names_from_the_model_are_escaped():
 
 
 @needs_matplotlib
+def test_the_page_names_both_sides_each_tensor_and_why_a_layer_was_skipped():
+    report = sample_report()
+    report.target_name = "openvino:CPU"
+    want = np.linspace(-1, 1, 16, dtype=np.float32)
+    got = want.copy()
+    got[5] += 1
+    report.layers[3].tensors = [TensorResult("layer_3:2", diff(got, want, PRESETS["f32"], report.sides), ("logits",))]
+    report.layers[3].status = "failed"
+    report.layers[15].status, report.layers[15].tensors = "refused", []
+    page = _page(report_html.render(report, command=COMMAND))
+    headings = page.xpath('//table[@id="layers"]/thead//th/text()')
+    assert headings[3:5] == ["tensor", "shape"] and headings[13:15] == ["irscatter", "openvino:CPU"]
+    row = _body_rows(page)[3]
+    cells = [row.xpath(f"string(td[{i}])") for i in range(1, 17)]
+    assert cells[3] == "layer_3:2 (logits)" and cells[4] == "[16] f32" and cells[12] == "[5]"
+    assert (float(cells[13]), float(cells[14])) == (want[5], got[5])
+    assert f"irscatter {str(want[5])}, openvino:CPU {str(got[5])}" in cells[15]
+    reasons = {r.xpath("string(td[2])"): r.xpath("string(td[16])") for r in _body_rows(page)}
+    assert reasons["layer_14"] == "it draws from the target's own random generator"
+    assert reasons["layer_15"] == "the target refused it"  # a reason even where the comparison gave none
+    summary = page.xpath("string(//dl[@class='summary'])")
+    assert "referenceirscatter" in summary and "judgedopenvino:CPU (OpenVINO 2026.4.1 CPU at f32)" in summary
+
+
+@needs_matplotlib
 def test_the_page_refers_to_nothing_outside_itself():
     page = _page(report_html.render(sample_report(), command=COMMAND))
     for element in page.iter():
@@ -207,7 +232,7 @@ def test_cli_report_of_a_planted_divergence(tmp_path):
     rows = _body_rows(page)
     assert len(rows) >= 55 and page.xpath("//figure//svg")
     first = page.xpath('//tr[@id="first-divergence"]')[0]
-    assert first.xpath("string(td[2])") == planted and first.xpath("string(td[5])") == "FAIL"
+    assert first.xpath("string(td[2])") == planted and first.xpath("string(td[6])") == "FAIL"
     assert sum("failed" in r.get("class") for r in rows) == 1
 
 
@@ -225,7 +250,7 @@ def _chromium(page: Path, profile: Path, *extra: str) -> subprocess.CompletedPro
 # Clicks the "error / allowed" heading twice (descending) and ticks the filter, as a reader would.
 _CLICKS = """<script>
 var headings = document.querySelectorAll("#layers th");
-headings[5].click(); headings[5].click();
+headings[6].click(); headings[6].click();
 document.getElementById("only-diverged").click();
 </script></body>"""
 
@@ -256,7 +281,7 @@ def test_a_click_on_a_heading_sorts_the_rows_in_the_browser(tmp_path):
     dom = _page(dumped.stdout)
     rows = _body_rows(dom)
     assert len(rows) == 40 and dom.xpath('//table[@id="layers"]/@class') == ["only-diverged"]
-    ratios = [r.xpath("string(td[6])") for r in rows]
+    ratios = [r.xpath("string(td[7])") for r in rows]
     # off-scale values first, then the measured ratios falling, then the layers without one
     assert ratios[:2] == ["differs", "NaN/inf"] and ratios[-3:] == ["", "", ""]
     measured = [float(r) for r in ratios[2:-3]]

@@ -17,8 +17,8 @@ from helpers import layer, net, param, port, result, write
 
 import irscatter
 from irscatter.cli import main
-from irscatter.debug import compare
 from irscatter.debug.two_models import compare_files, match_tensors, unmatched
+from irscatter.debug.verdicts import summary_line, table
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 BLOCK = MODELS / "transformer_block" / "model.xml"
@@ -69,13 +69,13 @@ def test_a_model_against_itself_saved_again_passes_every_tensor(saved, feeds):
 
 def test_f16_weights_pass_at_f16_presets_and_the_converts_they_add_are_listed(saved, feeds):
     report = compare_files(BLOCK, saved / "f16.xml", feeds)
-    assert report.passed, compare.table(report)
+    assert report.passed, table(report)
     assert "f16 (rtol 0.01, atol 0.002): B has compressed weights (13 f16)" in report.notes[0]
     only = unmatched(report)
     assert only["A"] == [] and len(only["B"]) == 13
     b = irscatter.read_model(saved / "f16.xml")
     assert {lay.type for lay in b.layers if lay.name in only["B"]} == {"Convert"}
-    text = compare.table(report)
+    text = table(report)
     assert "only in B (13): Constant_3, Constant_5" in text and "B: " in text.splitlines()[-1]
     # f32's presets see the rounding of the weights from the first layer that reads one
     strict = compare_files(BLOCK, saved / "f16.xml", feeds, precision="f32")
@@ -90,7 +90,7 @@ def test_a_planted_weight_is_found_at_the_layer_that_reads_it(planted, feeds):
     assert first.tensors[0].diff.mismatches == 16  # one weight: one column of each of 16 rows
     earlier = [r for r in report.records if 0 <= r.position < first.position]
     assert earlier and all(r.status == "passed" for r in earlier)
-    assert f'first divergence: tensor "MatMul_25:2" of B\'s layer {first.id} "MatMul_25"' in compare.summary_line(report)
+    assert f'first divergence: tensor "MatMul_25:2" of B\'s layer {first.id} "MatMul_25"' in summary_line(report)
 
 
 def _pair(folder: Path) -> tuple[Path, Path]:
@@ -145,7 +145,7 @@ def test_tensor_names_match_across_layer_names_types_are_converted_and_shapes_ar
     assert report.records[-1].name == "neg" and report.records[-1].position == -1  # then A's own
     assert by_name["relu16"].status == "passed" and by_name["relu16"].reason == 'as A\'s "relu:1" (tensor name "act")'
     assert by_name["shape"].status == "passed"  # i32 against i64, exactly
-    assert by_name["cat"].tensors[0].diff.problem == "shape [4, 3] in B, [2, 3] in A"
+    assert by_name["cat"].tensors[0].diff.problem == "shape [2, 3] in a.xml, [4, 3] in b.xml"  # each file named
     assert report.first_divergence is by_name["cat"]
     assert unmatched(report) == {"A": ["neg"], "B": ["to16"]}
     assert "compared in A's element type: 1 tensor f16 in B, f32 in A (relu16:1)" in report.notes

@@ -225,6 +225,6 @@ class TargetArguments:
     @staticmethod
     def tolerances(args: argparse.Namespace, precision: str):
         """How the target's tensors are judged at `precision`."""
-        from irscatter.debug import compare
+        from irscatter.debug.tolerances import Tolerances
 
-        return compare.Tolerances.parse(precision, args.rtol, args.atol, args.tol or [])
+        return Tolerances.parse(precision, args.rtol, args.atol, args.tol or [])

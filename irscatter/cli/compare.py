@@ -4,8 +4,9 @@ Every layer of a model runs on a target runtime alone, fed irscatter's values of
 (each layer judged on identical inputs), or the whole model does with --whole (--bisect then
 finds the first layer that diverges); --onnx judges the ONNX model the IR was converted from,
 on onnxruntime; two IRs of one model (A.xml B.xml) both run in irscatter, B judged against A;
-or two .npz files of saved tensors are compared. Exit status: 0 all within tolerance, 1 a
-divergence or nothing compared, 2 a usage error or an unreadable file."""
+or two .npz files of saved tensors are compared. --expected adds the source framework's values,
+for a verdict on whether the conversion or the runtime departs. Exit status: 0 all within
+tolerance, 1 a divergence or nothing compared, 2 a usage error or an unreadable file."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import json
 import shlex
 import sys
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +33,8 @@ DESCRIPTION = ("Find the layer of another runtime that went wrong: every layer r
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from irscatter.debug import compare
+    from irscatter.debug import attribution
+    from irscatter.debug.tolerances import check_model_overrides, emulated_at_device_precision
 
     given = args.target, args.target_precision  # left out: None (two IRs take neither default)
     args.target, args.target_precision = args.target or "openvino", args.target_precision or "f32"
@@ -42,14 +45,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return _compare_models(args, *given)
     if len(args.files) == 2 and not args.onnx:
         return _compare_dumps(args, tolerances)
+    if args.map:
+        raise UsageError("--map names the tensors of a dump: it applies to two .npz files (A.npz B.npz)")
     if len(args.files) != 1:
         raise UsageError("compare takes MODEL.xml, two IRs of one model (A.xml B.xml), or two .npz files of "
                          "saved tensors")
+    if args.expected and args.onnx:
+        raise UsageError("--expected judges the framework's values beside a target; --onnx takes none")
     _refuse_orphan_flags(args)
     if args.onnx:
         return _compare_onnx(args, tolerances, *given)
     compiled = ModelArguments.read(args, args.files[0]).compile()
-    compare.check_model_overrides(tolerances, compiled)
+    check_model_overrides(tolerances, compiled)
     gathered = FeedArguments.feeds(args, compiled)
     if args.steps > 1 or has_steps(gathered):
         return _compare_steps(args, compiled, gathered, tolerances)
@@ -57,13 +64,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise UsageError(f"--steps must be at least 1, got {args.steps}")
     feeds = FeedArguments.checked(gathered, compiled)
 
+    expected = model_inputs.load_npz(args.expected) if args.expected else None
+
     def judge(target):
-        emulated = compare.emulated_at_device_precision(target, args.reference_precision)
-        values = compare.reference_values(compiled, feeds, emulated)
-        if args.whole:
-            return compare.compare_whole(compiled, feeds, target, tolerances, bisect=args.bisect, values=values)
-        with progress(args, "layers judged") as callback:
-            return compare.compare_layers(compiled, feeds, target, tolerances, values=values, progress=callback)
+        emulated = emulated_at_device_precision(target, args.reference_precision)
+        with nullcontext() if args.whole else progress(args, "layers judged") as callback:
+            return attribution.compare_against(compiled, feeds, target, tolerances, whole=args.whole,
+                                               bisect=args.bisect, emulated=emulated, expected=expected,
+                                               expected_file=args.expected, progress=callback)
     return _judged_on_target(args, judge)
 
 
@@ -76,7 +84,8 @@ def _refuse_orphan_flags(args: argparse.Namespace) -> None:
 def _compare_onnx(args: argparse.Namespace, tolerances, target: str | None, precision: str | None) -> int:
     """compare MODEL.xml --onnx MODEL.onnx: the IR against the ONNX model it was converted from,
     run once on onnxruntime's CPU provider."""
-    from irscatter.debug import compare, onnx_compare
+    from irscatter.debug import onnx_compare
+    from irscatter.debug.tolerances import check_model_overrides
 
     given = [flag for flag, value in [("--target", target), ("--target-config", args.target_config),
                                       ("--target-precision", precision not in (None, "f32")),
@@ -86,7 +95,7 @@ def _compare_onnx(args: argparse.Namespace, tolerances, target: str | None, prec
         raise UsageError(f"--onnx runs the ONNX model once on onnxruntime's CPU at f32 and judges every tensor it "
                          f"shares with the IR; it takes no {', '.join(given)}")
     compiled = ModelArguments.read(args, args.files[0]).compile()
-    compare.check_model_overrides(tolerances, compiled)
+    check_model_overrides(tolerances, compiled)
     feeds = FeedArguments.checked(FeedArguments.feeds(args, compiled), compiled)
     try:
         report = onnx_compare.compare_onnx(compiled, feeds, args.onnx, tolerances, timeout=args.timeout)
@@ -98,11 +107,13 @@ def _compare_onnx(args: argparse.Namespace, tolerances, target: str | None, prec
 
 def _compare_models(args: argparse.Namespace, target: str | None, precision: str | None) -> int:
     """compare A.xml B.xml: two IRs of one model, both run by irscatter, B judged against A."""
-    from irscatter.debug import compare, two_models
+    from irscatter.debug import two_models
+    from irscatter.debug.tolerances import Tolerances, check_overrides
 
     if not all(Path(f).suffix.lower() == ".xml" for f in args.files):
         raise UsageError("compare takes two IRs (A.xml B.xml) or two .npz files, not one of each")
-    for flag, value in (("--target", target), ("--target-config", args.target_config), ("--onnx", args.onnx)):
+    for flag, value in (("--target", target), ("--target-config", args.target_config), ("--onnx", args.onnx),
+                        ("--expected", args.expected), ("--map", args.map)):
         if value is not None:
             raise UsageError(f"two IRs are both run by irscatter: {flag} does not apply")
     for flag, value in [("--whole", args.whole), ("--bisect", args.bisect), ("--bin", args.bin),
@@ -111,8 +122,8 @@ def _compare_models(args: argparse.Namespace, target: str | None, precision: str
             raise UsageError(f"{flag} does not apply to two IRs (each is read with its sibling .bin and run once)")
     _refuse_orphan_flags(args)
     a, b = (ModelArguments.read(args, f).compile() for f in args.files)
-    overrides = compare.Tolerances.parse(overrides=args.tol or []).overrides
-    compare.check_overrides(compare.Tolerances(overrides=overrides), two_models.keys_of(b))
+    overrides = Tolerances.parse(overrides=args.tol or []).overrides
+    check_overrides(Tolerances(overrides=overrides), two_models.keys_of(b))
     feeds = FeedArguments.checked(FeedArguments.feeds(args, a), a)
     report = two_models.compare_models(a, b, feeds, rtol=args.rtol, atol=args.atol, overrides=overrides,
                                        precision=precision, names=(args.files[0], args.files[1]))
@@ -122,7 +133,7 @@ def _compare_models(args: argparse.Namespace, target: str | None, precision: str
 
 def _judged_on_target(args: argparse.Namespace, judge: Callable[[Any], Any]) -> int:
     """Open the target, let `judge(target)` make the report, print it; the exit status."""
-    from irscatter.debug import compare
+    from irscatter.debug import attribution, compare
 
     target = compare.open_target(args.target, args.target_precision, args.timeout, TargetArguments.properties(args))
     try:
@@ -132,14 +143,17 @@ def _judged_on_target(args: argparse.Namespace, judge: Callable[[Any], Any]) -> 
         raise UsageError(f"--target {args.target}: {e.message}") from None
     finally:
         target.close()
-    _print_comparison(report, args)
+    _print_comparison(report, args, attribution.attributed_table)
     return 0 if report.passed else 1
 
 
 def _compare_steps(args: argparse.Namespace, compiled, feeds: dict[str, Any], tolerances) -> int:
     """compare --whole over the steps of a stateful model (--steps N, or step-keyed inputs)."""
     from irscatter.debug import compare
+    from irscatter.debug.tolerances import emulated_at_device_precision
 
+    if args.expected:
+        raise UsageError("--expected judges one run; it takes no --steps or step-keyed inputs")
     if not args.whole or args.bisect:
         raise UsageError("a model is compared over steps as a whole (--whole), its state carried from step to "
                          "step; layer by layer and --bisect look at one run")
@@ -150,34 +164,45 @@ def _compare_steps(args: argparse.Namespace, compiled, feeds: dict[str, Any], to
         FeedArguments.checked(current, compiled)
     return _judged_on_target(args, lambda target: compare.compare_steps(
         compiled, per_step, target, tolerances,
-        precision=compare.emulated_at_device_precision(target, args.reference_precision)))
+        precision=emulated_at_device_precision(target, args.reference_precision)))
 
 
 def _compare_dumps(args: argparse.Namespace, tolerances) -> int:
-    from irscatter.debug import compare
+    from irscatter.debug import dump_compare
+    from irscatter.debug.tolerances import check_overrides
 
-    if args.whole or args.bisect or FeedArguments.given(args) or args.reference_precision:
-        raise UsageError("comparing two .npz files takes no model inputs and no --whole, --bisect or "
-                         "--reference-precision")
+    if args.whole or args.bisect or FeedArguments.given(args) or args.reference_precision or args.expected:
+        raise UsageError("comparing two .npz files takes no model inputs and no --whole, --bisect, "
+                         "--reference-precision or --expected")
+    renames = None
+    if args.map:
+        try:
+            renames = dump_compare.read_map(args.map)
+        except UsageError as e:
+            raise UsageError(f"--map {e.message}") from None
     first, second = (model_inputs.load_npz(path) for path in args.files)
-    compare.check_overrides(tolerances, second)
-    report = compare.compare_dumps(first, second, tolerances, names=tuple(args.files))
+    check_overrides(tolerances, second)
+    try:
+        report = dump_compare.compare_dumps(first, second, tolerances, names=tuple(args.files), renames=renames)
+    except UsageError as e:
+        raise UsageError(f"--map {args.map}: {e.message}") from None
     _print_comparison(report, args)
     return 0 if report.passed else 1
 
 
 def _print_comparison(report, args: argparse.Namespace, table: Callable[..., str] | None = None) -> None:
-    from irscatter.debug import compare
+    from irscatter.debug import verdicts
 
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     else:
-        print((table or compare.table)(report, every=args.all))
+        print((table or verdicts.table)(report, every=args.all))
     if args.report:
         from irscatter.debug import html
+        from irscatter.debug.attribution import for_page
 
         with writing("--report", args.report):
-            html.write(report, args.report, command=shlex.join([PROG, *args.argv]))
+            html.write(for_page(report), args.report, command=shlex.join([PROG, *args.argv]))
         print(f"wrote {args.report}", file=sys.stderr)
 
 
@@ -195,6 +220,15 @@ def add_parser(sub, common: argparse.ArgumentParser) -> None:
                      help="judge the ONNX model the IR was converted from, run on onnxruntime (pip install "
                           "irscatter[onnxruntime]), against irscatter's run of the IR: every tensor whose IR port "
                           "keeps an ONNX value's name, in topological order; unmatched names are listed")
+    cmp.add_argument("--expected", metavar="FRAMEWORK_OUT.npz",
+                     help="the source framework's values on the same inputs, keyed by output name (as run --expected "
+                          "takes them), IR tensor name or \"<layer name>:<port id>\": judged against irscatter's run "
+                          "of the IR, beside the target, for a verdict on whether the conversion or the runtime "
+                          "departs; with intermediate tensors, the first one that departs names the layer")
+    cmp.add_argument("--map", metavar="FILE",
+                     help="with two .npz files: the first file's tensor names mapped to the second's "
+                          '("<layer name>:<port>" of a run --dump, or an output\'s tensor name), as a JSON object '
+                          "or a text file of two names a line")
     cmp.add_argument("--reference-precision", choices=list(PRECISIONS),
                      help="irscatter's values as it emulates a device inferring in f16 or bf16 (see run --precision)")
     FeedArguments.add_to(cmp)

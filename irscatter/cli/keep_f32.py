@@ -21,6 +21,7 @@ DESCRIPTION = ("Find a small set of layers that must stay in f32 for a model's o
 
 def cmd_keep_f32(args: argparse.Namespace) -> int:
     from irscatter.debug import compare, precision_search
+    from irscatter.debug.tolerances import check_model_overrides
 
     out = Path(output_path(args.output, flag="-o", suffix=".xml"))
     tolerances = TargetArguments.tolerances(args, args.target_precision)
@@ -28,7 +29,7 @@ def cmd_keep_f32(args: argparse.Namespace) -> int:
     sources = [Path(p).resolve() for p in (compiled.model.xml_path, compiled.model.bin_path) if p]
     if out.resolve() in sources or out.with_suffix(".bin").resolve() in sources:
         raise UsageError(f"-o {args.output}: that would write over the model read; give another name")
-    compare.check_model_overrides(tolerances, compiled)
+    check_model_overrides(tolerances, compiled)
     feeds = FeedArguments.checked(FeedArguments.feeds(args, compiled), compiled)
     target = compare.open_target(args.target, args.target_precision, args.timeout, TargetArguments.properties(args))
     try:

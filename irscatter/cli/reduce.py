@@ -42,6 +42,7 @@ def cmd_reduce(args: argparse.Namespace) -> int:
 def _reduce_into(args: argparse.Namespace, out: Path) -> int:
     """reduce, once its arguments are checked and its folder `out` made."""
     from irscatter.debug import compare, reduce
+    from irscatter.debug.tolerances import check_model_overrides
 
     compiled = ModelArguments.read(args, args.model).compile()
     feeds = FeedArguments.checked(FeedArguments.feeds(args, compiled), compiled)
@@ -52,7 +53,7 @@ def _reduce_into(args: argparse.Namespace, out: Path) -> int:
     else:
         precision = args.target_precision or "f32"
         tolerances = TargetArguments.tolerances(args, precision)
-        compare.check_model_overrides(tolerances, compiled)
+        check_model_overrides(tolerances, compiled)
         target = compare.open_target(args.target or "openvino", precision, args.timeout, TargetArguments.properties(args))
         check = reduce.TargetCheck(compiled, target, tolerances)
     try:

@@ -8,6 +8,9 @@ It sits beside `api.py`, above the runtime, and may drive other runtimes through
 * `compare`: irscatter's values of every tensor against a target's, layer by layer (each
   layer run alone on the target, fed irscatter's inputs) or on the whole model, with a
   bisection over the graph to find the first layer that diverges;
+* `tolerances`: which tolerance judges which tensor (the presets of the precision a target ran,
+  `--tol`'s overrides); `verdicts`: the report every comparison makes, and its text;
+* `dump_compare`: two saved sets of tensors from any runtime, judged key by key;
 * `onnx_compare`: an IR converted from ONNX against the ONNX model on onnxruntime, every
   tensor matched through the ONNX value names the IR's ports keep;
 * `two_models`: two IRs of one model (an original and its compressed or converted form), both

@@ -22,21 +22,23 @@ finding about that layer, never the end of the comparison.
 
 from __future__ import annotations
 
-import re
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Container, Iterable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from irscatter.debug.extract import BOUNDARY, Written, first_holding, prefix, steps, tensor_key, typed, write
-from irscatter.errors import PATTERN_ERRORS, UsageError, elide
+from irscatter.debug.held import needed
+from irscatter.debug.tolerances import Tolerances, at_device_precision
+from irscatter.debug.verdicts import LayerResult, Report, TensorResult
+from irscatter.errors import UsageError, elide
 from irscatter.ir.graph import Layer
 from irscatter.ir.writer import IRWriter
-from irscatter.metrics import TensorDiff, Tolerance, diff, preset_for
+from irscatter.metrics import diff
 from irscatter.runtime.interpreter import CompiledModel
 from irscatter.runtime.precision import GraphView, kept_in_f32
 from irscatter.runtime.steps import run_steps
@@ -53,24 +55,6 @@ _NO_STANDALONE_FORM = {
 }
 PRECISIONS = ("f32", "f16", "bf16")
 
-
-def at_device_precision(target: Target, tolerances: Tolerances) -> Tolerances:
-    """`tolerances` at the precision `target` really infers in, where it can say: judging an
-    f32 answer with f16's presets would hide a fault, and a bf16 answer with f16's would
-    report one that is not there."""
-    ran = getattr(target, "ran_precision", None)
-    precision = ran() if callable(ran) else tolerances.precision
-    return tolerances if precision == tolerances.precision else replace(tolerances, precision=precision)
-
-
-def emulated_at_device_precision(target: Target, emulated: str | None) -> str | None:
-    """The precision to emulate irscatter's values in, `emulated` having been asked for the
-    target's own precision: the one the target really runs (none when that is f32)."""
-    ran = getattr(target, "ran_precision", None)
-    if emulated is None or not callable(ran) or getattr(target, "precision", None) != emulated:
-        return emulated
-    precision = ran()
-    return None if precision == "f32" else precision
 
 
 def open_target(spec: str, precision: str = "f32", timeout: float = 120.0,
@@ -101,183 +85,29 @@ def open_target(spec: str, precision: str = "f32", timeout: float = 120.0,
     return target
 
 
-# --- tolerances ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Tolerances:
-    """How tensors are judged: the presets of the target's precision, unless `rtol`/`atol`
-    are given; `overrides` are (pattern, tolerance) pairs whose pattern (a regular
-    expression, searched in the tensor's `"<layer name>:<port>"` key) picks the tensors they
-    apply to, the last matching one winning."""
-
-    precision: str = "f32"
-    rtol: float | None = None
-    atol: float | None = None
-    overrides: tuple[tuple[re.Pattern[str], Tolerance], ...] = ()
-
-    @classmethod
-    def parse(cls, precision: str = "f32", rtol: float | None = None, atol: float | None = None,
-              overrides: Iterable[str] = ()) -> Tolerances:
-        """Tolerances with their overrides spelled `PATTERN=RTOL[,ATOL]` (see `parse_override`)."""
-        return cls(precision, rtol, atol, tuple(parse_override(text) for text in overrides))
-
-    def for_tensor(self, key: str, dtype: np.dtype) -> Tolerance | None:
-        preset = preset_for(dtype, self.precision)
-        if preset is None:
-            return None  # integers, booleans and strings are exact whatever is asked
-        chosen = Tolerance(preset.rtol if self.rtol is None else self.rtol,
-                           preset.atol if self.atol is None else self.atol)
-        for pattern, tolerance in self.overrides:
-            if pattern.search(key):
-                chosen = tolerance
-        return chosen
-
-
-def parse_override(text: str) -> tuple[re.Pattern[str], Tolerance]:
-    """`PATTERN=RTOL[,ATOL]`, as `--tol` takes it."""
-    pattern, sep, numbers = text.rpartition("=")
-    try:
-        values = [float(v) for v in numbers.split(",")] if sep else []
-        compiled = re.compile(pattern)
-    except (ValueError, *PATTERN_ERRORS) as e:
-        raise UsageError(f'--tol {elide(text)}: expected PATTERN=RTOL[,ATOL] ({e})') from None
-    if not sep or not pattern or not 1 <= len(values) <= 2 or not all(v >= 0 and np.isfinite(v) for v in values):
-        raise UsageError(f'--tol {text}: expected PATTERN=RTOL[,ATOL] with tolerances of at least 0')
-    return compiled, Tolerance(values[0], values[1] if len(values) > 1 else values[0])
-
-
-def check_overrides(tolerances: Tolerances, keys: Iterable[str]) -> None:
-    """Refuse a `--tol` pattern that picks none of `keys` (the tensors to be judged): a typo
-    would otherwise leave the tensor it meant under the preset, silently."""
-    keys = list(keys)
-    for pattern, _ in tolerances.overrides:
-        if not any(pattern.search(key) for key in keys):
-            raise UsageError(f'--tol {pattern.pattern}=...: the pattern matches no tensor ("<layer name>:<port id>") '
-                             "to be compared")
-
-
-def check_model_overrides(tolerances: Tolerances, compiled: CompiledModel) -> None:
-    """`check_overrides` against every tensor of `compiled`."""
-    check_overrides(tolerances, (tensor_key(compiled, src) for src in compiled.slot_of))
-
-
-# --- the report ----------------------------------------------------------------------------------
-
-
-@dataclass
-class TensorResult:
-    key: str  # "<layer name>:<port id>"
-    diff: TensorDiff
-
-
-@dataclass
-class LayerResult:
-    """One layer's verdict: `passed`, `failed` (a tensor outside tolerance), `not compared`
-    (with the reason), or the target's failure on it: `crashed`, `hung`, `refused`, `unstable`."""
-
-    position: int  # in topological order
-    id: int
-    name: str
-    op: str  # Type-version
-    line: int | None
-    status: str
-    reason: str | None = None
-    tensors: list[TensorResult] = field(default_factory=list)
-
-    @property
-    def diverged(self) -> bool:
-        return self.status in ("failed", "crashed", "hung", "unstable")
-
-    def to_json(self) -> dict[str, Any]:
-        return {"position": self.position, "id": self.id, "name": self.name, "op": self.op, "line": self.line,
-                "status": self.status, "reason": self.reason,
-                "tensors": [{"key": t.key, **t.diff.to_json()} for t in self.tensors]}
-
-
-@dataclass
-class Report:
-    model: str
-    target: str
-    mode: str  # "layers", "whole", "dumps" or "models" (two IRs, `two_models`)
-    layers: list[LayerResult] = field(default_factory=list)
-    outputs: list[LayerResult] = field(default_factory=list)  # whole mode: one record per model output
-    bisect: LayerResult | None = None  # whole mode with bisect: the first layer found diverging
-    bisect_note: str | None = None
-    steps: int = 0  # whole mode over the steps of a stateful model: how many (its records are step by step)
-    seconds: float = 0.0
-    notes: list[str] = field(default_factory=list)  # what the reader needs to weigh the verdicts
-
-    @property
-    def records(self) -> list[LayerResult]:
-        return self.layers if self.mode != "whole" else self.outputs
-
-    @property
-    def first_divergence(self) -> LayerResult | None:
-        if self.bisect is not None:
-            return self.bisect
-        return next((r for r in self.records if r.diverged), None)
-
-    @property
-    def ok(self) -> bool:
-        return not any(r.diverged for r in self.records) and self.bisect is None
-
-    @property
-    def gap(self) -> str | None:
-        """Why a comparison without a divergence still says too little to pass: nothing was
-        compared (the target refused everything), or a reference dump's tensors are missing from
-        the dump judged (another runtime's names, perhaps). None when it says enough."""
-        judged = [r for r in self.records if r.status not in ("not compared", "refused")]
-        if not judged:
-            return "nothing was compared"
-        if self.mode == "dumps":
-            missing = sum(1 for r in self.records if r.status == "not compared" and r.reason == _MISSING)
-            if missing:
-                return (f"{missing} tensor{'s' if missing != 1 else ''} of the reference "
-                        f"{'are' if missing != 1 else 'is'} not in {self.target} (the keys are "
-                        f'"<layer name>:<port id>"; another runtime may name its tensors otherwise)')
-        return None
-
-    @property
-    def passed(self) -> bool:
-        """No divergence, and enough compared to say so (the exit status of `compare`)."""
-        return self.ok and self.gap is None
-
-    def to_json(self) -> dict[str, Any]:
-        first = self.first_divergence
-        return {"model": self.model, "target": self.target, "mode": self.mode, "ok": self.ok, "gap": self.gap,
-                "seconds": round(self.seconds, 3),
-                "first_divergence": None if first is None else {"id": first.id, "name": first.name, "op": first.op},
-                "records": [r.to_json() for r in self.records],
-                "bisect": None if self.bisect is None else self.bisect.to_json(), "bisect_note": self.bisect_note,
-                "notes": self.notes}
-
-    def counts(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for r in self.records:
-            out[r.status] = out.get(r.status, 0) + 1
-        return out
-
-
 # --- irscatter's values ---------------------------------------------------------------------------
 
 
-def reference_values(compiled: CompiledModel, feeds: Any, precision: str | None = None) -> dict[Source, np.ndarray]:
+def reference_values(compiled: CompiledModel, feeds: Any, precision: str | None = None, *,
+                     into: MutableMapping[Source, np.ndarray] | None = None,
+                     keep: Container[Source] | None = None) -> MutableMapping[Source, np.ndarray]:
     """Every tensor of the model as irscatter computes it, keyed (layer id, output position);
-    with `precision` ("f16", "bf16"), as irscatter emulates a device inferring in it.
+    with `precision` ("f16", "bf16"), as irscatter emulates a device inferring in it. `into`
+    receives them (a `held.ValueStore` spills past a memory budget; a new dict by default);
+    with `keep`, only those tensors of the layers that run, besides the inputs and Consts.
 
     Read through a hook, not `intermediate=True`, so that two layers of one name cannot
     collide; the hook also turns buffer reuse off, so no value is overwritten later."""
-    values: dict[Source, np.ndarray] = {}
+    values: MutableMapping[Source, np.ndarray] = {} if into is None else into
     outer = compiled.layers
 
-    def keep(layer: Layer, _inputs: tuple, outputs: tuple) -> None:
+    def hold(layer: Layer, _inputs: tuple, outputs: tuple) -> None:
         if outer.get(layer.id) is layer:  # a layer of a body is reported renamed: not ours
             for pos, value in enumerate(outputs):
-                if value is not None:
+                if value is not None and (keep is None or (layer.id, pos) in keep):
                     values[(layer.id, pos)] = value
 
-    compiled.run(feeds, hook=keep, precision=precision)
+    compiled.run(feeds, hook=hold, precision=precision)
     for spec, array in zip(compiled.inputs, compiled.feed_arrays(feeds)):
         values[(spec.layer.id, 0)] = array
     for lid in compiled.order:
@@ -305,7 +135,7 @@ def compare_layers(compiled: CompiledModel, feeds: Any, target: Target, toleranc
     """Every layer of `compiled` run alone on `target`, fed irscatter's values of its inputs."""
     start = time.perf_counter()
     values = reference_values(compiled, feeds) if values is None else values
-    report = Report(compiled.model.source, target.describe(), "layers")
+    report = _new_report(compiled, target, "layers")
     tolerances = at_device_precision(target, tolerances)
     candidates = []
     kept = _kept_in_f32(compiled, tolerances.precision)
@@ -329,6 +159,17 @@ def compare_layers(compiled: CompiledModel, feeds: Any, target: Target, toleranc
                 progress(done, len(candidates))
     report.seconds = time.perf_counter() - start
     return report
+
+
+def sides_of(target: Target) -> tuple[str, str]:
+    """(target, reference) as reports name them: the target's `name` ("openvino:CPU"), or
+    "target" for one without, against irscatter."""
+    return str(getattr(target, "name", "") or "target"), "irscatter"
+
+
+def _new_report(compiled: CompiledModel, target: Target, mode: str, **fields: Any) -> Report:
+    name, reference = sides_of(target)
+    return Report(compiled.model.source, target.describe(), mode, target_name=name, reference_name=reference, **fields)
 
 
 def _record(compiled: CompiledModel, lid: int, position: int) -> LayerResult:
@@ -381,6 +222,7 @@ class _LayerRunner:
                  tolerances: Tolerances, folder: Path) -> None:
         self.compiled, self.values, self.target, self.tolerances, self.folder = (
             compiled, values, target, tolerances, folder)
+        self.sides = sides_of(target)
         self._count = 0
 
     def run(self, batch: list[LayerResult]) -> None:
@@ -396,9 +238,8 @@ class _LayerRunner:
             batch[0].status, batch[0].reason = failure.kind, failure.message
             return
         for (record, pos), got in zip(results, outputs):
-            key = tensor_key(self.compiled, (record.id, pos))
-            want = self.values[(record.id, pos)]
-            record.tensors.append(TensorResult(key, diff(got, want, self.tolerances.for_tensor(key, want.dtype))))
+            src = (record.id, pos)
+            record.tensors.append(judged_tensor(self.compiled, src, got, self.values[src], self.tolerances, self.sides))
         for record in batch:
             record.status = "failed" if any(not t.diff.passed for t in record.tensors) else "passed"
 
@@ -454,8 +295,8 @@ def compare_whole(compiled: CompiledModel, feeds: Any, target: Target, tolerance
     `bisect`, then the first layer whose value diverges. `xml` runs another file of the same
     graph on the target instead (the model with marks added to its rt_info, say)."""
     start = time.perf_counter()
-    values = reference_values(compiled, feeds) if values is None else values
-    report = Report(compiled.model.source, target.describe(), "whole")
+    values = reference_values(compiled, feeds, keep=needed(compiled, every=bisect)) if values is None else values
+    report = _new_report(compiled, target, "whole")
     tolerances = at_device_precision(target, tolerances)
     xml = Path(compiled.model.source if xml is None else xml)
     named = _named_feeds(compiled, values)
@@ -467,7 +308,7 @@ def compare_whole(compiled: CompiledModel, feeds: Any, target: Target, tolerance
         report.seconds = time.perf_counter() - start
         return report
     report.outputs = [_judged_output(compiled, i, values[compiled.sources[spec.layer.id][0]], got, names, tolerances,
-                                     spec.name) for i, spec in enumerate(compiled.outputs)]
+                                     spec.name, report.sides) for i, spec in enumerate(compiled.outputs)]
     if bisect and not report.ok:
         with tempfile.TemporaryDirectory(prefix="irscatter-bisect-") as folder:
             report.bisect, report.bisect_note = _bisect(compiled, values, target, tolerances, Path(folder))
@@ -481,7 +322,7 @@ def _failed_outputs(compiled: CompiledModel, failure: TargetFailure) -> list[Lay
 
 
 def _judged_output(compiled: CompiledModel, i: int, want: np.ndarray, got: Sequence[np.ndarray],
-                   names: list[list[str]], tolerances: Tolerances, key: str) -> LayerResult:
+                   names: list[list[str]], tolerances: Tolerances, key: str, sides: tuple[str, str]) -> LayerResult:
     """Output `i` of the model against the target's output of its name, as a record whose
     tensor is keyed `key`. OpenVINO reads an IR v10 file under its legacy conventions (an i64
     output given as i32, a boolean or u8 one as f32): its answer is taken in the type the file
@@ -495,8 +336,7 @@ def _judged_output(compiled: CompiledModel, i: int, want: np.ndarray, got: Seque
     want = np.asarray(want)
     theirs = exactly_as(got[j], want.dtype) if compiled.model.ir_version == 10 else got[j]
     src = compiled.sources[spec.layer.id][0]
-    record.tensors.append(TensorResult(key, diff(theirs, want, tolerances.for_tensor(tensor_key(compiled, src),
-                                                                                      want.dtype))))
+    record.tensors.append(judged_tensor(compiled, src, theirs, want, tolerances, sides, key))
     record.status = "passed" if record.tensors[0].diff.passed else "failed"
     return record
 
@@ -508,7 +348,7 @@ def compare_steps(compiled: CompiledModel, steps: Sequence[Mapping[str, Any]], t
     every step against irscatter's (the records in step order, keyed `step<k>/<output>`), so
     the first divergence says at which step the state first went wrong."""
     start = time.perf_counter()
-    report = Report(compiled.model.source, target.describe(), "whole", steps=len(steps))
+    report = _new_report(compiled, target, "whole", steps=len(steps))
     tolerances = at_device_precision(target, tolerances)
     xml = Path(compiled.model.source)
     mine, named = [], []
@@ -524,7 +364,8 @@ def compare_steps(compiled: CompiledModel, steps: Sequence[Mapping[str, Any]], t
         report.outputs = _failed_outputs(compiled, failure)
         report.seconds = time.perf_counter() - start
         return report
-    report.outputs = [_judged_output(compiled, i, ours[i], theirs, names, tolerances, f"step{k}/{spec.name}")
+    report.outputs = [_judged_output(compiled, i, ours[i], theirs, names, tolerances, f"step{k}/{spec.name}",
+                                     report.sides)
                       for k, (ours, theirs) in enumerate(zip(mine, got)) for i, spec in enumerate(compiled.outputs)]
     report.seconds = time.perf_counter() - start
     return report
@@ -563,13 +404,23 @@ def judge(compiled: CompiledModel, target: Target, tolerances: Tolerances, writt
     got = target.infer(written.xml, feeds)
     by_name = {n: array for theirs, array in zip(target.output_names(written.xml), got) for n in theirs}
     tensors, actual = [], {}
+    sides = sides_of(target)
     for src, name in written.output_names.items():
         if name not in by_name:
             continue
-        key, want = tensor_key(compiled, src), values[src]
         actual[name] = by_name[name]
-        tensors.append(TensorResult(key, diff(by_name[name], want, tolerances.for_tensor(key, want.dtype))))
+        tensors.append(judged_tensor(compiled, src, by_name[name], values[src], tolerances, sides))
     return tensors, actual
+
+
+def judged_tensor(compiled: CompiledModel, src: Source, theirs: np.ndarray, ours: np.ndarray, tolerances: Tolerances,
+                  sides: tuple[str, str], key: str | None = None) -> TensorResult:
+    """The target's value of tensor `src` against irscatter's, under the tolerance its key
+    picks, recorded under `key` (its key, unless another is given) with its tensor names."""
+    own = tensor_key(compiled, src)
+    ours = np.asarray(ours)
+    judged = diff(theirs, ours, tolerances.for_tensor(own, ours.dtype), sides)
+    return TensorResult(key or own, judged, tuple(compiled.layers[src[0]].outputs[src[1]].names))
 
 
 def _bisect(compiled: CompiledModel, values: dict[Source, np.ndarray], target: Target, tolerances: Tolerances,
@@ -607,123 +458,3 @@ def _run_prefix(compiled: CompiledModel, values: dict[Source, np.ndarray], targe
     record.tensors = [t for t in tensors if not t.diff.passed]
     record.status = "failed" if record.tensors else "passed"
     return record
-
-
-# --- two dumps ----------------------------------------------------------------------------------
-
-
-_MISSING = "missing from the dump judged"
-
-
-def compare_dumps(target: Mapping[str, np.ndarray], reference: Mapping[str, np.ndarray], tolerances: Tolerances,
-                  names: Sequence[str] = ("A", "B")) -> Report:
-    """Two saved sets of tensors (from any runtime), key by key: `target` judged against
-    `reference`. A key on one side only is listed as not compared."""
-    report = Report(f"{names[1]} (reference)", f"{names[0]}", "dumps")
-    keys = list(reference) + [k for k in target if k not in reference]
-    for position, key in enumerate(keys):
-        record = LayerResult(position, position, key, "", None, "pending")
-        if key not in target:
-            record.status, record.reason = "not compared", _MISSING
-        elif key not in reference:
-            record.status, record.reason = "not compared", f"only in {names[0]}"
-        else:
-            want = np.asarray(reference[key])
-            tensor = TensorResult(key, diff(np.asarray(target[key]), want, tolerances.for_tensor(key, want.dtype)))
-            record.tensors.append(tensor)
-            record.status = "passed" if tensor.diff.passed else "failed"
-        report.layers.append(record)
-    return report
-
-
-# --- the printed report --------------------------------------------------------------------------
-
-_HEADER = ("pos", "layer", "op", "tensor", "verdict", "max abs", "max rel", "cosine", "ulps", "bad")
-_VERDICT = {"passed": "ok", "failed": "FAIL", "not compared": "skip", "crashed": "CRASH", "hung": "HUNG",
-            "refused": "refused", "unstable": "UNSTABLE"}
-
-
-def table(report: Report, every: bool = False) -> str:
-    """The report as an aligned table in topological order: the records that diverged (or,
-    with `every`, all), the first divergence marked, then one summary line."""
-    first = report.first_divergence
-    rows: list[tuple[str, ...]] = []
-    notes: list[str] = []
-    for record in report.records:
-        if not every and record.status == "passed":
-            continue
-        if not every and record.status == "not compared":
-            continue  # counted in the summary; --all lists them with their reasons
-        mark = "> " if record is first else "  "
-        pos = "" if record.position < 0 or report.mode == "dumps" else str(record.position)
-        tensors = record.tensors if (every or record.status != "failed") else [
-            t for t in record.tensors if not t.diff.passed]
-        if not tensors:
-            rows.append((mark + pos, record.name, record.op, "", _VERDICT[record.status], "", "", "", "", ""))
-            if record.reason:
-                notes.append(f"{record.name}: {record.reason}")
-            continue
-        for t in tensors:
-            d = t.diff
-            rows.append((mark + pos, record.name, record.op, t.key.rpartition(":")[2] if report.mode != "dumps" else "",
-                         _VERDICT["passed" if d.passed else "failed"] if record.status in ("passed", "failed")
-                         else _VERDICT[record.status],
-                         _number(d.max_abs), _number(d.max_rel), _number(d.cosine, 6), _number(d.max_ulps, 0),
-                         f"{d.mismatches}/{d.count}" if d.problem is None else d.problem))
-            if not d.passed:
-                notes.append(f"{t.key}: {d.summary()}")
-            mark = "  "
-    lines = []
-    if rows:
-        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(_HEADER)]
-        lines.append("  ".join(h.ljust(w) for h, w in zip(_HEADER, widths)).rstrip())
-        lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-    lines += notes
-    if report.mode in ("dumps", "models") and not every:  # what one side lacks, named (--all gives each a row)
-        unmatched: dict[str, list[str]] = {}
-        for r in report.records:
-            if r.status == "not compared":
-                unmatched.setdefault(r.reason or "not compared", []).append(r.name)
-        for reason, names in unmatched.items():
-            more = f", ... ({len(names) - 8} more; --all lists every one)" if len(names) > 8 else ""
-            counted = f" ({len(names)})" if report.mode == "models" else ""
-            lines.append(f"{reason}{counted}: {', '.join(names[:8])}{more}")
-    if report.bisect_note:
-        lines.append(f"bisect: {report.bisect_note}")
-    lines += report.notes
-    lines.append(summary_line(report))
-    return "\n".join(lines)
-
-
-def summary_line(report: Report) -> str:
-    counts = report.counts()
-    what = {"layers": "layer", "whole": "output", "dumps": "tensor", "models": "layer"}[report.mode] + (
-        "s" if len(report.records) != 1 else "")
-    done = ", ".join(f"{n} {status}" for status, n in counts.items()) or "nothing to compare"
-    head = (f"{len(report.records)} {what} against {report.target} in {report.seconds:.2f} s: {done}"
-            if report.mode not in ("dumps", "models") else
-            f"{len(report.records)} {what}, {report.target} judged against {report.model}"
-            + (f" in {report.seconds:.2f} s" if report.mode == "models" else "") + f": {done}")
-    first = report.first_divergence
-    if first is None:
-        gap = report.gap
-        return head + (f"; no divergence, but {gap}" if gap else "; no divergence")
-    where = f" (line {first.line})" if first.line else ""
-    label = f'layer {first.id} "{first.name}" ({first.op}){where}' if report.mode != "dumps" else f'"{first.name}"'
-    if report.mode == "models":
-        bad = next((t.key for t in first.tensors if not t.diff.passed), first.name)
-        label = f'tensor "{bad}" of B\'s {label}'
-    if report.mode == "whole" and report.bisect is None:
-        output = first.tensors[0].key if first.tensors else first.name
-        return (head + f'; output "{output}" of {label} diverges'
-                + ("" if report.bisect_note or report.steps else "; --bisect looks for the first layer that does"))
-    found = "first diverging layer (bisect)" if report.bisect is not None else "first divergence"
-    return head + f"; {found}: {label}"
-
-
-def _number(value: float | None, digits: int = 3) -> str:
-    if value is None:
-        return ""
-    if digits == 0:
-        return f"{value:.0f}"
-    return f"{value:.{digits}g}" if digits != 6 else f"{value:.6f}"

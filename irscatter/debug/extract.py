@@ -14,7 +14,7 @@ Tensors are named as `run(outputs=...)` names them: an output name, a tensor nam
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,16 +51,23 @@ def tensor_key(compiled: CompiledModel, src: Source) -> str:
     return f"{layer.name}:{layer.outputs[src[1]].id}"
 
 
+def port_names(compiled: CompiledModel) -> Iterator[tuple[str, Source, bool]]:
+    """Each name of each output port, in topological order: its "<layer name>:<port id>"
+    (with True: an address), then its tensor names (False)."""
+    for lid in compiled.order:
+        layer = compiled.layers[lid]
+        for pos, port in enumerate(layer.outputs):
+            yield f"{layer.name}:{port.id}", (lid, pos), True
+            for name in port.names:
+                yield name, (lid, pos), False
+
+
 def tensor_index(compiled: CompiledModel) -> dict[str, Source]:
     """Every name a tensor answers to: "<layer name>:<port id>", its tensor names, and the
     model's output names."""
     index: dict[str, Source] = {}
-    for lid in compiled.order:
-        layer = compiled.layers[lid]
-        for pos, port in enumerate(layer.outputs):
-            index.setdefault(f"{layer.name}:{port.id}", (lid, pos))
-            for name in port.names:
-                index.setdefault(name, (lid, pos))
+    for name, src, _ in port_names(compiled):
+        index.setdefault(name, src)
     for spec in compiled.outputs:
         src = compiled.sources[spec.layer.id][0]
         if src is not None:

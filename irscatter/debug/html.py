@@ -20,15 +20,14 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from irscatter.debug.compare import LayerResult, Report, TensorResult, summary_line
+from irscatter.debug.tolerances import type_name
+from irscatter.debug.verdicts import VERDICT, LayerResult, Report, TensorResult, summary_line
 from irscatter.errors import UsageError
 from irscatter.metrics import TensorDiff
 
 INSTALL_HINT = "pip install irscatter[report]"
 # What the target did to a layer when it gave no values to judge.
 _TARGET_FAILURES = ("crashed", "hung", "unstable", "refused")
-_VERDICT = {"passed": "ok", "failed": "FAIL", "not compared": "skip", "crashed": "CRASH", "hung": "HUNG",
-            "refused": "refused", "unstable": "UNSTABLE"}
 _LABEL_CHARS = 48  # a longer layer name is cut in the chart's one label; the table has it whole
 
 
@@ -118,10 +117,10 @@ def _layer_point(record: LayerResult) -> _Point | None:
 _OFF_SCALE = [
     ("differs", "s", "#b2182b", "exact values or shape differ"),
     ("nonfinite", "^", "#b2182b", "NaN or infinity on one side"),
-    ("crashed", "X", "#6a3d9a", "target crashed"),
-    ("hung", "X", "#e08214", "target hung"),
-    ("unstable", "D", "#6a3d9a", "target unstable"),
-    ("refused", "x", "#777777", "target refused"),
+    ("crashed", "X", "#6a3d9a", "{target} crashed"),
+    ("hung", "X", "#e08214", "{target} hung"),
+    ("unstable", "D", "#6a3d9a", "{target} unstable"),
+    ("refused", "x", "#777777", "{target} refused"),
 ]
 
 
@@ -136,7 +135,7 @@ def _chart_svg(report: Report) -> str:
     FigureCanvasAgg(fig)  # the non-interactive backend, set on this figure only: no display, no global state
     ax = fig.add_subplot()
     if points:
-        _draw_points(ax, points)
+        _draw_points(ax, points, report.target_name)
         _mark_first_divergence(ax, report)
     else:
         ax.text(0.5, 0.5, "no layer was compared", ha="center", va="center", transform=ax.transAxes)
@@ -163,7 +162,7 @@ def _scale(points: list[_Point]) -> tuple[float, float]:
     return bottom, top
 
 
-def _draw_points(ax, points: list[_Point]) -> None:
+def _draw_points(ax, points: list[_Point], target: str) -> None:
     bottom, top = _scale(points)
     ordered = sorted(points, key=lambda p: p.position)
     at = [min(max(p.ratio, bottom), top) for p in ordered]
@@ -183,7 +182,8 @@ def _draw_points(ax, points: list[_Point]) -> None:
     for kind, marker, colour, label in _OFF_SCALE:
         chosen = [p.position for p in ordered if p.kind == kind]
         if chosen:
-            ax.scatter(chosen, [top] * len(chosen), s=46, marker=marker, color=colour, label=label, zorder=4)
+            ax.scatter(chosen, [top] * len(chosen), s=46, marker=marker, color=colour,
+                       label=label.format(target=target), zorder=4)
     _label_scale(ax, bottom, top)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
 
@@ -247,11 +247,13 @@ class _Row:
     bisect: bool  # the layer bisection found, not one of the records
 
 
-_COLUMNS = [  # (heading, sorts as a number)
-    ("pos", True), ("layer", False), ("op", False), ("tensor", False), ("verdict", False),
-    ("error / allowed", True), ("max abs", True), ("max rel", True), ("cosine", True), ("ulps", True),
-    ("mismatches", True), ("reason", False),
-]
+def _columns(report: Report) -> list[tuple[str, bool]]:
+    """(heading, sorts as a number), the two sides' values at the worst element headed by
+    the sides' names."""
+    return [("pos", True), ("layer", False), ("op", False), ("tensor", False), ("shape", False), ("verdict", False),
+            ("error / allowed", True), ("max abs", True), ("max rel", True), ("cosine", True), ("ulps", True),
+            ("mismatches", True), ("worst at", False), (report.reference_name, True), (report.target_name, True),
+            ("reason", False)]
 
 
 def _rows(report: Report) -> list[_Row]:
@@ -269,7 +271,7 @@ def _rows(report: Report) -> list[_Row]:
 def _table(report: Report, rows: list[_Row]) -> str:
     counts = ", ".join(f"{n} {status}" for status, n in report.counts().items()) or "nothing compared"
     head = "".join(f'<th data-type="{"number" if numeric else "text"}" title="click to sort">{_e(name)}</th>'
-                   for name, numeric in _COLUMNS)
+                   for name, numeric in _columns(report))
     body = "\n".join(_row_html(report, row) for row in rows)
     return (f'<h2>Every {"output" if report.mode == "whole" else "layer"} ({_e(counts)})</h2>\n'
             '<p class="controls"><label><input type="checkbox" id="only-diverged"> only what did not pass</label> '
@@ -287,9 +289,9 @@ def _row_html(report: Report, row: _Row) -> str:
     mark = '<span class="mark" title="first divergence">\u25b6</span> ' if row.first else ""
     tag = ' <span class="tag">bisect</span>' if row.bisect else ""
     cells = [_cell(position, position if position != "" else None, mark),
-             _cell(record.name, None, "", tag), _cell(record.op), _cell(_port(report, tensor)),
-             _cell(_VERDICT[status])]
-    cells += _number_cells(tensor.diff) if tensor is not None else [_cell("") for _ in range(6)]
+             _cell(record.name, None, "", tag), _cell(record.op), _cell(_tensor_name(report, tensor)),
+             _cell(_shape(tensor)), _cell(VERDICT[status])]
+    cells += _number_cells(tensor.diff) if tensor is not None else [_cell("") for _ in range(9)]
     cells.append(_cell(_reason(record, tensor), None))
     anchor = ' id="first-divergence"' if row.first else ""
     return f'<tr class="{" ".join(classes)}"{anchor}>{"".join(cells)}</tr>'
@@ -315,7 +317,19 @@ def _number_cells(d: TensorDiff) -> list[str]:
     bad = f"{d.mismatches}/{d.count}" if d.problem is None else d.problem
     return [_cell(ratio_text, ratio), _cell(_number(d.max_abs), d.max_abs), _cell(_number(d.max_rel), d.max_rel),
             _cell(_number(d.cosine, 6), d.cosine), _cell(_number(d.max_ulps, 0), d.max_ulps),
-            _cell(bad, d.mismatches if d.problem is None else None)]
+            _cell(bad, d.mismatches if d.problem is None else None),
+            _cell("" if d.worst is None else list(d.worst)), _value_cell(d.worst_reference), _value_cell(d.worst_target)]
+
+
+def _value_cell(value: object) -> str:
+    """One side's value at the worst element, as the summary prints it, sorting as a number."""
+    if value is None:
+        return _cell("")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = None
+    return _cell(str(value), number)
 
 
 def _number(value: float | None, digits: int = 3) -> str:
@@ -326,15 +340,33 @@ def _number(value: float | None, digits: int = 3) -> str:
     return f"{value:.6f}" if digits == 6 else f"{value:.{digits}g}"
 
 
-def _port(report: Report, tensor: TensorResult | None) -> str:
-    if tensor is None or report.mode == "dumps":
+def _tensor_name(report: Report, tensor: TensorResult | None) -> str:
+    """The tensor's key ("<layer name>:<port id>", an output's name, or a dump's key) and the
+    tensor names the framework gave it."""
+    if tensor is None:
         return ""
-    return tensor.key.rpartition(":")[2] if report.mode == "layers" else tensor.key
+    names = [n for n in tensor.names if n != tensor.key]
+    return tensor.key + (f" ({', '.join(names)})" if names else "")
+
+
+def _shape(tensor: TensorResult | None) -> str:
+    if tensor is None:
+        return ""
+    return f"{list(tensor.diff.shape)} {type_name(tensor.diff.dtype)}"
 
 
 def _reason(record: LayerResult, tensor: TensorResult | None) -> str:
+    """Why the row says what it does: the reason a layer was not compared (or what the target
+    did to it), and what differs in a tensor that failed."""
     failed = tensor.diff.summary() if tensor is not None and not tensor.diff.passed else ""
-    return "; ".join(text for text in (record.reason, failed) if text)
+    why = record.reason or (_UNSAID.get(record.status, "") if tensor is None else "")
+    return "; ".join(text for text in (why, failed) if text)
+
+
+# The reason a record without values gives when the comparison gave it none.
+_UNSAID = {"not compared": "nothing of it to compare", "refused": "the target refused it",
+           "crashed": "the target crashed on it", "hung": "the target did not answer",
+           "unstable": "the target's answer changed between two runs"}
 
 
 # --- the summary ----------------------------------------------------------------------------------
@@ -342,10 +374,7 @@ def _reason(record: LayerResult, tensor: TensorResult | None) -> str:
 
 def _summary(report: Report) -> str:
     first = report.first_divergence
-    items: list[tuple[str, str]] = [
-        ("model", _e(report.model)),
-        ("target", _e(report.target)),
-        ("mode", _e(_MODES[report.mode])),
+    items: list[tuple[str, str]] = [*_sides(report), ("mode", _e(_MODES[report.mode])),
         ("counts", _e(", ".join(f"{n} {s}" for s, n in report.counts().items()) or "nothing compared")),
         ("seconds", f"{report.seconds:.2f}"),
         ("first divergence", _first_divergence(report, first)),
@@ -354,6 +383,15 @@ def _summary(report: Report) -> str:
         items.append(("bisect", _e(report.bisect_note)))
     items += [("note", _e(note)) for note in report.notes]
     return '<dl class="summary">' + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in items) + "</dl>"
+
+
+def _sides(report: Report) -> list[tuple[str, str]]:
+    """Which side is which: the reference every value is judged against, and what is judged,
+    under the names the table's columns and the reasons give them."""
+    if report.mode in ("dumps", "models"):  # two files: the report's model and target name them
+        return [("reference", _e(report.model)), ("judged", _e(report.target))]
+    judged = report.target_name + (f" ({report.target})" if report.target != report.target_name else "")
+    return [("model", _e(report.model)), ("reference", _e(report.reference_name)), ("judged", _e(judged))]
 
 
 _MODES = {"layers": "layers: each layer alone on the target, fed irscatter's values of its inputs",
@@ -403,14 +441,14 @@ th { position: sticky; top: 0; background: #f3f4f6; text-align: left; padding: 6
 th[aria-sort="ascending"]::after { content: " \\25B2"; font-size: 10px; }
 th[aria-sort="descending"]::after { content: " \\25BC"; font-size: 10px; }
 td { padding: 4px 8px; border-bottom: 1px solid #eee; vertical-align: top; }
-td:nth-child(1), td:nth-child(n+6):nth-child(-n+11) { text-align: right; font-variant-numeric: tabular-nums;
-     white-space: nowrap; }
-td:nth-child(2) { word-break: break-all; min-width: 12em; }
-td:nth-child(3), td:nth-child(5) { white-space: nowrap; }
-td:nth-child(12) { color: #444; font-size: 12px; max-width: 40em; }
+td:nth-child(1), td:nth-child(n+7):nth-child(-n+12), td:nth-child(14), td:nth-child(15) { text-align: right;
+     font-variant-numeric: tabular-nums; white-space: nowrap; }
+td:nth-child(2), td:nth-child(4) { word-break: break-all; min-width: 12em; }
+td:nth-child(3), td:nth-child(5), td:nth-child(6), td:nth-child(13) { white-space: nowrap; }
+td:nth-child(16) { color: #444; font-size: 12px; max-width: 40em; }
 tr.failed td, tr.crashed td, tr.hung td, tr.unstable td { background: #fdecec; }
-tr.failed td:nth-child(5), tr.crashed td:nth-child(5), tr.hung td:nth-child(5),
-tr.unstable td:nth-child(5) { color: #b71c1c; font-weight: 600; }
+tr.failed td:nth-child(6), tr.crashed td:nth-child(6), tr.hung td:nth-child(6),
+tr.unstable td:nth-child(6) { color: #b71c1c; font-weight: 600; }
 tr.refused td, tr.not-compared td { color: #777; }
 tr.first td { background: #f9d6d5; border-top: 2px solid #c62828; border-bottom: 2px solid #c62828; }
 .mark { color: #c62828; }

@@ -30,8 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from irscatter.debug.compare import LayerResult, Report, Source, TensorResult, Tolerances, reference_values, table
+from irscatter.debug.compare import Source, reference_values
 from irscatter.debug.extract import tensor_key
+from irscatter.debug.tolerances import Tolerances
+from irscatter.debug.verdicts import LayerResult, Report, TensorResult, table
 from irscatter.errors import UsageError
 from irscatter.metrics import diff
 from irscatter.runtime.interpreter import CompiledModel
@@ -46,7 +48,7 @@ _LISTED = 8  # names listed per line of the printed report, unless every one is 
 
 @dataclass
 class OnnxTensorResult(TensorResult):
-    onnx: str  # the ONNX value it is matched with
+    onnx: str = ""  # the ONNX value it is matched with
 
 
 @dataclass
@@ -99,6 +101,7 @@ def compare_onnx(compiled: CompiledModel, feeds: Any, onnx_path: str | os.PathLi
     try:
         graph = runtime.graph(onnx_path)
         report = OnnxReport(compiled.model.source, runtime.describe(), "layers", onnx=os.fspath(onnx_path),
+                            target_name=getattr(runtime, "name", "onnxruntime"),
                             onnx_values=len(graph["values"]), skipped_onnx=[tuple(s) for s in graph["skipped"]])
         pairs = _match(compiled, values, graph, report)
         fed = _onnx_feeds(compiled, values, graph["inputs"])
@@ -114,7 +117,7 @@ def compare_onnx(compiled: CompiledModel, feeds: Any, onnx_path: str | os.PathLi
         if own:
             runtime.close()
     if got is not None:
-        _judge(compiled, values, pairs, got, tolerances)
+        _judge(compiled, values, pairs, got, tolerances, report.sides)
     report.seconds = time.perf_counter() - start
     return report
 
@@ -169,11 +172,13 @@ def _onnx_feeds(compiled: CompiledModel, values: dict[Source, np.ndarray], input
 
 
 def _judge(compiled: CompiledModel, values: dict[Source, np.ndarray], pairs: list[tuple[LayerResult, int, str]],
-           got: dict[str, np.ndarray], tolerances: Tolerances) -> None:
+           got: dict[str, np.ndarray], tolerances: Tolerances, sides: tuple[str, str]) -> None:
     for record, pos, name in pairs:
         key, want = tensor_key(compiled, (record.id, pos)), np.asarray(values[(record.id, pos)])
         theirs = exactly_as(np.asarray(got[name]), want.dtype)  # an i32 the frontend chose for an ONNX i64
-        record.tensors.append(OnnxTensorResult(key, diff(theirs, want, tolerances.for_tensor(key, want.dtype)), name))
+        names = tuple(compiled.layers[record.id].outputs[pos].names)
+        judged = diff(theirs, want, tolerances.for_tensor(key, want.dtype), sides)
+        record.tensors.append(OnnxTensorResult(key, judged, names, onnx=name))
     for record in {id(r): r for r, _, _ in pairs}.values():
         record.status = "failed" if any(not t.diff.passed for t in record.tensors) else "passed"
 
@@ -182,10 +187,10 @@ def _judge(compiled: CompiledModel, values: dict[Source, np.ndarray], pairs: lis
 
 
 def onnx_table(report: OnnxReport, every: bool = False) -> str:
-    """`compare.table`'s rows, led by which side is which, followed by what was not matched
+    """`verdicts.table`'s rows, led by which side is which, followed by what was not matched
     and a summary naming the ONNX value of the first divergence."""
-    lines = [f"{report.reference} runs {Path(report.model).name} (the reference); {report.target} runs "
-             f"{Path(report.onnx).name}; tensors matched by ONNX value name"]
+    lines = [f"{report.reference} runs {Path(report.model).name} (the reference); {report.target_name} "
+             f"({report.target}) runs {Path(report.onnx).name}; tensors matched by ONNX value name"]
     lines += table(report, every).splitlines()[:-1]
     limit = None if every else _LISTED
     renamed = [f"{t.key} = {t.onnx}" for r in report.records for t in r.tensors  # where the names differ
@@ -210,8 +215,8 @@ def _listed(what: str, names: list[str], limit: int | None) -> list[str]:
 
 def onnx_summary(report: OnnxReport) -> str:
     counts = ", ".join(f"{n} {status}" for status, n in report.counts().items()) or "nothing to compare"
-    head = (f"{len(report.layers)} layer{'s' if len(report.layers) != 1 else ''}, {report.reference} against "
-            f"{report.target} in {report.seconds:.2f} s: {counts}; {report.matched} of {report.onnx_values} "
+    head = (f"{len(report.layers)} layer{'s' if len(report.layers) != 1 else ''}, {report.target_name} judged "
+            f"against {report.reference} in {report.seconds:.2f} s: {counts}; {report.matched} of {report.onnx_values} "
             "ONNX values matched")
     if report.failure is not None:
         kind, message = report.failure

@@ -39,8 +39,10 @@ from typing import Any
 
 import numpy as np
 
-from irscatter.debug.compare import Report, Tolerances, compare_whole
+from irscatter.debug.compare import compare_whole
 from irscatter.debug.extract import first_holding, steps
+from irscatter.debug.tolerances import Tolerances
+from irscatter.debug.verdicts import Report
 from irscatter.errors import UsageError
 from irscatter.ir.writer import with_layer_rt_info
 from irscatter.runtime.interpreter import CompiledModel

@@ -30,8 +30,10 @@ from pathlib import Path
 
 import numpy as np
 
-from irscatter.debug.compare import TensorResult, Tolerances, at_device_precision, judge
+from irscatter.debug.compare import judge, sides_of
 from irscatter.debug.extract import BOUNDARY, Cut, Written, first_holding, plan, prefix, steps, write
+from irscatter.debug.tolerances import Tolerances, at_device_precision
+from irscatter.debug.verdicts import TensorResult
 from irscatter.errors import PATTERN_ERRORS, UsageError, elide
 from irscatter.runtime.interpreter import CompiledModel
 from irscatter.targets.protocol import Target
@@ -66,7 +68,7 @@ class TargetCheck:
         try:
             tensors, actual = judge(self.compiled, self.target, self.tolerances, written, values)
         except TargetFailure as e:
-            return Verdict(e.kind in ("crashed", "hung", "unstable"), f"the target {e.kind}: {e.message}")
+            return Verdict(e.kind in ("crashed", "hung", "unstable"), f"{sides_of(self.target)[0]} {e.kind}: {e.message}")
         failing = [t for t in tensors if not t.diff.passed]
         detail = "; ".join(f"{t.key}: {t.diff.summary()}" for t in failing) or "within tolerance"
         return Verdict(bool(failing), detail, actual, tensors)
@@ -296,9 +298,14 @@ def _readme(compiled: CompiledModel, reduction: Reduction, verdict: Verdict, che
                  f"r = m({{k: i[k] for k in i.files}}); e = np.load('expected.npz'); "
                  f"[print(n, np.abs(r[n].astype(float) - e[n]).max()) for n in e.files]\"\n")
         what = f"{check.describe()} departs from irscatter (the op specifications' values)"
+        name = sides_of(target)[0]
+        sides = (f"Which side is which: irscatter (`expected.npz`, the op specifications' values) is the reference; "
+                 f"{name} ({check.describe()}, `actual.npz`) is judged against it, and every value below is "
+                 "named by its side.")
     else:
         again = f"    {check.command.replace('{model}', 'model.xml').replace('{inputs}', 'inputs.npz')}\n"
         what = f"{check.describe()} fails"
+        name, sides = "the command", ""
     lines = [
         f"# Reproducer: {what}",
         "",
@@ -311,7 +318,9 @@ def _readme(compiled: CompiledModel, reduction: Reduction, verdict: Verdict, che
         "* `expected.npz`: irscatter's outputs",
     ]
     if verdict.actual is not None:
-        lines.append("* `actual.npz`: the target's outputs")
+        lines.append(f"* `actual.npz`: {name}'s outputs")
+    if sides:
+        lines += ["", sides]
     lines += ["", "Reproduce it with", "", again.rstrip("\n"), "", f"What differs: {verdict.detail}"]
     if reduction.note:
         lines += ["", f"Note: {reduction.note}."]

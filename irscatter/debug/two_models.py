@@ -29,11 +29,13 @@ from typing import Any
 import numpy as np
 
 from irscatter.api import read_model
-from irscatter.debug.compare import LayerResult, Report, Source, TensorResult, Tolerances, reference_values
+from irscatter.debug.compare import Source, reference_values
 from irscatter.debug.extract import steps
+from irscatter.debug.tolerances import Tolerances, judge_across_types
+from irscatter.debug.verdicts import LayerResult, Report, TensorResult, listed, side_names
 from irscatter.errors import UsageError
 from irscatter.ir.element_types import ElementType
-from irscatter.metrics import PRESETS, TensorDiff, Tolerance, diff, precision_of
+from irscatter.metrics import PRESETS
 from irscatter.runtime.interpreter import CompiledModel
 
 ONLY = "only in {}"
@@ -151,10 +153,11 @@ def compare_models(a: CompiledModel, b: CompiledModel, feeds: Any, *, rtol: floa
                    names: tuple[str, str] | None = None) -> Report:
     """B judged against A, both run by irscatter on `feeds` (A's inputs), tensor by tensor in
     B's topological order. `precision` names the tolerance presets (default: from the weights,
-    see `weights_precision`); `rtol`, `atol` and `overrides` as `compare.Tolerances` takes them."""
+    see `weights_precision`); `rtol`, `atol` and `overrides` as `tolerances.Tolerances` takes them."""
     start = time.perf_counter()
     names = names or (a.model.source, b.model.source)
     report = Report(f"A: {names[0]}", f"B: {names[1]}", "models")
+    report.reference_name, report.target_name = side_names(*names)
     why = "as asked"
     if precision is None:
         precision, why = weights_precision(a, b)
@@ -179,10 +182,10 @@ def compare_models(a: CompiledModel, b: CompiledModel, feeds: Any, *, rtol: floa
         if match is None:
             continue
         record, key = records[src[0]], _key(b, src)
-        tensor_diff, cast = _judge(values_b[src], values_a[match.a], tolerances, key)
+        tensor_diff, cast = judge_across_types(values_b[src], values_a[match.a], tolerances, key, report.sides)
         if cast:
             converted.setdefault(cast, []).append(key)
-        record.tensors.append(TensorResult(key, tensor_diff))
+        record.tensors.append(TensorResult(key, tensor_diff, tuple(b.layers[src[0]].outputs[src[1]].names)))
         a_key = _key(a, match.a)
         if a_key != key:
             record.reason = f'as A\'s "{a_key}" ({match.by})'
@@ -194,7 +197,7 @@ def compare_models(a: CompiledModel, b: CompiledModel, feeds: Any, *, rtol: floa
     report.layers += _only_in_a(a, {m.a for m in matches.values()})
     for (theirs, ours), keys in converted.items():
         report.notes.append(f"compared in A's element type: {len(keys)} tensor{'s' if len(keys) != 1 else ''} "
-                            f"{theirs} in B, {ours} in A ({_listed(keys)})")
+                            f"{theirs} in B, {ours} in A ({listed(keys)})")
     report.seconds = time.perf_counter() - start
     return report
 
@@ -209,58 +212,6 @@ def _only_in_a(a: CompiledModel, matched: set[Source]) -> list[LayerResult]:
         out.append(LayerResult(-1, lid, layer.name, f"{op.type_name}-{op.version}", layer.line, "not compared",
                                ONLY.format("A")))
     return out
-
-
-def _judge(theirs: np.ndarray, ours: np.ndarray, tolerances: Tolerances, key: str
-           ) -> tuple[TensorDiff, tuple[str, str] | None]:
-    """B's value against A's: the diff, and (B's type, A's type) when B's was converted."""
-    theirs, ours = np.asarray(theirs), np.asarray(ours)
-    tolerance = _looser(tolerances.for_tensor(key, ours.dtype), tolerances.for_tensor(key, theirs.dtype))
-    if theirs.shape != ours.shape:
-        return TensorDiff(ours.shape, str(ours.dtype), False, tolerance,
-                          problem=f"shape {list(theirs.shape)} in B, {list(ours.shape)} in A"), None
-    cast = None
-    if theirs.dtype != ours.dtype:
-        converted = _converted(theirs, ours.dtype)
-        if converted is None:
-            return TensorDiff(ours.shape, str(ours.dtype), False, tolerance,
-                              problem=f"element type {_type(theirs.dtype)} in B, {_type(ours.dtype)} in A"), None
-        theirs, cast = converted, (_type(theirs.dtype), _type(ours.dtype))
-    return diff(theirs, ours, tolerance), cast
-
-
-def _looser(first: Tolerance | None, second: Tolerance | None) -> Tolerance | None:
-    """The coarser of the two types' tolerances; exact when A's type is exact."""
-    if first is None or second is None:
-        return first
-    return max(first, second, key=lambda t: (t.rtol, t.atol))
-
-
-def _converted(value: np.ndarray, dtype: np.dtype) -> np.ndarray | None:
-    """`value` in `dtype`: any number to a float; integers and booleans to one another when
-    no value changes; None otherwise (strings, a float to an integer)."""
-    numeric = value.dtype.kind in "biuf" or precision_of(value.dtype) is not None
-    if not numeric:
-        return None
-    if precision_of(dtype) is not None:
-        with np.errstate(over="ignore", invalid="ignore"):
-            return value.astype(dtype)
-    if value.dtype.kind not in "biu" or np.dtype(dtype).kind not in "biu":
-        return None
-    converted = value.astype(dtype)
-    return converted if np.array_equal(converted.astype(value.dtype), value) else None
-
-
-def _type(dtype: np.dtype) -> str:
-    try:
-        return ElementType.from_dtype(dtype).value
-    except (ValueError, KeyError):
-        return str(dtype)
-
-
-def _listed(keys: Sequence[str], most: int = 8) -> str:
-    more = f", ... ({len(keys) - most} more)" if len(keys) > most else ""
-    return ", ".join(keys[:most]) + more
 
 
 def compare_files(a: str | Path, b: str | Path, feeds: Any, **options: Any) -> Report:

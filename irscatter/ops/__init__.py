@@ -1,46 +1,27 @@
 """The op library: one subpackage per family, one module per op type (holding all its versions);
 element-wise ops that differ only in their numpy function are rows of a table instead.
-See ARCHITECTURE.md for where a new op goes. Importing this package registers every op."""
+See ARCHITECTURE.md for where a new op goes. A module is imported, registering its ops, when a
+model first names one of them (`registry`, `catalog.py`); `registry.load_all()` imports them all."""
 
-from irscatter.ops import (  # noqa: F401  (the families)
-    activation,
-    control,
-    conversion,
-    convolution,
-    detection,
-    detectron,
-    elementwise,
-    generation,
-    image,
-    indexing,
-    infrastructure,
-    internal,
-    irscatter1,
-    matrix,
-    movement,
-    normalization,
-    pooling,
-    quantization,
-    recurrent,
-    reduction,
-    resampling,
-    roi,
-    scatter,
-    sequence,
-    signal,
-    sorting,
-    sparse,
-    spatial,
-    state,
-    strings,
-    suppression,
-)
+from __future__ import annotations
 
-# The function forms of irscatter's own opset irscatter1 and of PagedAttentionExtension: numpy arrays in, numpy arrays out.
-from irscatter.ops.internal.paged_attention_extension import paged_attention
-from irscatter.ops.irscatter1.bnns_scatter import bnns_scatter
-from irscatter.ops.irscatter1.hlo_scatter import hlo_scatter
-from irscatter.ops.irscatter1.paddle_scatter import paddle_scatter
-from irscatter.ops.irscatter1.paged_scatter_update import paged_scatter_update
+import importlib
+from typing import Any
 
-__all__ = ["bnns_scatter", "hlo_scatter", "paddle_scatter", "paged_attention", "paged_scatter_update"]
+# The function forms of irscatter's own opset irscatter1 and of PagedAttentionExtension: numpy
+# arrays in, numpy arrays out; imported when first asked for.
+_FUNCTIONS = {
+    "bnns_scatter": "irscatter.ops.irscatter1.bnns_scatter",
+    "hlo_scatter": "irscatter.ops.irscatter1.hlo_scatter",
+    "paddle_scatter": "irscatter.ops.irscatter1.paddle_scatter",
+    "paged_attention": "irscatter.ops.internal.paged_attention_extension",
+    "paged_scatter_update": "irscatter.ops.irscatter1.paged_scatter_update",
+}
+
+__all__ = sorted(_FUNCTIONS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FUNCTIONS:
+        return getattr(importlib.import_module(_FUNCTIONS[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

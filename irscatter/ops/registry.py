@@ -18,21 +18,49 @@ stands (`extension`, `ie_internal_opset`: OpenVINO writes these without a number
 * `no-kernel`: a real OpenVINO op that irscatter cannot run yet;
 * `custom-domain`: an opset outside OpenVINO's with no ops registered for it here.
 Registering the same (domain, type, version) twice is a programming error and raises.
+
+Ops are imported on demand: `catalog.py` says which module registers each (domain, type), and
+the first layer that names a type imports that module. `load_all` imports every op, for what
+must see them all (`supported`, `domains`, the `ops` command).
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING
 
 from irscatter.errors import IRError, ValidationError
 from irscatter.ir import opset_tables, opsets
+from irscatter.ops import catalog
 
 if TYPE_CHECKING:
     from irscatter.ir.graph import Layer
     from irscatter.ops.base import Op
 
 _REGISTRY: dict[tuple[str, str], dict[int, type[Op]]] = {}
+
+for _domain, _type, _version in catalog.CUSTOM:
+    opsets.declare_custom(_domain, _type, _version)
+
+
+def _load(domain: str, type_name: str) -> None:
+    """Import the modules that register `type_name` under `domain` (both in lower case)."""
+    for module in catalog.MODULES.get((domain, type_name), ()):
+        importlib.import_module(module)
+
+
+@cache
+def load_all() -> None:
+    """Import every module of the op families, registering every op irscatter has."""
+    for family in catalog.FAMILIES:
+        package = importlib.import_module(f"irscatter.ops.{family}")
+        for module in pkgutil.iter_modules(package.__path__):
+            importlib.import_module(f"{package.__name__}.{module.name}")
+
+
 @dataclass(frozen=True)
 class Resolution:
     """What a layer's (type, version) names: an op class, or a label and a sentence saying why not."""
@@ -82,6 +110,7 @@ def _resolve(type_name: str, opset: str) -> Resolution:
             return Resolution(None, answer.label, answer.message)
         spelt = "Const" if answer.canonical == "Constant" else answer.canonical
         official = f"{answer.canonical}-{answer.version}"
+        _load("opset", spelt.lower())
         cls = _REGISTRY.get(("opset", spelt.lower()), {}).get(answer.version)
         draft = (f"{official} is a draft of {opset}: its spec page defines it, but OpenVINO "
                  f"{opset_tables.OPENVINO_VERSION} does not ship it yet and refuses the layer") if answer.draft else ""
@@ -90,16 +119,18 @@ def _resolve(type_name: str, opset: str) -> Resolution:
             return Resolution(None, "no-kernel", f"irscatter has no kernel for {official} yet "
                                                  f"({what}{_others(spelt)})")
         return Resolution(cls, draft=draft)
-    registered = {d for d, _ in _REGISTRY} - {"opset"}
+    registered = ({d for d, _ in _REGISTRY} | {d for d, _ in catalog.MODULES}) - {"opset"}
     named = [(d, bound) for d, bound in opsets.custom_domains(opset) if d in registered]
     if not named:
         return Resolution(None, "custom-domain",
                           f'version="{opset}" is not one of OpenVINO\'s opsets (opset1 to opset{opsets.NEWEST}) and '
                           f"no ops are registered for it here (irscatter.ops.registry.register adds custom ops)")
     domain, bound = named[0]
+    _load(domain, type_name.lower())
     versions = _REGISTRY.get((domain, type_name.lower()), {})
     eligible = [v for v in versions if bound is None or v <= bound]
     if not eligible:
+        load_all()
         names = sorted({cls.type_name for (d, _), vs in _REGISTRY.items() if d == domain for cls in vs.values()})
         return Resolution(None, "not-in-opset",
                           f"{opset} has no operation {type_name}{opsets.did_you_mean(type_name, names)}")
@@ -171,6 +202,7 @@ def _key(domain: str) -> str:
 def custom_domain_of(type_name: str) -> str | None:
     """The custom domain (as registered) whose ops include `type_name`, when exactly one does: what
     a snippet of an internal op's page, written without a `version`, is meant to be tagged with."""
+    load_all()
     found = {versions[max(versions)].domain for (d, t), versions in _REGISTRY.items()
              if d != "opset" and t == type_name.lower() and versions}
     return found.pop() if len(found) == 1 else None
@@ -178,10 +210,12 @@ def custom_domain_of(type_name: str) -> str | None:
 
 def domains() -> list[str]:
     """The opset families that have registered ops ("opset", "irscatter")."""
+    load_all()
     return sorted({domain for domain, _ in _REGISTRY})
 
 
 def supported() -> list[type[Op]]:
     """Every registered op class, sorted by domain, type and version."""
+    load_all()
     out = [cls for versions in _REGISTRY.values() for cls in versions.values()]
     return sorted(out, key=lambda c: (c.domain, c.type_name.lower(), c.version))

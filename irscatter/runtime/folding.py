@@ -18,7 +18,7 @@ values, strict mode, precision emulation) still runs every layer.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -38,6 +38,9 @@ class FoldPlan:
     # The kept values, from the first run that uses them on; one list for every request of the
     # compiled model, so that none decompresses the weights again.
     values: list[tuple[int, Any]] | None = None
+    # Steps a run that reads kept values takes in place of the step at the same position
+    # (runtime/compressed.py: a MatMul that looks its compressed weight up by blocks).
+    replaced: dict[int, Any] = field(default_factory=dict)
 
 
 def keep_once(steps: Sequence[_Step], foldable: Callable[[_Step], bool], const_slots: set[int],
@@ -45,7 +48,7 @@ def keep_once(steps: Sequence[_Step], foldable: Callable[[_Step], bool], const_s
     """Which steps compute values of Consts alone, which of their values to keep (`slot_bytes`
     says what each costs, None when unknown, which is not kept) and which steps a run that
     reads the kept values can leave out."""
-    constant = _constant_steps(steps, foldable, const_slots)
+    constant = constant_steps(steps, foldable, const_slots)
     if not constant:
         return FoldPlan()
     producer = {slot: i for i in constant for slot in steps[i].outputs}
@@ -57,15 +60,15 @@ def keep_once(steps: Sequence[_Step], foldable: Callable[[_Step], bool], const_s
         if cost is not None and spent + cost <= budget:
             kept.add(slot)
             spent += cost
-    every_run = _behind(steps, producer, [s for s in boundary if s not in kept])
+    every_run = behind(steps, producer, [s for s in boundary if s not in kept])
     kept = {s for s in kept if producer[s] not in every_run}  # computed each run anyway: nothing to keep
     if not kept:
         return FoldPlan()
-    return FoldPlan(once=tuple(sorted(_behind(steps, producer, kept))), kept=frozenset(kept),
+    return FoldPlan(once=tuple(sorted(behind(steps, producer, kept))), kept=frozenset(kept),
                     skipped=frozenset(constant - every_run))
 
 
-def _constant_steps(steps: Sequence[_Step], foldable: Callable[[_Step], bool], const_slots: set[int]) -> set[int]:
+def constant_steps(steps: Sequence[_Step], foldable: Callable[[_Step], bool], const_slots: set[int]) -> set[int]:
     """Positions of the steps whose every input is a Const's value or such a step's output,
     and whose op is a function of its inputs alone (no state, no body)."""
     known = set(const_slots)
@@ -77,7 +80,7 @@ def _constant_steps(steps: Sequence[_Step], foldable: Callable[[_Step], bool], c
     return constant
 
 
-def _behind(steps: Sequence[_Step], producer: Mapping[int, int], slots) -> set[int]:
+def behind(steps: Sequence[_Step], producer: Mapping[int, int], slots) -> set[int]:
     """Positions of the constant steps that the values in `slots` are computed from."""
     found: set[int] = set()
     todo = [producer[s] for s in slots]

@@ -26,6 +26,7 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Layer, Model, output_name
 from irscatter.ir.topology import Source
 from irscatter.ops.base import Op
+from irscatter.runtime.compressed import fuse_compressed
 from irscatter.runtime.folding import FoldPlan, keep_once
 from irscatter.runtime.ports import InputSpec, OutputSpec
 
@@ -64,7 +65,8 @@ class Plan:
     output_slots: list[int]  # per output, in Result order
     steps: list[Step] = field(default_factory=list)
     fold: FoldPlan = field(default_factory=FoldPlan)
-    # The steps of a run that reads the kept values of Const-only layers instead of computing them.
+    # The steps of a run that reads the kept values of Const-only layers instead of computing
+    # them (and that looks compressed weights up by blocks, `runtime/compressed.py`).
     run_steps: list[Step] = field(default_factory=list)
     # Every input has a static shape and element type: a run never infers again.
     is_static: bool = True
@@ -87,7 +89,8 @@ class Plan:
                    is_static=all(spec.shape.is_static and spec.etype is not ElementType.dynamic for spec in inputs))
         plan.steps = _steps(plan, analysis)
         plan.fold = _plan_folding(plan, analysis)
-        plan.run_steps = [step for i, step in enumerate(plan.steps) if i not in plan.fold.skipped]
+        plan.run_steps = [plan.fold.replaced.get(i, step) for i, step in enumerate(plan.steps)
+                          if i not in plan.fold.skipped]
         return plan
 
 
@@ -159,16 +162,21 @@ def _steps(plan: Plan, analysis: Analysis) -> list[Step]:
 
 def _plan_folding(plan: Plan, analysis: Analysis) -> FoldPlan:
     """What of the layers that depend on Consts alone to compute once (runtime/folding.py),
-    within `limits.folded_bytes`."""
+    within `limits.folded_bytes`, beside the MatMuls that look their compressed weights up by
+    blocks instead (runtime/compressed.py)."""
     slot_bytes: dict[int, int | None] = {}
     for (lid, pos), slot in plan.slot_of.items():
         info = analysis.infos.get((lid, pos))
         static = (info is not None and info.shape.is_static
                   and info.etype not in (ElementType.dynamic, ElementType.string))
         slot_bytes[slot] = math.prod(info.shape.to_tuple()) * itemsize(info.etype) if static else None
-    return keep_once(plan.steps, lambda step: analysis.ops[step.layer.id].foldable,
-                     {s for s, _ in plan.const_slots}, set(plan.output_slots), slot_bytes,
-                     limits.current().folded_bytes)
+    budget = limits.current().folded_bytes
+    fused = fuse_compressed(plan.steps, analysis.ops, {slot: analysis.infos.get(key) for key, slot in plan.slot_of.items()},
+                            dict(plan.const_slots), set(plan.output_slots), budget)
+    slot_bytes.update(dict.fromkeys(fused.weights))  # looked up by blocks on each run instead
+    return fused.into(keep_once(plan.steps, lambda step: analysis.ops[step.layer.id].foldable,
+                                {s for s, _ in plan.const_slots}, set(plan.output_slots), slot_bytes,
+                                budget - fused.cost))
 
 
 def _unused_outputs(op: Op, outputs: tuple[int, ...], keep: set[int], last_reader: dict[int, int]) -> frozenset[int]:

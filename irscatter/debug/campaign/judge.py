@@ -26,6 +26,8 @@ from irscatter.checks.conformance import finding_line
 from irscatter.debug import compare, reduce
 from irscatter.debug.campaign.task import Task
 from irscatter.debug.extract import BOUNDARY, file_safe
+from irscatter.debug.tolerances import Tolerances
+from irscatter.debug.verdicts import Report
 from irscatter.errors import IRError
 from irscatter.runtime import inputs as model_inputs
 from irscatter.runtime import steps
@@ -82,7 +84,7 @@ def op_types(compiled: CompiledModel) -> list[str]:
                    if compiled.layers[lid].type not in BOUNDARY})
 
 
-def verdict(report: compare.Report) -> dict[str, Any]:
+def verdict(report: Report) -> dict[str, Any]:
     """A whole-model report as a case's status, worst metric and message."""
     records = report.records
     trouble = [r for r in records if r.status in _TARGET_TROUBLE]
@@ -113,7 +115,7 @@ def _last_line(text: str) -> str:
 
 
 def _judge_steps(compiled: CompiledModel, feeds: dict[str, np.ndarray], target: Target,
-                 tolerances: compare.Tolerances, folder: Path) -> dict[str, Any]:
+                 tolerances: Tolerances, folder: Path) -> dict[str, Any]:
     """A stateful model over the steps its inputs give (`step<k>/NAME`), its state carried on
     both sides; judged as a whole only (layer by layer and reduce look at one run)."""
     if not callable(getattr(target, "infer_steps", None)):
@@ -128,7 +130,7 @@ def _judge_steps(compiled: CompiledModel, feeds: dict[str, np.ndarray], target: 
 
 
 def _check_expected(record: dict[str, Any], ours: dict[str, np.ndarray], folder: Path,
-                    tolerances: compare.Tolerances) -> None:
+                    tolerances: Tolerances) -> None:
     """The framework's outputs (`expected.npz`) against irscatter's, by `run --expected`'s rule:
     a model the target computes as irscatter does may still have been converted wrongly."""
     path = folder / "expected.npz"
@@ -147,7 +149,7 @@ def _check_expected(record: dict[str, Any], ours: dict[str, np.ndarray], folder:
 
 
 def _locate(record: dict[str, Any], compiled: CompiledModel, feeds: dict[str, np.ndarray],
-            values: dict, target: Target, tolerances: compare.Tolerances) -> None:
+            values: dict, target: Target, tolerances: Tolerances) -> None:
     """The first layer at fault: each layer alone on the target, else a bisection over prefixes."""
     layers = compare.compare_layers(compiled, feeds, target, tolerances, values=values)
     record["target_failed"] = record.get("target_failed") or any(r.status in _TARGET_TROUBLE for r in layers.layers)
@@ -161,7 +163,7 @@ def _locate(record: dict[str, Any], compiled: CompiledModel, feeds: dict[str, np
 
 
 def _reduce(record: dict[str, Any], task: Task, compiled: CompiledModel, values: dict, target: Target,
-            tolerances: compare.Tolerances) -> None:
+            tolerances: Tolerances) -> None:
     check = reduce.TargetCheck(compiled, target, tolerances)
     reduction = reduce.reduce_model(compiled, values, check)
     if not reduction.reproducible:

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
-from irscatter.debug.compare import PRECISIONS, Tolerances, open_target, parse_override
+from irscatter.debug.compare import PRECISIONS, open_target
+from irscatter.debug.tolerances import Tolerances, parse_override
 from irscatter.errors import UsageError
 from irscatter.targets.protocol import Target
 
@@ -25,6 +26,19 @@ def irscatter_version() -> str:
         return metadata.version("irscatter")
     except metadata.PackageNotFoundError:  # (run from a source tree that was never installed)
         return "unknown"
+
+
+def installed_versions(target: str) -> tuple[tuple[str, str], ...]:
+    """irscatter's version and, for a target that is an installed package (OpenVINO,
+    onnxruntime), the package's, from its metadata (nothing is imported)."""
+    found = [("irscatter", irscatter_version())]
+    package = target.split(":")[0].strip().lower()
+    if package in ("openvino", "onnxruntime"):
+        try:
+            found.append((package, metadata.version(package)))
+        except metadata.PackageNotFoundError:
+            pass
+    return tuple(found)
 
 
 @dataclass(frozen=True)
@@ -45,15 +59,21 @@ class Settings:
     timeout: float = 600.0  # seconds a case may take
     memory_mb: float | None = None  # address space a case may take beyond what its worker has mapped
     target_timeout: float | None = None  # seconds the target may take on one request (`request_timeout`)
+    # irscatter's version and the target runtime's, read where the campaign starts: a case judged
+    # by other versions is judged again rather than resumed.
+    versions: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.target.startswith("openvino") and ":" not in self.target:
             object.__setattr__(self, "target", "openvino:CPU")
+        if not self.versions:
+            object.__setattr__(self, "versions", installed_versions(self.target))
 
     def key(self) -> str:
         """The settings that decide a verdict, as one text (a database column)."""
         return json.dumps({"precision": self.precision, "rtol": self.rtol, "atol": self.atol, "tol": list(self.tol),
-                           "properties": [list(p) for p in self.properties], "seed": self.seed, "reduce": self.reduce}, sort_keys=True)
+                           "properties": [list(p) for p in self.properties], "seed": self.seed, "reduce": self.reduce,
+                           "versions": dict(self.versions)}, sort_keys=True)
 
     def tolerances(self) -> Tolerances:
         return Tolerances(self.precision, self.rtol, self.atol, tuple(parse_override(t) for t in self.tol))

@@ -21,17 +21,17 @@ ask for a buffer without the ops importing the runtime.
 from __future__ import annotations
 
 import math
-import os
 import sys
 import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from typing import Any
 
 import numpy as np
+
+from irscatter.ops.common import threads
 
 # Smaller arrays come from the allocator's free lists, already mapped: nothing to gain.
 MIN_BYTES = 1 << 20
@@ -121,29 +121,6 @@ def recycled(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray | None:
 
 # Below this a copy is over before a second thread has woken up.
 SPLIT_BYTES = 8 << 20
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-_HELPERS = min(os.cpu_count() or 1, 8) - 1
-
-
-def _helpers() -> ThreadPoolExecutor | None:
-    """The threads that copy beside the caller's (one per further core), made on first use."""
-    global _POOL
-    if _HELPERS < 1:
-        return None
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=_HELPERS, thread_name_prefix="irscatter-copy")
-        return _POOL
-
-
-def _forget_helpers() -> None:
-    global _POOL
-    _POOL = None  # a forked child has the pool object but none of its threads
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_helpers)
 
 
 def copy_into(target: np.ndarray, source: np.ndarray) -> None:
@@ -152,15 +129,10 @@ def copy_into(target: np.ndarray, source: np.ndarray) -> None:
     the copy is bound by memory bandwidth, which one core does not exhaust (32 MB took 5.2 ms on
     one core and 3.1 ms on two on the 2-core machine), whereas a fresh buffer is bound by its
     page faults, which more threads do not speed up. numpy releases the GIL while it copies."""
-    helpers = _helpers() if target.nbytes >= SPLIT_BYTES else None
-    if helpers is None or not (target.flags.c_contiguous and source.flags.c_contiguous):
+    if threads.CORES < 2 or target.nbytes < SPLIT_BYTES or not (target.flags.c_contiguous
+                                                                 and source.flags.c_contiguous):
         np.copyto(target, source, casting="unsafe")
         return
     flat_target, flat_source = target.reshape(-1), source.reshape(-1)
-    parts = _HELPERS + 1
-    bounds = [len(flat_target) * i // parts for i in range(parts + 1)]
-    pending = [helpers.submit(np.copyto, flat_target[lo:hi], flat_source[lo:hi], casting="unsafe")
-               for lo, hi in zip(bounds[1:-1], bounds[2:])]
-    np.copyto(flat_target[:bounds[1]], flat_source[:bounds[1]], casting="unsafe")
-    for done in pending:
-        done.result()
+    threads.run([lambda lo=lo, hi=hi: np.copyto(flat_target[lo:hi], flat_source[lo:hi], casting="unsafe")
+                 for lo, hi in threads.spans(len(flat_target), threads.CORES)])

@@ -1,13 +1,4 @@
 """Convolutions: direct, grouped, transposed (backprop data), binary and deformable, for 1-D, 2-D
-and 3-D spatial ranks. `kernels` holds the arithmetic the ops share and registers nothing.
+and 3-D spatial ranks. `kernels` holds the arithmetic the ops share, `plans` which formulation a
+float forward convolution takes per shape; neither registers an op.
 """
-
-from irscatter.ops.convolution import (  # noqa: F401  (importing a module registers its ops)
-    binary_convolution,
-    convolution,
-    convolution_backprop_data,
-    deformable_convolution,
-    group_convolution,
-    group_convolution_backprop_data,
-    kernels,
-)

@@ -18,7 +18,9 @@ Kernels:
 * `grouped_convolution` / `grouped_transposed`: one batched matrix product per kernel offset over
   the outputs whose tap lies inside the input, so taps in the padding contribute nothing (as
   OpenVINO computes: an infinite weight there gives no NaN). Convolution, GroupConvolution and
-  the two backprop-data ops use them.
+  the two backprop-data ops use them; the forward ones only for integers and non-finite filters.
+* `plans.plan_forward`: the formulation a float forward convolution with finite filters takes
+  for its shape (pointwise, im2col, depthwise taps), worked out once per shape.
 * `pad_spatial` + `windows`: for an op whose padding has a value (BinaryConvolution's pad_value)
   or that samples each window itself: pad, then take a [N, C, *out, *kernel] view, no copy:
 
@@ -29,7 +31,6 @@ The `check_*` helpers raise the shared `conv-*` labels of `irscatter.labels.SHAR
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Literal
@@ -44,7 +45,8 @@ from irscatter.ops.base import IntList, Lower, Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.common.padding import pad_constant
 from irscatter.ops.common.types import same_element_type
-from irscatter.ops.convolution.kernels import IM2COL_LIMIT, Im2col, grouped_convolution, grouped_transposed
+from irscatter.ops.convolution.kernels import grouped_convolution, grouped_transposed
+from irscatter.ops.convolution.plans import Plan, plan_forward
 
 AUTO_PADS = ("explicit", "valid", "same_upper", "same_lower")
 Size = int | None  # a spatial size, None when unknown
@@ -384,12 +386,9 @@ class ForwardConvolution(Op):
         groups, c_in = w_shape[0], w_shape[2]
         begin, _, out_dims = self._geometry(data.shape[2:], w_shape[3:])
         x_shape = (data.shape[0], groups, c_in, *data.shape[2:])
-        patches = math.prod(x_shape[:3]) * math.prod(w_shape[3:]) * math.prod(out_dims)
-        im2col = None
-        if work.kind == "f" and patches <= IM2COL_LIMIT:
-            im2col = Im2col(x_shape, w_shape, work, self.attrs.strides, self.attrs.dilations, begin, out_dims)
+        fast = plan_forward(x_shape, w_shape, work, self.attrs.strides, self.attrs.dilations, begin, out_dims)
         return _ForwardPlan(etype, work, x_shape, w_shape, begin, out_dims,
-                            (data.shape[0], groups * w_shape[1], *out_dims), im2col)
+                            (data.shape[0], groups * w_shape[1], *out_dims), fast)
 
     def convolve(self, data: np.ndarray, filters: np.ndarray) -> tuple[np.ndarray, _ForwardPlan]:
         """The result in the work dtype, shaped as the output, before its one rounding (what a
@@ -398,8 +397,10 @@ class ForwardConvolution(Op):
         x = data.reshape(plan.x_shape).astype(plan.work, copy=False)
         with np.errstate(invalid="ignore", over="ignore"):  # inf - inf, inf * 0: IEEE answers
             w = filters.reshape(plan.w_shape).astype(plan.work, copy=False)
-            if plan.im2col is not None and self._finite(filters, w):
-                out = plan.im2col(x, w)
+            if plan.fast is not None and self._finite(filters, w):
+                # keyed by the plan object itself, which the cache then holds: one entry per shape
+                prepared = self.per_constant(plan.fast, (filters,), lambda: plan.fast.prepare(w))
+                out = plan.fast(x, prepared)
             else:
                 out = grouped_convolution(x, w, self.attrs.strides, self.attrs.dilations, plan.begin, plan.out_dims)
         return out.reshape(plan.out_shape), plan
@@ -420,7 +421,7 @@ class _ForwardPlan:
     begin: Sequence[int]
     out_dims: Sequence[int]
     out_shape: tuple[int, ...]
-    im2col: Im2col | None  # None: integers, or patches too large to gather
+    fast: Plan | None  # None: integers, or nothing to compute (the per-offset kernel)
 
 
 class TransposedConvolution(Op):

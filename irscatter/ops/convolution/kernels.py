@@ -1,7 +1,8 @@
 """The arithmetic of convolutions over arrays in their work dtype, data [N, G, C_IN, *in] and
 filters per group: the per-offset form that skips the taps in the padding, the im2col form (one
-matrix product over gathered patches) where it gives the same answer, and the transposed form.
-The geometry they are handed (pads, output sizes) is worked out in `core.py`.
+matrix product over gathered patches, in blocks) where it gives the same answer, and the
+transposed form. The geometry they are handed (pads, output sizes) is worked out in `core.py`;
+which form a float forward convolution takes, in `plans.py`.
 """
 
 from __future__ import annotations
@@ -65,34 +66,15 @@ def grouped_convolution(x: np.ndarray, w: np.ndarray, strides: Sequence[int], di
     return out
 
 
-# Past this many elements the gathered patches of `im2col_convolution` cost more memory than
-# the per-offset products save in time (and big layers are BLAS-bound either way).
-IM2COL_LIMIT = 1 << 24
-
-
-def forward_convolution(x: np.ndarray, w: np.ndarray, strides: Sequence[int], dilations: Sequence[int],
-                        begin: Sequence[int], out_dims: Sequence[int], finite: bool | None = None) -> np.ndarray:
-    """`grouped_convolution`'s result, through one matrix product over gathered patches where
-    that gives the same answer and fits in memory.
-
-    Gathering patches from zero-padded data adds 0 * w for every tap in the padding. For finite
-    weights that is a zero, which changes no sum (the sums start at +0.0, so not even the sign
-    of a zero result); an infinite or NaN weight would turn it into NaN, so such filters take
-    the per-offset path, which skips those taps."""
-    n, g, c = x.shape[:3]
-    patches = n * g * c * math.prod(w.shape[3:]) * math.prod(out_dims)
-    if finite is None:
-        finite = bool(np.isfinite(w).all())
-    if x.dtype.kind != "f" or patches > IM2COL_LIMIT or not finite:
-        return grouped_convolution(x, w, strides, dilations, begin, out_dims)
-    return im2col_convolution(x, w, strides, dilations, begin, out_dims)
-
-
 class Im2col:
     """`im2col_convolution` for one shape of x [N, G, C_IN, *in] and of w [G, C_OUT, C_IN, *kernel]
     and one dtype, its geometry worked out once: the zero-padded buffer, the window view's shape
     and strides over it, and whether the view is the data itself (a 1x1 kernel at stride 1 with
-    no padding, whose patches need no copy)."""
+    no padding, whose patches need no copy).
+
+    The work goes in blocks of samples and of positions along the first output axis (`blocks`),
+    each gathering its own patches: a block's patches stay small enough to be read back from
+    the cache, memory stays bounded whatever the batch, and blocks can run on several threads."""
 
     def __init__(self, x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype, strides: Sequence[int],
                  dilations: Sequence[int], begin: Sequence[int], out_dims: Sequence[int]) -> None:
@@ -119,13 +101,17 @@ class Im2col:
         self.view_shape = (n, g, c, *kernel, *out_dims)
         self.view_strides = (*contiguous[:3], *(st * dl for st, dl in zip(spatial, dilations)),
                              *(st * sd for st, sd in zip(spatial, strides)))
-        positions, taps = math.prod(out_dims), c * math.prod(kernel)
-        self.cols_shape = (n, g, taps, positions)
-        self.filter_shape = (g, d, taps)
+        self.taps = c * math.prod(kernel)
+        self.filter_shape = (g, d, self.taps)
         self.direct = self.interior is None and all(k == 1 for k in kernel) and all(s == 1 for s in strides)
         self.wide = None
         if not self.direct and len(out_dims) >= 2 and tuple(strides[-2:]) == (1, 1) and out_dims[-1] <= WIDE_ROWS:
             self._plan_wide(kernel, out_dims)
+        # Elements of the view per sample and per position of the first output axis, and how
+        # many view elements that axis holds per output position (a wide view of 2-D outputs
+        # runs its rows into one axis, `width` elements a row).
+        self.first_axis = 3 + len(kernel)
+        self.per_row = self.wide.width if self.wide is not None and len(out_dims) == 2 else 1
 
     def _plan_wide(self, kernel: Sequence[int], out_dims: Sequence[int]) -> None:
         """Short rows at stride 1 along the last two axes: gather each tap's rows of outputs
@@ -134,51 +120,90 @@ class Im2col:
         and cut off. A copy of runs that long is several times faster than one of short rows,
         which is where a small layer spends its time. The buffer gets a tail, so the last
         tap's run never reads past its end."""
-        n, g = self.out_shape[:2]
         width = self.padded_shape[-1]
-        rows = out_dims[-2] * width
         lead = 3 + len(kernel) + len(out_dims) - 2  # the view's axes before its last two
         self.wide = _Wide(
             tail=self.view_strides[2 + len(kernel)] // self.dtype.itemsize * (kernel[-1] - 1),
-            view_shape=(*self.view_shape[:lead], rows),
+            view_shape=(*self.view_shape[:lead], out_dims[-2] * width),
             view_strides=(*self.view_strides[:lead], self.dtype.itemsize),
-            cols_shape=(n, g, self.cols_shape[2], math.prod(out_dims[:-2]) * rows),
-            rows_shape=(*self.out_shape[:-1], width),
+            width=width,
             keep=out_dims[-1],
         )
 
+    def source(self, x: np.ndarray) -> np.ndarray:
+        """The window view of x's zero-padded copy (or of x itself, for a direct plan)."""
+        wide = self.wide
+        if self.direct or self.interior is None and wide is None:  # no padding: the data itself
+            source = np.ascontiguousarray(x)
+            if self.direct:
+                return source
+            view = np.ndarray(self.view_shape, self.dtype, buffer=source, offset=0, strides=self.view_strides)
+            view.flags.writeable = False
+            return view
+        tail = wide.tail if wide is not None else 0
+        flat = np.zeros(math.prod(self.padded_shape) + tail, self.dtype)
+        padded = flat[:flat.size - tail].reshape(self.padded_shape)
+        padded[self.interior if self.interior is not None else ...] = x
+        shape, strides = (wide.view_shape, wide.view_strides) if wide is not None else (self.view_shape,
+                                                                                          self.view_strides)
+        view = np.ndarray(shape, self.dtype, buffer=flat, offset=0, strides=strides)
+        view.flags.writeable = False
+        return view
+
     def patches(self, x: np.ndarray) -> np.ndarray:
         """[N, G, C_IN * taps, positions]: every output position's patch, a column each."""
-        if self.wide is not None:
-            return self._wide_patches(x)
-        if self.interior is None:
-            source = np.ascontiguousarray(x)
-        else:
-            source = np.zeros(self.padded_shape, self.dtype)
-            source[self.interior] = x
-        if self.direct:
-            return source.reshape(self.cols_shape)
-        view = np.ndarray(self.view_shape, self.dtype, buffer=source, offset=0, strides=self.view_strides)
-        view.flags.writeable = False
-        return np.ascontiguousarray(view).reshape(self.cols_shape)
+        return self.patches_of(self.source(x))
 
-    def _wide_patches(self, x: np.ndarray) -> np.ndarray:
-        """`patches` with rows as wide as the padded input (see `_plan_wide`)."""
-        wide = self.wide
-        flat = np.zeros(math.prod(self.padded_shape) + wide.tail, self.dtype)
-        source = flat[:flat.size - wide.tail].reshape(self.padded_shape)
-        source[self.interior if self.interior is not None else ...] = x
-        view = np.ndarray(wide.view_shape, self.dtype, buffer=flat, offset=0, strides=wide.view_strides)
-        view.flags.writeable = False
-        return np.ascontiguousarray(view).reshape(wide.cols_shape)
+    def _columns(self, view: np.ndarray, n0: int, n1: int, r0: int, r1: int) -> np.ndarray:
+        """The patches of samples [n0, n1) and positions [r0, r1) of the first output axis."""
+        n, g = n1 - n0, self.out_shape[1]
+        if self.direct:
+            rest = math.prod(self.out_shape[4:])
+            return view.reshape(*view.shape[:3], -1)[n0:n1, ..., r0 * rest:r1 * rest]
+        index = [slice(n0, n1)] + [slice(None)] * (view.ndim - 1)
+        index[self.first_axis] = slice(r0 * self.per_row, r1 * self.per_row)
+        return np.ascontiguousarray(view[tuple(index)]).reshape(n, g, self.taps, -1)
+
+    def blocks(self, limit: int) -> list[tuple[int, int, int, int]]:
+        """(n0, n1, r0, r1) blocks covering every sample and every position of the first output
+        axis, each with about `limit` patch elements or fewer (one position of one sample at
+        least)."""
+        n, rows = self.out_shape[0], self.out_shape[3]
+        per_row = max(1, self.taps * self.out_shape[1] * math.prod(self.out_shape[4:]))
+        if per_row * rows <= limit:
+            step = max(1, limit // (per_row * rows))
+            return [(lo, min(n, lo + step), 0, rows) for lo in range(0, n, step)]
+        step = max(1, limit // per_row)
+        return [(i, i + 1, lo, min(rows, lo + step)) for i in range(n) for lo in range(0, rows, step)]
+
+    def block(self, view: np.ndarray, w: np.ndarray, out: np.ndarray, n0: int, n1: int, r0: int, r1: int) -> None:
+        """out[n0:n1, :, :, r0:r1] of the convolution, from `source(x)` and filters `w` shaped
+        `filter_shape`."""
+        self.product(self._columns(view, n0, n1, r0, r1), w, out[n0:n1, :, :, r0:r1])
+
+    def product(self, cols: np.ndarray, w: np.ndarray, target: np.ndarray) -> None:
+        """target [n, g, d, rows, ...] = w [g, d, taps] x cols [n, g, taps, positions] (any
+        matching slices of groups and output channels), the wide rows cut to the output's."""
+        if self.wide is None:
+            merged = np.lib.stride_tricks.as_strided(target, (*target.shape[:3], cols.shape[-1]),
+                                                     (*target.strides[:3], target.itemsize), writeable=True)
+            np.matmul(w, cols, out=merged)
+            return
+        product = np.matmul(w, cols)
+        target[...] = product.reshape(*target.shape[:-1], self.wide.width)[..., :self.wide.keep]
+
+    def patches_of(self, view: np.ndarray) -> np.ndarray:
+        """Every sample's patches at once, [N, G, taps, positions], from `source(x)`."""
+        return self._columns(view, 0, self.out_shape[0], 0, self.out_shape[3])
 
     def __call__(self, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+        out = np.empty(self.out_shape, dtype=x.dtype)
         if self.empty:
-            return np.zeros(self.out_shape, dtype=x.dtype)
-        product = np.matmul(w.reshape(self.filter_shape), self.patches(x))
-        if self.wide is None:
-            return product.reshape(self.out_shape)
-        return np.ascontiguousarray(product.reshape(self.wide.rows_shape)[..., :self.wide.keep]).reshape(self.out_shape)
+            out[...] = 0
+            return out
+        view = self.source(x)
+        self.block(view, w.reshape(self.filter_shape), out, 0, self.out_shape[0], 0, self.out_shape[3])
+        return out
 
 
 # Output rows this short or shorter are gathered as wide rows (`Im2col._plan_wide`); longer rows
@@ -189,15 +214,13 @@ WIDE_ROWS = 32
 @dataclass(frozen=True)
 class _Wide:
     """The wide-row gathering of one `Im2col`: the buffer's tail (elements), the view of the
-    padded buffer [N, G, C, *kernel, *lead outputs, rows * width] and the patches it makes, and
-    the product's shape [N, G, C_OUT, *outputs but the last, width] before its rows are cut to
-    `keep` columns."""
+    padded buffer [N, G, C, *kernel, *lead outputs, rows * width], the padded row's width and
+    how many of its columns are outputs."""
 
     tail: int
     view_shape: tuple[int, ...]
     view_strides: tuple[int, ...]
-    cols_shape: tuple[int, ...]
-    rows_shape: tuple[int, ...]
+    width: int
     keep: int
 
 

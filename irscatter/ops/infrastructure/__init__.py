@@ -2,9 +2,3 @@
 and Const outputs before a run and reads Result inputs after it, so these ops take part in
 inference only.
 """
-
-from irscatter.ops.infrastructure import (  # noqa: F401  (importing a module registers its ops)
-    constant,
-    parameter,
-    result,
-)

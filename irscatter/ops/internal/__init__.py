@@ -13,30 +13,3 @@ residual stream. Shared code: core.py (dimension and begins-table checks), block
 (the selectors' scoring and ranking), state_space.py (the selective scan and the paged slot
 plan).
 """
-
-from irscatter.ops.internal import (  # noqa: F401  (importing a module registers its ops)
-    augru_cell,
-    augru_sequence,
-    block_selection,
-    block_sparse_attention,
-    convolution,
-    convolution_biased,
-    gated_delta_net,
-    gated_residual,
-    mamba2,
-    moe,
-    pa_kv_reorder,
-    paged_attention_extension,
-    paged_causal_conv1d,
-    paged_gated_delta_net,
-    paged_qsa_indexer,
-    paged_selective_ssm,
-    qsa_indexer,
-    rms,
-    selective_ssm,
-    sparse_attention_indexer,
-    sparse_pa,
-    sparse_sdpa,
-    ssm,
-    state_space,
-)

@@ -21,10 +21,3 @@ OpenVINO's reference kernels in the older versions:
 Anything outside the allowed range is an ExecutionError naming the value and its position.
 Duplicate indices without a reduction: the last in row-major order wins.
 """
-
-from irscatter.ops.scatter import (  # noqa: F401  (importing a module registers its ops)
-    scatter_elements_update,
-    scatter_nd_update,
-    scatter_update,
-    slice_scatter,
-)

@@ -2,12 +2,3 @@
 over np.fft. The complex layout, the axes and signal_size rules, and the frame and window inputs
 they share are in `core.py`.
 """
-
-from irscatter.ops.signal import (  # noqa: F401  (importing a module registers its ops)
-    dft,
-    idft,
-    irdft,
-    istft,
-    rdft,
-    stft,
-)

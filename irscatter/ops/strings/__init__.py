@@ -2,8 +2,3 @@
 buffer, StringTensorUnpack takes one apart into those ranges and the buffer. irscatter's string
 tensors hold text (numpy's StringDType), so the bytes of every string must be valid UTF-8.
 """
-
-from irscatter.ops.strings import (  # noqa: F401  (importing a module registers its ops)
-    string_tensor_pack,
-    string_tensor_unpack,
-)

@@ -6,7 +6,8 @@ and the dispatch keeps non-finite filters on the per-offset kernel."""
 import numpy as np
 import pytest
 
-from irscatter.ops.convolution.kernels import Im2col, forward_convolution, grouped_convolution, im2col_convolution
+from irscatter.ops.convolution.kernels import Im2col, grouped_convolution, im2col_convolution
+from irscatter.ops.convolution.plans import forward_convolution
 
 
 @pytest.mark.parametrize("seed", range(40))

@@ -122,6 +122,8 @@ def test_compare_judges_the_saved_paged_model_against_the_plugin(openvino_runs, 
     caches' heads and head size, which the target reads off the caches it is fed: so `compare`
     judges the model as saved, whole and layer by layer, on a decode step with a past."""
     from irscatter.debug import compare
+    from irscatter.debug.tolerances import Tolerances
+    from irscatter.debug.verdicts import table
     from irscatter.targets.openvino import OpenVINOTarget
 
     folder = openvino_runs / name
@@ -131,11 +133,11 @@ def test_compare_judges_the_saved_paged_model_against_the_plugin(openvino_runs, 
     compiled = model.compile()
     target = OpenVINOTarget("CPU", "f32")
     try:
-        tolerances = compare.Tolerances()
+        tolerances = Tolerances()
         whole = compare.compare_whole(compiled, feeds, target, tolerances)
         layers = compare.compare_layers(compiled, feeds, target, tolerances)
     finally:
         target.close()
-    assert whole.ok and whole.counts()["passed"] == 2, compare.table(whole, every=True)
+    assert whole.ok and whole.counts()["passed"] == 2, table(whole, every=True)
     attention = [r for r in layers.layers if r.op.startswith("PagedAttentionExtension")]
-    assert layers.ok and [r.status for r in attention] == ["passed"], compare.table(layers, every=True)
+    assert layers.ok and [r.status for r in attention] == ["passed"], table(layers, every=True)

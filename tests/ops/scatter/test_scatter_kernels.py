@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import irscatter
 from irscatter.ir.graph import Layer
+from irscatter.ops.common import accel
 from irscatter.ops.scatter import core as scatter_core
 from irscatter.ops.scatter.scatter_elements_update import ScatterElementsUpdate3, ScatterElementsUpdate12
 from irscatter.ops.scatter.scatter_nd_update import ScatterNDUpdate4, ScatterNDUpdate15
@@ -20,6 +21,15 @@ from irscatter.ops.scatter.scatter_update import ScatterUpdate
 
 DTYPES = [np.float32, np.float16, ml_dtypes.bfloat16, np.float64, np.int32, np.int64, np.int8, np.uint8, np.bool_]
 SETTINGS = settings(max_examples=examples(150, 40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.fixture(autouse=True)
+def numpy_backend():
+    """The numpy kernels against the oracles. With tiles patched small, `auto` would send
+    these calls to numba, compiling a kernel per dtype and reduction; test_fast_backend.py holds
+    numba to the numpy kernels' bits."""
+    with accel.use("numpy"):
+        yield
 
 
 def _op(cls, type_name, **attrs):

@@ -1,0 +1,123 @@
+"""How the heavy kernels (the convolutions) use the cores: the thread policy.
+
+numpy's BLAS (OpenBLAS) runs a large matrix product on a pool of threads that wait for each other
+by spinning. On a machine where another process keeps a core busy, one of those threads is
+descheduled while the others spin for it, and a product on two threads takes several times as
+long as on one. So a kernel that has a lot of work does it in independent parts (blocks of
+output positions, of samples or of channels), runs them on irscatter's own threads, one per
+core, and holds BLAS to one thread meanwhile: a part waits on a lock, not by spinning, so a busy
+core delays only its own part. The parts write disjoint blocks of one output in the same
+arithmetic order as one call would, so the result does not depend on how the work was split.
+
+Policies (`use(name)`, or IRSCATTER_THREADS_POLICY in the environment; `split` by default):
+
+* `split`: BLAS on one thread, large work split into one part per core on irscatter's threads;
+* `one`: BLAS on one thread, no split (everything on the caller's thread);
+* `blas`: whatever BLAS does on its own (its thread pool), no split: numpy's default.
+
+threadpoolctl sets BLAS's thread count; limiting costs some tens of microseconds, so work
+below `SPLIT_WORK` runs as it is, where BLAS would not start its threads anyway.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import warnings
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
+
+POLICIES = ("split", "one", "blas")
+# Multiply-adds (or element passes) below which a kernel runs as it is: a part's thread wakes in
+# some tens of microseconds, and BLAS keeps products this small on one thread itself.
+SPLIT_WORK = 1 << 22
+CORES = max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8))
+
+_policy = "split"
+_pool: ThreadPoolExecutor | None = None
+_blas = None  # threadpoolctl's controller of the BLAS libraries, made on first use
+_lock = threading.Lock()
+
+
+def use(name: str) -> None:
+    """Set the thread policy of this process (one of POLICIES)."""
+    global _policy
+    if name not in POLICIES:
+        raise ValueError(f"unknown thread policy {name!r}; known: {', '.join(POLICIES)}")
+    _policy = name
+
+
+def policy() -> str:
+    return _policy
+
+
+def _from_environment() -> None:
+    name = os.environ.get("IRSCATTER_THREADS_POLICY")
+    if name:
+        try:
+            use(name)
+        except ValueError as error:
+            warnings.warn(f"IRSCATTER_THREADS_POLICY: {error}; keeping the {_policy} policy", stacklevel=2)
+
+
+_from_environment()
+
+
+def parts(work: int) -> int:
+    """Into how many parts a kernel with `work` multiply-adds should split: one per core under
+    the `split` policy when the work is large, else 1."""
+    return CORES if _policy == "split" and work >= SPLIT_WORK else 1
+
+
+def one_blas_thread(work: int) -> AbstractContextManager:
+    """A context holding BLAS to one thread for a kernel of `work` multiply-adds, under the
+    `split` and `one` policies, when the work is large enough for BLAS to thread it."""
+    if _policy == "blas" or work < SPLIT_WORK:
+        return nullcontext()
+    global _blas
+    with _lock:
+        if _blas is None:
+            from threadpoolctl import ThreadpoolController
+
+            _blas = ThreadpoolController().select(user_api="blas")
+    return _blas.limit(limits=1)
+
+
+def _helpers() -> ThreadPoolExecutor:
+    global _pool
+    with _lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=CORES - 1, thread_name_prefix="irscatter-kernel")
+        return _pool
+
+
+def _forget_helpers() -> None:
+    global _pool
+    _pool = None  # a forked child has the pool object but none of its threads
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_helpers)
+
+
+def run(tasks: Sequence[Callable[[], None]]) -> None:
+    """Run independent tasks, the first on the caller's thread and the rest on the helpers;
+    returns when all are done (re-raising the first error)."""
+    if len(tasks) <= 1 or CORES == 1:
+        for task in tasks:
+            task()
+        return
+    pending = [_helpers().submit(task) for task in tasks[1:]]
+    try:
+        tasks[0]()
+    finally:
+        for done in pending:
+            done.result()
+
+
+def spans(total: int, count: int) -> list[tuple[int, int]]:
+    """`total` split into at most `count` consecutive non-empty ranges of near-equal length."""
+    count = max(1, min(count, total))
+    bounds = [total * i // count for i in range(count + 1)]
+    return [(lo, hi) for lo, hi in zip(bounds, bounds[1:]) if hi > lo]

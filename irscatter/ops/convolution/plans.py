@@ -1,0 +1,300 @@
+"""Which arithmetic computes a floating-point forward convolution of one shape, worked out once
+per shape (`plan_forward`), and the formulations that are neither im2col nor per-offset.
+
+Every plan here computes `kernels.grouped_convolution`'s sums over the zero-padded data, for
+finite filters only: a tap in the padding then adds 0 * w = 0, which changes no sum (the caller
+sends non-finite filters and integers to the per-offset kernel, which skips those taps). Each
+works on x [N, G, C_IN, *in] and w [G, C_OUT, C_IN, *kernel] in the work dtype and returns
+[N, G, C_OUT, *out]:
+
+* `pointwise`: a 1x1 kernel at stride 1 without padding is one matrix product per sample and
+  group over the data as it lies, [C_OUT, C_IN] x [C_IN, positions], with no copy.
+* `im2col`: a dense or grouped kernel, and a depthwise one of 3x3 taps or fewer, gathers each
+  output position's patch and multiplies the filters by them (`kernels.Im2col`), in blocks of
+  samples and output rows, so that a block's patches stay in the cache and the batch does not
+  multiply the memory.
+* `depthwise (banded)`: one input channel per group and a larger kernel (5x5 and up), where
+  gathering patches would copy the data once per tap and a product per channel has too little
+  to sum: the last axis is a product with a banded matrix of the taps, a few outputs wide
+  (`DepthwiseBanded`).
+
+Work above `threads.SPLIT_WORK` is split into independent parts on irscatter's threads, BLAS
+held to one thread (see `ops/common/threads.py`). How a shape splits is worked out once, so a
+shape gives the same result on every call; a split product may differ in its last bits from an
+unsplit one, as BLAS's own products differ between its thread counts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
+
+import numpy as np
+
+from irscatter.ops.common import threads
+from irscatter.ops.convolution.kernels import Im2col, grouped_convolution
+
+# Patch elements a block of the im2col plan gathers at once (16 MB of f32), and at least
+# BLOCK_COLUMNS output positions: fewer, larger products were faster than cache-sized ones on a
+# quiet machine, while the bound keeps a large batch from gathering all its patches at once.
+BLOCK_ELEMENTS = 1 << 22
+# Gathered elements of one block of channels of the banded plan: they and the channels' bands
+# stay in L2, and a layer of many small products splits evenly.
+BAND_BLOCK = 1 << 18
+BLOCK_COLUMNS = 256
+
+
+class Plan:
+    """A formulation for one shape: `prepare(w)` derives what it needs from the filters (kept per
+    Const by the op), `__call__(x, prepared)` computes. Its work (multiply-adds) goes in blocks,
+    which the parts of a split share out (`_run`)."""
+
+    name = "plan"
+    work = 0
+    blas = True  # whether the blocks call BLAS (and BLAS is held to one thread meanwhile)
+
+    def prepare(self, w: np.ndarray) -> np.ndarray:
+        return w
+
+    def __call__(self, x: np.ndarray, prepared: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def _blocks(self, count: int) -> list[tuple[int, ...]]:
+        """The blocks of the work when it goes in `count` parts (at least `count` where it can)."""
+        raise NotImplementedError
+
+    def _run(self, block: Callable[..., None]) -> None:
+        """Calls `block(*b)` for every block b, in parts under the current thread policy. The
+        blocks of each part count are worked out once, so a shape always splits alike."""
+        if self.work < threads.SPLIT_WORK:  # the common small layer: no split, no BLAS limit
+            known = self.__dict__.get("_parts")
+            if known is not None and 1 in known:
+                for b in known[1][0]:
+                    block(*b)
+                return
+        count = threads.parts(self.work)
+        known = self.__dict__.setdefault("_parts", {})
+        if count not in known:
+            blocks = self._blocks(count)
+            known[count] = [blocks[lo:hi] for lo, hi in threads.spans(len(blocks), count)]
+        parts = known[count]
+        with threads.one_blas_thread(self.work) if self.blas else nullcontext():
+            if len(parts) == 1:
+                for b in parts[0]:
+                    block(*b)
+                return
+            threads.run([lambda blocks=blocks: _each(block, blocks) for blocks in parts])
+
+
+def _each(block: Callable[..., None], blocks: list[tuple[int, ...]]) -> None:
+    for b in blocks:
+        block(*b)
+
+
+class Pointwise(Plan):
+    name = "pointwise"
+
+    def __init__(self, x_shape: Sequence[int], w_shape: Sequence[int]) -> None:
+        self.n, self.g, self.c = x_shape[:3]
+        self.d = w_shape[1]
+        self.positions = math.prod(x_shape[3:])
+        self.out_shape = (self.n, self.g, self.d, *x_shape[3:])
+        self.work = self.n * self.g * self.d * self.c * self.positions
+
+    def prepare(self, w: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(w.reshape(self.g, self.d, self.c))
+
+    def _blocks(self, count: int) -> list[tuple[int, ...]]:
+        """(first sample, end, first position, end): whole samples when there are enough."""
+        if count > 1 and self.n < count:
+            return [(0, self.n, lo, hi) for lo, hi in threads.spans(self.positions, count)]
+        return [(lo, hi, 0, self.positions) for lo, hi in threads.spans(self.n, count)]
+
+    def __call__(self, x: np.ndarray, prepared: np.ndarray) -> np.ndarray:
+        x = np.ascontiguousarray(x).reshape(self.n, self.g, self.c, self.positions)
+        out = np.empty((self.n, self.g, self.d, self.positions), x.dtype)
+        self._run(lambda n0, n1, p0, p1: np.matmul(prepared, x[n0:n1, ..., p0:p1], out=out[n0:n1, ..., p0:p1]))
+        return out.reshape(self.out_shape)
+
+
+class Gathered(Plan):
+    """The im2col formulation (`kernels.Im2col`) in blocks of samples and output rows; or, where
+    the filters outweigh the patches (few positions, many channels: a network's last stages)
+    or the groups' patches fit one block, the patches gathered once and the products split by
+    groups or output channels, so that no two parts read all the filters."""
+
+    def __init__(self, im2col: Im2col) -> None:
+        self.im2col = im2col
+        self.name = "im2col (wide rows)" if im2col.wide is not None else "im2col"
+        self.work = math.prod(im2col.out_shape) * im2col.taps
+        n, g, d = im2col.out_shape[:3]
+        patches = self.work // d
+        # Filters at least as large as the patches (C_OUT >= positions), or groups whose patches
+        # fit one block: a part per range of groups reads only its groups' filters.
+        self.by_channels = d * g * im2col.taps >= patches or g > 1 and patches <= BLOCK_ELEMENTS
+
+    def prepare(self, w: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(w.reshape(self.im2col.filter_shape))
+
+    def _blocks(self, count: int) -> list[tuple[int, ...]]:
+        plan = self.im2col
+        if self.by_channels:  # (first group, end, first output channel, end)
+            g, d = plan.out_shape[1:3]
+            if g >= count:
+                return [(lo, hi, 0, d) for lo, hi in threads.spans(g, count)]
+            return [(0, g, lo, hi) for lo, hi in threads.spans(d, count)]
+        limit = max(BLOCK_ELEMENTS, plan.taps * plan.out_shape[1] * BLOCK_COLUMNS)
+        patches = self.work // plan.out_shape[2]  # elements of all samples' patches
+        return plan.blocks(min(limit, -(-patches // count)))
+
+    def __call__(self, x: np.ndarray, prepared: np.ndarray) -> np.ndarray:
+        plan = self.im2col
+        out = np.empty(plan.out_shape, x.dtype)
+        view = plan.source(x)
+        if self.by_channels:
+            cols = plan.patches_of(view)
+            self._run(lambda g0, g1, d0, d1: plan.product(cols[:, g0:g1], prepared[g0:g1, d0:d1],
+                                                          out[:, g0:g1, d0:d1]))
+        else:
+            self._run(lambda *block: plan.block(view, prepared, out, *block))
+        return out
+
+
+def padded_into(x: np.ndarray, begin: Sequence[int], target: np.ndarray) -> np.ndarray:
+    """Writes x [N, G, 1, *in] into the zeroed target [N, G, *dims] at offset `begin` along each
+    spatial axis, cutting what lies past the target's end; returns the target."""
+    inner, outer = [], []
+    for size, b, p in zip(x.shape[3:], begin, target.shape[2:]):
+        lo, hi = max(0, -b), max(max(0, -b), min(size, p - b))  # the data inside the target
+        inner.append(slice(lo, hi))
+        outer.append(slice(b + lo, b + hi))
+    target[(slice(None),) * 2 + tuple(outer)] = x[:, :, 0][(slice(None),) * 2 + tuple(inner)]
+    return target
+
+
+class DepthwiseBanded(Plan):
+    """One input channel per group and a wide kernel: along the last axis the convolution is a
+    product with a banded matrix B [e, C_OUT * b] for each block of b consecutive outputs
+    (B[j, (d, o)] = w[d, j - o * stride] on the band, zero elsewhere; e = the inputs a block
+    reads), the same for every block; the blocks and the other axes are gathered as im2col
+    gathers them, so each channel is one matrix product, [rows * blocks, taps of the other axes
+    * e] x B. A layer's bands are kept per Const up to BAND_KEEP elements, else made per block of
+    channels at each call (a strided copy of the taps). The band's zeros multiply data outside
+    each window, which is exact only for finite data: a call with an infinite or NaN input
+    takes im2col, which multiplies only the window's inputs (and the padding's zeros)."""
+
+    name = "depthwise (banded)"
+
+    def __init__(self, x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype, strides: Sequence[int],
+                 dilations: Sequence[int], begin: Sequence[int], out_dims: Sequence[int], columns: int) -> None:
+        n, g = x_shape[:2]
+        self.d, self.kernel = w_shape[1], tuple(w_shape[3:])
+        self.x_shape, self.begin, self.out_dims = tuple(x_shape), tuple(begin), tuple(out_dims)
+        self.strides, self.dilations = tuple(strides), tuple(dilations)
+        self.fallback = Gathered(Im2col(x_shape, w_shape, dtype, strides, dilations, begin, out_dims))
+        self.columns = min(columns, out_dims[-1])
+        self.count = -(-out_dims[-1] // self.columns)  # blocks of columns along the last axis
+        reach = [(k - 1) * dl + 1 for k, dl in zip(self.kernel, dilations)]
+        self.extents = (*((o - 1) * s + r for o, s, r in zip(out_dims[:-1], strides, reach)),
+                        (self.count * self.columns - 1) * strides[-1] + reach[-1])
+        self.span = (self.columns - 1) * strides[-1] + reach[-1]  # the inputs one block reads
+        self.lead = math.prod(self.kernel[:-1])
+        self.rows = math.prod(out_dims[:-1])
+        self.depth = self.lead * self.span
+        self.work = n * g * self.rows * self.count * self.depth * self.d * self.columns
+
+    def _blocks(self, count: int) -> list[tuple[int, ...]]:
+        """(first group, end), every sample at once: channels whose gathered rows fit in L2."""
+        g = self.x_shape[1]
+        per_channel = self.x_shape[0] * self.rows * self.count * self.depth
+        per_block = max(1, min(BAND_BLOCK // per_channel, -(-g // count)))
+        return [(lo, min(g, lo + per_block)) for lo in range(0, g, per_block)]
+
+    def _band(self, w: np.ndarray) -> np.ndarray:
+        """The bands [g, taps of the other axes * e, C_OUT * b] of filters w [g, C_OUT, lead, k]:
+        a strided view of each row of taps laid in zeros, B[j, o] = v[(b - 1) * stride + j - o * stride]."""
+        g, b, s = w.shape[0], self.columns, self.strides[-1]
+        shift = (b - 1) * s
+        laid = np.zeros((g, self.lead, self.d, shift + self.span), w.dtype)
+        laid[..., shift + np.arange(self.kernel[-1]) * self.dilations[-1]] = w.transpose(0, 2, 1, 3)
+        item = laid.itemsize
+        view = np.lib.stride_tricks.as_strided(laid[..., shift:], (g, self.lead, self.span, self.d, b),
+                                               (*laid.strides[:2], item, laid.strides[2], -s * item), writeable=False)
+        return np.ascontiguousarray(view).reshape(g, self.depth, self.d * b)
+
+    def prepare(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+        taps = np.ascontiguousarray(w.reshape(self.x_shape[1], self.d, self.lead, self.kernel[-1]))
+        keep = self.x_shape[1] * self.depth * self.d * self.columns <= BAND_KEEP
+        return taps, self._band(taps) if keep else None, self.fallback.prepare(w)
+
+    def __call__(self, x: np.ndarray, prepared: tuple[np.ndarray, np.ndarray | None, np.ndarray]) -> np.ndarray:
+        taps, band, fallback = prepared
+        if not np.isfinite(x).all():
+            return self.fallback(x, fallback)
+        n, g = self.x_shape[:2]
+        padded = padded_into(x, self.begin, np.zeros((n, g, *self.extents), x.dtype))
+        k, st = len(self.kernel), padded.strides
+        # [N, G, *out[:-1], blocks, *kernel[:-1], e]: the inputs of each row's blocks of outputs
+        view = np.lib.stride_tricks.as_strided(
+            padded, (n, g, *self.out_dims[:-1], self.count, *self.kernel[:-1], self.span),
+            (*st[:2], *(st[2 + i] * self.strides[i] for i in range(k - 1)), st[-1] * self.strides[-1] * self.columns,
+             *(st[2 + i] * self.dilations[i] for i in range(k - 1)), st[-1]), writeable=False)
+        wo, b, d, rows = self.out_dims[-1], self.columns, self.d, self.rows
+        out = np.empty((n, g, d, rows, wo), x.dtype)
+        exact = d == 1 and self.count * b == wo  # the product is the output's layout
+
+        def block(lo: int, hi: int) -> None:
+            gathered = np.ascontiguousarray(view[:, lo:hi]).reshape(n, hi - lo, rows * self.count, self.depth)
+            bands = band[lo:hi] if band is not None else self._band(taps[lo:hi])
+            if exact:
+                np.matmul(gathered, bands, out=out[:, lo:hi, 0].reshape(n, hi - lo, rows * self.count, b))
+                return
+            product = np.matmul(gathered, bands).reshape(n, hi - lo, rows, self.count, d, b)
+            out[:, lo:hi] = product.transpose(0, 1, 4, 2, 3, 5).reshape(n, hi - lo, d, rows, -1)[..., :wo]
+        self._run(block)
+        return out.reshape(n, g, d, *self.out_dims)
+
+
+def plan_forward(x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype, strides: Sequence[int],
+                 dilations: Sequence[int], begin: Sequence[int], out_dims: Sequence[int]) -> Plan | None:
+    """The fastest formulation for a float convolution of this shape with finite filters, or None
+    where only the per-offset kernel applies (integers, or nothing to compute)."""
+    if np.dtype(dtype).kind != "f":
+        return None
+    n, g, c = x_shape[:3]
+    d, kernel = w_shape[1], tuple(w_shape[3:])
+    if n * g * d * math.prod(out_dims) == 0 or c == 0:
+        return None
+    if all(k == 1 for k in kernel) and all(s == 1 for s in strides) and not any(begin) \
+            and tuple(out_dims) == tuple(x_shape[3:]):
+        return Pointwise(x_shape, w_shape)
+    if c == 1 and d <= DEPTHWISE_OUTPUTS and math.prod(kernel) > DEPTHWISE_TAPS:
+        columns = kernel[-1] * (BAND_COLUMNS if len(kernel) > 1 else 1)
+        return DepthwiseBanded(x_shape, w_shape, dtype, strides, dilations, begin, out_dims, columns)
+    return Gathered(Im2col(x_shape, w_shape, dtype, strides, dilations, begin, out_dims))
+
+
+# One input channel per group: im2col's blocks are as fast as the banded product for a 3x3 kernel
+# or smaller, or more than a few outputs per input channel; beyond, the banded product wins.
+DEPTHWISE_OUTPUTS = 4
+DEPTHWISE_TAPS = 9
+# Outputs per band, in kernel widths: a band does (b + k - 1) / k times the multiply-adds the
+# taps need; wider bands do more, narrower ones make smaller products. Rows of a 1-D layer are
+# single, so there the band is one kernel width.
+BAND_COLUMNS = 2
+# Elements of a layer's banded matrices kept per Const, at most (4 MB of f32); larger ones are
+# made at each call, a block of channels at a time.
+BAND_KEEP = 1 << 20
+
+
+def forward_convolution(x: np.ndarray, w: np.ndarray, strides: Sequence[int], dilations: Sequence[int],
+                        begin: Sequence[int], out_dims: Sequence[int], finite: bool | None = None) -> np.ndarray:
+    """`grouped_convolution`'s result through the plan for its shape where one applies (float
+    data, finite filters), else the per-offset kernel itself."""
+    if finite is None:
+        finite = bool(np.isfinite(w).all()) if w.dtype.kind == "f" else True
+    plan = plan_forward(x.shape, w.shape, x.dtype, strides, dilations, begin, out_dims) if finite else None
+    if plan is None:
+        return grouped_convolution(x, w, strides, dilations, begin, out_dims)
+    return plan(x, plan.prepare(w))

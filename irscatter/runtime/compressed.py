@@ -1,0 +1,338 @@
+"""MatMuls whose weight is decompressed from Consts alone, as NNCF writes compressed weights,
+run without ever holding the decompressed weight whole.
+
+`runtime/folding.py` would keep the decompressed f32 weight: four times an int8 weight's
+memory, eight times an int4 one's. Here the chain from the integer Const of codes (u8, i8, u4,
+i4, ...) to the MatMul is elementwise (Convert, Subtract, Multiply, Add; a Reshape that keeps
+the rows), and its other inputs, zero points and scales, do not vary along the codes' last
+axis. So along that axis (a fiber: a row of the weight, or a group of one) each value is a
+function of its code alone, and the chain run by its own kernels on every code a fiber may
+hold, instead of the codes, gives a table per fiber whose entry at a code has the bits the
+chain gives that code. The table is kept at the chain's last type before the Converts that
+widen it to the MatMul's (f16 rather than f32, as NNCF writes it); those Converts are run
+once on every 16-bit pattern instead.
+
+A run that nothing watches replaces the MatMul's step with `_LookedUp`: the weight is looked up
+(`ops/common/codebook.py`) a block of rows at a time and multiplied by the MatMul's own kernel.
+With one activation row, BLAS's matrix-vector product computes each output from its own weight
+row, so a product by blocks of rows has the same bits as the whole product as long as the
+blocks and the row count are multiples of `ROW_ALIGN` (its kernels take rows in fours, and
+split them between threads in halves; the first such product is made both ways and compared,
+and a BLAS that disagrees keeps the whole weight); otherwise, and with several activation rows (the
+matrix-matrix kernel's path depends on the block's size), the weight is looked up whole for that
+product and dropped after. A run that watches each layer runs the decompression layers as
+written, as before.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from irscatter.ir.element_types import ElementType
+from irscatter.ops.base import Op, TensorInfo
+from irscatter.ops.common.codebook import look_up
+from irscatter.ops.matrix.mat_mul import MatMul
+from irscatter.runtime.folding import FoldPlan, behind, constant_steps
+
+ELEMENTWISE = frozenset({"Convert", "Subtract", "Multiply", "Add"})
+ROW_ALIGN = 64  # rows per block, and of the weight, for a product by blocks (see the module doc)
+BLOCK_BYTES = 1 << 20  # a looked-up block stays in cache while BLAS reads it
+TABLE_CHUNK = 1 << 21  # table entries computed at once: a large weight's table is not built in one go
+
+
+@dataclass(eq=False)
+class Fused:
+    """The MatMul steps replaced (position -> new step), the decompression steps they leave out
+    of a plain run, and the weight slots that are therefore not kept."""
+
+    steps: dict[int, Any] = field(default_factory=dict)
+    chains: set[int] = field(default_factory=set)
+    weights: set[int] = field(default_factory=set)
+    cost: int = 0
+
+    def into(self, plan: FoldPlan) -> FoldPlan:
+        if not self.steps:
+            return plan
+        return replace(plan, skipped=plan.skipped | self.chains, replaced=self.steps)
+
+
+def fuse_compressed(steps: Sequence[Any], ops: Mapping[int, Op], infos: Mapping[int, TensorInfo],
+                    consts: Mapping[int, Any], result_slots: set[int], budget: int) -> Fused:
+    """The MatMuls whose weight a run can look up by blocks (`infos`: each slot's inferred
+    type and shape; `consts`: the Const layer of each Const's slot), in the order they run,
+    while their tables fit in `budget` bytes."""
+    fused = Fused()
+    foldable = constant_steps(steps, lambda step: ops[step.layer.id].foldable, set(consts))
+    producer = {slot: i for i in foldable for slot in steps[i].outputs}
+    readers: dict[int, list[int]] = {}
+    for i, step in enumerate(steps):
+        for slot in step.inputs:
+            readers.setdefault(slot, []).append(i)
+    for i, step in enumerate(steps):
+        op = ops[step.layer.id]
+        if not (isinstance(op, MatMul) and op.attrs.transpose_b and not op.attrs.transpose_a
+                and len(step.inputs) == 2 and step.inputs[1] in producer):
+            continue
+        chain = sorted(behind(steps, producer, [step.inputs[1]]))
+        if not _exclusive(steps, chain, i, readers, result_slots):
+            continue
+        book = _codebook(steps, ops, chain, infos, consts)
+        if book is None or fused.cost + book.cost > budget:
+            continue
+        fused.cost += book.cost
+        fused.steps[i] = replace(step, inputs=step.inputs[:1], compute=_LookedUp(op.compute, book),
+                                 reuse_slot=None, reuse_input=None)
+        fused.chains.update(chain)
+        fused.weights.add(step.inputs[1])
+    return fused
+
+
+def _exclusive(steps: Sequence[Any], chain: list[int], matmul: int, readers: Mapping[int, list[int]],
+               result_slots: set[int]) -> bool:
+    """Whether the chain's values are read by the chain and the MatMul alone."""
+    inside = set(chain) | {matmul}
+    return all(slot not in result_slots and set(readers.get(slot, ())) <= inside
+               for i in chain for slot in steps[i].outputs)
+
+
+@dataclass(eq=False)
+class _Codebook:
+    """A weight [rows, K] as codes [rows * fibers, length] and a table per fiber, built on first
+    use by running the chain (`main`: the steps on the codes' path, `side`: those computing
+    zero points and scales) on every code."""
+
+    codes_slot: int
+    codes_layer: Any
+    rows: int
+    fibers: int  # per weight row
+    alphabet: np.ndarray  # every code, as the codes' dtype
+    side: list[Any]
+    main: list[Any]  # elementwise steps, then a Reshape left out (it keeps the rows)
+    widening: list[Any]  # trailing Converts from a 16-bit float, run on every pattern instead
+    widened_types: tuple[ElementType, ...]  # what each of them gives
+    consts: Mapping[int, Any]
+    cost: int
+    _built: tuple | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def built(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """(codes [rows * fibers, length], table [rows * fibers, alphabet], widening or None)."""
+        if self._built is None:
+            with self._lock:
+                if self._built is None:
+                    self._built = self._build()
+        return self._built
+
+    def _build(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        codes = self.codes_layer.const_value.view(np.uint8).reshape(self.rows * self.fibers, -1)
+        values = {slot: layer.const_value for slot, layer in self.consts.items()}
+        for step in self.side:
+            values[step.outputs[0]] = step.compute(*[values[s] for s in step.inputs])
+        shape = tuple(self.codes_layer.const_value.shape)
+        chunk = max(1, TABLE_CHUNK // (self.fibers * len(self.alphabet)))
+        table = None
+        for start in range(0, self.rows, chunk):
+            part = self._table_rows(values, shape, start, min(start + chunk, self.rows))
+            if table is None:
+                table = np.empty((self.rows * self.fibers, part.shape[1]), part.dtype)
+            table[start * self.fibers:start * self.fibers + len(part)] = part
+        return codes, table, _widened(self.widening, self.widened_types) if self.widening else None
+
+    def _table_rows(self, values: dict[int, Any], shape: tuple[int, ...], start: int, stop: int) -> np.ndarray:
+        """The tables of weight rows [start, stop): the main steps run on the alphabet, with
+        the zero points and scales of those rows."""
+        rank = len(shape)
+        current = self.alphabet.reshape((1,) * (rank - 1) + (-1,))
+        path = {self.codes_slot}
+        for step in self.main:
+            if step.layer.type in ELEMENTWISE:  # a Reshape keeps the rows, and the table has no other axis
+                current = step.compute(*[current if s in path else _rows_of(values[s], rank, self.rows, start, stop)
+                                         for s in step.inputs])
+            path.update(step.outputs)
+        current = np.broadcast_to(current, (stop - start,) + shape[1:-1] + (len(self.alphabet),))
+        current = current.reshape((stop - start) * self.fibers, len(self.alphabet))
+        return current.view(np.uint16) if self.widening else current
+
+
+
+_WIDENINGS: dict[tuple, np.ndarray] = {}
+
+
+def _widened(steps: list[Any], key: tuple[ElementType, ...]) -> np.ndarray:
+    """The widening Converts run on every f16 bit pattern, once per sequence of the types they
+    give (a Convert's result depends on its source and destination types alone)."""
+    found = _WIDENINGS.get(key)
+    if found is None:
+        found = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
+        for step in steps:
+            found = step.compute(found)
+        _WIDENINGS[key] = found = np.ascontiguousarray(found)
+        found.flags.writeable = False
+    return found
+
+
+def _rows_of(value: Any, rank: int, rows: int, start: int, stop: int) -> Any:
+    """A zero point's or scale's part for weight rows [start, stop): its first axis sliced when
+    it spans the rows, as is when it broadcasts along them."""
+    if isinstance(value, np.ndarray) and value.ndim == rank and value.shape[0] == rows:
+        return value[start:stop]
+    return value
+
+
+def _codebook(steps: Sequence[Any], ops: Mapping[int, Op], chain: list[int], infos: Mapping[int, TensorInfo],
+              consts: Mapping[int, Any]) -> _Codebook | None:
+    """The chain as a codebook, or None when it is not one (see the module doc)."""
+    weight = infos.get(steps[chain[-1]].outputs[0])
+    if weight is None or not _static(weight) or weight.etype is not ElementType.f32 or len(weight.shape.dims) != 2:
+        return None
+    rows, k = weight.shape.to_tuple()
+    read = [s for i in chain for s in steps[i].inputs if s in consts]
+    codes = [s for s in read if _is_codes(infos.get(s), rows, k)]
+    if len(set(codes)) != 1 or read.count(codes[0]) != 1:
+        return None
+    codes_slot = codes[0]
+    shape = infos[codes_slot].shape.to_tuple()
+    path, side, main = {codes_slot}, [], []
+    for i in chain:
+        step = steps[i]
+        if any(s in path for s in step.inputs):
+            if not _keeps_fibers(step, path, infos, shape, (rows, k), main):
+                return None
+            main.append(step)
+            path.update(step.outputs)
+        else:
+            side.append(step)
+    widening = _trailing_widening(main, infos)
+    main = [step for step in main if all(step is not w for w in widening)]
+    alphabet = _alphabet(infos[codes_slot].etype)
+    if alphabet is None:
+        return None
+    fibers = math.prod(shape[1:-1])
+    cost = rows * fibers * len(alphabet) * (2 if widening else 4)
+    if cost >= rows * k * 4:  # a table larger than the weight itself: keeping the weight is cheaper
+        return None
+    return _Codebook(codes_slot, consts[codes_slot], rows, fibers, alphabet, side, main, widening,
+                     tuple(infos[step.outputs[0]].etype for step in widening), {s: consts[s] for s in set(read)}, cost)
+
+
+def _alphabet(etype: ElementType) -> np.ndarray | None:
+    """Every value of `etype`, ordered by the byte that holds it, when those bytes are 0, 1, ...
+    (the codes are then their own column of the table)."""
+    signed = etype.is_signed
+    values = np.arange(-(1 << (etype.bitwidth - 1)) if signed else 0,
+                       (1 << (etype.bitwidth - 1)) if signed else (1 << etype.bitwidth)).astype(etype.dtype)
+    if values.dtype.itemsize != 1:
+        return None
+    held = values.view(np.uint8)
+    order = np.argsort(held)
+    return values[order] if np.array_equal(held[order], np.arange(len(values))) else None
+
+
+def _static(info: TensorInfo | None) -> bool:
+    return info is not None and info.shape.is_static and info.etype is not ElementType.dynamic
+
+
+def _is_codes(info: TensorInfo | None, rows: int, k: int) -> bool:
+    """An integer Const of at most 8 bits holding the weight's values, its first axis the rows."""
+    if not _static(info) or not info.etype.is_integral or info.etype.bitwidth > 8:
+        return False
+    shape = info.shape.to_tuple()
+    return len(shape) >= 2 and shape[0] == rows and math.prod(shape[1:]) == k
+
+
+def _keeps_fibers(step: Any, path: set[int], infos: Mapping[int, TensorInfo], shape: tuple[int, ...],
+                  weight: tuple[int, ...], main: list[Any]) -> bool:
+    """Whether a step on the codes' path keeps each fiber a function of its codes: an
+    elementwise op whose other inputs do not vary along the last axis, with the codes' shape;
+    a Reshape of them into the weight's shape; only Converts after that."""
+    out = infos.get(step.outputs[0]) if len(step.outputs) == 1 else None
+    if out is None or not _static(out):
+        return False
+    reshaped = any(s.layer.type == "Reshape" for s in main)
+    if step.layer.type == "Reshape":
+        return not reshaped and step.inputs[0] in path and out.shape.to_tuple() == weight
+    if step.layer.type not in ELEMENTWISE or out.shape.to_tuple() != (weight if reshaped else shape):
+        return False
+    if reshaped:
+        return step.layer.type == "Convert"
+    for slot in step.inputs:
+        if slot in path:
+            continue
+        info = infos.get(slot)
+        if not _static(info):
+            return False
+        dims = info.shape.to_tuple()
+        if len(dims) > len(shape) or (dims and dims[-1] != 1):
+            return False
+    return sum(s in path for s in step.inputs) == 1
+
+
+def _trailing_widening(main: list[Any], infos: Mapping[int, TensorInfo]) -> list[Any]:
+    """The Converts at the end of the path that widen an f16 value, when the path reaches f16
+    before them: the table keeps the f16 value, and they run on every f16 pattern instead."""
+    tail: list[Any] = []
+    for step in reversed(main):
+        if step.layer.type == "Reshape":
+            continue
+        if step.layer.type != "Convert":
+            break
+        tail.insert(0, step)
+    while tail and infos[tail[0].inputs[0]].etype is not ElementType.f16:
+        tail.pop(0)
+    return tail
+
+
+class _LookedUp:
+    """The MatMul of an activation by a weight looked up from its codebook (see the module doc)."""
+
+    def __init__(self, matmul: Callable[..., np.ndarray], book: _Codebook) -> None:
+        self.matmul, self.book = matmul, book
+        # Whether this machine's BLAS gives a product by blocks the whole product's bits: asked
+        # on the first call that could take blocks (the kernels' path depends on the shapes, not
+        # on the values), so that another BLAS or CPU falls back to the whole weight.
+        self.blocks_agree: bool | None = None
+
+    def __call__(self, a: np.ndarray) -> np.ndarray:
+        if math.prod(a.shape[:-1]) != 1 or self.book.rows % ROW_ALIGN or self.blocks_agree is False:
+            return self._whole(a)
+        if self.blocks_agree is None:
+            # two blocks' worth of rows, whole and by blocks: the whole weight is never made
+            rows = min(self.book.rows, 2 * self._block())
+            whole, blocks = self._whole(a, rows), self._by_blocks(a, rows)
+            self.blocks_agree = whole.dtype == blocks.dtype and whole.tobytes() == blocks.tobytes()
+        return self._by_blocks(a) if self.blocks_agree else self._whole(a)
+
+    def _block(self) -> int:
+        width = 4 * self.book.fibers * self.book.built()[0].shape[1]  # bytes of one f32 weight row
+        return max(ROW_ALIGN, BLOCK_BYTES // width // ROW_ALIGN * ROW_ALIGN)
+
+    def _whole(self, a: np.ndarray, rows: int | None = None) -> np.ndarray:
+        codes, table, widen = self.book.built()
+        rows, fibers = rows or self.book.rows, self.book.fibers
+        whole = np.empty((rows, fibers * codes.shape[1]), np.float32)
+        look_up(codes[:rows * fibers], table, 0, widen, whole.reshape(rows * fibers, codes.shape[1]))
+        return self.matmul(a, whole)
+
+    def _by_blocks(self, a: np.ndarray, rows: int | None = None) -> np.ndarray:
+        codes, table, widen = self.book.built()
+        rows, fibers = rows or self.book.rows, self.book.fibers
+        length = codes.shape[1]
+        block = self._block()
+        buffer = np.empty((block, fibers * length), np.float32)
+        out = None
+        for start in range(0, rows, block):
+            n = min(block, rows - start)
+            part = buffer[:n]
+            look_up(codes[start * fibers:(start + n) * fibers], table, start * fibers, widen,
+                    part.reshape(n * fibers, length))
+            product = self.matmul(a, part)
+            if out is None:
+                out = np.empty(product.shape[:-1] + (rows,), product.dtype)
+            out[..., start:start + n] = product
+        return out

@@ -1,0 +1,151 @@
+"""The formulations a float forward convolution takes per shape (`plans.plan_forward`) against
+the per-offset kernel (`kernels.grouped_convolution`, which skips taps in the padding and is
+what the op tests hold to OpenVINO and the oracle): random geometries of every plan, with the
+work split over threads and not, plus the cases each plan must get exactly right."""
+
+import numpy as np
+import pytest
+
+from irscatter.ops.common import threads
+from irscatter.ops.convolution import plans
+from irscatter.ops.convolution.kernels import Im2col, grouped_convolution
+
+
+def _geometry(rng, rank, c, d, g, kernel_high=4, size_high=9):
+    n = int(rng.integers(1, 3))
+    size, kernel = rng.integers(1, size_high, rank), rng.integers(1, kernel_high, rank)
+    strides, dilations = rng.integers(1, 4, rank), rng.integers(1, 3, rank)
+    begin, end = rng.integers(0, 3, rank), rng.integers(0, 3, rank)
+    out = [(int(sz) + int(b) + int(e) - (int(k) - 1) * int(dl) - 1) // int(st) + 1
+           for sz, b, e, k, dl, st in zip(size, begin, end, kernel, dilations, strides)]
+    if min(out) <= 0:
+        return None
+    dtype = np.float64 if rng.integers(0, 4) == 0 else np.float32
+    x = rng.standard_normal((n, g, c, *size)).astype(dtype)
+    w = rng.standard_normal((g, d, c, *kernel)).astype(dtype)
+    return x, w, (list(strides), list(dilations), list(begin), out)
+
+
+def _check(x, w, args, name=None):
+    plan = plans.plan_forward(x.shape, w.shape, x.dtype, *args)
+    if name is not None:
+        assert plan.name == name
+    got = plan(x, plan.prepare(w))
+    np.testing.assert_allclose(got, grouped_convolution(x, w, *args), rtol=1e-5, atol=1e-5)
+    return got
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_every_plan_matches_the_per_offset_kernel(monkeypatch, split):
+    """Random 1-D to 3-D geometries, dense, grouped and depthwise (with channel multipliers),
+    strides and dilations included, f32 and f64; split: every call's work goes to the threads in parts, and
+    the banded plan makes its bands at each call instead of keeping them."""
+    if split:
+        monkeypatch.setattr(threads, "SPLIT_WORK", 0)
+        monkeypatch.setattr(threads, "_policy", "split")
+        monkeypatch.setattr(plans, "BAND_KEEP", 0)
+    rng = np.random.default_rng(7 + split)
+    seen = set()
+    for _ in range(80):
+        rank, g = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+        c, d = int(rng.choice([1, 1, 2, 3])), int(rng.choice([1, 2, 5]))
+        case = _geometry(rng, rank, c, d, g, *((7, 40) if c == 1 else (4, 9)))
+        if case is not None:
+            seen.add(plans.plan_forward(case[0].shape, case[1].shape, case[0].dtype, *case[2]).name)
+            _check(*case)
+    assert seen >= {"im2col", "im2col (wide rows)", "depthwise (banded)"}
+
+
+def test_pointwise_multiplies_the_data_as_it_lies():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 3, 4, 5, 6)).astype(np.float32)
+    w = rng.standard_normal((3, 7, 4, 1, 1)).astype(np.float32)
+    got = _check(x, w, ([1, 1], [1, 1], [0, 0], [5, 6]), "pointwise")
+    np.testing.assert_array_equal(got, np.matmul(w.reshape(3, 7, 4), x.reshape(2, 3, 4, 30)).reshape(2, 3, 7, 5, 6))
+
+
+def test_a_split_gives_the_same_result_on_every_call(monkeypatch):
+    """The parts of a split are fixed per shape, so repeated calls agree bit for bit."""
+    monkeypatch.setattr(threads, "SPLIT_WORK", 0)
+    monkeypatch.setattr(threads, "_policy", "split")
+    rng = np.random.default_rng(2)
+    for x_shape, w_shape, args in [((1, 1, 8, 12, 12), (1, 6, 8, 3, 3), ([1, 1], [1, 1], [1, 1], [12, 12])),
+                                   ((3, 6, 1, 9, 9), (6, 1, 1, 3, 3), ([2, 2], [1, 1], [1, 1], [5, 5])),
+                                   ((2, 6, 1, 9, 9), (6, 2, 1, 5, 5), ([1, 1], [1, 1], [2, 2], [9, 9]))]:
+        x, w = rng.standard_normal(x_shape).astype(np.float32), rng.standard_normal(w_shape).astype(np.float32)
+        plan = plans.plan_forward(x_shape, w_shape, x.dtype, *args)
+        prepared = plan.prepare(w)
+        np.testing.assert_array_equal(plan(x, prepared), plan(x, prepared))
+
+
+def test_im2col_blocks_cover_samples_and_rows():
+    """Blocks of one sample and a few output rows, however small the limit, give the same sums."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((3, 2, 3, 7, 40)).astype(np.float32)
+    w = rng.standard_normal((2, 4, 3, 3, 3)).astype(np.float32)
+    args = ([1, 1], [1, 1], [1, 1], [7, 40])
+    plan = Im2col(x.shape, w.shape, x.dtype, *args)
+    for limit in (1, 500, 10 ** 9):
+        out = np.full(plan.out_shape, np.nan, np.float32)
+        view = plan.source(x)
+        for block in plan.blocks(limit):
+            plan.block(view, w.reshape(plan.filter_shape), out, *block)
+        np.testing.assert_allclose(out, grouped_convolution(x, w, *args), rtol=1e-5, atol=1e-5)
+
+
+def test_banded_depthwise_leaves_non_finite_data_to_im2col():
+    """The band's zeros would turn an infinite or NaN input into NaN in windows that do not hold
+    it: such a call goes to im2col, where it reaches only the windows that hold it (and a sum of
+    -0.0 products is +0.0, as BLAS's sums start)."""
+    x = np.zeros((1, 2, 1, 6, 6), np.float32)
+    x[0, 1, 0, 0, 0] = np.inf
+    w = -np.ones((2, 1, 1, 3, 5), np.float32)
+    args = ([1, 1], [1, 1], [1, 2], [6, 6])
+    got = _check(x, w, args, "depthwise (banded)")
+    assert not np.signbit(got[0, 0]).any()
+    assert np.isneginf(got[0, 1, 0, :2, :3]).all() and (got[0, 1, 0, 2:] == 0).all()
+    x[0, 1, 0, 0, 0] = np.nan
+    got = _check(x, w, args)
+    assert np.isnan(got[0, 1, 0, :2, :3]).all() and not np.isnan(got[0, 1, 0, 2:]).any()
+
+
+def test_which_plan_each_shape_takes():
+    f32 = np.dtype(np.float32)
+    assert plans.plan_forward((1, 1, 4, 8, 8), (1, 4, 4, 3, 3), np.dtype(np.int64), [1, 1], [1, 1], [1, 1],
+                              [8, 8]) is None  # integers: the per-offset kernel
+    assert plans.plan_forward((1, 1, 4, 8, 8), (1, 0, 4, 3, 3), f32, [1, 1], [1, 1], [1, 1], [8, 8]) is None
+    assert plans.plan_forward((1, 8, 1, 56, 56), (8, 1, 1, 3, 3), f32, [1, 1], [1, 1], [1, 1],
+                              [56, 56]).name == "im2col"  # a 3x3 depthwise kernel: im2col's blocks
+    assert plans.plan_forward((1, 8, 1, 32, 32), (8, 1, 1, 9, 9), f32, [1, 1], [1, 1], [4, 4],
+                              [32, 32]).name == "depthwise (banded)"
+    assert plans.plan_forward((1, 8, 1, 512), (8, 1, 1, 31), f32, [1], [1], [15], [512]).name == "depthwise (banded)"
+    assert plans.plan_forward((1, 2, 1, 8, 8), (2, 16, 1, 3, 3), f32, [1, 1], [1, 1], [1, 1],
+                              [8, 8]).name == "im2col (wide rows)"  # many outputs per input channel
+
+
+def test_thread_policy_and_helpers(monkeypatch):
+    with pytest.raises(ValueError, match="unknown thread policy"):
+        threads.use("many")
+    monkeypatch.setattr(threads, "_policy", "split")
+    monkeypatch.setenv("IRSCATTER_THREADS_POLICY", "blas")
+    threads._from_environment()
+    assert threads.policy() == "blas" and threads.parts(1 << 40) == 1
+    monkeypatch.setenv("IRSCATTER_THREADS_POLICY", "many")
+    with pytest.warns(UserWarning, match="unknown thread policy 'many'"):
+        threads._from_environment()
+    assert threads.policy() == "blas"
+    assert threads.spans(10, 3) == [(0, 3), (3, 6), (6, 10)] and threads.spans(2, 5) == [(0, 1), (1, 2)]
+    done = []
+    threads.run([lambda i=i: done.append(i) for i in range(4)])
+    assert sorted(done) == [0, 1, 2, 3]
+
+    def fail():
+        raise KeyError("part")
+    with pytest.raises(KeyError):
+        threads.run([lambda: None, fail])
+    before = threads.policy()
+    try:
+        threads.use("one")
+        assert threads.parts(1 << 40) == 1
+    finally:
+        threads.use(before)

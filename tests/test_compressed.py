@@ -1,0 +1,117 @@
+"""MatMuls whose weight NNCF compressed are run without the decompressed weight: looked up by
+blocks of rows from a table per fiber, with the same bits as the decompression layers run as
+written (irscatter/runtime/compressed.py)."""
+
+import numpy as np
+import pytest
+from test_folding import _Builder, _compiled, count_kernel_calls
+
+from irscatter.ops.common import accel
+from irscatter.runtime.compressed import ROW_ALIGN, _LookedUp
+
+ROWS, K = 2 * ROW_ALIGN, 256  # two blocks' worth of rows, so that the product is split
+
+
+def _nncf_matmul(folder, kind: str, tokens: int = 1):
+    """x[tokens, 256] @ W^T, W[128, 256] as NNCF writes it: u8 per row (Convert f16, Subtract a
+    converted u8 zero point, Multiply an f16 scale, Convert f32); u4 in groups of 64 with a
+    Reshape before the last Convert; i4 in groups of 64 with a scale only."""
+    rng = np.random.default_rng(5)
+    b = _Builder()
+    x = b.add("Parameter", {"shape": f"{tokens},{K}", "element_type": "f32"}, [], (tokens, K), "f32")
+    grouped = kind != "u8"
+    shape, side = ((ROWS, 4, 64), (ROWS, 4, 1)) if grouped else ((ROWS, K), (ROWS, 1))
+    low, high = (-8, 8) if kind == "i4" else (0, 16 if kind == "u4" else 256)
+    weight = b.add("Convert", {"destination_type": "f16"}, [b.const(rng.integers(low, high, shape), kind)], shape, "f16")
+    if kind != "i4":
+        zero = b.add("Convert", {"destination_type": "f16"}, [b.const(rng.integers(0, high, side), kind)], side, "f16")
+        weight = b.add("Subtract", {"auto_broadcast": "numpy"}, [weight, zero], shape, "f16")
+    scale = b.const((rng.random(side) / 50).astype(np.float16), "f16")
+    weight = b.add("Multiply", {"auto_broadcast": "numpy"}, [weight, scale], shape, "f16")
+    if grouped:
+        weight = b.add("Reshape", {"special_zero": "false"}, [weight, b.const(np.array([ROWS, K]), "i64")],
+                       (ROWS, K), "f16")
+    weight = b.add("Convert", {"destination_type": "f32"}, [weight], (ROWS, K), "f32")
+    y = b.add("MatMul", {"transpose_a": "false", "transpose_b": "true"}, [x, weight], (tokens, ROWS), "f32")
+    b.add("Result", None, [y], (), "f32")
+    return b.save(folder)
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    return count_kernel_calls(monkeypatch)
+
+
+def _feed(tokens: int) -> np.ndarray:
+    return np.random.default_rng(tokens).standard_normal((tokens, K), dtype=np.float32)
+
+
+def _looked_up(compiled) -> list:
+    return [step for step in compiled.plan.run_steps if isinstance(step.compute, _LookedUp)]
+
+
+@pytest.mark.parametrize("kind, tokens, backend", [("u8", 1, "numba"), ("u4", 1, "numpy"), ("i4", 1, "numba"),
+                                                   ("u8", 3, "numpy")])
+def test_a_compressed_matmul_gives_the_bits_of_its_decompression_layers(tmp_path, calls, kind, tokens, backend):
+    """One token: the product by blocks of rows; three: the weight looked up whole. Either way,
+    and through numba's lookup or numpy's, the bits of the layers run as written; and no
+    decompression layer runs once the table is built."""
+    if backend == "numba" and not accel.available():
+        pytest.skip("numba is not installed")
+    xml = _nncf_matmul(tmp_path, kind, tokens)
+    every_time = _compiled(xml, budget=0)
+    assert not _looked_up(every_time)
+    want = [every_time.run({"l0": _feed(tokens) * k})[0].tobytes() for k in (1, -2)]
+    compiled = _compiled(xml)
+    assert len(_looked_up(compiled)) == 1 and not compiled.plan.fold.kept  # the f32 weight is not kept
+    with accel.use(backend):
+        calls.update(dict.fromkeys(calls, 0))
+        got = [compiled.run({"l0": _feed(tokens) * k})[0].tobytes() for k in (1, -2)]
+    assert got == want
+    assert calls["Multiply"] == 1  # building the table, on the first run only
+
+
+def test_the_table_is_kept_at_f16_and_a_hook_sees_every_decompression_layer(tmp_path):
+    compiled = _compiled(_nncf_matmul(tmp_path, "u4"))
+    plain = compiled.run({"l0": _feed(1)})[0]
+    book = _looked_up(compiled)[0].compute.book
+    codes, table, widen = book.built()
+    assert table.dtype == np.uint16 and table.shape == (ROWS * 4, 16) and widen.dtype == np.float32
+    assert book.cost == table.nbytes < ROWS * K * 4
+    seen = []
+    watched = compiled.run({"l0": _feed(1)}, hook=lambda layer, i, o: seen.append(layer.type))
+    assert sorted(seen) == sorted(["Convert"] * 3 + ["Subtract", "Multiply", "Reshape", "MatMul"])
+    assert watched[0].tobytes() == plain.tobytes()
+
+
+def test_a_weight_other_layers_read_is_kept_as_before(tmp_path):
+    """A decompressed weight that a Result also returns is kept whole (runtime/folding.py);
+    a budget smaller than the table leaves the layers to run every time."""
+    from test_folding import _compressed_matmul
+
+    compiled = _compiled(_compressed_matmul(tmp_path, "u8"))
+    assert not _looked_up(compiled) and compiled.plan.fold.kept
+    (tmp_path / "small").mkdir()
+    small = _compiled(_nncf_matmul(tmp_path / "small", "u8"), budget=ROWS * 256 * 2 - 1)
+    assert not _looked_up(small) and not small.plan.fold.kept
+
+
+def test_blocks_are_checked_against_the_whole_product_before_they_are_used(tmp_path, monkeypatch):
+    """Blocks of 64 rows, two to the weight: the first call makes the product both ways and
+    takes blocks only if this BLAS gives them the whole product's bits; one that does not
+    (planted here) keeps the whole weight, with the same bits as the layers run as written."""
+    from irscatter.runtime import compressed
+
+    monkeypatch.setattr(compressed, "BLOCK_BYTES", ROW_ALIGN * K * 4)
+    xml = _nncf_matmul(tmp_path, "u8")
+    want = _compiled(xml, budget=0).run({"l0": _feed(1)})[0].tobytes()
+    step = _looked_up(compiled := _compiled(xml))[0].compute
+    assert step._block() == ROW_ALIGN and compiled.run({"l0": _feed(1)})[0].tobytes() == want
+    assert step.blocks_agree is not None
+    if step.blocks_agree:
+        assert compiled.run({"l0": _feed(1)})[0].tobytes() == want
+    planted = _looked_up(again := _compiled(xml))[0].compute
+    real = planted._by_blocks
+    monkeypatch.setattr(planted, "_by_blocks", lambda a, rows=None: real(a, rows) + np.float32(1))
+    assert again.run({"l0": _feed(1)})[0].tobytes() == want and planted.blocks_agree is False
+    assert again.run({"l0": _feed(1)})[0].tobytes() == want
