@@ -47,7 +47,7 @@ def _feed(tokens: int) -> np.ndarray:
 
 
 def _looked_up(compiled) -> list:
-    return [step for step in compiled._run_steps if isinstance(step.compute, _LookedUp)]
+    return [step for step in compiled.plan.run_steps if isinstance(step.compute, _LookedUp)]
 
 
 @pytest.mark.parametrize("kind, tokens, backend", [("u8", 1, "numba"), ("u4", 1, "numpy"), ("i4", 1, "numba"),
@@ -63,7 +63,7 @@ def test_a_compressed_matmul_gives_the_bits_of_its_decompression_layers(tmp_path
     assert not _looked_up(every_time)
     want = [every_time.run({"l0": _feed(tokens) * k})[0].tobytes() for k in (1, -2)]
     compiled = _compiled(xml)
-    assert len(_looked_up(compiled)) == 1 and not compiled._fold.kept  # the f32 weight is not kept
+    assert len(_looked_up(compiled)) == 1 and not compiled.plan.fold.kept  # the f32 weight is not kept
     with accel.use(backend):
         calls.update(dict.fromkeys(calls, 0))
         got = [compiled.run({"l0": _feed(tokens) * k})[0].tobytes() for k in (1, -2)]
@@ -90,10 +90,10 @@ def test_a_weight_other_layers_read_is_kept_as_before(tmp_path):
     from test_folding import _compressed_matmul
 
     compiled = _compiled(_compressed_matmul(tmp_path, "u8"))
-    assert not _looked_up(compiled) and compiled._fold.kept
+    assert not _looked_up(compiled) and compiled.plan.fold.kept
     (tmp_path / "small").mkdir()
     small = _compiled(_nncf_matmul(tmp_path / "small", "u8"), budget=ROWS * 256 * 2 - 1)
-    assert not _looked_up(small) and not small._fold.kept
+    assert not _looked_up(small) and not small.plan.fold.kept
 
 
 def test_blocks_are_checked_against_the_whole_product_before_they_are_used(tmp_path, monkeypatch):

@@ -312,3 +312,16 @@ def test_a_value_that_overflows_is_a_value_not_a_warning(tmp_path):
         out = model.run({"a": big, "b": big})
     assert out["r"].tolist() == [np.inf, -np.inf]
 
+
+
+@pytest.mark.parametrize("error, label", [(ExecutionError("bad value"), None), (MemoryError(), "out-of-memory")])
+def test_a_failing_kernel_is_the_error_of_its_layer_whether_or_not_the_run_is_watched(tmp_path, error, label):
+    compiled = _chain(tmp_path, 2).compile()
+
+    def failing(*args, **kwargs):
+        raise error
+    compiled.steps[1].compute = failing  # before the first run, which prepares the plain loop's calls
+    for watch in ({}, {"hook": lambda *a: None}, {"timings": []}):
+        with pytest.raises(ExecutionError) as caught:
+            compiled.run({"x": np.ones((2, 2), np.float32)}, **watch)
+        assert caught.value.layer.name == "a2" and caught.value.label == label

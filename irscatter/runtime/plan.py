@@ -1,0 +1,237 @@
+"""The plan of a compiled model: a list of steps over numbered value slots.
+
+Every output port of a layer the Results need gets a slot. Each step (a layer other than a
+Parameter, Const or Result) reads its input slots and writes its output slots, and knows which
+slots to drop once it has run, so that an intermediate buffer lives only until its last
+reader. A step may also write its output into an input's buffer (the op's `inplace_input`)
+when it is that buffer's last reader, leave out outputs nobody reads, or update a fed buffer
+the caller donates (the op's `writes_inputs`). Layers that depend on Consts alone are planned
+to be computed once (`runtime/folding.py`).
+
+The plan is made once per compiled model and shared by its requests; a run only reads it.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from irscatter import limits
+from irscatter.checks.analysis import Analysis
+from irscatter.checks.infer import itemsize
+from irscatter.ir.element_types import ElementType
+from irscatter.ir.graph import Layer, Model, output_name
+from irscatter.ir.topology import Source
+from irscatter.ops.base import Op
+from irscatter.runtime.compressed import fuse_compressed
+from irscatter.runtime.folding import FoldPlan, keep_once
+from irscatter.runtime.ports import InputSpec, OutputSpec
+
+_BOUNDARY = ("Parameter", "Const", "Result")
+
+
+@dataclass(slots=True, eq=False)  # slots: a model of 20000 layers builds 20000 of these, and runs read them
+class Step:
+    layer: Layer
+    compute: Callable[..., Any]
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    release: tuple[int, ...]  # slots whose last reader is this step
+    # The slot whose buffer the kernel may write its output into (the op's `inplace_input`),
+    # when this step is its last reader; and, when that slot is a Parameter's, the input's
+    # position, since a fed buffer may only be reused if the caller donates it.
+    reuse_slot: int | None = None
+    reuse_input: int | None = None
+    # Output positions no later step and no Result reads, for an op that can leave them out.
+    unused: frozenset[int] = frozenset()
+    # (input position, model input position) of each input the op updates in place when the
+    # caller donates it (the op's `writes_inputs` that are fed by a Parameter).
+    writable: tuple[tuple[int, int], ...] = ()
+
+
+@dataclass(eq=False)
+class Plan:
+    """What a run of a compiled model does, laid out once when compiling."""
+
+    slot_of: dict[Source, int]  # (layer id, output position) -> slot
+    n_slots: int
+    inputs: list[InputSpec]
+    param_slots: list[int]  # per input, in Parameter order
+    const_slots: list[tuple[int, Layer]]
+    outputs: list[OutputSpec]
+    output_slots: list[int]  # per output, in Result order
+    steps: list[Step] = field(default_factory=list)
+    fold: FoldPlan = field(default_factory=FoldPlan)
+    # The steps of a run that reads the kept values of Const-only layers instead of computing
+    # them (and that looks compressed weights up by blocks, `runtime/compressed.py`).
+    run_steps: list[Step] = field(default_factory=list)
+    # Every input has a static shape and element type: a run never infers again.
+    is_static: bool = True
+
+    @classmethod
+    def of(cls, model: Model, analysis: Analysis) -> Plan:
+        """The plan of `model`, from what compiling it found (`checks/analysis.py`)."""
+        layers, infos = analysis.wiring.by_id, analysis.infos
+        slot_of = _slots(analysis.order, layers)
+        parameters = model.parameters
+        inputs = [InputSpec(p.name, p.outputs[0].names if p.outputs else (), infos[(p.id, 0)].etype,
+                            infos[(p.id, 0)].shape, p)
+                  for p in parameters]
+        outputs, output_slots = _outputs(model.results, analysis, slot_of)
+        plan = cls(slot_of=slot_of, n_slots=len(slot_of), inputs=inputs,
+                   param_slots=[slot_of[(p.id, 0)] for p in parameters],
+                   const_slots=[(slot_of[(lid, 0)], layers[lid]) for lid in analysis.order
+                                if layers[lid].type == "Const"],
+                   outputs=outputs, output_slots=output_slots,
+                   is_static=all(spec.shape.is_static and spec.etype is not ElementType.dynamic for spec in inputs))
+        plan.steps = _steps(plan, analysis)
+        plan.fold = _plan_folding(plan, analysis)
+        plan.run_steps = [plan.fold.replaced.get(i, step) for i, step in enumerate(plan.steps)
+                          if i not in plan.fold.skipped]
+        return plan
+
+
+def _slots(order: list[int], layers: dict[int, Layer]) -> dict[Source, int]:
+    slot_of: dict[Source, int] = {}
+    for lid in order:
+        for pos in range(len(layers[lid].outputs)):
+            slot_of[(lid, pos)] = len(slot_of)
+    return slot_of
+
+
+def _outputs(results: list[Layer], analysis: Analysis,
+             slot_of: dict[Source, int]) -> tuple[list[OutputSpec], list[int]]:
+    """The model's outputs in Result order, each under a key of its own, and their slots."""
+    outputs: list[OutputSpec] = []
+    slots: list[int] = []
+    taken: set[str] = set()
+    for r in results:
+        src = analysis.wiring.sources[r.id][0]
+        assert src is not None
+        info = analysis.infos[src]
+        port = analysis.wiring.by_id[src[0]].outputs[src[1]]
+        name = _distinct(output_name(r, port), r.name, taken)
+        taken.add(name)
+        outputs.append(OutputSpec(name, info.etype, info.shape, r, tuple(port.names)))
+        slots.append(slot_of[src])
+    return outputs, slots
+
+
+def _steps(plan: Plan, analysis: Analysis) -> list[Step]:
+    layers, ops, sources, slot_of = analysis.wiring.by_id, analysis.ops, analysis.wiring.sources, plan.slot_of
+    steps_layers = [lid for lid in analysis.order if layers[lid].type not in _BOUNDARY]
+    keep = set(plan.output_slots) | {s for s, _ in plan.const_slots}
+    last_reader: dict[int, int] = {}
+    readers: dict[int, int] = {}
+    step_inputs = []
+    for i, lid in enumerate(steps_layers):
+        inputs = tuple(slot_of[s] for s in sources[lid])  # type: ignore[index]
+        step_inputs.append(inputs)
+        counted = not ops[lid].shape_only
+        for slot in inputs:
+            last_reader[slot] = i
+            if counted:
+                readers[slot] = readers.get(slot, 0) + 1
+    releases: dict[int, list[int]] = {}
+    for slot, i in last_reader.items():
+        if slot not in keep:
+            releases.setdefault(i, []).append(slot)
+    param_input = {slot: i for i, slot in enumerate(plan.param_slots)}
+    steps = []
+    for i, (lid, inputs) in enumerate(zip(steps_layers, step_inputs)):
+        op, layer = ops[lid], layers[lid]
+        outputs = tuple(slot_of[(lid, p)] for p in range(len(layer.outputs)))
+        reuse = _reusable(op, inputs, i, keep, last_reader, readers, param_input)
+        steps.append(Step(
+            layer=layer,
+            compute=op.compute,
+            inputs=inputs,
+            outputs=outputs,
+            release=tuple(releases.get(i, ())),
+            reuse_slot=reuse,
+            reuse_input=param_input.get(reuse) if reuse is not None else None,
+            unused=_unused_outputs(op, outputs, keep, last_reader),
+            writable=tuple((pos, param_input[inputs[pos]]) for pos in op.writes_inputs
+                           if pos < len(inputs) and inputs[pos] in param_input),
+        ))
+    return steps
+
+
+def _plan_folding(plan: Plan, analysis: Analysis) -> FoldPlan:
+    """What of the layers that depend on Consts alone to compute once (runtime/folding.py),
+    within `limits.folded_bytes`, beside the MatMuls that look their compressed weights up by
+    blocks instead (runtime/compressed.py)."""
+    slot_bytes: dict[int, int | None] = {}
+    for (lid, pos), slot in plan.slot_of.items():
+        info = analysis.infos.get((lid, pos))
+        static = (info is not None and info.shape.is_static
+                  and info.etype not in (ElementType.dynamic, ElementType.string))
+        slot_bytes[slot] = math.prod(info.shape.to_tuple()) * itemsize(info.etype) if static else None
+    budget = limits.current().folded_bytes
+    fused = fuse_compressed(plan.steps, analysis.ops, {slot: analysis.infos.get(key) for key, slot in plan.slot_of.items()},
+                            dict(plan.const_slots), set(plan.output_slots), budget)
+    slot_bytes.update(dict.fromkeys(fused.weights))  # looked up by blocks on each run instead
+    return fused.into(keep_once(plan.steps, lambda step: analysis.ops[step.layer.id].foldable,
+                                {s for s, _ in plan.const_slots}, set(plan.output_slots), slot_bytes,
+                                budget - fused.cost))
+
+
+def _unused_outputs(op: Op, outputs: tuple[int, ...], keep: set[int], last_reader: dict[int, int]) -> frozenset[int]:
+    """The output positions no later step and no Result reads, for an op that can leave them out."""
+    if not op.skips_unused_outputs:
+        return frozenset()
+    return frozenset(p for p, slot in enumerate(outputs) if slot not in keep and slot not in last_reader)
+
+
+def _reusable(op: Op, inputs: tuple[int, ...], step: int, keep: set[int], last_reader: dict[int, int],
+              readers: dict[int, int], param_input: dict[int, int]) -> int | None:
+    """The input slot the step may overwrite: the op allows it, no Result or Const holds
+    the slot, and no later step reads it. A Parameter's slot must have no other reader at
+    all (ShapeOf aside), because views of a fed buffer cannot be told from the caller's
+    own references."""
+    if op.inplace_input is None or op.inplace_input >= len(inputs):
+        return None
+    slot = inputs[op.inplace_input]
+    if slot in keep or last_reader.get(slot) != step or inputs.count(slot) != 1:
+        return None
+    if slot in param_input and readers.get(slot) != 1:
+        return None
+    return slot
+
+
+def _distinct(name: str, result_name: str, taken: set[str]) -> str:
+    """An output's key: its name, unless an earlier output has it (OpenVINO writes two Results
+    of one tensor with one `output_names`), then its Result layer's name, or a numbered one.
+    Every output keeps a key of its own, so none is lost from a run's outputs or their order."""
+    for candidate in (name, result_name):
+        if candidate not in taken:
+            return candidate
+    n = 2
+    while f"{name}#{n}" in taken:
+        n += 1
+    return f"{name}#{n}"
+
+
+def plain_entries(steps: list[Step]) -> list[tuple]:
+    """For the plain run loop, each step as (compute, input getter, output slot, slots to
+    release, None, step), or (None, None, None, slots to release, step, step) for a step the
+    loop hands to the general call: one that may reuse a buffer, leave outputs out or write a
+    donated input, with other than one output, or without inputs."""
+    plain = []
+    for step in steps:
+        if step.reuse_slot is None and not step.unused and not step.writable and len(step.outputs) == 1 and step.inputs:
+            fetch = operator.itemgetter(*step.inputs) if len(step.inputs) > 1 else _one(step.inputs[0])
+            plain.append((step.compute, fetch, step.outputs[0], step.release, None, step))
+        else:
+            plain.append((None, None, None, step.release, step, step))
+    return plain
+
+
+def _one(slot: int) -> Callable[[list[Any]], tuple[Any]]:
+    """A getter of one slot's value as a 1-tuple (`itemgetter` of one index gives the bare value)."""
+    def fetch(values: list[Any]) -> tuple[Any]:
+        return (values[slot],)
+    return fetch
