@@ -34,8 +34,8 @@ values are rounded to the emulated precision like any other layer's.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
 from dataclasses import replace
 from typing import Any
@@ -65,23 +65,21 @@ def checked_decompression(decompression: str | None) -> str | None:
                      f"written), got {decompression!r}")
 
 
-class _Decompressing(AbstractContextManager[None]):
-    def __init__(self, decompression: str) -> None:
-        self.decompression = decompression
-
-    def __enter__(self) -> None:
-        self._token = _ASKED.set(self.decompression)
-
-    def __exit__(self, *exc: object) -> None:
-        _ASKED.reset(self._token)
-
-
 def decompressing(decompression: str | None) -> AbstractContextManager[None]:
     """Runs inside the block decompress compressed weights as `decompression` says ("f32": as
     OpenVINO's CPU plugin does); with None, the block is left as it is."""
     if checked_decompression(decompression) is None:
         return _AS_WRITTEN
-    return _Decompressing(decompression)  # type: ignore[arg-type]
+    return _asking(decompression)
+
+
+@contextmanager
+def _asking(decompression: str | None) -> Iterator[None]:
+    token = _ASKED.set(decompression)
+    try:
+        yield
+    finally:
+        _ASKED.reset(token)
 
 
 def asked_decompression() -> str | None:
