@@ -536,6 +536,7 @@ def test_decompression_is_refused_where_no_whole_model_is_judged(capsys, tmp_pat
     model = str(MODELS / "small_cnn" / "model.xml")
     np.savez(tmp_path / "a.npz", x=np.zeros(2))
     for args, message in ([model, "--random", "--decompression", "f32"], "--decompression only applies with --whole"), \
+            ([model, "--random", "--whole", "--bisect", "--decompression", "f32"], "does not apply with --bisect"), \
             ([model, model, "--random", "--decompression", "f32"], "--decompression does not apply to two IRs"), \
             ([str(tmp_path / "a.npz")] * 2 + ["--decompression", "f32"], "--reference-precision, --decompression"):
         assert command_line.main(["compare", *args]) == 2

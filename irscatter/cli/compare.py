@@ -79,6 +79,9 @@ def _refuse_orphan_flags(args: argparse.Namespace) -> None:
                                          ("--decompression", args.decompression, "--whole", args.whole)]:
         if value not in (None, False) and not present:
             raise UsageError(f"{flag} only applies with {parent}")
+    if args.decompression and args.bisect:
+        raise UsageError("--decompression does not apply with --bisect: a prefix may end inside a decompression "
+                         "chain, whose values in f32 are not of the types the graph declares")
 
 
 def _compare_onnx(args: argparse.Namespace, tolerances, target: str | None, precision: str | None) -> int:

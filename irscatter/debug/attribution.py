@@ -254,11 +254,12 @@ def compare_against(compiled: CompiledModel, feeds: Any, target: Target, toleran
     `limits.compare_bytes`); given the framework's values (`expected`, keyed as `resolve` reads
     them, from `expected_file`), with the verdict on which of conversion and runtime departs.
     The framework's values are judged at the presets of the precision irscatter computed in.
-    `decompression="f32"` (a whole model only: run alone, a MatMul is fed its weight and
-    decompresses nothing) computes compressed weights as OpenVINO's CPU plugin does."""
-    if decompression is not None and not whole:
-        raise UsageError("decompression= applies to a whole model: a layer run alone on the target is fed its "
-                         "weight already decompressed")
+    `decompression="f32"` (a whole model only, without `bisect`) computes compressed weights as
+    OpenVINO's CPU plugin does."""
+    if decompression is not None and (not whole or bisect):
+        raise UsageError("decompression= applies to a whole model without bisect=: a layer run alone on the target "
+                         "is fed its weight already decompressed, and a prefix may end inside a decompression "
+                         "chain, whose values in f32 are not of the types the graph declares")
     matched, unmatched = resolve(compiled, list(expected)) if expected is not None else ({}, {})
     keep = needed(compiled, every=not whole or bisect, also=matched.values())
     with ValueStore.for_model(compiled, budget) as values:
