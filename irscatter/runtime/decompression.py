@@ -12,10 +12,13 @@ src/plugins/intel_cpu/src/nodes/executors/dnnl/dnnl_fullyconnected_primitive.cpp
 repository) the scales are passed to `appendDecompressionScales` as f32 (unless they are
 f8e8m0) and the zero points to `appendDecompressionZeroPoints` as f32 unless activations are
 quantized dynamically, so the kernel computes `(code - zero) * scale` in f32 and never rounds
-it to f16. OpenVINO's weight-compression guide says as much from the other side: compressed
-weights are decompressed on the fly inside the MatMul kernel. By default the plugin also
-quantizes the activations of such a MatMul dynamically (per group of the reduced axis), which
-is a separate departure; its compile property DYNAMIC_QUANTIZATION_GROUP_SIZE=0 turns it off.
+it to f16. That is the documented design: OpenVINO's weight-compression guide
+(docs.openvino.ai, model-optimization-guide/weight-compression) keeps activations in floating
+point and reads the weights compressed, and oneDNN's "MatMul Tutorial: weights decompression"
+gives the zero points and scales to the MatMul as attributes, decompressed inside the kernel.
+By default the plugin also quantizes the activations of such a MatMul dynamically (per group of
+the reduced axis), a separate departure that its compile property
+DYNAMIC_QUANTIZATION_GROUP_SIZE=0 turns off.
 
 `decompressing("f32")` makes the runs inside it compute each such chain that way: codes and
 zero points converted straight to f32 (exact, for integers of at most 8 bits), f16 scales
