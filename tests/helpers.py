@@ -309,3 +309,24 @@ def kernel_hidden(type_name: str, version: int):
     finally:
         versions[version] = cls
         registry._RESOLVED.clear()
+
+
+def compressed_model(folder: Path) -> tuple[Path, dict[str, np.ndarray]]:
+    """A model of a few KB whose weights NNCF's way compressed, built as tools/bench_llm.py
+    builds its benchmark: x [1, 64] through an int8 MatMul (u8 codes and zero points per row,
+    f16 scales) and an int4 one (u4 codes in groups of 32, a Reshape before the last Convert);
+    returns the xml and one feed."""
+    import openvino as ov
+    import openvino.opset13 as ops
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+    from bench_llm import Weights
+
+    x = ops.parameter([1, 64], ov.Type.f32, name="x")
+    y = Weights("int8", seed=3).linear(x, 32, 64)
+    z = Weights("int4", seed=4, group=32).linear(y, 16, 32)
+    for node, name in ((y, "y"), (z, "z")):
+        node.output(0).get_tensor().set_names({name})
+    xml = folder / "compressed.xml"
+    ov.save_model(ov.Model([ops.result(y), ops.result(z)], [x], "compressed"), xml, compress_to_fp16=False)
+    return xml, {"x": np.random.default_rng(5).standard_normal((1, 64), dtype=np.float32)}

@@ -511,6 +511,44 @@ def test_target_properties_reach_the_plugin_and_a_property_it_refuses_is_a_usage
         compare.open_target("openvino", "f32", properties={"INFERENCE_PRECISION_HINT": "f16"})
 
 
+@needs_openvino
+def test_compressed_weights_agree_once_decompressed_in_f32_as_the_cpu_plugin_does(target, tmp_path, monkeypatch):
+    """OpenVINO's CPU plugin decompresses NNCF's weights inside its fully-connected kernel in
+    f32 (runtime/decompression.py): with dynamic quantization off, the whole model agrees with
+    irscatter's decompression in f32 to f32 rounding, and departs from the graph's f16 product."""
+    from helpers import compressed_model
+
+    from irscatter.debug.attribution import compare_against
+    from irscatter.errors import UsageError
+
+    monkeypatch.setattr(target, "properties", {"DYNAMIC_QUANTIZATION_GROUP_SIZE": "0"})  # the module's worker
+    xml, feeds = compressed_model(tmp_path)
+    compiled = irscatter.read_model(xml).compile()
+
+    def worst(decompression):
+        report = compare_against(compiled, feeds, target, Tolerances(), whole=True, decompression=decompression)
+        return report, max(t.diff.max_abs for record in report.outputs for t in record.tensors)
+
+    (as_cpu, cpu_error), (_, graph_error) = worst("f32"), worst(None)
+    assert as_cpu.passed and cpu_error < 1e-5, cpu_error
+    assert graph_error > 100 * cpu_error, (graph_error, cpu_error)
+    with pytest.raises(UsageError, match="applies to a whole model"):
+        compare_against(compiled, feeds, target, Tolerances(), decompression="f32")
+
+
+def test_decompression_is_refused_where_no_whole_model_is_judged(capsys, tmp_path):
+    from irscatter import cli as command_line
+
+    model = str(MODELS / "small_cnn" / "model.xml")
+    np.savez(tmp_path / "a.npz", x=np.zeros(2))
+    for args, message in ([model, "--random", "--decompression", "f32"], "--decompression only applies with --whole"), \
+            ([model, "--random", "--whole", "--bisect", "--decompression", "f32"], "does not apply with --bisect"), \
+            ([model, model, "--random", "--decompression", "f32"], "--decompression does not apply to two IRs"), \
+            ([str(tmp_path / "a.npz")] * 2 + ["--decompression", "f32"], "--reference-precision, --decompression"):
+        assert command_line.main(["compare", *args]) == 2
+        assert message in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("args, message", [
     (["--random", "--target-config", "NOEQUALS"], "--target-config NOEQUALS: expects KEY=VALUE"),
     (["--random", "--target-config", "INFERENCE_PRECISION_HINT=f16"], "give the precision with --target-precision"),

@@ -115,3 +115,37 @@ def test_blocks_are_checked_against_the_whole_product_before_they_are_used(tmp_p
     monkeypatch.setattr(planted, "_by_blocks", lambda a, rows=None: real(a, rows) + np.float32(1))
     assert again.run({"l0": _feed(1)})[0].tobytes() == want and planted.blocks_agree is False
     assert again.run({"l0": _feed(1)})[0].tobytes() == want
+
+
+def test_decompression_in_f32_widens_the_chain_and_nothing_else(tmp_path):
+    """decompression="f32" (runtime/decompression.py): a hook sees every layer of the chain
+    give f32, the weight is (codes - zero point) * scale computed in f32 from the Consts, the
+    f16 product of the graph differs from it, and a plain run after gives the graph's bits again.
+    A model without a compressed weight runs as it does without the option."""
+    compiled = _compiled(_nncf_matmul(tmp_path, "u8"), budget=0)  # the layers as written on a plain run
+    plain = compiled.run({"l0": _feed(1)})[0].tobytes()
+    calls = []
+    compiled.run({"l0": _feed(1)}, decompression="f32", hook=lambda layer, i, o: calls.append((layer.type, i, o)))
+    chain = [(kind, inputs, outputs) for kind, inputs, outputs in calls if kind != "MatMul"]
+    assert [kind for kind, _, _ in chain] == ["Convert", "Convert", "Subtract", "Multiply", "Convert"]
+    assert all(out.dtype == np.float32 for _, _, (out,) in chain)
+    codes, zero = (inputs[0] for kind, inputs, _ in chain[:2])
+    scale = chain[3][1][1]
+    assert scale.dtype == np.float16  # the hook sees the layer's inputs as the graph gives them
+    in_f32 = (codes.astype(np.float32) - zero.astype(np.float32)) * scale.astype(np.float32)
+    weight = chain[-1][2][0]
+    assert np.array_equal(weight, in_f32)
+    assert not np.array_equal(weight, ((codes.astype(np.float16) - zero.astype(np.float16)) * scale).astype(np.float32))
+    assert compiled.run({"l0": _feed(1)})[0].tobytes() == plain
+
+    from test_folding import _Builder
+
+    b = _Builder()
+    x = b.add("Parameter", {"shape": "1,4", "element_type": "f32"}, [], (1, 4), "f32")
+    weight = b.add("Convert", {"destination_type": "f32"}, [b.const(np.arange(12).reshape(3, 4) / 7, "f16")], (3, 4), "f32")
+    b.add("Result", None, [b.add("MatMul", {"transpose_a": "false", "transpose_b": "true"}, [x, weight], (1, 3), "f32")],
+          (), "f32")
+    (tmp_path / "f16").mkdir()
+    f16_weights = _compiled(b.save(tmp_path / "f16"))
+    feed = {"l0": _feed(1)[:, :4]}
+    assert f16_weights.run(feed, decompression="f32")[0].tobytes() == f16_weights.run(feed)[0].tobytes()

@@ -38,14 +38,15 @@ class Shapes:
     blocks: int = BLOCKS
 
 
-class _Weights:
-    """Random weights as Consts (and their decompression) in one of three formats."""
+class Weights:
+    """Random weights as Consts (and their decompression) in one of three formats; int4 in
+    groups of `group` along a row."""
 
-    def __init__(self, fmt: str, seed: int) -> None:
+    def __init__(self, fmt: str, seed: int, group: int = GROUP) -> None:
         import openvino as ov
         import openvino.opset13 as ops
 
-        self.ov, self.ops, self.fmt = ov, ops, fmt
+        self.ov, self.ops, self.fmt, self.group = ov, ops, fmt, group
         self.rng = np.random.default_rng(seed)
 
     def linear(self, x, rows: int, cols: int, last: bool = False):
@@ -55,7 +56,7 @@ class _Weights:
         elif self.fmt == "int8" or last:
             weight = self._decompressed(rows, cols, None)
         else:
-            weight = self._decompressed(rows, cols, GROUP)
+            weight = self._decompressed(rows, cols, self.group)
         return self.ops.matmul(x, weight, transpose_a=False, transpose_b=True)
 
     def _decompressed(self, rows: int, cols: int, group: int | None):
@@ -95,7 +96,7 @@ def build(fmt: str, shapes: Shapes = Shapes(), seed: int = 12):
     import openvino as ov
     import openvino.opset13 as ops
 
-    w = _Weights(fmt, seed)
+    w = Weights(fmt, seed)
     x = ops.parameter([1, 1, shapes.hidden], ov.Type.f32, name="x")
     axis = ops.constant(np.array([-1], np.int64))
     h = x

@@ -23,6 +23,7 @@ from irscatter.cli.arguments import FeedArguments, ModelArguments, TargetArgumen
 from irscatter.cli.output import PROG, progress, report_path, seconds, writing
 from irscatter.errors import UsageError
 from irscatter.runtime import inputs as model_inputs
+from irscatter.runtime.decompression import DECOMPRESSIONS
 from irscatter.runtime.precision import PRECISIONS
 from irscatter.runtime.steps import has_steps, split_steps
 from irscatter.targets import TargetFailure
@@ -71,14 +72,19 @@ def cmd_compare(args: argparse.Namespace) -> int:
         with nullcontext() if args.whole else progress(args, "layers judged") as callback:
             return attribution.compare_against(compiled, feeds, target, tolerances, whole=args.whole,
                                                bisect=args.bisect, emulated=emulated, expected=expected,
-                                               expected_file=args.expected, progress=callback)
+                                               expected_file=args.expected, progress=callback,
+                                               decompression=args.decompression)
     return _judged_on_target(args, judge)
 
 
 def _refuse_orphan_flags(args: argparse.Namespace) -> None:
-    for flag, value, parent, present in [*FeedArguments.orphans(args), ("--bisect", args.bisect, "--whole", args.whole)]:
+    for flag, value, parent, present in [*FeedArguments.orphans(args), ("--bisect", args.bisect, "--whole", args.whole),
+                                         ("--decompression", args.decompression, "--whole", args.whole)]:
         if value not in (None, False) and not present:
             raise UsageError(f"{flag} only applies with {parent}")
+    if args.decompression and args.bisect:
+        raise UsageError("--decompression does not apply with --bisect: a prefix may end inside a decompression "
+                         "chain, whose values in f32 are not of the types the graph declares")
 
 
 def _compare_onnx(args: argparse.Namespace, tolerances, target: str | None, precision: str | None) -> int:
@@ -89,7 +95,8 @@ def _compare_onnx(args: argparse.Namespace, tolerances, target: str | None, prec
 
     given = [flag for flag, value in [("--target", target), ("--target-config", args.target_config),
                                       ("--target-precision", precision not in (None, "f32")),
-                                      ("--reference-precision", args.reference_precision), ("--whole", args.whole),
+                                      ("--reference-precision", args.reference_precision),
+                                      ("--decompression", args.decompression), ("--whole", args.whole),
                                       ("--bisect", args.bisect), ("--steps", args.steps != 1)] if value]
     if given:
         raise UsageError(f"--onnx runs the ONNX model once on onnxruntime's CPU at f32 and judges every tensor it "
@@ -117,7 +124,8 @@ def _compare_models(args: argparse.Namespace, target: str | None, precision: str
         if value is not None:
             raise UsageError(f"two IRs are both run by irscatter: {flag} does not apply")
     for flag, value in [("--whole", args.whole), ("--bisect", args.bisect), ("--bin", args.bin),
-                        ("--reference-precision", args.reference_precision), ("--steps", args.steps != 1)]:
+                        ("--reference-precision", args.reference_precision), ("--decompression", args.decompression),
+                        ("--steps", args.steps != 1)]:
         if value not in (None, False):
             raise UsageError(f"{flag} does not apply to two IRs (each is read with its sibling .bin and run once)")
     _refuse_orphan_flags(args)
@@ -164,16 +172,18 @@ def _compare_steps(args: argparse.Namespace, compiled, feeds: dict[str, Any], to
         FeedArguments.checked(current, compiled)
     return _judged_on_target(args, lambda target: compare.compare_steps(
         compiled, per_step, target, tolerances,
-        precision=emulated_at_device_precision(target, args.reference_precision)))
+        precision=emulated_at_device_precision(target, args.reference_precision),
+        decompression=args.decompression))
 
 
 def _compare_dumps(args: argparse.Namespace, tolerances) -> int:
     from irscatter.debug import dump_compare
     from irscatter.debug.tolerances import check_overrides
 
-    if args.whole or args.bisect or FeedArguments.given(args) or args.reference_precision or args.expected:
+    if (args.whole or args.bisect or FeedArguments.given(args) or args.reference_precision or args.expected
+            or args.decompression):
         raise UsageError("comparing two .npz files takes no model inputs and no --whole, --bisect, "
-                         "--reference-precision or --expected")
+                         "--reference-precision, --decompression or --expected")
     renames = None
     if args.map:
         try:
@@ -231,6 +241,10 @@ def add_parser(sub, common: argparse.ArgumentParser) -> None:
                           "or a text file of two names a line")
     cmp.add_argument("--reference-precision", choices=list(PRECISIONS),
                      help="irscatter's values as it emulates a device inferring in f16 or bf16 (see run --precision)")
+    cmp.add_argument("--decompression", choices=list(DECOMPRESSIONS),
+                     help="with --whole: irscatter computes compressed weights' decompression layers (NNCF's "
+                          "codes, zero points and f16 scales before a MatMul) in f32, as OpenVINO's CPU plugin "
+                          "does inside its fully-connected kernel, rather than in f16 as the graph says")
     FeedArguments.add_to(cmp)
     cmp.add_argument("--whole", action="store_true",
                      help="run the whole model on the target, as it compiles it, and compare its outputs")

@@ -19,6 +19,7 @@ from irscatter.cli.output import as_json, count, note, output_path, preview, tol
 from irscatter.debug import dump
 from irscatter.errors import UsageError
 from irscatter.runtime import inputs as model_inputs
+from irscatter.runtime.decompression import DECOMPRESSIONS, decompressing
 from irscatter.runtime.precision import PRECISIONS, emulating
 from irscatter.runtime.profile import profile
 from irscatter.runtime.steps import has_steps, run_steps, split_steps
@@ -29,8 +30,9 @@ DESCRIPTION = ("Run a model on inputs (--inputs, -i, or --random) and print or s
 
 
 def cmd_run_at_precision(args: argparse.Namespace) -> int:
-    """`run`, every run of it emulating --precision when one is given."""
-    with emulating(args.precision):
+    """`run`, every run of it emulating --precision and decompressing as --decompression says,
+    when they are given."""
+    with emulating(args.precision), decompressing(args.decompression):
         return cmd_run(args)
 
 
@@ -220,6 +222,10 @@ def add_parser(sub, common: argparse.ArgumentParser) -> None:
                           "f32 value a layer produces, every f32 input and Const is rounded to it (nearest even) "
                           "and kept as f32, except in the layers OpenVINO keeps in f32; in f16 a value beyond "
                           "65504 becomes inf")
+    run.add_argument("--decompression", choices=DECOMPRESSIONS,
+                     help="compute compressed weights' decompression layers (NNCF's codes, zero points and f16 "
+                          "scales before a MatMul) in f32, as OpenVINO's CPU plugin does inside its "
+                          "fully-connected kernel, rather than in f16 as the graph says; no other layer changes")
     run.add_argument("--dump", metavar="OUT.npz",
                      help='save every intermediate tensor (or those --layers/--types select), keyed '
                           '"<layer name>:<port id>" as in run(intermediate=True), and the outputs by name')

@@ -31,6 +31,7 @@ from irscatter.debug.extract import port_names, steps, tensor_key
 from irscatter.debug.held import ValueStore, needed
 from irscatter.debug.tolerances import Tolerances
 from irscatter.debug.verdicts import LayerResult, Report, TensorResult, table
+from irscatter.errors import UsageError
 from irscatter.metrics import TensorDiff, diff
 from irscatter.runtime.interpreter import CompiledModel
 from irscatter.targets.protocol import Target
@@ -239,16 +240,22 @@ def compare_against(compiled: CompiledModel, feeds: Any, target: Target, toleran
                     whole: bool = False, bisect: bool = False, emulated: str | None = None,
                     expected: Mapping[str, Any] | None = None, expected_file: str = "the framework's values",
                     progress: Callable[[int, int | None], None] | None = None,
-                    budget: int | None = None) -> AttributedReport:
+                    budget: int | None = None, decompression: str | None = None) -> AttributedReport:
     """`compare_layers` (or, `whole`, `compare_whole`) of `compiled` on `target`, irscatter's
     values emulating `emulated` and held in a `ValueStore` of `budget` bytes (by default
     `limits.compare_bytes`); given the framework's values (`expected`, keyed as `resolve` reads
     them, from `expected_file`), with the verdict on which of conversion and runtime departs.
-    The framework's values are judged at the presets of the precision irscatter computed in."""
+    The framework's values are judged at the presets of the precision irscatter computed in.
+    `decompression="f32"` (a whole model only, without `bisect`) computes compressed weights as
+    OpenVINO's CPU plugin does."""
+    if decompression is not None and (not whole or bisect):
+        raise UsageError("decompression= applies to a whole model without bisect=: a layer run alone on the target "
+                         "is fed its weight already decompressed, and a prefix may end inside a decompression "
+                         "chain, whose values in f32 are not of the types the graph declares")
     matched, unmatched = resolve(compiled, list(expected)) if expected is not None else ({}, {})
     keep = needed(compiled, every=not whole or bisect, also=matched.values())
     with ValueStore.for_model(compiled, budget) as values:
-        reference_values(compiled, feeds, emulated, into=values, keep=keep)
+        reference_values(compiled, feeds, emulated, into=values, keep=keep, decompression=decompression)
         if whole:
             report = compare_whole(compiled, feeds, target, tolerances, bisect=bisect, values=values)
         else:

@@ -90,9 +90,12 @@ def open_target(spec: str, precision: str = "f32", timeout: float = 120.0,
 
 def reference_values(compiled: CompiledModel, feeds: Any, precision: str | None = None, *,
                      into: MutableMapping[Source, np.ndarray] | None = None,
-                     keep: Container[Source] | None = None) -> MutableMapping[Source, np.ndarray]:
+                     keep: Container[Source] | None = None,
+                     decompression: str | None = None) -> MutableMapping[Source, np.ndarray]:
     """Every tensor of the model as irscatter computes it, keyed (layer id, output position);
-    with `precision` ("f16", "bf16"), as irscatter emulates a device inferring in it. `into`
+    with `precision` ("f16", "bf16"), as irscatter emulates a device inferring in it; with
+    `decompression="f32"`, compressed weights decompressed in f32 as OpenVINO's CPU plugin does
+    (`runtime/decompression.py`). `into`
     receives them (a `held.ValueStore` spills past a memory budget; a new dict by default);
     with `keep`, only those tensors of the layers that run, besides the inputs and Consts.
 
@@ -107,7 +110,7 @@ def reference_values(compiled: CompiledModel, feeds: Any, precision: str | None 
                 if value is not None and (keep is None or (layer.id, pos) in keep):
                     values[(layer.id, pos)] = value
 
-    compiled.run(feeds, hook=hold, precision=precision)
+    compiled.run(feeds, hook=hold, precision=precision, decompression=decompression)
     for spec, array in zip(compiled.inputs, compiled.feed_arrays(feeds)):
         values[(spec.layer.id, 0)] = array
     for lid in compiled.order:
@@ -342,7 +345,7 @@ def _judged_output(compiled: CompiledModel, i: int, want: np.ndarray, got: Seque
 
 
 def compare_steps(compiled: CompiledModel, steps: Sequence[Mapping[str, Any]], target: Any, tolerances: Tolerances,
-                  *, precision: str | None = None) -> Report:
+                  *, precision: str | None = None, decompression: str | None = None) -> Report:
     """A stateful model run step after step, as the target compiles it: irscatter's variables
     and the target's infer request each carried from one step to the next, every output of
     every step against irscatter's (the records in step order, keyed `step<k>/<output>`), so
@@ -353,7 +356,7 @@ def compare_steps(compiled: CompiledModel, steps: Sequence[Mapping[str, Any]], t
     xml = Path(compiled.model.source)
     mine, named = [], []
     request = compiled.new_request()  # variables of its own, from their initial values
-    for current, outputs in run_steps(request, steps, precision=precision):
+    for current, outputs in run_steps(request, steps, precision=precision, decompression=decompression):
         mine.append(outputs)
         arrays = request.feed_arrays(current)
         named.append({(spec.names[0] if spec.names else spec.name): a for spec, a in zip(compiled.inputs, arrays)})

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -68,18 +68,14 @@ def fuse_compressed(steps: Sequence[Any], ops: Mapping[int, Op], infos: Mapping[
     type and shape; `consts`: the Const layer of each Const's slot), in the order they run,
     while their tables fit in `budget` bytes."""
     fused = Fused()
-    foldable = constant_steps(steps, lambda step: ops[step.layer.id].foldable, set(consts))
-    producer = {slot: i for i in foldable for slot in steps[i].outputs}
     readers: dict[int, list[int]] = {}
     for i, step in enumerate(steps):
         for slot in step.inputs:
             readers.setdefault(slot, []).append(i)
-    for i, step in enumerate(steps):
-        op = ops[step.layer.id]
-        if not (isinstance(op, MatMul) and op.attrs.transpose_b and not op.attrs.transpose_a
-                and len(step.inputs) == 2 and step.inputs[1] in producer):
+    for i, chain in weight_chains(steps, ops, consts):
+        step, op = steps[i], ops[steps[i].layer.id]
+        if not (op.attrs.transpose_b and not op.attrs.transpose_a):
             continue
-        chain = sorted(behind(steps, producer, [step.inputs[1]]))
         if not _exclusive(steps, chain, i, readers, result_slots):
             continue
         book = _codebook(steps, ops, chain, infos, consts)
@@ -91,6 +87,22 @@ def fuse_compressed(steps: Sequence[Any], ops: Mapping[int, Op], infos: Mapping[
         fused.chains.update(chain)
         fused.weights.add(step.inputs[1])
     return fused
+
+
+def weight_chains(steps: Sequence[Any], ops: Mapping[int, Op], consts: Mapping[int, Any]) -> Iterator[tuple[int, list[int]]]:
+    """Each MatMul whose weight (its second input) is computed from Consts alone, with the
+    positions of the steps that compute it, in the order they run."""
+    foldable = constant_steps(steps, lambda step: ops[step.layer.id].foldable, set(consts))
+    producer = {slot: i for i in foldable for slot in steps[i].outputs}
+    for i, step in enumerate(steps):
+        if isinstance(ops[step.layer.id], MatMul) and len(step.inputs) == 2 and step.inputs[1] in producer:
+            yield i, sorted(behind(steps, producer, [step.inputs[1]]))
+
+
+def reads_codes(steps: Sequence[Any], chain: list[int], infos: Mapping[int, TensorInfo],
+                consts: Mapping[int, Any]) -> bool:
+    """Whether a chain decompresses codes: it reads an integer Const of at most 8 bits."""
+    return any(s in consts and _is_code_type(infos.get(s)) for i in chain for s in steps[i].inputs)
 
 
 def _exclusive(steps: Sequence[Any], chain: list[int], matmul: int, readers: Mapping[int, list[int]],
@@ -238,9 +250,13 @@ def _static(info: TensorInfo | None) -> bool:
     return info is not None and info.shape.is_static and info.etype is not ElementType.dynamic
 
 
+def _is_code_type(info: TensorInfo | None) -> bool:
+    return _static(info) and info.etype.is_integral and info.etype.bitwidth <= 8
+
+
 def _is_codes(info: TensorInfo | None, rows: int, k: int) -> bool:
     """An integer Const of at most 8 bits holding the weight's values, its first axis the rows."""
-    if not _static(info) or not info.etype.is_integral or info.etype.bitwidth > 8:
+    if not _is_code_type(info):
         return False
     shape = info.shape.to_tuple()
     return len(shape) >= 2 and shape[0] == rows and math.prod(shape[1:]) == k

@@ -42,6 +42,7 @@ from irscatter.ops.common import strict as strict_mode
 from irscatter.ops.control.core import end_iteration_budget, start_iteration_budget
 from irscatter.ops.state import core as state
 from irscatter.runtime.binding import Binding, ShapeChecks
+from irscatter.runtime.decompression import decompressing, decompression_steps
 from irscatter.runtime.feeds import checked_feed
 from irscatter.runtime.folding import read_only
 from irscatter.runtime.plan import Plan, Step, plain_entries
@@ -222,12 +223,15 @@ class CompiledModel:
         timings: list[tuple[Layer, float, bool]] | None = None,
         strict: bool = False,
         precision: str | None = None,
+        decompression: str | None = None,
     ) -> Outputs:
         """Run on `feeds`; see `RunnableModel.run`. `timings`, when given, receives (layer,
         seconds, whether the kernel wrote in place) for every kernel call, in execution order.
         `strict=True` also reports each use of behaviour the spec leaves undefined, in
         `Outputs.findings` (see `RunnableModel.run`). `precision="f16"|"bf16"` emulates a device
-        inferring in that precision (see `runtime/precision.py`)."""
+        inferring in that precision (see `runtime/precision.py`); `decompression="f32"` computes
+        compressed weights' decompression layers in f32, as OpenVINO's CPU plugin does (see
+        `runtime/decompression.py`)."""
         if hook is not None and not callable(hook):
             raise UsageError(f"hook= must be callable as hook(layer, inputs, outputs); got {type(hook).__name__}")
         if timings is not None and not callable(getattr(timings, "append", None)):
@@ -243,9 +247,9 @@ class CompiledModel:
                             if not any(j != i and np.may_share_memory(bound[i], b) for j, b in enumerate(bound)))
         wanted = None if outputs is None else self._binding.selection(outputs)
         intermediate_run = intermediate or wanted is not None
-        if strict or precision is not None or strict_mode.collector() is not None:
+        if strict or precision is not None or decompression is not None or strict_mode.collector() is not None:
             with strict_mode.collecting(strict_mode.Collector() if strict else None) as collector:
-                with emulating(precision):  # a no-op without a precision
+                with emulating(precision), decompressing(decompression):  # no-ops without them
                     results = self._run_bound(bound, donated, intermediate_run, hook, timings)
         else:  # the plain run: no collector to install, none to switch off
             collector = None
@@ -436,10 +440,11 @@ class CompiledModel:
         for slot, array in self._consts:
             values[slot] = array
         rounding = active_plan(self)  # None unless a run emulates f16 or bf16
+        decompressed = decompression_steps(self)  # None unless asked for, on a model with compressed weights
         strict = strict_mode.collector()  # looked up once per run: strict mode off costs nothing per step
         # A run that sees no layer's values reads the kept values of Const-only layers; timings
         # too, since they time what a plain run computes.
-        unwatched = rounding is None and strict is None and hook is None and not intermediate
+        unwatched = rounding is None and decompressed is None and strict is None and hook is None and not intermediate
         if unwatched and plan.fold.kept:
             self._fill_kept(values)
         if unwatched and timings is None:
@@ -448,7 +453,7 @@ class CompiledModel:
             rounding.round_boundary(values, plan.param_slots, donated)
         # Buffers are reused only when nothing can observe the overwritten input afterwards.
         reuse_allowed = not intermediate and hook is None
-        for step in plan.run_steps if unwatched else plan.steps:
+        for step in plan.run_steps if unwatched else decompressed or plan.steps:
             keywords = _keywords(step, values, donated, reuse_allowed)
             args = [values[s] for s in step.inputs]
             if rounding is not None:

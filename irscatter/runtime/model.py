@@ -133,6 +133,7 @@ class RunnableModel(Model):
         outputs: Iterable[str] | None = None,
         strict: bool = False,
         precision: str | None = None,
+        decompression: str | None = None,
     ) -> Outputs:
         """Run the model on `feeds`: a dict keyed by input name, tensor name, position or
         `InputSpec`; a list in input order; or one array for a one-input model. onnxruntime's
@@ -174,6 +175,11 @@ class RunnableModel(Model):
         so `intermediate=True` shows the first layer that overflows. The values recorded and
         those a hook sees are the rounded ones, inside If, Loop and TensorIterator bodies too.
         Without a precision the run is the plain f32 one.
+
+        `decompression="f32"` computes the layers that decompress compressed weights (NNCF's
+        integer codes, zero points and f16 scales before a MatMul) in f32, as OpenVINO's CPU
+        plugin does inside its fully-connected kernel, instead of rounding them to f16 as the
+        graph says (`irscatter.runtime.decompression`); every other layer is unchanged.
         """
         if onnx_feeds:  # onnxruntime's and onnx.reference's habit: run(output_names or None, feeds)
             if len(onnx_feeds) != 1 or outputs is not None or not (feeds is None or isinstance(feeds, (list, tuple))):
@@ -181,10 +187,11 @@ class RunnableModel(Model):
                                  "the outputs to compute go in outputs=[...]")
             feeds, outputs = onnx_feeds[0], (None if feeds is None else list(feeds))
             if outputs is None:
-                return self.compile().run(feeds, strict=strict, precision=precision, hook=hook, donate=donate)
+                return self.compile().run(feeds, strict=strict, precision=precision, hook=hook, donate=donate,
+                                          decompression=decompression)
         return self.compile().run(feeds if feeds is not None else {}, intermediate=intermediate, hook=hook,
                                   donate=donate, outputs=outputs, strict=strict,
-                                  precision=precision)
+                                  precision=precision, decompression=decompression)
 
     def __call__(self, feeds: Any = None, **kwargs: Any) -> Outputs:
         return self.run(feeds, **kwargs)

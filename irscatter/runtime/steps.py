@@ -50,7 +50,8 @@ def split_steps(feeds: Mapping[str, np.ndarray], steps: int) -> list[dict[str, n
 
 def run_steps(compiled: CompiledModel, steps: Sequence[Mapping[str, Any]],
               feed_back: Sequence[tuple[str, str]] = (), *,
-              precision: str | None = None) -> Iterator[tuple[dict[str, Any], Outputs]]:
+              precision: str | None = None, decompression: str | None = None,
+              ) -> Iterator[tuple[dict[str, Any], Outputs]]:
     """Run `compiled` on each step's feeds (see `split_steps`) in turn, yielding the feeds each
     step ran on and its outputs. The variables are those of `compiled` (a `new_request()` for
     state of its own), carried from step to step; an input a step does not give keeps its
@@ -59,6 +60,6 @@ def run_steps(compiled: CompiledModel, steps: Sequence[Mapping[str, Any]],
     current: dict[str, Any] = {}
     for feeds in steps:
         current = {**current, **feeds}
-        outputs = compiled.run(current, precision=precision)
+        outputs = compiled.run(current, precision=precision, decompression=decompression)
         yield current, outputs
         current = {**current, **{name: outputs[out] for out, name in feed_back}}
