@@ -42,13 +42,10 @@ _CATEGORY = {"passed": "passed", "failed": "failed", "crashed": "crashed", "hung
              "unstable": "crashed", "refused": "refused", "not compared": "skipped"}
 # (category, fill, border, legend), the most severe last: it wins where one layer has records of several
 CATEGORIES = [
-    ("not-judged", "#ffffff", "#b0b0b0", "not judged"),
-    ("passed", "#d8eedb", "#5a9e66", "passed"),
-    ("skipped", "#f2f2f2", "#9a9a9a", "skipped (not compared)"),
-    ("refused", "#e3e3e3", "#6f6f6f", "refused by the target"),
+    ("not-judged", "#ffffff", "#b0b0b0", "not judged"), ("passed", "#d8eedb", "#5a9e66", "passed"),
+    ("skipped", "#f2f2f2", "#9a9a9a", "skipped (not compared)"), ("refused", "#e3e3e3", "#6f6f6f", "refused by the target"),
     ("failed", "#f4a3a0", "#c62828", "failed (outside tolerance)"),
-    ("crashed", "#cdb8e6", "#6a3d9a", "crashed, hung or unstable"),
-]
+    ("crashed", "#cdb8e6", "#6a3d9a", "crashed, hung or unstable")]
 _SEVERITY = {name: rank for rank, (name, *_) in enumerate(CATEGORIES)}
 _STYLE_OF = {name: (fill, border) for name, fill, border, _ in CATEGORIES}
 
