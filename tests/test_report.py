@@ -1,5 +1,6 @@
-"""`irscatter compare --report`: the self-contained HTML page (chart, sortable table, summary,
-command), checked as parsed HTML, through the command line, and in a headless browser."""
+"""`irscatter compare --report`: the self-contained HTML page (chart, graph by verdict, sortable
+table, summary, command), checked as parsed HTML, through the command line, and in a headless
+browser."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ from helpers import cli
 from lxml import html as lxml_html
 
 from irscatter import cli as irscatter_cli
+from irscatter.debug import graph_view
 from irscatter.debug import html as report_html
 from irscatter.debug.verdicts import LayerResult, Report, TensorResult
+from irscatter.ir.graph import Edge, Graph, Layer
 from irscatter.metrics import PRESETS, diff
 
 needs_openvino = pytest.mark.skipif(importlib.util.find_spec("openvino") is None,
@@ -188,6 +191,90 @@ def test_a_long_model_keeps_the_chart_small(tmp_path):
     assert len(lxml_html.tostring(svg)) < 600_000
 
 
+# --- the graph, coloured by verdict ----------------------------------------------------------------
+
+# (id, name, type, inputs): a run of passed layers, the planted layer, and two branches after it
+_GRAPH = [(1, "x", "Parameter", []), (2, "weights", "Const", []), (3, "add_a", "Add", [1, 2]),
+          (4, "relu_a", "Relu", [3]), (5, "relu_b", "Relu", [4]), (6, HOSTILE_NAME, "Divide", [5, 2]),
+          (7, "after_left", "Relu", [6]), (8, "after_right", "Sigmoid", [6]), (9, "joined", "Add", [7, 8]),
+          (10, "refused_one", "Erf", [9]), (11, "y", "Result", [10])]
+_STATUS = {6: "failed", 7: "failed", 8: "failed", 9: "crashed", 10: "refused", 11: "not compared"}
+
+
+def _planted_graph() -> tuple[Graph, Report]:
+    layers = [Layer(id=i, name=name, type=kind, version="opset1") for i, name, kind, _ in _GRAPH]
+    edges = [Edge(src, 0, i, port) for i, _, _, sources in _GRAPH for port, src in enumerate(sources)]
+    report = Report("/models/planted.xml", "OpenVINO 2026.4.1 CPU at f32", "layers")
+    for position, (i, name, kind, _) in enumerate(_GRAPH[2:]):
+        status = _STATUS.get(i, "passed")
+        error = 0.5 if status == "failed" else 0.0
+        tensors = [_float_tensor(f"{name}:1", error)] if status in ("passed", "failed") else []
+        report.layers.append(LayerResult(position, i, name, f"{kind}-1", None, status, tensors=tensors))
+    return Graph(layers=list(reversed(layers)), edges=edges), report  # the file's order need not be topological
+
+
+def _graph_nodes(page) -> dict[str, list[str]]:
+    """Each drawn node's first tooltip line, to its classes."""
+    return {n.xpath("string(title)").split("\n")[0]: n.get("class").split()
+            for n in page.xpath('//div[@class="graph-scroll"]//g[contains(@class, "node")]')}
+
+
+@needs_matplotlib
+def test_the_graph_colours_each_layer_by_its_verdict_without_graphviz(monkeypatch):
+    monkeypatch.setattr(graph_view, "dot_program", lambda: None)
+    graph, report = _planted_graph()
+    text = report_html.render(report, command=COMMAND, graph=graph)
+    assert HOSTILE_NAME not in text  # escaped in the drawing, its tooltip and the panel's data
+    page = _page(text)
+    nodes = _graph_nodes(page)
+    assert "failed" in nodes[f"{HOSTILE_NAME} (Divide-opset1)"]  # where the divergence starts
+    assert "failed" in nodes["after_left (Relu-opset1)"] and "failed" in nodes["after_right (Sigmoid-opset1)"]
+    assert "crashed" in nodes["joined (Add-opset1)"] and "refused" in nodes["refused_one (Erf-opset1)"]
+    assert "skipped" in nodes["y (Result-opset1)"] and "not-judged" in nodes["x (Parameter-opset1)"]
+    assert "3 passed layers (add_a \u2026 relu_b)" in nodes  # the passed run before it, drawn as one node
+    assert not any(title.startswith("weights") for title in nodes)  # Consts are left out, and said to be
+    caption = page.xpath('string(//p[@class="graph-caption"])')
+    assert "irscatter's layered layout" in caption and "1 Const layer not drawn" in caption
+    details = __import__("json").loads(page.xpath('string(//script[@id="graph-data"])'))
+    planted = next(d for d in details if d["name"] == HOSTILE_NAME)
+    assert planted["verdict"] == "FAIL" and planted["tensors"][0][:3] == [f"{HOSTILE_NAME}:1", "FAIL", "0.5"]
+    # every edge points down: the planted layer is drawn above what reads it
+    rows = {t: float(n.xpath("rect/@y")[0]) for n in page.xpath('//svg[@class="graph"]/g[contains(@class, "node")]')
+            for t in [n.xpath("string(title)").split(" (")[0]]}
+    assert rows[HOSTILE_NAME] < rows["after_left"] == rows["after_right"] < rows["joined"]
+
+
+def test_graphviz_lays_the_graph_out_when_dot_is_there(tmp_path, monkeypatch):
+    dot = tmp_path / "dot"  # a stand-in that keeps what it was given and answers with an SVG
+    dot.write_text(f'#!/bin/sh\ncat > {tmp_path}/given.dot\necho \'<?xml version="1.0"?>\'\n'
+                   'echo \'<svg><g id="node-0" class="node failed"><title>n0</title></g></svg>\'\n')
+    dot.chmod(0o755)
+    monkeypatch.setattr(graph_view, "dot_program", lambda: str(dot))
+    graph, report = _planted_graph()
+    view = graph_view.build_view(graph, report)
+    assert graph_view.graphviz_svg(view).startswith("<svg>")
+    given = (tmp_path / "given.dot").read_text()
+    planted = next(i for i, n in enumerate(view.nodes) if n.title == HOSTILE_NAME)
+    failed_fill = dict((name, fill) for name, fill, *_ in graph_view.CATEGORIES)["failed"]
+    line = next(x for x in given.splitlines() if x.strip().startswith(f"n{planted} ["))
+    assert 'class="failed"' in line and failed_fill in line and '<b>&\\"x' in line  # quotes escaped for dot
+    assert f"n{planted} -> n{planted + 1};" in given
+
+
+def test_a_long_model_draws_a_window_around_the_first_divergence():
+    count = 3000
+    layers = [Layer(id=i, name=f"l{i}", type="Add", version="opset1") for i in range(count)]
+    edges = [Edge(i, 0, i + 1, 0) for i in range(count - 1)]
+    report = Report("m.xml", "t", "layers")
+    for i in range(count):  # every other layer refused: no run of passed layers to collapse
+        report.layers.append(LayerResult(i, i, f"l{i}", "Add-1", None, "refused" if i % 2 else "passed"))
+    report.layers[2000].status = "failed"
+    view = graph_view.build_view(Graph(layers=layers, edges=edges), report)
+    assert len(view.nodes) == graph_view.DRAWN_NODES and "of 3000 are drawn" in view.notes[-1]
+    assert "l2000" in [n.title for n in view.nodes]
+    assert all(0 <= a < len(view.nodes) and 0 <= b < len(view.nodes) for a, b in view.edges)
+
+
 def test_without_matplotlib_report_is_a_usage_error(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` fail
     np.savez(tmp_path / "a.npz", x=np.zeros(2))
@@ -234,6 +321,10 @@ def test_cli_report_of_a_planted_divergence(tmp_path):
     first = page.xpath('//tr[@id="first-divergence"]')[0]
     assert first.xpath("string(td[2])") == planted and first.xpath("string(td[6])") == "FAIL"
     assert sum("failed" in r.get("class") for r in rows) == 1
+    nodes = _graph_nodes(page)
+    assert [title for title, classes in nodes.items() if "failed" in classes] == [f"{planted} (Divide-opset1)"]
+    drawn = page.xpath('string(//script[@id="graph-data"])')
+    assert drawn.index(planted) < drawn.rindex("convert_") < drawn.index("\"y\"")  # and what follows it
 
 
 # --- in a browser ----------------------------------------------------------------------------------

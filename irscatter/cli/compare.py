@@ -74,7 +74,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                                bisect=args.bisect, emulated=emulated, expected=expected,
                                                expected_file=args.expected, progress=callback,
                                                decompression=args.decompression)
-    return _judged_on_target(args, judge)
+    return _judged_on_target(args, judge, compiled.model)
 
 
 def _refuse_orphan_flags(args: argparse.Namespace) -> None:
@@ -108,7 +108,7 @@ def _compare_onnx(args: argparse.Namespace, tolerances, target: str | None, prec
         report = onnx_compare.compare_onnx(compiled, feeds, args.onnx, tolerances, timeout=args.timeout)
     except TargetFailure as e:
         raise UsageError(f"--onnx {args.onnx}: {e.message}") from None
-    _print_comparison(report, args, onnx_compare.onnx_table)
+    _print_comparison(report, args, onnx_compare.onnx_table, compiled.model)
     return 0 if report.passed else 1
 
 
@@ -135,12 +135,13 @@ def _compare_models(args: argparse.Namespace, target: str | None, precision: str
     feeds = FeedArguments.checked(FeedArguments.feeds(args, a), a)
     report = two_models.compare_models(a, b, feeds, rtol=args.rtol, atol=args.atol, overrides=overrides,
                                        precision=precision, names=(args.files[0], args.files[1]))
-    _print_comparison(report, args)
+    _print_comparison(report, args, graph=b.model)  # the records are B's layers
     return 0 if report.passed else 1
 
 
-def _judged_on_target(args: argparse.Namespace, judge: Callable[[Any], Any]) -> int:
-    """Open the target, let `judge(target)` make the report, print it; the exit status."""
+def _judged_on_target(args: argparse.Namespace, judge: Callable[[Any], Any], graph) -> int:
+    """Open the target, let `judge(target)` make the report, print it (the page drawing
+    `graph`); the exit status."""
     from irscatter.debug import attribution, compare
 
     target = compare.open_target(args.target, args.target_precision, args.timeout, TargetArguments.properties(args))
@@ -151,7 +152,7 @@ def _judged_on_target(args: argparse.Namespace, judge: Callable[[Any], Any]) -> 
         raise UsageError(f"--target {args.target}: {e.message}") from None
     finally:
         target.close()
-    _print_comparison(report, args, attribution.attributed_table)
+    _print_comparison(report, args, attribution.attributed_table, graph)
     return 0 if report.passed else 1
 
 
@@ -173,7 +174,7 @@ def _compare_steps(args: argparse.Namespace, compiled, feeds: dict[str, Any], to
     return _judged_on_target(args, lambda target: compare.compare_steps(
         compiled, per_step, target, tolerances,
         precision=emulated_at_device_precision(target, args.reference_precision),
-        decompression=args.decompression))
+        decompression=args.decompression), compiled.model)
 
 
 def _compare_dumps(args: argparse.Namespace, tolerances) -> int:
@@ -200,7 +201,8 @@ def _compare_dumps(args: argparse.Namespace, tolerances) -> int:
     return 0 if report.passed else 1
 
 
-def _print_comparison(report, args: argparse.Namespace, table: Callable[..., str] | None = None) -> None:
+def _print_comparison(report, args: argparse.Namespace, table: Callable[..., str] | None = None,
+                      graph=None) -> None:
     from irscatter.debug import verdicts
 
     if args.json:
@@ -212,7 +214,7 @@ def _print_comparison(report, args: argparse.Namespace, table: Callable[..., str
         from irscatter.debug.attribution import for_page
 
         with writing("--report", args.report):
-            html.write(for_page(report), args.report, command=shlex.join([PROG, *args.argv]))
+            html.write(for_page(report), args.report, command=shlex.join([PROG, *args.argv]), graph=graph)
         print(f"wrote {args.report}", file=sys.stderr)
 
 
@@ -257,7 +259,8 @@ def add_parser(sub, common: argparse.ArgumentParser) -> None:
     cmp.add_argument("--json", action="store_true", help="print the report as JSON records")
     cmp.add_argument("--report", metavar="REPORT.html",
                      help="also write the report as one self-contained HTML page: a chart of every layer's error "
-                          "along the topological order and a sortable table (needs pip install irscatter[report])")
+                          "along the topological order, the model's graph coloured by verdict (laid out by Graphviz's dot when it "
+                          "is installed) and a sortable table (needs pip install irscatter[report])")
     cmp.add_argument("--timeout", type=seconds, default=120.0, metavar="SECONDS",
                      help="how long the target may take on one batch of layers before it counts as hung")
     cmp.set_defaults(func=cmd_compare)

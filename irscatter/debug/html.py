@@ -1,5 +1,7 @@
 """A comparison report as one self-contained HTML page: a chart of every layer's error along the
-topological order, a sortable table of every layer, the summary and the command that made it.
+topological order, the model's graph with each layer coloured by its verdict (`graph_view`: laid
+out by Graphviz when installed, by a layered layout of its own otherwise; why not Model Explorer
+is said there), a sortable table of every layer, the summary and the command that made it.
 
 The page opens with no network: the chart is an SVG drawn by matplotlib (an optional
 dependency, `pip install irscatter[report]`) and embedded inline, the styles and the few lines
@@ -20,9 +22,11 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from irscatter.debug import graph_view
 from irscatter.debug.tolerances import type_name
 from irscatter.debug.verdicts import VERDICT, LayerResult, Report, TensorResult, summary_line
 from irscatter.errors import UsageError
+from irscatter.ir.graph import Graph
 from irscatter.metrics import TensorDiff
 
 INSTALL_HINT = "pip install irscatter[report]"
@@ -39,14 +43,15 @@ def require_matplotlib() -> None:
         raise UsageError(f"--report draws its chart with matplotlib, which is not installed: {INSTALL_HINT}") from None
 
 
-def write(report: Report, path: str | Path, *, command: str) -> Path:
+def write(report: Report, path: str | Path, *, command: str, graph: Graph | None = None) -> Path:
     path = Path(path)
-    path.write_text(render(report, command=command), encoding="utf-8")
+    path.write_text(render(report, command=command, graph=graph), encoding="utf-8")
     return path
 
 
-def render(report: Report, *, command: str) -> str:
-    """The page's HTML text; nothing is written."""
+def render(report: Report, *, command: str, graph: Graph | None = None) -> str:
+    """The page's HTML text; nothing is written. With the `graph` the records' layer ids refer
+    to, the page draws it, each layer coloured by its verdict."""
     require_matplotlib()
     rows = _rows(report)
     title = f"irscatter compare: {Path(report.model).name}"
@@ -55,17 +60,18 @@ def render(report: Report, *, command: str) -> str:
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{_e(title)}</title>",
-        f"<style>{_STYLE}</style></head>",
+        f"<style>{_STYLE}{graph_view.GRAPH_STYLE}</style></head>",
         "<body>",
         f"<h1>{_e(title)}</h1>",
         f'<p class="verdict {"clean" if report.passed else "diverged"}">{_e(summary_line(report))}</p>',
         _summary(report),
         "<h2>Error along the topological order</h2>",
         f'<figure class="chart">{_chart_svg(report)}<figcaption>{_e(_caption(report))}</figcaption></figure>',
+        graph_view.section(report, graph) if graph is not None else "",
         _table(report, rows),
         "<h2>Command</h2>",
         f"<pre>{_e(command)}</pre>",
-        f"<script>{_SCRIPT}</script>",
+        f"<script>{_SCRIPT}{graph_view.GRAPH_SCRIPT}</script>",
         "</body></html>",
         "",
     ])
