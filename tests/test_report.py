@@ -227,10 +227,10 @@ def test_the_graph_colours_each_layer_by_its_verdict_without_graphviz(monkeypatc
     assert HOSTILE_NAME not in text  # escaped in the drawing, its tooltip and the panel's data
     page = _page(text)
     nodes = _graph_nodes(page)
-    assert "failed" in nodes[f"{HOSTILE_NAME} (Divide-opset1)"]  # where the divergence starts
-    assert "failed" in nodes["after_left (Relu-opset1)"] and "failed" in nodes["after_right (Sigmoid-opset1)"]
-    assert "crashed" in nodes["joined (Add-opset1)"] and "refused" in nodes["refused_one (Erf-opset1)"]
-    assert "skipped" in nodes["y (Result-opset1)"] and "not-judged" in nodes["x (Parameter-opset1)"]
+    assert "failed" in nodes[f"{HOSTILE_NAME} (Divide-1)"]  # where the divergence starts
+    assert "failed" in nodes["after_left (Relu-1)"] and "failed" in nodes["after_right (Sigmoid-1)"]
+    assert "crashed" in nodes["joined (Add-1)"] and "refused" in nodes["refused_one (Erf-1)"]
+    assert "skipped" in nodes["y (Result-1)"] and "not-judged" in nodes["x (Parameter-1)"]
     assert "3 passed layers (add_a \u2026 relu_b)" in nodes  # the passed run before it, drawn as one node
     assert not any(title.startswith("weights") for title in nodes)  # Consts are left out, and said to be
     caption = page.xpath('string(//p[@class="graph-caption"])')
@@ -322,7 +322,7 @@ def test_cli_report_of_a_planted_divergence(tmp_path):
     assert first.xpath("string(td[2])") == planted and first.xpath("string(td[6])") == "FAIL"
     assert sum("failed" in r.get("class") for r in rows) == 1
     nodes = _graph_nodes(page)
-    assert [title for title, classes in nodes.items() if "failed" in classes] == [f"{planted} (Divide-opset1)"]
+    assert [title for title, classes in nodes.items() if "failed" in classes] == [f"{planted} (Divide-1)"]
     drawn = page.xpath('string(//script[@id="graph-data"])')
     assert drawn.index(planted) < drawn.rindex("convert_") < drawn.index("\"y\"")  # and what follows it
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 from irscatter.debug.verdicts import VERDICT, LayerResult, Report
 from irscatter.ir.graph import Graph, Layer
+from irscatter.ir.opsets import version_text
 
 DRAWN_NODES = 400  # more would be a wall of boxes, and slow for the browser and for dot
 _DOT_SECONDS = 60.0  # beyond it the page falls back to the layout computed here
@@ -154,7 +155,7 @@ def _collapse(kept: list[Layer], preds: dict[int, list[int]], category: dict[int
             nodes[group_of[layer.id]].layers.append(layer.id)
         else:
             group_of[layer.id] = len(nodes)
-            nodes.append(Node(layer.name, f"{layer.type}-{layer.version}", category[layer.id], [layer.id]))
+            nodes.append(Node(layer.name, _type_version(layer), category[layer.id], [layer.id]))
     by_id = {layer.id: layer for layer in kept}
     for node in nodes:
         if len(node.layers) > 1:
@@ -170,7 +171,7 @@ def _detail(layer: Layer, record: LayerResult | None) -> dict:
     tensors = [] if record is None else [
         [t.key, "ok" if t.diff.passed else "FAIL", _number(t.diff.max_abs), _number(t.diff.max_ulps, 0)]
         for t in record.tensors]
-    return {"name": layer.name, "op": f"{layer.type}-{layer.version}", "id": layer.id, "verdict": verdict,
+    return {"name": layer.name, "op": _type_version(layer), "id": layer.id, "verdict": verdict,
             "reason": (record.reason or "") if record is not None else "", "tensors": tensors}
 
 
@@ -417,3 +418,8 @@ GRAPH_SCRIPT = """
   panel.setAttribute("data-ready", "ready");
 })();
 """
+
+
+def _type_version(layer: Layer) -> str:
+    """"Divide-1", as the report's table names an op, rather than the opset the file tags it with."""
+    return f"{layer.type}-{version_text(layer.type, layer.version)}"
