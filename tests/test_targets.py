@@ -98,3 +98,38 @@ def test_the_hardware_a_device_name_asks_for(name, physical):
     from irscatter.targets.openvino import physical_devices
 
     assert physical_devices(name) == physical
+
+
+# --- a user's own runtime: --target python:MODULE:NAME --------------------------------------------
+
+
+def _compare_user_target(capsys, name: str, *more: str) -> tuple[int, str]:
+    from irscatter import cli as command_line
+
+    small_cnn = Path(__file__).resolve().parent.parent / "models" / "small_cnn"
+    status = command_line.main(["compare", str(small_cnn / "model.xml"), "--inputs", str(small_cnn / "inputs.npz"),
+                                "--target", f"python:user_runtime:{name}", *more])
+    captured = capsys.readouterr()
+    return status, captured.out + captured.err
+
+
+def test_a_runtime_of_ones_own_passes_clean_and_its_planted_fault_is_found(capsys):
+    """tests/user_runtime.py: irscatter itself as the user's runtime passes every layer; with a
+    planted fault the MatMul is named, and a runtime that raises costs its layer, not the run."""
+    status, out = _compare_user_target(capsys, "Honest", "--all")
+    assert status == 0 and "mine" in out and "FAIL" not in out, out
+    status, out = _compare_user_target(capsys, "WrongMatMul")
+    assert status == 1, out
+    failed = [line for line in out.splitlines() if line.startswith(">") or " FAIL " in line or "crashed" in line]
+    assert any("MatMul" in line for line in failed) and any("ReduceMean" in line for line in failed), out
+    assert "RuntimeError: no kernel for ReduceMean" in out
+    status, out = _compare_user_target(capsys, "WrongMatMul", "--whole")
+    assert status == 1 and "my runtime at f32" in out
+
+
+@pytest.mark.parametrize("name, says", [("nowhere", "has no class or function nowhere"),
+                                        ("needs_arguments", "making the target failed: TypeError"),
+                                        ("not_a_runtime", "lacks the Target protocol's infer")])
+def test_a_runtime_that_does_not_fit_is_one_usage_error(capsys, name, says):
+    status, out = _compare_user_target(capsys, name)
+    assert status == 2 and says in out and "Traceback" not in out, out

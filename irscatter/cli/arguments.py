@@ -190,7 +190,8 @@ class TargetArguments:
 
     def add_to(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--target", default="openvino" if self.defaults else None, metavar="openvino[:DEVICE]",
-                            help="the runtime to judge (default: openvino on CPU); it runs in a separate process")
+                            help="the runtime to judge: openvino on CPU (the default) or a DEVICE, run in a separate "
+                                 "process; or python:MODULE:NAME, a runtime of your own (docs/debugging.md)")
         parser.add_argument("--target-precision", default=self.precisions[0] if self.defaults else None,
                             choices=list(self.precisions),
                             help="the target's inference precision (OpenVINO's INFERENCE_PRECISION_HINT, default "

@@ -42,6 +42,7 @@ from irscatter.metrics import diff
 from irscatter.runtime.interpreter import CompiledModel
 from irscatter.runtime.precision import GraphView, kept_in_f32
 from irscatter.runtime.steps import run_steps
+from irscatter.targets import user
 from irscatter.targets.openvino import OpenVINOTarget, exactly_as
 from irscatter.targets.protocol import Target
 from irscatter.targets.worker import TargetFailure
@@ -58,15 +59,22 @@ PRECISIONS = ("f32", "f16", "bf16")
 
 
 def open_target(spec: str, precision: str = "f32", timeout: float = 120.0,
-                properties: Mapping[str, str] | None = None) -> OpenVINOTarget:
-    """A target from its command-line spelling: `openvino` or `openvino:DEVICE`, compiled with
+                properties: Mapping[str, str] | None = None) -> Target:
+    """A target from its command-line spelling: `python:MODULE:NAME`, a user's runtime
+    (targets/user.py), or `openvino` or `openvino:DEVICE`, compiled with
     `properties` (OpenVINO's, as `--target-config KEY=VALUE` gives them). A device this machine
     does not have, or an OpenVINO that is not installed, is refused here, once."""
     kind, _, device = spec.partition(":")
-    if kind != "openvino":
-        raise UsageError(f'--target {spec}: the targets are "openvino" and "openvino:DEVICE"')
     if precision not in PRECISIONS:
         raise UsageError(f"--target-precision must be one of {', '.join(PRECISIONS)}, got {precision}")
+    if spec.startswith(user.PREFIX):
+        try:
+            return user.load(spec, precision, properties or {})
+        except ValueError as e:
+            raise UsageError(f"--target {e}") from None
+    if kind != "openvino":
+        raise UsageError(f'--target {spec}: the targets are "openvino", "openvino:DEVICE" and a runtime of '
+                         f'your own, "python:MODULE:NAME"')
     if properties and "INFERENCE_PRECISION_HINT" in properties:
         raise UsageError("--target-config INFERENCE_PRECISION_HINT: give the precision with --target-precision")
     target = OpenVINOTarget(device or "CPU", precision, timeout, properties)
