@@ -25,6 +25,10 @@ NaN), `_combine` spells out the choice numpy's loop makes: `maximum`/`minimum` k
 accumulated NaN and otherwise take the update unless the accumulator is strictly greater
 (smaller), `fmax`/`fmin` the same with a NaN update ignored; see `core`'s module doc for the
 three NaN rules. Means divide by the count converted to the output's dtype, as numpy does.
+One difference is left: a NaN that a sum, difference or product makes (from infinities of
+opposite sign, or from two NaNs meeting) may carry the other sign than numpy's: which operand's
+NaN the processor passes on depends on the order the compiled code gives the two operands, and
+IEEE 754 leaves a NaN's sign unspecified. It is a NaN on both paths, in the same elements.
 
 Numba is imported only when a call first goes through it, so importing irscatter, and any model
 without a large scatter, pays nothing for it. The row and tile kernels are specialized per reduction and
