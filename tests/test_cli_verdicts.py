@@ -67,14 +67,20 @@ def test_validate_strict_says_why_it_fails(tmp_path):
     assert proc.returncode == 1 and "strict-mode finding" in last and last.endswith(": fails")
 
 
-def test_ops_is_a_table_and_every_command_has_a_description():
+def test_ops_is_a_table_and_every_command_has_a_description(capsys):
+    from irscatter import cli as command_line
+
     table = cli("ops").stdout.splitlines()
     assert table[0].split() == ["domain", "type", "versions", "family"]
     assert any(row.split()[:3] == ["opset", "ScatterNDUpdate", "3,"] or row.split()[1] == "ScatterNDUpdate"
                for row in table)
     assert table[-1].endswith("versions") and "op types" in table[-1]
+    capsys.readouterr()
     for command in ("run", "compare", "extract", "reduce", "info", "validate", "examples", "ops"):
-        text = cli(command, "--help").stdout
+        with pytest.raises(SystemExit) as exited:  # argparse prints the help and exits, in-process
+            command_line.main([command, "--help"])
+        text = capsys.readouterr().out
+        assert exited.value.code == 0, command
         paragraphs = text.split("\n\n")
         assert len(paragraphs) > 2 and not paragraphs[1].startswith(("positional", "options")), command
 
