@@ -1,7 +1,8 @@
 """irscatter beside OpenVINO's CPU plugin and onnxruntime on real architectures with random weights.
 
     python tools/bench_models.py build   [--cache DIR] [--only a,b] [--force]
-    python tools/bench_models.py measure [--cache DIR] [--only a,b] [--runs 5] [--json FILE] [--markdown FILE]
+    python tools/bench_models.py measure [--cache DIR] [--only a,b] [--runs 5] [--one-thread]
+                                         [--json FILE] [--markdown FILE]
 
 `build` writes the corpus of tools/model_zoo.py into the cache (default
 ~/.cache/irscatter-bench/models): each model converted to IR by OpenVINO, exported to ONNX
@@ -16,7 +17,8 @@ the steady state is timed as tools/bench.py times it (the median of `--runs` cal
 warm-up), and the process's peak resident growth over the imported engine is recorded. irscatter's
 process also profiles its run per op type, and the outputs of irscatter and OpenVINO are
 compared (max abs difference), so that a fast wrong answer shows. Ratios are irscatter's time
-over the other engine's: 2.0x means irscatter takes twice as long.
+over the other engine's: 2.0x means irscatter takes twice as long. `--one-thread` holds every
+engine to one thread, for a machine whose other work would leave a thread pool waiting.
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ TITLES = {bench.IRSCATTER: "irscatter", bench.OPENVINO: "OpenVINO", bench.ORT: "
 TARGETS = {"median": 2.0, "worst": 5.0, "first run": 1.0}  # irscatter / OpenVINO at most
 KEY_TITLES = {"steady_ms": "steady state", "first_ms": "first run"}
 PROFILE_RUNS = 3
+ONE_THREAD_ENV = {"IRSCATTER_THREADS_POLICY": "one", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
+                  "MKL_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
 
 
 # --- building ------------------------------------------------------------------------------------
@@ -89,7 +93,7 @@ def _cached(cache: Path, only: list[str] | None) -> list[str]:
 # --- one engine on one model, in its own process ---------------------------------------------
 
 
-def _start(engine: str, folder: Path, feeds: dict[str, np.ndarray]):
+def _start(engine: str, folder: Path, feeds: dict[str, np.ndarray], one_thread: bool):
     """Read and compile the model; the call that runs it once and its compiled form."""
     if engine == bench.IRSCATTER:
         import irscatter
@@ -99,13 +103,16 @@ def _start(engine: str, folder: Path, feeds: dict[str, np.ndarray]):
     if engine == bench.OPENVINO:
         import openvino as ov
 
+        config = {"INFERENCE_PRECISION_HINT": "f32"} | ({"INFERENCE_NUM_THREADS": 1} if one_thread else {})
         core = ov.Core()
-        compiled = core.compile_model(core.read_model(str(folder / "model.xml")), "CPU",
-                                      {"INFERENCE_PRECISION_HINT": "f32"})
+        compiled = core.compile_model(core.read_model(str(folder / "model.xml")), "CPU", config)
         return compiled, lambda: compiled(feeds)
     import onnxruntime
 
-    session = onnxruntime.InferenceSession(str(folder / "model.onnx"), providers=["CPUExecutionProvider"])
+    options = onnxruntime.SessionOptions()
+    if one_thread:
+        options.intra_op_num_threads = options.inter_op_num_threads = 1
+    session = onnxruntime.InferenceSession(str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"])
     return session, lambda: session.run(None, feeds)
 
 
@@ -113,7 +120,7 @@ def _engine_module(engine: str) -> str:
     return {bench.IRSCATTER: "irscatter", bench.OPENVINO: "openvino", bench.ORT: "onnxruntime"}[engine]
 
 
-def measure_engine(engine: str, folder: Path, runs: int, outputs_file: Path | None) -> dict:
+def measure_engine(engine: str, folder: Path, runs: int, outputs_file: Path | None, one_thread: bool = False) -> dict:
     """First run, steady state and peak memory of `engine` on the model in `folder`; its outputs
     go to `outputs_file` (npz, by position). Meant for a fresh process: the first run is only
     first there."""
@@ -121,7 +128,7 @@ def measure_engine(engine: str, folder: Path, runs: int, outputs_file: Path | No
     feeds = bench.load_feeds(folder)
     before_kb = bench.reset_peak_rss()
     start = time.perf_counter()
-    compiled, call = _start(engine, folder, feeds)
+    compiled, call = _start(engine, folder, feeds, one_thread)
     first = call()
     first_ms = 1e3 * (time.perf_counter() - start)
     steady_ms = bench.time_interleaved({engine: bench.Prepared(call)}, runs)[engine]
@@ -149,10 +156,14 @@ def profile_by_type(compiled, feeds: dict[str, np.ndarray]) -> list[list]:
     return sorted(totals.values(), key=lambda e: e[1], reverse=True)
 
 
-def _in_subprocess(engine: str, folder: Path, runs: int, outputs_file: Path | None) -> dict:
+def _in_subprocess(engine: str, folder: Path, runs: int, outputs_file: Path | None, one_thread: bool) -> dict:
     cmd = [sys.executable, __file__, "--worker", engine, str(folder), str(runs), str(outputs_file or "")]
+    env = dict(os.environ)
+    if one_thread:  # irscatter's own threads and numpy's BLAS; OpenVINO and onnxruntime take it as options
+        cmd.append("--one-thread")
+        env.update(ONE_THREAD_ENV)
     try:
-        done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=3600)
+        done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=3600, env=env)
     except subprocess.TimeoutExpired:
         return {"error": "timed out after an hour"}
     if done.returncode != 0:
@@ -180,7 +191,7 @@ def _max_abs_diff(ours: Path, theirs: Path) -> float | None:
         return worst
 
 
-def measure_model(folder: Path, engines: list[str], runs: int) -> dict:
+def measure_model(folder: Path, engines: list[str], runs: int, one_thread: bool = False) -> dict:
     meta = json.loads((folder / "meta.json").read_text())
     row = {"model": meta["name"], "source": meta["source"], "what": meta["what"], "inputs": meta["inputs"],
            "parameters": meta.get("parameters"), "engines": {}}
@@ -191,7 +202,7 @@ def measure_model(folder: Path, engines: list[str], runs: int) -> dict:
         for engine in engines:
             if engine == bench.ORT and not (folder / "model.onnx").exists():
                 continue
-            row["engines"][engine] = _in_subprocess(engine, folder, runs, outputs.get(engine))
+            row["engines"][engine] = _in_subprocess(engine, folder, runs, outputs.get(engine), one_thread)
         row["max_abs_diff"] = _max_abs_diff(outputs[bench.IRSCATTER], outputs[bench.OPENVINO])
         with np.load(outputs[bench.OPENVINO]) if outputs[bench.OPENVINO].exists() else _Empty() as ref:
             row["max_abs_reference"] = max((float(np.max(np.abs(ref[k]))) for k in ref.files if ref[k].size), default=None)
@@ -326,7 +337,7 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def measure_corpus(cache: Path, only: list[str] | None, runs: int) -> dict:
+def measure_corpus(cache: Path, only: list[str] | None, runs: int, one_thread: bool = False) -> dict:
     engines = [e for e in bench.installed_engines() if e in ENGINES]
     load_before = os.getloadavg()
     rows, left_out = [], {}
@@ -339,12 +350,13 @@ def measure_corpus(cache: Path, only: list[str] | None, runs: int) -> dict:
         if "error" in meta:
             left_out[name] = meta["error"]
             continue
-        row = measure_model(folder, engines, runs)
+        row = measure_model(folder, engines, runs, one_thread)
         rows.append(row)
         print(f"{name}: " + ", ".join(f"{TITLES[e]} {_cell(row, e, 'steady_ms')} ms" for e in row["engines"])
               + f"; diff {_diff(row)}", flush=True)
     return {"date": datetime.date.today().isoformat(), "machine": f"{platform.machine()}, {os.cpu_count()} cores",
             "load_before": load_before, "load_after": os.getloadavg(), "versions": _versions(), "runs": runs,
+            "one_thread": one_thread,
             "engines": engines, "rows": rows, "left_out": left_out, "summary": summarize(rows)}
 
 
@@ -355,6 +367,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", help="comma-separated model names")
     parser.add_argument("--force", action="store_true", help="build: rebuild models already in the cache")
     parser.add_argument("--runs", type=int, default=5, help="measure: timed calls per engine and model")
+    parser.add_argument("--one-thread", action="store_true",
+                        help="measure: every engine on one thread (a machine whose cores are busy with other work)")
     parser.add_argument("--json", type=Path, help="measure: write the results as JSON")
     parser.add_argument("--markdown", type=Path, help="measure: write the table and profiles as markdown")
     parser.add_argument("--build-one", help=argparse.SUPPRESS)
@@ -363,7 +377,8 @@ def main(argv: list[str] | None = None) -> int:
     only = args.only.split(",") if args.only else None
     if args.worker:
         engine, folder, runs, outputs = args.worker
-        print(json.dumps(measure_engine(engine, Path(folder), int(runs), Path(outputs) if outputs else None)))
+        print(json.dumps(measure_engine(engine, Path(folder), int(runs), Path(outputs) if outputs else None,
+                                        args.one_thread)))
         return 0
     if args.build_one:
         model_zoo.build(_selected([args.build_one])[0], args.cache, args.force)
@@ -372,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("say build or measure")
     if args.command == "build":
         return build_corpus(args.cache, only, args.force)
-    result = measure_corpus(args.cache, only, args.runs)
+    result = measure_corpus(args.cache, only, args.runs, args.one_thread)
     text = markdown(result)
     print(f"\nload average before {result['load_before']}, after {result['load_after']}\n\n{text}")
     if args.json:
