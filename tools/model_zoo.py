@@ -232,6 +232,7 @@ def missing_packages() -> list[str]:
 
 
 def versions() -> dict[str, str]:
+    _allow_timm_without_torchvision()
     out = {}
     for module in BUILD_PACKAGES:
         try:
@@ -257,8 +258,12 @@ def _convert(spec: Spec, folder: Path) -> dict:
     torch.manual_seed(SEED)
     model, inputs = spec.build()
     model.eval()
+    args = tuple(inputs.values())
     with torch.no_grad():
-        ov_model = ov.convert_model(model, example_input=tuple(inputs.values()))
+        try:  # tracing, OpenVINO's usual path
+            ov_model, via = ov.convert_model(model, example_input=args), "trace"
+        except Exception:  # noqa: BLE001 - some models trace only through torch.export
+            ov_model, via = ov.convert_model(torch.export.export(model, args)), "torch.export"
     names = list(inputs)
     for port, name in zip(ov_model.inputs, names, strict=True):  # the feeds' names, whatever the tracer chose
         port.get_tensor().set_names({name})
@@ -267,7 +272,7 @@ def _convert(spec: Spec, folder: Path) -> dict:
     np.savez(folder / "feeds.npz", **feeds)
     meta = {"name": spec.name, "source": spec.source, "what": spec.what,
             "inputs": {n: [list(v.shape), str(v.dtype)] for n, v in feeds.items()},
-            "parameters": sum(p.numel() for p in model.parameters()), "versions": versions()}
+            "parameters": sum(p.numel() for p in model.parameters()), "converted_via": via, "versions": versions()}
     try:
         with torch.no_grad():
             _save_onnx(model, dict(zip(names, inputs.values(), strict=True)), folder)
