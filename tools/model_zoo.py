@@ -242,6 +242,22 @@ def versions() -> dict[str, str]:
     return out
 
 
+def _refill_zero_weights(model) -> int:
+    """Give seeded random values to the weight tensors an initializer left all zero (a classifier
+    head, a layer scale): a model whose output is all zeros would hide any disagreement between
+    engines. The count is recorded with the model."""
+    import torch
+
+    generator = torch.Generator().manual_seed(SEED + 1)
+    count = 0
+    with torch.no_grad():
+        for param in model.parameters():
+            if param.is_floating_point() and param.numel() > 1 and not param.any():
+                param.copy_(0.02 * torch.randn(param.shape, generator=generator))
+                count += 1
+    return count
+
+
 def _save_onnx(model, inputs: dict[str, object], folder: Path) -> None:
     import torch
 
@@ -258,6 +274,7 @@ def _convert(spec: Spec, folder: Path) -> dict:
     torch.manual_seed(SEED)
     model, inputs = spec.build()
     model.eval()
+    refilled = _refill_zero_weights(model)
     args = tuple(inputs.values())
     with torch.no_grad():
         try:  # tracing, OpenVINO's usual path
@@ -272,7 +289,8 @@ def _convert(spec: Spec, folder: Path) -> dict:
     np.savez(folder / "feeds.npz", **feeds)
     meta = {"name": spec.name, "source": spec.source, "what": spec.what,
             "inputs": {n: [list(v.shape), str(v.dtype)] for n, v in feeds.items()},
-            "parameters": sum(p.numel() for p in model.parameters()), "converted_via": via, "versions": versions()}
+            "parameters": sum(p.numel() for p in model.parameters()), "converted_via": via,
+            "zero_weights_refilled": refilled, "versions": versions()}
     try:
         with torch.no_grad():
             _save_onnx(model, dict(zip(names, inputs.values(), strict=True)), folder)
