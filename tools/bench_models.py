@@ -194,7 +194,7 @@ def _max_abs_diff(ours: Path, theirs: Path) -> float | None:
 def measure_model(folder: Path, engines: list[str], runs: int, one_thread: bool = False) -> dict:
     meta = json.loads((folder / "meta.json").read_text())
     row = {"model": meta["name"], "source": meta["source"], "what": meta["what"], "inputs": meta["inputs"],
-           "parameters": meta.get("parameters"), "engines": {}}
+           "parameters": meta.get("parameters"), "built_with": meta.get("versions"), "engines": {}}
     if "onnx_error" in meta:
         row["onnx_error"] = meta["onnx_error"]
     with tempfile.TemporaryDirectory(prefix="irscatter-bench-models-") as tmp:
@@ -334,7 +334,19 @@ def _versions() -> dict[str, str]:
             out[module] = str(__import__(module).__version__)
         except Exception:  # noqa: BLE001 - an engine not installed has no version to give
             continue
+    out["irscatter from"] = _irscatter_source()
     return out
+
+
+def _irscatter_source() -> str:
+    """Which irscatter the workers import (an installed copy may not be this checkout) and, where
+    it is a git checkout, its commit."""
+    import irscatter
+
+    root = Path(irscatter.__file__).resolve().parent.parent
+    done = subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty"], check=False,
+                          capture_output=True, text=True)
+    return f"{root}" + (f" at {done.stdout.strip()}" if done.returncode == 0 else "")
 
 
 def measure_corpus(cache: Path, only: list[str] | None, runs: int, one_thread: bool = False) -> dict:
@@ -389,7 +401,8 @@ def main(argv: list[str] | None = None) -> int:
         return build_corpus(args.cache, only, args.force)
     result = measure_corpus(args.cache, only, args.runs, args.one_thread)
     text = markdown(result)
-    print(f"\nload average before {result['load_before']}, after {result['load_after']}\n\n{text}")
+    print(f"\nirscatter from {result['versions']['irscatter from']}; load average before {result['load_before']}, "
+          f"after {result['load_after']}\n\n{text}")
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
     if args.markdown:
