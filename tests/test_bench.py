@@ -115,3 +115,29 @@ def test_bench_conv_times_each_shape_and_names_its_plan(tmp_path):
     for row in rows:
         assert set(row["times_ms"]) == {"irscatter (baseline)", "irscatter [split]", "irscatter [one]"}
         assert all(ms > 0 for ms in row["times_ms"].values())
+
+
+def test_bench_models_measures_a_cached_model(tmp_path):
+    """tools/bench_models.py's measurement (never its torch-bound build) on the bundled small CNN
+    laid out as a cached corpus model: each engine in its own process, irscatter's agreement with
+    OpenVINO, and the per-op-type profile of the model furthest behind."""
+    pytest.importorskip("openvino")
+    folder = tmp_path / "small_cnn"
+    folder.mkdir()
+    for name in ("model.xml", "model.bin"):
+        (folder / name).write_bytes((BENCH.parent.parent / "models" / "small_cnn" / name).read_bytes())
+    (folder / "feeds.npz").write_bytes((BENCH.parent.parent / "models" / "small_cnn" / "inputs.npz").read_bytes())
+    (folder / "meta.json").write_text(json.dumps({"name": "small_cnn", "source": "models/", "what": "a CNN",
+                                                  "inputs": {"x": [[1, 3, 32, 32], "float32"]}}))
+    out, table = tmp_path / "models.json", tmp_path / "models.md"
+    done = subprocess.run([sys.executable, str(BENCH.parent / "bench_models.py"), "measure", "--cache", str(tmp_path),
+                           "--only", "small_cnn", "--runs", "1", "--json", str(out), "--markdown", str(table)],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    (row,) = json.loads(out.read_text())["rows"]
+    for engine in ("irscatter", "openvino"):
+        assert row["engines"][engine]["steady_ms"] > 0 and row["engines"][engine]["first_ms"] > 0
+    assert row["max_abs_diff"] < 1e-4
+    assert {t for t, _, _ in row["engines"]["irscatter"]["by_type"]} >= {"Convolution-1", "Softmax-8"}
+    text = table.read_text()
+    assert "| small_cnn | " in text and "| Convolution-1 |" in text

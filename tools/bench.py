@@ -333,7 +333,7 @@ class Prepared:
     before: Callable[[], None] = _NOTHING  # untimed, runs before every call
 
 
-def _feeds(folder: Path) -> dict[str, np.ndarray]:
+def load_feeds(folder: Path) -> dict[str, np.ndarray]:
     with np.load(folder / "feeds.npz") as f:
         return {k: f[k] for k in f.files}
 
@@ -361,7 +361,7 @@ def prepare(engine: str, workload: Workload, folder: Path) -> Prepared | None:
 
         if workload.kind == "load":
             return Prepared(lambda: irscatter.read_model(xml).compile())
-        feeds = _feeds(folder)
+        feeds = load_feeds(folder)
         if workload.kind == "first-output":
             return Prepared(lambda: irscatter.read_model(xml).run(feeds))
         if workload.kind == "step":
@@ -392,7 +392,7 @@ def prepare(engine: str, workload: Workload, folder: Path) -> Prepared | None:
         pxml = str(peer / "model.xml")
         if workload.kind == "load":
             return Prepared(lambda: ov.Core().read_model(pxml))
-        feeds = _feeds(peer)
+        feeds = load_feeds(peer)
         if workload.kind == "first-output":
             def first() -> object:
                 core = ov.Core()
@@ -413,7 +413,7 @@ def prepare(engine: str, workload: Workload, folder: Path) -> Prepared | None:
     onnx_file = peer / "model.onnx"
     if workload.kind != "run" or not onnx_file.exists():
         return None
-    feeds = _feeds(peer)
+    feeds = load_feeds(peer)
     if engine == ORT:
         import onnxruntime
 
@@ -493,7 +493,7 @@ def time_interleaved(prepared: dict[str, Prepared], runs: int) -> dict[str, floa
     return {name: 1e3 * statistics.median(s) for name, s in samples.items()}
 
 
-def _status_kb(field_name: str) -> int:
+def status_kb(field_name: str) -> int:
     with open("/proc/self/status") as f:
         for line in f:
             if line.startswith(field_name + ":"):
@@ -509,9 +509,9 @@ def probe(engine: str, workload: Workload, folder: Path) -> float | list[float] 
         p = prepare(engine, workload, folder)  # imports the engine: its libraries are not counted
         if p is None:
             return None
-        before, before_file = _status_kb("VmRSS"), _status_kb("RssFile")
+        before, before_file = status_kb("VmRSS"), status_kb("RssFile")
         kept = p.call()  # keep the loaded model alive while measuring  # noqa: F841
-        return [(_status_kb("VmRSS") - before) / 1024, (_status_kb("RssFile") - before_file) / 1024]
+        return [(status_kb("VmRSS") - before) / 1024, (status_kb("RssFile") - before_file) / 1024]
     if workload.peak_from_load:  # what compiling costs counts too: the engine alone is imported first
         __import__("openvino" if engine == OPENVINO else "irscatter")
     else:
@@ -519,17 +519,25 @@ def probe(engine: str, workload: Workload, folder: Path) -> float | list[float] 
         if p is None:
             return None
         p.before()
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")  # reset VmHWM to the current resident size
-    except OSError:
+    before = reset_peak_rss()
+    if before is None:
         return None
-    before = _status_kb("VmRSS")
     if workload.peak_from_load:
         p = prepare(engine, workload, folder)
         p.before()
     p.call()
-    return (_status_kb("VmHWM") - before) / 1024
+    return (status_kb("VmHWM") - before) / 1024
+
+
+def reset_peak_rss() -> int | None:
+    """Reset this process's resident high-water mark (VmHWM) to its current resident size and
+    return that size in KB, or None where the kernel does not allow it."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        return None
+    return status_kb("VmRSS")
 
 
 def probe_in_subprocess(engine: str, key: str, folder: Path) -> float | list[float] | None:
@@ -568,7 +576,7 @@ def bench(workloads: list[Workload], root: Path, runs: int, small: bool, memory:
         if wl.kind == "load":
             row.note = f".bin {(folder / 'model.bin').stat().st_size / 2**20:.1f} MB, {(folder / 'layers.txt').read_text()} layers"
         if wl.donate:
-            size = sum(a.nbytes for a in _feeds(folder).values()) / 2**20
+            size = sum(a.nbytes for a in load_feeds(folder).values()) / 2**20
             row.note = (row.note + "; " if row.note else "") + f"inputs {size:.1f} MB"
         rows.append(row)
         print(format_row(row), flush=True)
