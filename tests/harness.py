@@ -33,6 +33,7 @@ import numpy as np
 import pytest
 
 import irscatter
+from irscatter.ir.writer import IRWriter
 from irscatter.ops import registry
 from irscatter.ops.base import TensorInfo
 from irscatter.ops.functional import attr_text, call, make_op
@@ -79,12 +80,6 @@ def _etype(array: np.ndarray) -> irscatter.ElementType:
     return irscatter.ElementType.from_dtype(array.dtype)
 
 
-def _port(pid: int, etype: irscatter.ElementType, shape: Sequence[int], names: str | None = None) -> str:
-    named = f' names="{names}"' if names else ""
-    dims = "".join(f"<dim>{d}</dim>" for d in shape)
-    return f'<port id="{pid}" precision="{etype.precision}"{named}>{dims}</port>'
-
-
 def expected_outputs(case: Case) -> list[tuple[tuple[int, ...], irscatter.ElementType]]:
     """The output shapes and types irscatter infers for the case (declared in the IR's ports)."""
     op = make_op(case.op, case.attrs)
@@ -94,62 +89,32 @@ def expected_outputs(case: Case) -> list[tuple[tuple[int, ...], irscatter.Elemen
 
 
 class _Writer:
-    def __init__(self) -> None:
-        self.layers: list[str] = []
-        self.edges: list[str] = []
-        self.weights = bytearray()
-        self.next_id = 0
+    """Cases side by side in one IR file, each its layer, inputs and Results, names prefixed."""
 
-    def _id(self) -> int:
-        self.next_id += 1
-        return self.next_id - 1
+    def __init__(self) -> None:
+        self.ir = IRWriter("cases")
 
     def add(self, case: Case, prefix: str) -> tuple[list[str], int]:
         """The case's layer with its inputs and Results; returns its Parameter names and output count."""
-        sources, params = [], []
+        sources, types, params = [], [], []
         for i in case.inputs:
-            lid, et = self._id(), _etype(i.value)
+            name, etype = f"{prefix}{i.name}", _etype(i.value)
             if i.const:
-                data = np.ascontiguousarray(i.value).tobytes()
-                offset = len(self.weights)
-                self.weights += data
-                attrs = (f'element_type="{et}" shape="{",".join(map(str, i.value.shape))}" '
-                         f'offset="{offset}" size="{len(data)}"')
-                self.layers.append(f'<layer id="{lid}" name="{prefix}{i.name}" type="Const" version="opset1">'
-                                   f'<data {attrs}/><output>{_port(0, et, i.value.shape)}</output></layer>')
+                sources.append(self.ir.const(name, i.value, etype))
             else:
-                name = f"{prefix}{i.name}"
                 params.append(name)
-                shape = ",".join(map(str, i.value.shape))
-                self.layers.append(f'<layer id="{lid}" name="{name}" type="Parameter" version="opset1">'
-                                   f'<data shape="{shape}" element_type="{et}"/>'
-                                   f"<output>{_port(0, et, i.value.shape, name)}</output></layer>")
-            sources.append((lid, et, i.value.shape))
+                sources.append(self.ir.parameter(name, etype, i.value.shape, (name,)))
+            types.append((etype, i.value.shape))
         outputs = expected_outputs(case)
-        lid = self._id()
-        data = " ".join(f'{k}="{attr_text(v)}"' for k, v in case.attrs.items() if v is not None)
-        ins = "".join(_port(k, et, shape) for k, (_, et, shape) in enumerate(sources))
-        outs = "".join(_port(len(sources) + k, et, shape) for k, (shape, et) in enumerate(outputs))
-        self.layers.append(f'<layer id="{lid}" name="{prefix}layer" type="{case.type}" version="{case.opset}">'
-                           f"<data {data}/><input>{ins}</input><output>{outs}</output></layer>")
-        for k, (src, _, _) in enumerate(sources):
-            self.edges.append(f'<edge from-layer="{src}" from-port="0" to-layer="{lid}" to-port="{k}"/>')
-        for k, (shape, et) in enumerate(outputs):
-            rid = self._id()
-            self.layers.append(f'<layer id="{rid}" name="{prefix}out{k}" type="Result" version="opset1">'
-                               f"<input>{_port(0, et, shape)}</input></layer>")
-            self.edges.append(f'<edge from-layer="{lid}" from-port="{len(sources) + k}" to-layer="{rid}" to-port="0"/>')
+        attrs = {k: attr_text(v) for k, v in case.attrs.items() if v is not None}
+        tensors = self.ir.layer(case.type, case.opset, sources, types, [(et, shape) for shape, et in outputs],
+                                name=f"{prefix}layer", attrs=attrs)
+        for k, (tensor, (shape, et)) in enumerate(zip(tensors, outputs)):
+            self.ir.result(f"{prefix}out{k}", tensor, et, shape)
         return params, len(outputs)
 
-    def xml(self) -> str:
-        return ('<?xml version="1.0"?>\n<net name="cases" version="11">\n<layers>\n' + "\n".join(self.layers)
-                + "\n</layers>\n<edges>\n" + "\n".join(self.edges) + "\n</edges>\n</net>\n")
-
     def save(self, folder: Path) -> Path:
-        xml = folder / "cases.xml"
-        xml.write_text(self.xml())
-        xml.with_suffix(".bin").write_bytes(bytes(self.weights))
-        return xml
+        return self.ir.save(folder / "cases.xml")
 
 
 def _feeds(case: Case, prefix: str) -> dict[str, np.ndarray]:
@@ -172,7 +137,7 @@ def run_irscatter(case: Case) -> list[np.ndarray]:
     """The case as an IR file through irscatter's loader, inference and interpreter."""
     writer = _Writer()
     writer.add(case, "")
-    model = irscatter.parse_model(writer.xml(), bytes(writer.weights))
+    model = irscatter.parse_model(*writer.ir.to_bytes())
     return list(model.run(_feeds(case, "")).values())
 
 

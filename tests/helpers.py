@@ -1,4 +1,5 @@
-"""Shared test helpers: OpenVINO as an oracle, and hand-written IR text for broken models."""
+"""Shared test helpers: OpenVINO as an oracle, hand-written IR text for broken models, and a
+model of one layer written by the package's writer."""
 
 from __future__ import annotations
 
@@ -261,27 +262,24 @@ def write(folder: Path, xml: str, weights: bytes | None = None, name: str = "mod
 
 def one_layer_ir(folder: Path, type_: str, version: str, attrs: dict, inputs: list[tuple[str, np.ndarray]],
                  outputs: list[tuple[tuple[int, ...], np.dtype]], body: str = "", name: str = "model") -> Path:
-    """An IR file with one layer under test: a Parameter per input, a Result per output."""
-    def info(dtype):
-        et = irscatter.ElementType.from_dtype(np.dtype(dtype))
-        return str(et), et.precision
+    """An IR file with one layer under test: a Parameter per input, a Result per output; `body`
+    is the layer's `<body>` element as XML text, written by hand."""
+    from lxml import etree
 
-    n = len(inputs)
-    layers, edges = [], []
-    for i, (pname, array) in enumerate(inputs):
-        et, prec = info(array.dtype)
-        layers.append(param(i, pname, array.shape, et, prec))
-        edges.append((i, 0, n, i))
-    ins = [port(i, info(a.dtype)[1], a.shape) for i, (_, a) in enumerate(inputs)]
-    outs = [port(n + k, info(dt)[1], shape) for k, (shape, dt) in enumerate(outputs)]
-    op = layer(n, "under_test", type_, version, data=attrs, inputs=ins, outputs=outs)
-    if body:
-        op = op[: -len("</layer>")] + body + "</layer>"
-    layers.append(op)
-    for k, (shape, dt) in enumerate(outputs):
-        layers.append(result(n + 1 + k, f"out{k}", shape, info(dt)[1]))
-        edges.append((n, n + k, n + 1 + k, 0))
-    return write(folder, net(layers, edges), name=name)
+    from irscatter.ir.writer import IRWriter
+
+    def etype(dtype) -> irscatter.ElementType:
+        return irscatter.ElementType.from_dtype(np.dtype(dtype))
+
+    writer = IRWriter("t")
+    sources = [writer.parameter(pname, etype(array.dtype), array.shape, (pname,)) for pname, array in inputs]
+    out_types = [(etype(dt), tuple(shape)) for shape, dt in outputs]
+    tensors = writer.layer(type_, version, sources, [(etype(a.dtype), a.shape) for _, a in inputs], out_types,
+                           name="under_test", attrs={k: str(v) for k, v in attrs.items()},
+                           children=[etree.fromstring(body)] if body else [])
+    for k, (tensor, (et, shape)) in enumerate(zip(tensors, out_types)):
+        writer.result(f"out{k}", tensor, et, shape)
+    return writer.save(folder / f"{name}.xml")
 
 
 # --- the console script --------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """Generate the sample models of the `irscatter1` opset under `models/`.
 
 OpenVINO cannot write layers of an opset it does not know, so these IR files are written
-here with lxml, in the same layout `ov.save_model` produces. Expected outputs never come
-from irscatter itself:
+here with irscatter's own writer (`irscatter.ir.writer`), in the layout `ov.save_model`
+produces. Expected outputs never come from irscatter itself:
 
 * `paged_scatter_update`: PyPTO's paged KV-cache write (PagedScatterUpdate-1) of keys and
   values into two 4-D caches, with padding tokens. Expected: OpenVINO's CPU plugin running
@@ -22,72 +22,18 @@ from pathlib import Path
 import numpy as np
 from lxml import etree
 
-PRECISION = {np.dtype(np.float32): ("f32", "FP32"), np.dtype(np.float16): ("f16", "FP16"),
-             np.dtype(np.int64): ("i64", "I64"), np.dtype(np.int32): ("i32", "I32")}
+from irscatter.ir.element_types import ElementType
+from irscatter.ir.writer import IRWriter
 
 
-class IRWriter:
-    """A minimal IR v11 writer: layers with ports, edges, and constants in one `.bin`."""
+def port(shape: tuple[int, ...], dtype) -> tuple[ElementType, tuple[int, ...]]:
+    """A port's declared (element type, shape), as the package's writer takes it."""
+    return ElementType.from_dtype(np.dtype(dtype)), tuple(shape)
 
-    def __init__(self, name: str) -> None:
-        self.net = etree.Element("net", name=name, version="11")
-        self.layers = etree.SubElement(self.net, "layers")
-        self.edges = etree.SubElement(self.net, "edges")
-        self.weights = bytearray()
-        self.next_id = 0
 
-    def layer(self, type_: str, name: str, version: str, data: dict | None = None,
-              inputs: list[tuple[tuple[int, ...], np.dtype]] = (), outputs: list[tuple[tuple[int, ...], np.dtype, str]] = (),
-              parent: etree._Element | None = None) -> etree._Element:
-        node = etree.SubElement(self.layers if parent is None else parent, "layer", id=str(self.next_id), name=name,
-                                type=type_, version=version)
-        self.next_id += 1
-        if data is not None:
-            etree.SubElement(node, "data", {k: str(v) for k, v in data.items()})
-        pid = 0
-        for tag, ports in (("input", inputs), ("output", outputs)):
-            if not ports:
-                continue
-            group = etree.SubElement(node, tag)
-            for spec in ports:
-                shape, dtype = spec[0], spec[1]
-                attrs = {"id": str(pid), "precision": PRECISION[np.dtype(dtype)][1]}
-                if tag == "output" and len(spec) > 2 and spec[2]:
-                    attrs["names"] = spec[2]
-                p = etree.SubElement(group, "port", attrs)
-                for d in shape:
-                    etree.SubElement(p, "dim").text = str(d)
-                pid += 1
-        return node
-
-    def parameter(self, name: str, shape: tuple[int, ...], dtype) -> int:
-        et = PRECISION[np.dtype(dtype)][0]
-        self.layer("Parameter", name, "opset1", {"shape": ",".join(map(str, shape)), "element_type": et},
-                   outputs=[(shape, dtype, name)])
-        return self.next_id - 1
-
-    def const(self, name: str, value: np.ndarray) -> int:
-        offset = len(self.weights)
-        self.weights += np.ascontiguousarray(value).tobytes()
-        et = PRECISION[value.dtype][0]
-        self.layer("Const", name, "opset1", {"element_type": et, "shape": ",".join(map(str, value.shape)),
-                                             "offset": offset, "size": value.nbytes},
-                   outputs=[(value.shape, value.dtype, name)])
-        return self.next_id - 1
-
-    def result(self, name: str, shape: tuple[int, ...], dtype) -> int:
-        self.layer("Result", name, "opset1", inputs=[(shape, dtype)])
-        return self.next_id - 1
-
-    def edge(self, src: int, src_port: int, dst: int, dst_port: int, parent: etree._Element | None = None) -> None:
-        etree.SubElement(self.edges if parent is None else parent, "edge", {
-            "from-layer": str(src), "from-port": str(src_port), "to-layer": str(dst), "to-port": str(dst_port)})
-
-    def save(self, folder: Path) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        etree.ElementTree(self.net).write(str(folder / "model.xml"), pretty_print=True, xml_declaration=True,
-                                          encoding="utf-8")
-        (folder / "model.bin").write_bytes(bytes(self.weights))
+def save(writer: IRWriter, folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    writer.save(folder / "model.xml")
 
 
 # --- paged_scatter_update ----------------------------------------------------------------------
@@ -97,20 +43,16 @@ def paged_scatter_update(folder: Path) -> None:
     blocks, block_size, d, b, s = 6, 4, 16, 2, 5
     cache_shape, src_shape = (blocks, block_size, 1, d), (b, s, 1, d)
     w = IRWriter("paged_scatter_update")
-    ids = {name: w.parameter(name, shape, dt) for name, shape, dt in (
+    fed = {name: w.parameter(name, *port(shape, dt), (name,)) for name, shape, dt in (
         ("key_cache", cache_shape, np.float16), ("value_cache", cache_shape, np.float16),
         ("slot_mapping", (b, s), np.int32), ("key", src_shape, np.float16), ("value", src_shape, np.float16))}
     for which in ("key", "value"):
-        w.layer("PagedScatterUpdate", f"write_{which}", "irscatter1", {"dim": -2},
-                      inputs=[(cache_shape, np.float16), ((b, s), np.int32), (src_shape, np.float16)],
-                      outputs=[(cache_shape, np.float16, f"{which}_cache_out")])
-        layer_id = w.next_id - 1
-        w.edge(ids[f"{which}_cache"], 0, layer_id, 0)
-        w.edge(ids["slot_mapping"], 0, layer_id, 1)
-        w.edge(ids[which], 0, layer_id, 2)
-        rid = w.result(f"{which}_cache_out/sink", cache_shape, np.float16)
-        w.edge(layer_id, 3, rid, 0)
-    w.save(folder)
+        (written,) = w.layer("PagedScatterUpdate", "irscatter1", [fed[f"{which}_cache"], fed["slot_mapping"], fed[which]],
+                             [port(cache_shape, np.float16), port((b, s), np.int32), port(src_shape, np.float16)],
+                             [port(cache_shape, np.float16)], name=f"write_{which}", attrs={"dim": "-2"},
+                             output_names=[(f"{which}_cache_out",)])
+        w.result(f"{which}_cache_out/sink", written, *port(cache_shape, np.float16))
+    save(w, folder)
 
     rng = np.random.default_rng(8)
     slots = rng.permutation(blocks * block_size)[: b * s].reshape(b, s).astype(np.int32)
@@ -153,24 +95,17 @@ def stablehlo_scatter(folder: Path) -> None:
     indices = np.array([[[[0, 0], [1, 0], [2, 1]], [[0, 1], [1, 1], [0, 9]]],
                         [[[0, 0], [2, 1], [2, 2]], [[1, 2], [0, 1], [1, 0]]]], np.int64)
     w = IRWriter("stablehlo_scatter")
-    x = w.parameter("operand", operand_shape, np.float32)
-    u = w.parameter("updates", updates_shape, np.float32)
-    idx = w.const("scatter_indices", indices)
-    ports = [(operand_shape, np.float32), (indices.shape, np.int64), (updates_shape, np.float32)]
-    w.layer("HloScatter", "scatter_add", "irscatter1", {**DIMS, "update_computation": "add"},
-                  inputs=ports, outputs=[(operand_shape, np.float32, "summed")])
-    add_id = w.next_id - 1
-    mx = w.layer("HloScatter", "scatter_max", "irscatter1", DIMS, inputs=ports,
-                 outputs=[(operand_shape, np.float32, "maxed")])
-    max_id = w.next_id - 1
-    _max_region(w, mx)
-    for lid in (add_id, max_id):
-        w.edge(x, 0, lid, 0)
-        w.edge(idx, 0, lid, 1)
-        w.edge(u, 0, lid, 2)
-    for lid, name in ((add_id, "summed"), (max_id, "maxed")):
-        w.edge(lid, 3, w.result(f"{name}/sink", operand_shape, np.float32), 0)
-    w.save(folder)
+    operand = w.parameter("operand", *port(operand_shape, np.float32), ("operand",))
+    updates = w.parameter("updates", *port(updates_shape, np.float32), ("updates",))
+    sources = [operand, w.const("scatter_indices", indices, tensor_names=("scatter_indices",)), updates]
+    ports = [port(operand_shape, np.float32), port(indices.shape, np.int64), port(updates_shape, np.float32)]
+    (summed,) = w.layer("HloScatter", "irscatter1", sources, ports, [port(operand_shape, np.float32)],
+                        name="scatter_add", attrs={**DIMS, "update_computation": "add"}, output_names=[("summed",)])
+    (maxed,) = w.layer("HloScatter", "irscatter1", sources, ports, [port(operand_shape, np.float32)],
+                       name="scatter_max", attrs=DIMS, output_names=[("maxed",)], children=[_max_region(w)])
+    for tensor, name in ((summed, "summed"), (maxed, "maxed")):
+        w.result(f"{name}/sink", tensor, *port(operand_shape, np.float32))
+    save(w, folder)
 
     rng = np.random.default_rng(9)
     feeds = {"operand": rng.standard_normal(operand_shape).astype(np.float32),
@@ -179,21 +114,14 @@ def stablehlo_scatter(folder: Path) -> None:
     np.savez(folder / "expected.npz", **_xla(feeds["operand"], indices, feeds["updates"]))
 
 
-def _max_region(w: IRWriter, owner: etree._Element) -> None:
+def _max_region(w: IRWriter) -> etree._Element:
     """<body>: two scalar f32 Parameters, Maximum, one Result (ids local to the body)."""
-    body = etree.SubElement(owner, "body")
-    layers, edges = etree.SubElement(body, "layers"), etree.SubElement(body, "edges")
-    saved, w.next_id = w.next_id, 0
-    for name in ("current", "update"):
-        w.layer("Parameter", name, "opset1", {"shape": "", "element_type": "f32"}, outputs=[((), np.float32, "")],
-                parent=layers)
-    w.layer("Maximum", "max", "opset1", {"auto_broadcast": "numpy"}, inputs=[((), np.float32), ((), np.float32)],
-            outputs=[((), np.float32, "")], parent=layers)
-    w.layer("Result", "combined", "opset1", inputs=[((), np.float32)], parent=layers)
-    w.edge(0, 0, 2, 0, edges)
-    w.edge(1, 0, 2, 1, edges)
-    w.edge(2, 2, 3, 0, edges)
-    w.next_id = saved
+    region = w.region()
+    current, update = (region.parameter(name, ElementType.f32, ()) for name in ("current", "update"))
+    (larger,) = region.layer("Maximum", "opset1", [current, update], [port((), np.float32)] * 2,
+                             [port((), np.float32)], name="max", attrs={"auto_broadcast": "numpy"})
+    region.result("combined", larger, *port((), np.float32))
+    return region.body()
 
 
 def _xla(operand, indices, updates) -> dict[str, np.ndarray]:

@@ -6,6 +6,9 @@ and the declared dims and precisions of its ports, which the writer takes from v
 caller knows (irscatter's own results). New boundaries are made as needed: a Parameter for a
 tensor the new network is fed, a Const for a value it carries in its weights, a Result for a
 tensor it returns. Const values, also those inside bodies, are written into a fresh `.bin`.
+A layer that no graph holds yet (a test's layer under test, a generator's op of an opset
+OpenVINO cannot write) is made from its type, attributes and port types (`layer`), a body of
+one from a `region` of the same network.
 
 What comes out is IR v11 as OpenVINO's serializer writes it, so that OpenVINO reads it back,
 `<rt_info>` included (the model's: runtime options a compiled model applies, the framework's
@@ -20,7 +23,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from copy import deepcopy
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +36,9 @@ from irscatter.ir.element_types import ElementType, encode
 from irscatter.ir.graph import Body, Graph, Layer, Port, RtInfo
 from irscatter.ir.loader import parse_xml
 from irscatter.ir.shapes import PartialShape
+
+# A port's declared element type and shape; None for either leaves it undeclared (dynamic).
+PortType = tuple[ElementType | None, tuple[int, ...] | None]
 
 
 @dataclass(frozen=True)
@@ -81,7 +88,8 @@ class IRWriter:
         self._ports(node, "output", [(0, etype, dims, tensor_names, port_rt_info)])
         return Tensor(int(node.get("id")), 0)
 
-    def const(self, name: str, value: np.ndarray, etype: ElementType | None = None) -> Tensor:
+    def const(self, name: str, value: np.ndarray, etype: ElementType | None = None,
+              tensor_names: tuple[str, ...] = ()) -> Tensor:
         """A value carried in the weights."""
         value = np.asarray(value)
         etype = etype or ElementType.from_dtype(value.dtype)
@@ -89,7 +97,7 @@ class IRWriter:
         node = self._layer_element(name, "Const", "opset1", {
             "element_type": etype.value, "shape": ",".join(map(str, value.shape)),
             "offset": str(offset), "size": str(size)})
-        self._ports(node, "output", [(0, etype, list(value.shape), (), None)])
+        self._ports(node, "output", [(0, etype, list(value.shape), tensor_names, None)])
         return Tensor(int(node.get("id")), 0)
 
     def result(self, name: str, source: Tensor, etype: ElementType | None, shape: tuple[int, ...] | None) -> int:
@@ -124,16 +132,54 @@ class IRWriter:
                 self._edges.append((source.layer, source.port, new_id, port.id))
         return [Tensor(new_id, p.id) for p in layer.outputs]
 
+    # --- new layers ---------------------------------------------------------------------------
+
+    def layer(self, type_name: str, version: str, sources: Sequence[Tensor | None],
+              input_types: Sequence[PortType], output_types: Sequence[PortType], *, name: str,
+              attrs: Mapping[str, str] | None = None, output_names: Sequence[tuple[str, ...]] = (),
+              children: Sequence[etree._Element] = ()) -> list[Tensor]:
+        """A layer made here rather than copied: `attrs` are its `<data>` as written, its input
+        ports numbered from 0 and its outputs after them (as OpenVINO numbers them), declared
+        with the given (element type, shape) pairs and fed by `sources` (None leaves a port
+        unconnected). `children` are appended as given after the ports: a `<body>` made by
+        `region().body()`, say. Returns its outputs in port order."""
+        node = self._layer_element(name, type_name, version, dict(attrs or {}))
+        count = len(input_types)
+        self._ports(node, "input", [(k, et, None if sh is None else list(sh), (), None)
+                                    for k, (et, sh) in enumerate(input_types)])
+        names = list(output_names) + [()] * (len(output_types) - len(output_names))
+        self._ports(node, "output", [(count + k, et, None if sh is None else list(sh), n, None)
+                                     for k, ((et, sh), n) in enumerate(zip(output_types, names))])
+        node.extend(children)
+        new_id = int(node.get("id"))
+        for k, source in enumerate(sources):
+            if source is not None:
+                self._edges.append((source.layer, source.port, new_id, k))
+        return [Tensor(new_id, count + k) for k in range(len(output_types))]
+
+    def region(self) -> IRWriter:
+        """A writer for the body of a layer of this network: its own layer ids, from 0, and this
+        network's weights, so that Consts inside the body land in the one `.bin`."""
+        sub = IRWriter(self.name)
+        sub._weights = self._weights
+        return sub
+
+    def body(self, tag: str = "body") -> etree._Element:
+        """This writer's layers and edges as a body element (`<body>`, `<then_body>`, ...) for
+        `layer(children=...)`; a region combines scalars, a sub-graph also needs its port map."""
+        node = etree.Element(tag)
+        layers = etree.SubElement(node, "layers")
+        layers.extend(deepcopy(child) for child in self._layers)
+        self._edge_elements(node)
+        return node
+
     # --- output -------------------------------------------------------------------------------
 
     def to_bytes(self, bin_name: str = "model.bin") -> tuple[bytes, bytes]:
         """The `.xml` text and the `.bin` bytes."""
         net = etree.Element("net", name=self.name, version="11")
         net.append(self._layers)
-        edges = etree.SubElement(net, "edges")
-        for fl, fp, tl, tp in self._edges:
-            etree.SubElement(edges, "edge", {"from-layer": str(fl), "from-port": str(fp),
-                                             "to-layer": str(tl), "to-port": str(tp)})
+        self._edge_elements(net)
         if self.rt_info:
             _model_entries(etree.SubElement(net, "rt_info"), self.rt_info)
         xml = etree.tostring(net, pretty_print=True, xml_declaration=True, encoding="utf-8")
@@ -153,6 +199,12 @@ class IRWriter:
         return len(self._layers)
 
     # --- internals ----------------------------------------------------------------------------
+
+    def _edge_elements(self, parent: etree._Element) -> None:
+        edges = etree.SubElement(parent, "edges")
+        for fl, fp, tl, tp in self._edges:
+            etree.SubElement(edges, "edge", {"from-layer": str(fl), "from-port": str(fp),
+                                             "to-layer": str(tl), "to-port": str(tp)})
 
     def _store(self, value: np.ndarray, etype: ElementType) -> tuple[int, int]:
         data = encode(value, etype)
