@@ -4,46 +4,42 @@ when they run every time (irscatter/runtime/folding.py)."""
 
 import numpy as np
 import pytest
-from helpers import layer, net, port, write
 
 import irscatter
 from irscatter import limits
-from irscatter.ir.element_types import ElementType, encode
+from irscatter.ir.element_types import ElementType
+from irscatter.ir.writer import IRWriter, Tensor
 from irscatter.ops.registry import find
 
-PRECISION = {"f32": "FP32", "f16": "FP16", "u8": "U8", "u4": "U4", "i4": "I4", "i64": "I64"}
 DECOMPRESSION = ("Convert", "Subtract", "Multiply", "Reshape")
 
 
 class _Builder:
-    """An IR built layer by layer: each layer's inputs are earlier layers, its output port the
-    next id after its inputs."""
+    """An IR built layer by layer with the package's writer: each layer's inputs are earlier
+    layers (by id), its output port the next id after its inputs, its name "l" and its id."""
 
     def __init__(self) -> None:
-        self.layers: list[str] = []
-        self.edges: list[tuple[int, int, int, int]] = []
-        self.weights = bytearray()
-        self.out: dict[int, tuple[int, tuple[int, ...], str]] = {}  # layer id -> (port id, dims, type)
+        self.writer = IRWriter()
+        self.out: dict[int, tuple[Tensor, ElementType, tuple[int, ...]]] = {}  # layer id -> its output
 
     def add(self, type_: str, data: dict | None, inputs: list[int], dims: tuple[int, ...], et: str,
             version: str = "opset1") -> int:
-        lid = len(self.layers)
-        ins = [port(i, PRECISION[self.out[src][2]], self.out[src][1]) for i, src in enumerate(inputs)]
-        outs = [port(len(inputs), PRECISION[et], dims)] if type_ != "Result" else []
-        self.layers.append(layer(lid, f"l{lid}", type_, version, data=data, inputs=ins, outputs=outs))
-        self.edges += [(src, self.out[src][0], lid, i) for i, src in enumerate(inputs)]
-        self.out[lid] = (len(inputs), dims, et)
+        lid = self.writer.layer_count
+        outputs = [(ElementType(et), tuple(dims))] if type_ != "Result" else []
+        tensors = self.writer.layer(type_, version, [self.out[src][0] for src in inputs],
+                                    [self.out[src][1:] for src in inputs], outputs, name=f"l{lid}",
+                                    attrs={k: str(v) for k, v in (data or {}).items()})
+        if tensors:
+            self.out[lid] = (tensors[0], ElementType(et), tuple(dims))
         return lid
 
     def const(self, values: np.ndarray, et: str) -> int:
-        raw = encode(values, ElementType(et))
-        data = {"element_type": et, "shape": ",".join(map(str, values.shape)), "offset": len(self.weights),
-                "size": len(raw)}
-        self.weights += raw
-        return self.add("Const", data, [], values.shape, et)
+        lid = self.writer.layer_count
+        self.out[lid] = (self.writer.const(f"l{lid}", values, ElementType(et)), ElementType(et), values.shape)
+        return lid
 
     def save(self, folder):
-        return write(folder, net(self.layers, self.edges), bytes(self.weights))
+        return self.writer.save(folder / "model.xml")
 
 
 def _compressed_matmul(folder, kind: str):

@@ -10,58 +10,41 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import cli, cpu_note, layer, net, port, write
+from helpers import cli, cpu_note
 
 import irscatter
+from irscatter.ir.writer import IRWriter
 from irscatter.runtime.precision import RoundingPlan, emulated_precision, emulating, rounded
 
 CONTROL = Path(__file__).parent / "data" / "control"
 
 
 class IRBuilder:
-    """A small IR written layer by layer: each call returns the reference (layer id, output
-    port, dims, precision) of the new layer's output, for the next layer to read."""
+    """A small IR written layer by layer with the package's writer: each call returns the
+    reference (tensor, element type, dims) of the new layer's output, for the next layer to read."""
 
     def __init__(self) -> None:
-        self.layers: list[str] = []
-        self.edges: list[tuple[int, int, int, int]] = []
-        self.weights = bytearray()
-
-    def _id(self) -> int:
-        return len(self.layers)
+        self.writer = IRWriter()
 
     def param(self, name: str, dims, dtype=np.float32):
         et = irscatter.ElementType.from_dtype(np.dtype(dtype))
-        lid = self._id()
-        data = {"shape": ",".join(map(str, dims)), "element_type": str(et)}
-        self.layers.append(layer(lid, name, "Parameter", data=data, outputs=[port(0, et.precision, dims, names=name)]))
-        return (lid, 0, tuple(dims), et.precision)
+        return self.writer.parameter(name, et, tuple(dims), (name,)), et, tuple(dims)
 
     def const(self, name: str, array) -> tuple:
         array = np.ascontiguousarray(array)
-        et = irscatter.ElementType.from_dtype(array.dtype)
-        lid = self._id()
-        data = {"element_type": str(et), "shape": ",".join(map(str, array.shape)), "offset": len(self.weights),
-                "size": array.nbytes}
-        self.weights += array.tobytes()
-        self.layers.append(layer(lid, name, "Const", data=data, outputs=[port(0, et.precision, array.shape)]))
-        return (lid, 0, array.shape, et.precision)
+        return self.writer.const(name, array), irscatter.ElementType.from_dtype(array.dtype), array.shape
 
     def op(self, name: str, type_: str, inputs, dims, *, data=None, version="opset1", precision="FP32") -> tuple:
-        lid = self._id()
-        ins = [port(i, ref[3], ref[2]) for i, ref in enumerate(inputs)]
-        self.layers.append(layer(lid, name, type_, version, data=data, inputs=ins,
-                                 outputs=[port(len(inputs), precision, dims)]))
-        self.edges += [(ref[0], ref[1], lid, i) for i, ref in enumerate(inputs)]
-        return (lid, len(inputs), tuple(dims), precision)
+        et = irscatter.ElementType.from_precision(precision)
+        (out,) = self.writer.layer(type_, version, [ref[0] for ref in inputs], [ref[1:] for ref in inputs],
+                                   [(et, tuple(dims))], name=name, attrs={k: str(v) for k, v in (data or {}).items()})
+        return out, et, tuple(dims)
 
     def result(self, name: str, ref) -> None:
-        lid = self._id()
-        self.layers.append(layer(lid, name, "Result", inputs=[port(0, ref[3], ref[2])]))
-        self.edges.append((ref[0], ref[1], lid, 0))
+        self.writer.result(name, *ref)
 
     def save(self, folder: Path, name: str = "model") -> Path:
-        return write(folder, net(self.layers, self.edges), bytes(self.weights) or None, name=name)
+        return self.writer.save(folder / f"{name}.xml")
 
 
 NUMPY = {"auto_broadcast": "numpy"}

@@ -24,7 +24,6 @@ from irscatter import cli as command_line
 from irscatter.debug import compare, precision_search
 from irscatter.debug.tolerances import Tolerances
 from irscatter.ir.element_types import ElementType
-from irscatter.ir.graph import Layer, Port
 from irscatter.ir.writer import IRWriter, Tensor, with_layer_rt_info
 from irscatter.runtime.precision import RoundingPlan, keeps_f32
 
@@ -69,9 +68,8 @@ class _Graph:
 
     def op(self, name: str, type_: str, sources: list[Tensor], ins: list, out: tuple, version: str = "opset1",
            attrs: dict[str, str] | None = None, names: tuple[str, ...] = ()) -> Tensor:
-        layer = Layer(id=0, name=name, type=type_, version=version, attrs=attrs or {},
-                      inputs=[Port(id=i) for i in range(len(sources))], outputs=[Port(id=len(sources))])
-        return self.writer.copy(layer, sources, ins, [out], output_names=[names])[0]
+        return self.writer.layer(type_, version, sources, ins, [out], name=name, attrs=attrs,
+                                 output_names=[names])[0]
 
 
 def overflowing(folder: Path) -> tuple[Path, dict[str, np.ndarray]]:
