@@ -29,6 +29,12 @@ def examples(full: int, quick: int) -> int:
     return full if EXHAUSTIVE else quick
 
 
+def element_dtypes(*names: str) -> dict[str, type]:
+    """The numpy scalar type of each named IR element type, in the order given: a test module's
+    table of the types it covers, read from the package's one table (`ElementType.dtype`)."""
+    return {name: irscatter.ElementType(name).dtype.type for name in names}
+
+
 # --- OpenVINO as the oracle ------------------------------------------------------------------
 
 

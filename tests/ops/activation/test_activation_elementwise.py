@@ -14,10 +14,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 from harness import Case, Input
+from helpers import element_dtypes
 from oracles import activation as oracle
 
-FLOATS = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f64": np.float64}
-INTS = {"i32": np.int32, "i64": np.int64, "i8": np.int8, "u8": np.uint8}
+FLOATS = element_dtypes("f32", "f16", "bf16", "f64")
+INTS = element_dtypes("i32", "i64", "i8", "u8")
 
 # type, opset, attrs, oracle, ulps, atol, value range, values the CPU plugin answers otherwise
 FLOAT_OPS = [

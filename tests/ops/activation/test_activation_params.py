@@ -12,9 +12,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 from harness import Case, Input
+from helpers import element_dtypes
 from oracles import activation as oracle
 
-FLOATS = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f64": np.float64}
+FLOATS = element_dtypes("f32", "f16", "bf16", "f64")
 F64 = {"openvino": "none", "why": "the CPU plugin computes f64 in f32"}
 
 

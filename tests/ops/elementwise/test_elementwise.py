@@ -14,17 +14,14 @@ import itertools
 import ml_dtypes
 import numpy as np
 import pytest
-from helpers import evaluate_reference, run_irscatter, run_ov, save_ov
+from helpers import element_dtypes, evaluate_reference, run_irscatter, run_ov, save_ov
 
 import irscatter
 
 ov = pytest.importorskip("openvino")
 import openvino.opset15 as ops  # noqa: E402
 
-DTYPES = {
-    "f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16,
-    "i64": np.int64, "i32": np.int32, "i8": np.int8, "u8": np.uint8,
-}
+DTYPES = element_dtypes("f32", "f16", "bf16", "i64", "i32", "i8", "u8")
 SHAPES = [((4,), (4,)), ((2, 3), (3,)), ((2, 1, 3), (4, 1)), ((1, 2, 1, 3), (2, 2, 1)), ((2, 1, 2, 1, 3), (1, 3)), ((3,), ())]
 BINARY = {"Add": ops.add, "Subtract": ops.subtract, "Multiply": ops.multiply, "Divide": ops.divide}
 

@@ -19,10 +19,10 @@ import harness
 import numpy as np
 import pytest
 from harness import Case, Input
+from helpers import element_dtypes
 from oracles import elementwise as oracle
 
-INTS = {"i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
-        "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64}
+INTS = element_dtypes("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
 LOGIC = ("BitwiseAnd", "BitwiseOr", "BitwiseXor")
 SHIFTS = ("BitwiseLeftShift", "BitwiseRightShift")
 WIDE = "the CPU plugin computes i64 and u64 bitwise ops in 32 bits"

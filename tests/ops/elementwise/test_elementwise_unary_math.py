@@ -23,11 +23,12 @@ import ml_dtypes
 import numpy as np
 import pytest
 from harness import Case, Input
+from helpers import element_dtypes
 from oracles import elementwise as oracle
 
-FLOATS = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f64": np.float64}
-REFERENCE_INTS = {"i32": np.int32, "i64": np.int64, "u32": np.uint32, "u64": np.uint64}
-ORACLE_INTS = {"i8": np.int8, "u8": np.uint8, "i16": np.int16, "u16": np.uint16}
+FLOATS = element_dtypes("f32", "f16", "bf16", "f64")
+REFERENCE_INTS = element_dtypes("i32", "i64", "u32", "u64")
+ORACLE_INTS = element_dtypes("i8", "u8", "i16", "u16")
 
 # type, opset, attrs, f32 ulps against the CPU plugin, value range, integers taken
 OPS = [

@@ -20,14 +20,13 @@ from functools import partial
 from pathlib import Path
 
 import harness
-import ml_dtypes
 import numpy as np
 import pytest
 from harness import Case, Input
+from helpers import element_dtypes
 from oracles import generation as oracle
 
-TYPES = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f64": np.float64, "i32": np.int32,
-         "i64": np.int64}
+TYPES = element_dtypes("f32", "f16", "bf16", "f64", "i32", "i64")
 RANGES = {
     "f32": [(0.0, 1.0), (-3.5, 7.25), (-1e30, 1e30), (2.0, 2.0001)],
     "f16": [(0.0, 1.0), (-3.5, 7.25), (100.0, 60000.0)],

@@ -9,13 +9,13 @@ either type, so the oracle alone is.
 """
 
 import harness
-import ml_dtypes
 import numpy as np
 import pytest
 from harness import Case, Input
+from helpers import element_dtypes
 from oracles.image import nv12_to_rgb, rgb_to_nv12
 
-TYPES = {"u8": np.uint8, "f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f64": np.float64}
+TYPES = element_dtypes("u8", "f32", "f16", "bf16", "f64")
 WHY = "OpenVINO 2026.4 has no RGBtoNV12-17 or BGRtoNV12-17"
 
 

@@ -14,13 +14,13 @@ Where the CPU plugin is not the judge:
 """
 
 import harness
-import ml_dtypes
 import numpy as np
 import pytest
 from harness import Case, Input
+from helpers import element_dtypes
 from oracles.image import i420_to_rgb, nv12_to_rgb
 
-TYPES = {"u8": np.uint8, "f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f64": np.float64}
+TYPES = element_dtypes("u8", "f32", "f16", "bf16", "f64")
 OPS = {"NV12toRGB": (nv12_to_rgb, False), "NV12toBGR": (nv12_to_rgb, True),
        "I420toRGB": (i420_to_rgb, False), "I420toBGR": (i420_to_rgb, True)}
 

@@ -12,14 +12,13 @@ of range and data of rank below 2.
 import functools
 
 import harness
-import ml_dtypes
 import numpy as np
 import pytest
 from harness import Case, Input
+from helpers import element_dtypes
 from oracles.movement import reverse_sequence
 
-TYPES = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f64": np.float64, "i8": np.int8,
-         "u8": np.uint8, "i32": np.int32, "i64": np.int64, "boolean": np.bool_}
+TYPES = element_dtypes("f32", "f16", "bf16", "f64", "i8", "u8", "i32", "i64", "boolean")
 WHY = {"f64": "the CPU plugin moves f64 as f32", "i64": "the CPU plugin moves i64 as i32 (the extremes)",
        "i32": "the CPU plugin moves i32 as f32 in ReverseSequence (2147483647 comes back 2147483520)"}
 NO_REFERENCE = ("f64", "i64", "i32")  # the core reference's ReverseSequence does not evaluate these types

@@ -8,10 +8,10 @@ output a repeats value asks for.
 """
 
 import harness
-import ml_dtypes
 import numpy as np
 import pytest
 from harness import Case, Input
+from helpers import element_dtypes
 from oracles.movement import tile
 
 from irscatter.ir.element_types import ElementType
@@ -20,8 +20,7 @@ from irscatter.ops.base import TensorInfo
 from irscatter.ops.functional import make_op
 from irscatter.ops.movement.tile import Tile
 
-TYPES = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f64": np.float64, "i8": np.int8,
-         "u8": np.uint8, "i32": np.int32, "i64": np.int64, "boolean": np.bool_}
+TYPES = element_dtypes("f32", "f16", "bf16", "f64", "i8", "u8", "i32", "i64", "boolean")
 WHY = {"f64": "the CPU plugin moves f64 as f32", "i64": "the CPU plugin moves i64 as i32 (the extremes)"}
 
 

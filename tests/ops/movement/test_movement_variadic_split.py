@@ -7,10 +7,10 @@ run time, and the refusals of the lengths' rules.
 """
 
 import harness
-import ml_dtypes
 import numpy as np
 import pytest
 from harness import Case, Input
+from helpers import element_dtypes
 from oracles.movement import variadic_split
 
 from irscatter.checks.infer import infer_layer
@@ -20,8 +20,7 @@ from irscatter.ops.base import TensorInfo
 from irscatter.ops.functional import make_op
 from irscatter.ops.movement.variadic_split import VariadicSplit
 
-TYPES = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f64": np.float64, "i8": np.int8,
-         "u8": np.uint8, "i32": np.int32, "i64": np.int64, "boolean": np.bool_}
+TYPES = element_dtypes("f32", "f16", "bf16", "f64", "i8", "u8", "i32", "i64", "boolean")
 WHY = {"f64": "the CPU plugin moves f64 as f32", "i64": "the CPU plugin moves i64 as i32 (the extremes)"}
 
 

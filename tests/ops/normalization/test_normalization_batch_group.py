@@ -9,13 +9,13 @@ does (see batch_norm_inference.py).
 """
 
 import harness
-import ml_dtypes
 import numpy as np
 import pytest
 from harness import Case, Input
+from helpers import element_dtypes
 from oracles.normalization import batch_norm, group_norm
 
-FLOATS = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f64": np.float64}
+FLOATS = element_dtypes("f32", "f16", "bf16", "f64")
 TOL = {"f32": {"ulps": 4, "atol": 1e-6}, "f16": {"ulps": 2, "atol": 1e-3}, "bf16": {"ulps": 2, "atol": 1e-2},
        "f64": {"ulps": 64, "openvino": "none", "why": "the CPU plugin computes f64 in f32"}}
 

@@ -17,13 +17,13 @@ Where the plugin is not the judge:
 """
 
 import harness
-import ml_dtypes
 import numpy as np
 import pytest
 from harness import Case, Input
+from helpers import element_dtypes
 from oracles.normalization import grn, lrn, normalize_l2
 
-FLOATS = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f64": np.float64}
+FLOATS = element_dtypes("f32", "f16", "bf16", "f64")
 F64 = {"openvino": "none", "why": "the CPU plugin computes f64 in f32"}
 
 

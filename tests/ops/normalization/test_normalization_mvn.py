@@ -8,13 +8,13 @@ in f32).
 """
 
 import harness
-import ml_dtypes
 import numpy as np
 import pytest
 from harness import Case, Input
+from helpers import element_dtypes
 from oracles.normalization import mvn
 
-FLOATS = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f64": np.float64}
+FLOATS = element_dtypes("f32", "f16", "bf16", "f64")
 
 
 def _values(rng, shape, dtype, edges):

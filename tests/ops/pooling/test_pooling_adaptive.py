@@ -8,13 +8,13 @@ over 1, 2 and 3 spatial axes, in f32, f16, bf16 and f64, with edge values (NaN, 
 """
 
 import harness
-import ml_dtypes
 import numpy as np
 import pytest
 from harness import Case, Input
+from helpers import element_dtypes
 from oracles.pooling import adaptive_avg_pool, adaptive_max_pool
 
-TYPES = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f64": np.float64}
+TYPES = element_dtypes("f32", "f16", "bf16", "f64")
 
 
 def _values(rng, shape, dtype, edges):

@@ -9,14 +9,13 @@ found by running the oracle in both ways, are judged by the oracle alone.
 """
 
 import harness
-import ml_dtypes
 import numpy as np
 import pytest
 from harness import Case, Input
+from helpers import element_dtypes
 from oracles.pooling import max_pool, pool_geometry
 
-TYPES = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f64": np.float64, "i32": np.int32,
-         "i8": np.int8, "u8": np.uint8, "i64": np.int64}
+TYPES = element_dtypes("f32", "f16", "bf16", "f64", "i32", "i8", "u8", "i64")
 ROUNDINGS = {1: ("floor", "ceil"), 8: ("floor", "ceil"), 14: ("floor", "ceil", "ceil_torch")}
 AUTO_PADS = ("explicit", "same_upper", "same_lower", "valid")
 

@@ -11,13 +11,13 @@ f64 are judged by the oracle alone (the CPU plugin computes bf16 in bf16 and f64
 import functools
 
 import harness
-import ml_dtypes
 import numpy as np
 import pytest
 from harness import Case, Input
+from helpers import element_dtypes
 from oracles import recurrent as oracle
 
-FLOATS = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f64": np.float64}
+FLOATS = element_dtypes("f32", "f16", "bf16", "f64")
 TOLERANCE = {"f32": {"ulps": 128, "atol": 2e-5}, "f16": {"ulps": 2, "atol": 1e-6},
              "bf16": {"ulps": 2, "atol": 1e-6}, "f64": {"ulps": 64, "atol": 1e-12}}
 NOT_CPU = {"f64": {"openvino": "none", "why": "the CPU plugin computes f64 in f32"},

@@ -24,6 +24,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from harness import Case, Input
+from helpers import element_dtypes
 from oracles import reduction as oracle
 
 OPS = {
@@ -31,8 +32,8 @@ OPS = {
     "ReduceL1": (oracle.reduce_l1, "opset4"),
     "ReduceL2": (oracle.reduce_l2, "opset4"),
 }
-FLOATS = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}
-INTS = {"i32": np.int32, "i64": np.int64, "i8": np.int8, "u8": np.uint8}
+FLOATS = element_dtypes("f32", "f16", "bf16")
+INTS = element_dtypes("i32", "i64", "i8", "u8")
 
 
 def _axes_for(rng, rank):

@@ -16,13 +16,13 @@ tl + (tr - tl) * dx, which differ at infinities), and a negative batch_id follow
 """
 
 import harness
-import ml_dtypes
 import numpy as np
 import pytest
 from harness import Case, Input
+from helpers import element_dtypes
 from oracles.roi_ps import deformable_psroi_pooling
 
-TYPES = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f64": np.float64}
+TYPES = element_dtypes("f32", "f16", "bf16", "f64")
 OP = ("DeformablePSROIPooling", "opset1")
 TOL = {"ulps": 8, "atol": 2e-6}
 NAMES = ("data", "rois", "offsets")

@@ -15,13 +15,13 @@ missing mode as an empty string and refuses it; the spec's default is average).
 """
 
 import harness
-import ml_dtypes
 import numpy as np
 import pytest
 from harness import Case, Input
+from helpers import element_dtypes
 from oracles.roi_ps import psroi_pooling
 
-TYPES = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f64": np.float64}
+TYPES = element_dtypes("f32", "f16", "bf16", "f64")
 OP = ("PSROIPooling", "opset1")
 TOL = {"ulps": 8, "atol": 2e-6}
 

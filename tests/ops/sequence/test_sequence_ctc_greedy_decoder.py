@@ -8,13 +8,13 @@ both ctc_merge_repeated values, size-0 T and N, and the refusals.
 """
 
 import harness
-import ml_dtypes
 import numpy as np
 import pytest
 from harness import Case, Input
+from helpers import element_dtypes
 from oracles.sequence_ctc import ctc_greedy_decoder
 
-TYPES = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f64": np.float64}
+TYPES = element_dtypes("f32", "f16", "bf16", "f64")
 OP = ("CTCGreedyDecoder", "opset1")
 
 

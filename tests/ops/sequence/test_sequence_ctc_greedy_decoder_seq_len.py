@@ -9,16 +9,16 @@ logits (the first class wins), size-0 N and T, and the refusals.
 """
 
 import harness
-import ml_dtypes
 import numpy as np
 import pytest
 from harness import Case, Input
+from helpers import element_dtypes
 from oracles.sequence_ctc import ctc_greedy_decoder_seq_len
 
-TYPES = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f64": np.float64}
+TYPES = element_dtypes("f32", "f16", "bf16", "f64")
 OP = ("CTCGreedyDecoderSeqLen", "opset6")
 NAMES = ("data", "sequence_length", "blank_index")
-INDEX = {"i32": np.int32, "i64": np.int64}
+INDEX = element_dtypes("i32", "i64")
 
 
 def _case(name, arrays, merge=None, classes="i32", lengths="i32", *, defaults=False, **judge):

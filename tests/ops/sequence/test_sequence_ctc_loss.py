@@ -18,13 +18,13 @@ blank_index (undefined: irscatter does what OpenVINO's reference does, checked b
 """
 
 import harness
-import ml_dtypes
 import numpy as np
 import pytest
 from harness import Case, Input
+from helpers import element_dtypes
 from oracles.sequence_ctc import ctc_loss, ctc_loss_segments
 
-TYPES = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f64": np.float64}
+TYPES = element_dtypes("f32", "f16", "bf16", "f64")
 OP = ("CTCLoss", "opset4")
 NAMES = ("logits", "logit_length", "labels", "label_length", "blank_index")
 ULPS = 8

@@ -11,11 +11,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 from harness import Case, Input
+from helpers import element_dtypes
 from oracles.sparse import embedding_bag_packed
 from test_sparse_embedding_bag_packed_sum import packed_case, refusals
 
-TYPES = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f64": np.float64,
-         "i32": np.int32, "i64": np.int64, "u8": np.uint8}
+TYPES = element_dtypes("f32", "f16", "bf16", "f64", "i32", "i64", "u8")
 OP = ("EmbeddingBagPacked", "opset15")
 
 

@@ -6,14 +6,13 @@ without per_sample_weights, batches and bags of size 0.
 """
 
 import harness
-import ml_dtypes
 import numpy as np
 import pytest
 from harness import Case, Input
+from helpers import element_dtypes
 from oracles.sparse import embedding_bag_packed
 
-TYPES = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f64": np.float64,
-         "i32": np.int32, "i64": np.int64, "i8": np.int8, "u8": np.uint8}
+TYPES = element_dtypes("f32", "f16", "bf16", "f64", "i32", "i64", "i8", "u8")
 
 
 def packed_case(rng, name, op, opset, dtype, *, weights, reduction=None, index_type=np.int32, batch=None,

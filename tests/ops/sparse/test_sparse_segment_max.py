@@ -8,14 +8,13 @@ alone: a segment of -inf alone (OpenVINO gives the lowest finite value), LOWEST 
 """
 
 import harness
-import ml_dtypes
 import numpy as np
 import pytest
 from harness import Case, Input
+from helpers import element_dtypes
 from oracles.sparse import segment_max
 
-TYPES = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f64": np.float64,
-         "i32": np.int32, "i64": np.int64, "i8": np.int8, "u8": np.uint8}
+TYPES = element_dtypes("f32", "f16", "bf16", "f64", "i32", "i64", "i8", "u8")
 OP = ("SegmentMax", "opset16")
 
 

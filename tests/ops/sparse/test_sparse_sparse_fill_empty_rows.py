@@ -7,14 +7,13 @@ them as inference computes them from the known inputs.
 """
 
 import harness
-import ml_dtypes
 import numpy as np
 import pytest
 from harness import Case, Input
+from helpers import element_dtypes
 from oracles.sparse import sparse_fill_empty_rows
 
-TYPES = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f64": np.float64,
-         "i32": np.int32, "i64": np.int64, "i8": np.int8, "u8": np.uint8}
+TYPES = element_dtypes("f32", "f16", "bf16", "f64", "i32", "i64", "i8", "u8")
 OP = ("SparseFillEmptyRows", "opset16")
 NAMES = ["values", "dense_shape", "indices", "default_value"]
 

@@ -12,14 +12,13 @@ below 1, a block dimension that does not divide by the kernel, the wrong number 
 """
 
 import harness
-import ml_dtypes
 import numpy as np
 import pytest
 from harness import Case, Input
+from helpers import element_dtypes
 from oracles.spatial import col2im
 
-TYPES = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f64": np.float64, "i8": np.int8,
-         "u8": np.uint8, "i32": np.int32, "i64": np.int64}
+TYPES = element_dtypes("f32", "f16", "bf16", "f64", "i8", "u8", "i32", "i64")
 JUDGE = {"i64": {"openvino": "none", "why": "the CPU plugin computes i64 in i32"},
          "f64": {"openvino": "none", "why": "the CPU plugin computes f64 in f32"}}
 PARAM = {"openvino": "none", "why": "neither the CPU plugin nor the core reference runs Col2Im with run-time "

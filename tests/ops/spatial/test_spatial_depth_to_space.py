@@ -7,14 +7,13 @@ dimension that does not divide by block_size^K, an unknown mode.
 """
 
 import harness
-import ml_dtypes
 import numpy as np
 import pytest
 from harness import Case, Input
+from helpers import element_dtypes
 from oracles.spatial import depth_to_space
 
-TYPES = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f64": np.float64, "i8": np.int8,
-         "u8": np.uint8, "i32": np.int32, "i64": np.int64, "u16": np.uint16, "boolean": np.bool_}
+TYPES = element_dtypes("f32", "f16", "bf16", "f64", "i8", "u8", "i32", "i64", "u16", "boolean")
 
 # The CPU plugin narrows i64 to i32 and f64 to f32; OpenVINO's core reference moves the bytes.
 JUDGE = {"i64": {"openvino": "reference", "why": "the CPU plugin computes i64 in i32"},

@@ -7,14 +7,13 @@ not dividing the channel axis, boolean data (the spec's T is numeric).
 """
 
 import harness
-import ml_dtypes
 import numpy as np
 import pytest
 from harness import Case, Input
+from helpers import element_dtypes
 from oracles.spatial import shuffle_channels
 
-TYPES = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f64": np.float64, "i8": np.int8,
-         "u8": np.uint8, "i32": np.int32, "i64": np.int64, "u16": np.uint16}
+TYPES = element_dtypes("f32", "f16", "bf16", "f64", "i8", "u8", "i32", "i64", "u16")
 # The CPU plugin narrows i64 to i32 and f64 to f32 (and past f32's range to its largest value);
 # OpenVINO's core reference moves the bytes.
 JUDGE = {"i64": {"openvino": "reference", "why": "the CPU plugin computes i64 in i32"},

@@ -10,14 +10,13 @@ divide by its block, an output past the tensor limit.
 """
 
 import harness
-import ml_dtypes
 import numpy as np
 import pytest
 from harness import Case, Input
+from helpers import element_dtypes
 from oracles.spatial import space_to_batch
 
-TYPES = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f64": np.float64, "i8": np.int8,
-         "u8": np.uint8, "i32": np.int32, "i64": np.int64, "u16": np.uint16, "boolean": np.bool_}
+TYPES = element_dtypes("f32", "f16", "bf16", "f64", "i8", "u8", "i32", "i64", "u16", "boolean")
 # The CPU plugin narrows i64 to i32 and f64 to f32 (and past f32's range to its largest value);
 # OpenVINO's core reference moves the bytes (for data of rank 4 and 5 only, reading the integer
 # inputs as i64 only).
