@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,6 +71,14 @@ class Case:
         cls = registry.find(self.type, self.opset)
         assert cls is not None, f"{self.type} {self.opset} is not registered"
         return cls
+
+
+def named_inputs(names: Sequence[str], arrays: Sequence[np.ndarray], *,
+                 const: bool | Collection[str] = False) -> list[Input]:
+    """A case's inputs from its input names and arrays, in order: Consts where `const` is True,
+    or those named in it, Parameters otherwise."""
+    return [Input(n, a, const=const is True or (not isinstance(const, bool) and n in const))
+            for n, a in zip(names, arrays)]
 
 
 # --- writing the IR ----------------------------------------------------------------------------

@@ -20,7 +20,7 @@ import harness
 import ml_dtypes
 import numpy as np
 import pytest
-from harness import Case, Input
+from harness import Case, Input, named_inputs
 from oracles import convolution as oracle
 
 from irscatter.ir.element_types import ElementType as E
@@ -207,7 +207,7 @@ def _errors():
 
     def err(cid, label, op, inputs, attrs=ok):
         names = ("data", "filters", "output_shape")
-        out.append(Case(cid, op, "opset1", [Input(n, v, const=n == "output_shape") for n, v in zip(names, inputs)],
+        out.append(Case(cid, op, "opset1", named_inputs(names, inputs, const=("output_shape",)),
                         attrs, error=label))
 
     cb, gcb = "ConvolutionBackpropData", "GroupConvolutionBackpropData"

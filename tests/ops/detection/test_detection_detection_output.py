@@ -26,7 +26,7 @@ import harness
 import ml_dtypes
 import numpy as np
 import pytest
-from harness import Case, Input
+from harness import Case, Input, named_inputs
 from oracles.detection_output import detection_output as oracle
 
 from irscatter.ir.element_types import ElementType
@@ -95,7 +95,7 @@ def _case(cid, version, attrs, n_img=1, n_pri=12, n_cls=3, *, rng, dtype=np.floa
     arrays = [a.astype(dtype) for a in arrays]
     names = ("box_logits", "class_preds", "proposals", "aux_class_preds", "aux_box_preds")
     run = oracle(attrs, n_cls if version == 1 else None)
-    return Case(cid, "DetectionOutput", f"opset{version}", [Input(nm, a) for nm, a in zip(names, arrays)], attrs,
+    return Case(cid, "DetectionOutput", f"opset{version}", named_inputs(names, arrays), attrs,
                 oracle=lambda *xs: run(*xs), ulps=2, atol=ATOL[np.dtype(dtype)], **kw)
 
 

@@ -10,7 +10,7 @@ import harness
 import ml_dtypes
 import numpy as np
 import pytest
-from harness import Case, Input
+from harness import Case, Input, named_inputs
 
 
 def _oracle(start, stop, step):
@@ -62,7 +62,7 @@ def _cases():
 
 def _errors():
     def err(cid, values, label):
-        return Case(cid, "Range", "opset1", [Input(n, v) for n, v in zip(("start", "stop", "step"), values)],
+        return Case(cid, "Range", "opset1", named_inputs(("start", "stop", "step"), values),
                     error=label)
     f = np.float32
     return [

@@ -8,7 +8,7 @@ import harness
 import ml_dtypes
 import numpy as np
 import pytest
-from harness import Case, Input
+from harness import Case, Input, named_inputs
 from oracles import sorting as oracle
 
 VALUE_TYPES = [np.float32, np.float16, ml_dtypes.bfloat16, np.float64, np.int8, np.int32, np.int64, np.uint8, np.bool_]
@@ -56,7 +56,7 @@ def _errors():
 
     def err(cid, version, values, label, **attrs):
         names = ("indices", "depth", "on_value", "off_value")
-        return Case(cid, "OneHot", f"opset{version}", [Input(nm, v, const=True) for nm, v in zip(names, values)],
+        return Case(cid, "OneHot", f"opset{version}", named_inputs(names, values, const=True),
                     {"axis": -1, **attrs}, error=label)
     one, zero = np.array(1.0, np.float32), np.array(0.0, np.float32)
     return [

@@ -19,7 +19,7 @@ import harness
 import ml_dtypes
 import numpy as np
 import pytest
-from harness import Case, Input
+from harness import Case, named_inputs
 from helpers import OP_SPECS
 from page_block_sparse_attention import block_sparse_attention
 
@@ -54,7 +54,7 @@ def inputs(rng, *, batch=2, heads=4, kv=2, selections=1, length=3, source=9, siz
 
 def case(name, arrays, ratio, error=None):
     oracle = None if error else partial(block_sparse_attention, compress_ratio=ratio)
-    return Case(name, *OP, [Input(n, a) for n, a in zip(NAMES, arrays)], {"compress_ratio": ratio}, oracle=oracle,
+    return Case(name, *OP, named_inputs(NAMES, arrays), {"compress_ratio": ratio}, oracle=oracle,
                 openvino="none", why=WHY, ulps=4, atol=1e-5, error=error)
 
 

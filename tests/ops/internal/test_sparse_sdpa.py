@@ -20,7 +20,7 @@ import harness
 import ml_dtypes
 import numpy as np
 import pytest
-from harness import Case, Input
+from harness import Case, named_inputs
 from helpers import OP_SPECS
 from page_sparse_sdpa import sparse_sdpa
 
@@ -54,7 +54,7 @@ def attrs(heads=4, kv=2, h_sel=1, k=3, v=2, block=2, q_block=1, causal=True):
 
 def case(name, arrays, attributes, *, names=("query", "key", "value", "sel_indices", "sel_count", "attn_mask",
                                                "scale"), error=None, ulps=4):
-    inputs = [Input(n, a) for n, a in zip(names, arrays)]
+    inputs = named_inputs(names, arrays)
     index_plan = "sel_indices" in names
     oracle = None if error else partial(_oracle, attributes, index_plan)
     return Case(name, *OP, inputs, attributes, oracle=oracle, openvino="none", why=WHY, ulps=ulps, atol=1e-5,

@@ -11,7 +11,7 @@ does (see batch_norm_inference.py).
 import harness
 import numpy as np
 import pytest
-from harness import Case, Input
+from harness import Case, Input, named_inputs
 from helpers import element_dtypes
 from oracles.normalization import batch_norm, group_norm
 
@@ -91,7 +91,7 @@ def _cases():
             ("groups-5", (x4, c4, c4), {**g, "num_groups": 5}, "group-count"),
             ("groups-3", (x4, c4, c4), {**g, "num_groups": 3}, "group-divide")):
         cases.append(Case(f"gn-{name}", "GroupNormalization", "opset12",
-                          [Input(n, a) for n, a in zip(("data", "scale", "bias"), args)], attrs, error=label))
+                          named_inputs(("data", "scale", "bias"), args), attrs, error=label))
     return cases
 
 

@@ -18,7 +18,7 @@ import harness
 import ml_dtypes
 import numpy as np
 import pytest
-from harness import Case, Input
+from harness import Case, Input, named_inputs
 from oracles.quantization import fake_quantize
 
 rng = np.random.default_rng(20260)
@@ -114,7 +114,7 @@ def _errors():
     def err(cid, ranges, label, dtype=np.float32, xx=x, **attrs):
         rs = [np.asarray(r, dtype if np.asarray(r).dtype == np.float64 else None) for r in ranges]
         return Case(cid, "FakeQuantize", "opset1", [Input("x", xx.astype(dtype))] +
-                    [Input(n, r, const=True) for n, r in zip(("il", "ih", "ol", "oh"), rs)],
+                    named_inputs(("il", "ih", "ol", "oh"), rs, const=True),
                     {**base, **attrs}, error=label)
     one = [np.zeros(1)] * 4
     return [

@@ -18,7 +18,7 @@ tl + (tr - tl) * dx, which differ at infinities), and a negative batch_id follow
 import harness
 import numpy as np
 import pytest
-from harness import Case, Input
+from harness import Case, named_inputs
 from helpers import element_dtypes
 from oracles.roi_ps import deformable_psroi_pooling
 
@@ -29,7 +29,7 @@ NAMES = ("data", "rois", "offsets")
 
 
 def _case(name, arrays, attrs, **judge):
-    return Case(name, *OP, [Input(n, a) for n, a in zip(NAMES, arrays)], attrs,
+    return Case(name, *OP, named_inputs(NAMES, arrays), attrs,
                 oracle=lambda *a: deformable_psroi_pooling(*a, **attrs), **TOL, **judge)
 
 
@@ -110,7 +110,7 @@ def _cases():
         ("mode", [data, rois], {**attrs, "mode": "bilinear"}, "attributes"),
     ]
     for name, arrays, a, label in refusals:
-        cases.append(Case(f"dpsroi-refuses-{name}", *OP, [Input(n, v) for n, v in zip(NAMES, arrays)], a,
+        cases.append(Case(f"dpsroi-refuses-{name}", *OP, named_inputs(NAMES, arrays), a,
                           error=label))
     return cases
 

@@ -21,7 +21,7 @@ import harness
 import ml_dtypes
 import numpy as np
 import pytest
-from harness import Case, Input
+from harness import Case, named_inputs
 from helpers import one_layer_ir
 from page_block_sparse_attention_17 import block_sparse_attention
 
@@ -50,7 +50,7 @@ def inputs(rng, *, batch=2, heads=3, kv=3, plan_heads=3, q_blocks=2, kv_blocks=3
 
 def case(name, arrays, size, causal, error=None):
     oracle = None if error else partial(block_sparse_attention, block_size=size, causal=causal)
-    return Case(name, *OP, [Input(n, a) for n, a in zip(NAMES, arrays)], {"block_size": size, "causal": causal},
+    return Case(name, *OP, named_inputs(NAMES, arrays), {"block_size": size, "causal": causal},
                 oracle=oracle, openvino="none", why=WHY, ulps=4, atol=1e-5, error=error)
 
 

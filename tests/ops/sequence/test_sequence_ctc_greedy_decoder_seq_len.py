@@ -11,7 +11,7 @@ logits (the first class wins), size-0 N and T, and the refusals.
 import harness
 import numpy as np
 import pytest
-from harness import Case, Input
+from harness import Case, Input, named_inputs
 from helpers import element_dtypes
 from oracles.sequence_ctc import ctc_greedy_decoder_seq_len
 
@@ -30,7 +30,7 @@ def _case(name, arrays, merge=None, classes="i32", lengths="i32", *, defaults=Fa
         return ctc_greedy_decoder_seq_len(*a, merge_repeated=m, classes_index_type=INDEX[classes],
                                           sequence_length_type=INDEX[lengths])
 
-    return Case(name, *OP, [Input(n, a) for n, a in zip(NAMES, arrays)], attrs, oracle=oracle, **judge)
+    return Case(name, *OP, named_inputs(NAMES, arrays), attrs, oracle=oracle, **judge)
 
 
 def _cases():
@@ -90,7 +90,7 @@ def _cases():
         ("no-classes", [np.zeros((2, 3, 0), f32), np.array([0, 1], i32)], "ctc-classes"),
     ]
     for name, arrays, label in refusals:
-        cases.append(Case(f"seqlen-refuses-{name}", *OP, [Input(n, a) for n, a in zip(NAMES, arrays)], error=label))
+        cases.append(Case(f"seqlen-refuses-{name}", *OP, named_inputs(NAMES, arrays), error=label))
     cases.append(Case("seqlen-refuses-index-type", *OP, [Input("data", d), Input("sequence_length", np.ones(2, i32))],
                       {"classes_index_type": "i8"}, error="attributes"))
     return cases

@@ -20,7 +20,7 @@ blank_index (undefined: irscatter does what OpenVINO's reference does, checked b
 import harness
 import numpy as np
 import pytest
-from harness import Case, Input
+from harness import Case, named_inputs
 from helpers import element_dtypes
 from oracles.sequence_ctc import ctc_loss, ctc_loss_segments
 
@@ -35,7 +35,7 @@ def _case(name, arrays, attrs=None, *, oracle=ctc_loss, **judge):
     kw = {k: v for k, v in attrs.items() if v is not None}
     if oracle is not None:
         judge["oracle"] = lambda *a: oracle(*a, **kw)
-    return Case(name, *OP, [Input(n, a) for n, a in zip(NAMES, arrays)], attrs, ulps=ULPS, **judge)
+    return Case(name, *OP, named_inputs(NAMES, arrays), attrs, ulps=ULPS, **judge)
 
 
 def _random(rng, dtype, t1, t2, *, batch, time, classes, blank=None, max_label=None, low=-3, high=3):
@@ -137,7 +137,7 @@ def _cases():
         ("no-classes", [np.zeros((3, 5, 0), f32), steps, repeats, lengths], "blank-index-range"),
     ]
     for name, arrays, label in refusals:
-        cases.append(Case(f"loss-refuses-{name}", *OP, [Input(n, a) for n, a in zip(NAMES, arrays)], error=label))
+        cases.append(Case(f"loss-refuses-{name}", *OP, named_inputs(NAMES, arrays), error=label))
     return cases
 
 

@@ -11,7 +11,7 @@ import harness
 import ml_dtypes
 import numpy as np
 import pytest
-from harness import Case, Input
+from harness import Case, named_inputs
 from helpers import element_dtypes
 from oracles.sparse import gather_tree
 
@@ -22,7 +22,7 @@ NAMES = ["step_ids", "parent_ids", "max_seq_len", "end_token"]
 
 def _case(name, step, parent, lengths, token, **judge):
     arrays = [step, parent, lengths, token]
-    return Case(name, *OP, [Input(n, a) for n, a in zip(NAMES, arrays)], oracle=gather_tree, **judge)
+    return Case(name, *OP, named_inputs(NAMES, arrays), oracle=gather_tree, **judge)
 
 
 def _cases():
@@ -80,7 +80,7 @@ def _cases():
         ("token-shape", [s, p, np.array([3], i32), np.array([5], i32)], "scalar-input"),
     ]
     for name, arrays, label in refusals:
-        cases.append(Case(f"gathertree-refuses-{name}", *OP, [Input(n, a) for n, a in zip(NAMES, arrays)],
+        cases.append(Case(f"gathertree-refuses-{name}", *OP, named_inputs(NAMES, arrays),
                           error=label))
     return cases
 

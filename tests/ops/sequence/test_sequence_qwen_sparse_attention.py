@@ -21,7 +21,7 @@ import harness
 import ml_dtypes
 import numpy as np
 import pytest
-from harness import Case, Input
+from harness import Case, named_inputs
 from helpers import one_layer_ir
 from page_qwen_sparse_attention_17 import qwen_sparse_attention
 
@@ -48,7 +48,7 @@ def case(name, arrays, ratio, budget, index_type=None, error=None):
     if index_type is not None:
         attrs["index_element_type"] = index_type
     oracle = None if error else partial(_oracle, ratio, budget, np.int64 if index_type == "i64" else np.int32)
-    return Case(name, *OP, [Input(n, a) for n, a in zip(NAMES, arrays)], attrs, oracle=oracle, openvino="none",
+    return Case(name, *OP, named_inputs(NAMES, arrays), attrs, oracle=oracle, openvino="none",
                 why=WHY, ulps=4, atol=1e-5, error=error)
 
 

@@ -10,7 +10,7 @@ OpenVINO refuses).
 import harness
 import numpy as np
 import pytest
-from harness import Case, Input
+from harness import Case, Input, named_inputs
 from helpers import element_dtypes
 from oracles.sparse import embedding_bag_offsets
 
@@ -77,7 +77,7 @@ def refusals(op, opset, attrs=None):
         ("weights-type", [emb, i32(0, 1), i32(0), np.array(-1, np.int32), np.ones(2, np.float16)], "same-element-type"),
     ]
     names = ["emb_table", "indices", "offsets", "default_index", "per_sample_weights"]
-    return [Case(f"{op.lower()}-refuses-{name}", op, opset, [Input(n, a) for n, a in zip(names, arrays)], attrs or {},
+    return [Case(f"{op.lower()}-refuses-{name}", op, opset, named_inputs(names, arrays), attrs or {},
                  error=label) for name, arrays, label in rows]
 
 

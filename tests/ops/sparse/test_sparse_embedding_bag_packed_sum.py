@@ -8,7 +8,7 @@ without per_sample_weights, batches and bags of size 0.
 import harness
 import numpy as np
 import pytest
-from harness import Case, Input
+from harness import Case, Input, named_inputs
 from helpers import element_dtypes
 from oracles.sparse import embedding_bag_packed
 
@@ -55,7 +55,7 @@ def refusals(op, opset, attrs=None):
         ("weights-type", [emb, i32, np.ones((1, 2), np.int32)], "same-element-type"),
     ]
     names = ["emb_table", "indices", "per_sample_weights"]
-    return [Case(f"{op.lower()}-refuses-{name}", op, opset, [Input(n, a) for n, a in zip(names, arrays)], attrs or {},
+    return [Case(f"{op.lower()}-refuses-{name}", op, opset, named_inputs(names, arrays), attrs or {},
                  error=label) for name, arrays, label in rows]
 
 

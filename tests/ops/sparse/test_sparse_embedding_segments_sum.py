@@ -9,7 +9,7 @@ num_segments of 0 and past the last id, as a Parameter and as a Const.
 import harness
 import numpy as np
 import pytest
-from harness import Case, Input
+from harness import Case, named_inputs
 from helpers import element_dtypes
 from oracles.sparse import embedding_segments_sum
 
@@ -34,7 +34,7 @@ def _case(rng, name, dtype, *, default, weights, index_type=np.int32, num=None, 
         arrays.append(np.array(default if default is not None else 0, index_type))
     if weights:
         arrays.append(harness.values(rng, (num,), dtype, low=-2, high=2))
-    inputs = [Input(n, a, const=const and n == "num_segments") for n, a in zip(NAMES, arrays)]
+    inputs = named_inputs(NAMES, arrays, const=("num_segments",) if const else ())
     judge = {}
     if np.dtype(dtype) == np.float64:
         judge = {"openvino": "none", "why": "the CPU plugin computes f64 in f32"}
@@ -59,7 +59,7 @@ def _cases():
     spec_table = np.array([[-0.2, -0.6], [-0.1, -0.4], [-1.9, -1.8], [-1., 1.5], [0.8, -0.7]], np.float32)
     spec = [spec_table, np.array([0, 2, 3, 4], np.int32), np.array([0, 0, 2, 2], np.int32), np.array(3, np.int32),
             np.array(0, np.int32), np.full(4, 0.5, np.float32)]
-    cases.append(Case("segsum-spec-example", *OP, [Input(n, a) for n, a in zip(NAMES, spec)],
+    cases.append(Case("segsum-spec-example", *OP, named_inputs(NAMES, spec),
                       oracle=embedding_segments_sum))
     emb, i32 = np.ones((4, 2), np.float32), (lambda *v: np.array(v, np.int32))
     n3 = np.array(3, np.int32)
@@ -82,9 +82,9 @@ def _cases():
          "same-element-type"),
     ]
     for name, arrays, label in refusals:
-        cases.append(Case(f"segsum-refuses-{name}", *OP, [Input(n, a) for n, a in zip(NAMES, arrays)], error=label))
+        cases.append(Case(f"segsum-refuses-{name}", *OP, named_inputs(NAMES, arrays), error=label))
     with_limit = [emb, i32(0), i32(0), np.array(2**31 - 1, np.int32)]
-    cases.append(Case("segsum-refuses-huge-num-segments", *OP, [Input(n, a) for n, a in zip(NAMES, with_limit)],
+    cases.append(Case("segsum-refuses-huge-num-segments", *OP, named_inputs(NAMES, with_limit),
                       error="tensor-limit"))
     return cases
 

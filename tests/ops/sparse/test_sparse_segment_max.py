@@ -10,7 +10,7 @@ alone: a segment of -inf alone (OpenVINO gives the lowest finite value), LOWEST 
 import harness
 import numpy as np
 import pytest
-from harness import Case, Input
+from harness import Case, Input, named_inputs
 from helpers import element_dtypes
 from oracles.sparse import segment_max
 
@@ -91,7 +91,7 @@ def _cases():
     for name, arrays, const, label in refusals:
         names = ["data", "segment_ids", "num_segments"]
         cases.append(Case(f"segmentmax-refuses-{name}", *OP,
-                          [Input(n, a, const=const and n == "segment_ids") for n, a in zip(names, arrays)],
+                          named_inputs(names, arrays, const=("segment_ids",) if const else ()),
                           {"fill_mode": "ZERO"}, error=label))
     cases.append(Case("segmentmax-refuses-fill-mode", *OP, [Input("data", f), Input("segment_ids", np.zeros(4, np.int32))],
                       {"fill_mode": "NAN"}, error="attributes"))

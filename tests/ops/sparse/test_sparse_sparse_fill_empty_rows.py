@@ -9,7 +9,7 @@ them as inference computes them from the known inputs.
 import harness
 import numpy as np
 import pytest
-from harness import Case, Input
+from harness import Case, named_inputs
 from helpers import element_dtypes
 from oracles.sparse import sparse_fill_empty_rows
 
@@ -20,7 +20,7 @@ NAMES = ["values", "dense_shape", "indices", "default_value"]
 
 def _case(name, values, dense_shape, indices, default, **judge):
     arrays = [values, dense_shape, indices, default]
-    return Case(name, *OP, [Input(n, a) for n, a in zip(NAMES, arrays)], oracle=sparse_fill_empty_rows, **judge)
+    return Case(name, *OP, named_inputs(NAMES, arrays), oracle=sparse_fill_empty_rows, **judge)
 
 
 def _cases():
@@ -71,7 +71,7 @@ def _cases():
     ]
     for name, change, label in refusals:
         arrays = [change.get(k, a) for k, a in enumerate(one)]
-        cases.append(Case(f"sfer-refuses-{name}", *OP, [Input(n, a) for n, a in zip(NAMES, arrays)], error=label))
+        cases.append(Case(f"sfer-refuses-{name}", *OP, named_inputs(NAMES, arrays), error=label))
     return cases
 
 

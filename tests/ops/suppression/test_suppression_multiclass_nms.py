@@ -19,7 +19,7 @@ import harness
 import ml_dtypes
 import numpy as np
 import pytest
-from harness import Case, Input
+from harness import Case, Input, named_inputs
 from oracles import suppression_multiclass as oracle
 
 from irscatter.ir.element_types import ElementType
@@ -154,7 +154,7 @@ R = np.array([2], np.int32)
 
 def _error(cid, opset, arrays, attrs, label):
     names = ("boxes", "scores", "roisnum")
-    return Case(cid, "MulticlassNms", opset, [Input(n, a) for n, a in zip(names, arrays)], attrs, error=label)
+    return Case(cid, "MulticlassNms", opset, named_inputs(names, arrays), attrs, error=label)
 
 
 ERRORS = [
