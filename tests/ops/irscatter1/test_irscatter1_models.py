@@ -88,3 +88,29 @@ def test_chained_with_openvino_ops(tmp_path):
     out = irscatter.read_model(path).run({"cache": cache, "base": np.array([[0, 2], [4, -2]], np.int32), "src": src})
     expected = oracles.paged_scatter_update(cache, np.array([[1, 3], [5, -1]]), src)
     np.testing.assert_array_equal(out["cache_out"], expected)
+
+
+def test_a_region_written_with_a_constant_keeps_it_in_the_models_weights():
+    """HloScatter's combiner as a region of the package's writer, holding a Const: the Const is
+    stored in the one `.bin` of the model, and the combiner reads it."""
+    from irscatter.ir.element_types import ElementType as E
+    from irscatter.ir.writer import IRWriter
+
+    writer = IRWriter("region")
+    x = writer.parameter("x", E.f32, (4,), ("x",))
+    indices = writer.const("indices", np.array([[1], [1], [3]], np.int64))
+    u = writer.parameter("u", E.f32, (3,), ("u",))
+    region, scalar = writer.region(), (E.f32, ())
+    current, update = region.parameter("current", *scalar), region.parameter("update", *scalar)
+    two = region.const("two", np.array(2, np.float32))
+    (scaled,) = region.layer("Multiply", "opset1", [update, two], [scalar] * 2, [scalar], name="scaled")
+    (total,) = region.layer("Add", "opset1", [current, scaled], [scalar] * 2, [scalar], name="total")
+    region.result("combined", total, *scalar)
+    (out,) = writer.layer("HloScatter", "irscatter1", [x, indices, u], [(E.f32, (4,)), (E.i64, (3, 1)), (E.f32, (3,))],
+                          [(E.f32, (4,))], name="scatter", attrs={"update_window_dims": "", "inserted_window_dims": "0",
+                                                                   "scatter_dims_to_operand_dims": "0",
+                                                                   "index_vector_dim": "1"}, children=[region.body()])
+    writer.result("y", out, E.f32, (4,))
+    model = irscatter.parse_model(*writer.to_bytes())
+    got = model.run({"x": np.ones(4, np.float32), "u": np.array([1, 2, 3], np.float32)})["y"]
+    np.testing.assert_array_equal(got, [1, 7, 1, 7])  # 1 + 2*1 + 2*2 at 1, 1 + 2*3 at 3
