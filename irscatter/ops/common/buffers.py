@@ -7,11 +7,12 @@ Every array a run touches has one owner, and only its owner writes into it:
   fed array to overwrite only when the caller donated it, and a view of a feed (a Reshape's
   output, a Squeeze's) holds the feed as its base, so it never counts as the run's own either.
 * **Donated feeds** (`run(donate=...)`) are handed over: a kernel may write into one when the
-  run says so, with `inplace=True` for the op's `inplace_input` (the plan offers it only when
-  the step is the feed's one reader) or with `written=` for the op's `writes_inputs` (the
-  positions whose feeds were donated; the kernel updates exactly those and works on its own
-  copies of the others). A donated array that another feed shares memory with is not treated
-  as donated: the other input must still read what was fed.
+  run says so, with `inplace=True` for the op's `inplace_input` (`Step.reuse_slot` in
+  `runtime/plan.py`: only when the step is the feed's one reader) or with `written=` for the
+  op's `writes_inputs` (`Step.writable`: the positions whose feeds were donated; the kernel
+  updates exactly those and works on its own copies of the others). A donated array that
+  another feed shares memory with is not treated as donated (`CompiledModel.run`): the other
+  input must still read what was fed.
 * **The run's intermediates** belong to the run. The run offers `inplace=True` for one when the
   plan says this step is its last reader and `references.unshared` says the run's list of values
   alone holds it and it views no other array. A hook or a record of values turns the offer off,
@@ -28,13 +29,17 @@ Every array a run touches has one owner, and only its owner writes into it:
   and then to the run as that kernel's output.
 
 The run loop decides what it offers (`runtime.interpreter._keywords`); a kernel decides what it
-takes, here. Both read the reference count through `references.unshared`, the one place that
-does, and always before any local name holds the array (a name adds one to the count).
+takes, here. Whether an array is held by one list alone is read off its reference count in one
+place, `references.unshared`, called by the run loop on its list of values (in `_keywords`, before
+the step's arguments are gathered into a list of their own, which would hold the array once more)
+and by the recycler on its list of kept outputs (in `Recycler.take`, under its lock, so two runs
+cannot take the same array).
 
 `output_buffer` then decides, in this order: write into the offered input itself; take a
 recycled buffer of the same shape and dtype, whose pages are already mapped; or allocate. When
-the kernel starts from the input's values (a scatter), they are copied in, split across the
-cores where that pays (`_fill`).
+the kernel starts from the input's values (a scatter), they are copied in: into recycled memory
+split across the cores when large (`_fill`), into fresh memory by numpy, or by numba's threads
+when the fast backend is forced (`accel.parallel_copy`).
 """
 
 from __future__ import annotations
