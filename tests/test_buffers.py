@@ -1,13 +1,18 @@
 """Buffer reuse: a scatter writes into its data buffer only when nothing else can see it
-(an intermediate no later layer reads, or a feed the caller donates), and never otherwise."""
+(an intermediate no later layer reads, or a feed the caller donates), and never otherwise; and
+the rule behind it (`ops/common/buffers.py`, `ops/common/references.py`) case by case."""
 
 from unittest import mock
 
+import ml_dtypes
 import numpy as np
 import pytest
 from helpers import layer, net, param, port, result
 
 import irscatter
+from irscatter.ops.common import buffers, recycle
+from irscatter.ops.common.buffers import output_buffer
+from irscatter.ops.common.references import unshared
 from irscatter.ops.scatter.scatter_nd_update import ScatterNDUpdate15
 
 D = [6, 4]
@@ -194,3 +199,69 @@ def test_a_donated_buffer_that_another_feed_shares_is_not_written():
     out = _model("direct").run({**feeds, "upd": upd}, donate=["data"])
     np.testing.assert_array_equal(feeds["data"], before)
     np.testing.assert_array_equal(out["scatter"], _scatter_sum(before, feeds["idx"], before[:3]))
+
+
+# --- the rule, case by case ----------------------------------------------------------------------
+
+BIG = (1024, 512)  # 2 MiB of f32: large enough to be recycled
+
+
+def test_an_array_is_unshared_only_while_its_list_alone_holds_it():
+    values = [np.zeros(4), None]
+    assert unshared(values, 0)
+    name = values[0]
+    assert not unshared(values, 0)  # a name holds it too
+    del name
+    view = values[0][1:]
+    assert not unshared(values, 0)  # a view keeps its base alive
+    values[1] = view
+    del view
+    assert not unshared(values, 1)  # the view is held alone, but writing it writes its base
+    assert not unshared(values, 0)
+
+
+def test_an_offered_input_is_taken_only_when_it_suits_the_kernel():
+    data = np.arange(12, dtype=np.float32).reshape(3, 4)
+    assert output_buffer(data, inplace=True) is data
+    read_only = data.copy()
+    read_only.flags.writeable = False
+    strided = data[:, ::2]
+    for refused, keywords in [(data, {"inplace": False}), (read_only, {"inplace": True}),
+                              (data, {"dtype": np.float64, "inplace": True}), (strided, {"inplace": True})]:
+        before = refused.copy()
+        out = output_buffer(refused, **keywords)
+        assert not np.shares_memory(out, refused) and out.flags.c_contiguous
+        np.testing.assert_array_equal(out, before)
+        out[...] = -1
+        np.testing.assert_array_equal(refused, before)  # the input was never written
+    assert output_buffer(strided, inplace=True, any_layout=True) is strided
+
+
+def test_a_recycled_buffer_is_one_nobody_holds():
+    recycler = recycle.Recycler()
+    held = np.ones(BIG, np.float32)
+    recycler.keep([held])
+    data = np.full(BIG, 2, np.float32)
+    with recycle.recycling(recycler):
+        out = output_buffer(data, inplace=False)  # the caller still holds `held`
+        assert not np.shares_memory(out, held)
+        np.testing.assert_array_equal(held, 1)
+        address = held.ctypes.data
+        del held
+        again = output_buffer(data, inplace=False)
+    assert again.ctypes.data == address and len(recycler) == 0
+    np.testing.assert_array_equal(again, data)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64, ml_dtypes.bfloat16])
+def test_a_copy_into_recycled_memory_split_across_cores_gives_the_same_bits(monkeypatch, dtype):
+    monkeypatch.setattr(buffers, "SPLIT_BYTES", 1)
+    monkeypatch.setattr(buffers.threads, "CORES", 2)
+    source = (np.random.default_rng(3).standard_normal(BIG) * 100).astype(dtype)
+    recycler = recycle.Recycler()
+    for target_dtype in (np.float32, np.float64):
+        recycler.keep([np.full(BIG, -1, target_dtype)])
+        with recycle.recycling(recycler):
+            out = output_buffer(source, target_dtype, inplace=False)
+        assert len(recycler) == 0  # it was the recycled buffer that got the copy
+        assert out.tobytes() == np.array(source, dtype=target_dtype).tobytes()

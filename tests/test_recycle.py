@@ -4,7 +4,6 @@ run with fresh buffers computes."""
 
 import threading
 
-import ml_dtypes
 import numpy as np
 import pytest
 from helpers import layer, net, param, port, result
@@ -102,19 +101,6 @@ def test_small_outputs_are_not_kept():
 
 def test_recycled_is_none_outside_a_run():
     assert recycle.recycled((ROWS, WIDTH), np.dtype(np.float32)) is None
-
-
-@pytest.mark.parametrize("split", [False, True])
-@pytest.mark.parametrize("dtype", [np.float32, np.int64, ml_dtypes.bfloat16])
-def test_copy_into_copies_and_converts(monkeypatch, split, dtype):
-    if split:
-        monkeypatch.setattr(recycle, "SPLIT_BYTES", 1)
-    rng = np.random.default_rng(3)
-    source = (rng.standard_normal((37, 11)) * 100).astype(dtype)
-    for target_dtype in (np.float32, np.float64):
-        target = np.full((37, 11), -1, target_dtype)
-        recycle.copy_into(target, source)
-        np.testing.assert_array_equal(target, np.array(source, dtype=target_dtype))
 
 
 def test_runs_from_threads_share_no_buffer():

@@ -5,7 +5,7 @@ infers shapes and types, and lays the plan out as a list of steps over numbered 
 (`runtime/plan.py`). A run binds the feeds to the inputs (`runtime/binding.py`), fills the
 Parameter and Const slots, calls the kernels in order and reads the Result slots. A kernel
 writes into an input only where the plan allows it (an op's `inplace_input` whose buffer
-nothing else reads or views, or a donated feed).
+nothing else reads or views, or a donated feed): the rule is `ops/common/buffers.py`'s.
 
 The steps run in one of two loops. A run nothing watches takes `_execute_plain`, which only
 calls the kernels; a run with a hook, a record of values, timings, strict mode or precision
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import copy
 import operator
-import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar
@@ -39,6 +38,7 @@ from irscatter.ir.topology import Source
 from irscatter.ops.base import TensorInfo
 from irscatter.ops.common import recycle
 from irscatter.ops.common import strict as strict_mode
+from irscatter.ops.common.references import unshared
 from irscatter.ops.control.core import end_iteration_budget, start_iteration_budget
 from irscatter.ops.state import core as state
 from irscatter.runtime.binding import Binding, ShapeChecks
@@ -83,9 +83,6 @@ _OBSERVER: ContextVar[Observer | None] = ContextVar("irscatter_observer", defaul
 def observer() -> Observer | None:
     """The observer of the run in progress, if anyone watches it."""
     return _OBSERVER.get()
-
-
-_SOLE_REFERENCE = recycle.SOLE_REFERENCE  # what getrefcount reads for an array only `values` holds
 
 
 class Outputs(dict):
@@ -505,15 +502,17 @@ def _keywords(step: Step, values: list[Any], donated: frozenset[int], reuse_allo
     caller donated (`written`, watched or not: the caller handed them over), writing its output
     into an input's buffer (`inplace`) or leaving outputs out (`unused`), the last two only
     where nothing can observe the overwritten input or a missing output (`reuse_allowed`: no
-    hook, no record of values). Asked before the step's arguments are gathered, since whether
-    a buffer is the run's alone is read off its reference count (`_owned`)."""
+    hook, no record of values). This is what the run offers; what a kernel takes is
+    `ops.common.buffers`'s rule. Asked before the step's arguments are gathered, since whether
+    a buffer is the run's alone is read off its reference count (`references.unshared`), which
+    the list of arguments would raise."""
     if step.writable and donated:
         written = frozenset(pos for pos, fed in step.writable if fed in donated)
         if written:
             return {"written": written}
     if reuse_allowed:
         if step.reuse_slot is not None and (step.reuse_input in donated if step.reuse_input is not None
-                                            else _owned(values, step.reuse_slot)):
+                                            else unshared(values, step.reuse_slot)):
             return _INPLACE
         if step.unused:
             return {"unused": step.unused}
@@ -547,7 +546,7 @@ def _the_only(specs: list[Any], what: str) -> Any:
 def caller_owned(values: list[Any], fed: list[np.ndarray]) -> list[Any]:
     """`values` as arrays a caller may keep and write: each is copied when it is read-only (a
     Const's cached value, or a view of one), views an array in `fed`, or shares memory with an
-    earlier value of the list."""
+    earlier value of the list: the outputs' part of the ownership rule (`ops/common/buffers.py`)."""
     out: list[Any] = []
     for value in values:
         if isinstance(value, np.generic):  # numpy's ufuncs give a scalar for 0-d operands
@@ -559,14 +558,3 @@ def caller_owned(values: list[Any], fed: list[np.ndarray]) -> list[Any]:
             value = value.copy()
         out.append(value)
     return out
-
-
-def _owned(values: list[Any], slot: int) -> bool:
-    """Whether the array in `slot` is referenced by `values` alone and views no other array,
-    so that overwriting it can change nothing anyone else sees. The reference count is
-    exact: a view holds a reference to its base, as does every other slot, the caller's
-    feeds and a Const's cache."""
-    if sys.getrefcount(values[slot]) > _SOLE_REFERENCE:  # read before any local name holds it
-        return False
-    array = values[slot]
-    return isinstance(array, np.ndarray) and array.base is None

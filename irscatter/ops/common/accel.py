@@ -180,23 +180,14 @@ def scatter_tiles(source: np.ndarray, out: np.ndarray, indices: np.ndarray, upda
         _constants(reduction, out.dtype, identity), out.dtype.kind in "iu", _workers())
 
 
-def copy_of(data: np.ndarray, dtype: np.dtype) -> np.ndarray | None:
-    """A fresh C-contiguous copy of `data` in `dtype`, its bytes copied in disjoint chunks by
-    numba's threads; None when the backend does not take it (small, a conversion, or not
-    contiguous).
+def parallel_copy(data: np.ndarray) -> np.ndarray:
+    """A fresh C-contiguous copy of the C-contiguous `data`, its bytes copied in disjoint chunks
+    by numba's threads (whether that pays is `buffers.output_buffer`'s choice).
 
     Numba's own threads, not a pool of Python threads running `np.copyto`: after a parallel
     kernel numba's threads keep spinning for a while, and a second pool of threads would then
     fight them for the cores."""
-    if data.dtype != dtype or not data.flags.c_contiguous or data.size == 0:
-        return None
-    # Only when numba is forced: measured on the 2-core machine, a large copy is bound by the
-    # page faults of its fresh output (W2 and W6 took the same time on one core and on two), and
-    # where another runtime's thread pool shares the process (the benchmark), the threads fought
-    # for the cores and W2 took 45 ms instead of 8.
-    if not forced():
-        return None
-    out = np.empty(data.shape, dtype)
+    out = np.empty(data.shape, data.dtype)
     _kernels().copy_bytes(data.reshape(-1).view(np.uint8), out.reshape(-1).view(np.uint8), _workers())
     return out
 

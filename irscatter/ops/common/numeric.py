@@ -1,5 +1,5 @@
 """Numeric plumbing shared by kernels: converting arrays between element types (Convert-1's
-rules, below), the compute dtype of the narrow float types, and output buffers.
+rules, below), and the compute dtype of the narrow float types.
 
 The spec leaves several conversions undefined; irscatter makes one documented choice each:
   * float -> integer: truncation toward zero (as a C++ cast), values past the destination's
@@ -39,24 +39,6 @@ def as_rows(array: np.ndarray, lead: int = 1) -> np.ndarray:
     """`array` seen as a 2-D table: its first `lead` axes are the rows, the rest one row's
     values. Spelled out because `reshape(n, -1)` cannot tell the width of an empty array."""
     return array.reshape(math.prod(array.shape[:lead]), math.prod(array.shape[lead:]))
-
-
-def to_compute(data: np.ndarray, etype: ElementType) -> np.ndarray:
-    """A fresh, writable, contiguous copy of `data` in the compute dtype (never a view)."""
-    return np.array(data, dtype=compute_dtype(etype), order="C", copy=True)
-
-
-def reusable(data: np.ndarray, inplace: bool, dtype: np.dtype | None = None) -> bool:
-    """Whether a kernel may write its result into `data`: the caller handed it over
-    (`inplace`), and it is a writable C-contiguous array of the dtype the result needs."""
-    return (inplace and data.flags.c_contiguous and data.flags.writeable
-            and (dtype is None or data.dtype == dtype))
-
-
-def output_buffer(data: np.ndarray, etype: ElementType, inplace: bool) -> np.ndarray:
-    """The buffer a scatter writes its result into: `data` itself when it is `reusable`,
-    otherwise a fresh copy in the compute dtype."""
-    return data if reusable(data, inplace, compute_dtype(etype)) else to_compute(data, etype)
 
 
 BF16_ROUNDINGS = ("nearest-even", "openvino-fold")

@@ -1,18 +1,20 @@
 """Large output buffers recycled across runs of one compiled model.
 
-A scatter into an input that was not donated first copies that input into a fresh array. For a
-KV cache of tens of megabytes the fresh array costs more than the copy: the kernel has to map and
-zero its pages on first touch, which on this kind of machine takes as long as the copy itself.
-A runtime with its own allocator (onnxruntime's arena) keeps such memory from one run to the next.
+A scatter into an input that was not donated first copies that input into an array of its own
+(`buffers.output_buffer`, which asks here before it allocates one). For a KV cache of tens of
+megabytes a fresh array costs more than the copy: the kernel has to map and zero its pages on
+first touch, which takes about as long as the copy itself. A runtime with its own allocator
+(onnxruntime's arena) keeps such memory from one run to the next.
 
 irscatter does the same with what it can prove unused: the large arrays a run returned. The
 compiled model keeps them (`Recycler.keep`), and a later run may take one back
-(`recycled(shape, dtype)`) only when the recycler's own reference is the last one left: the
-caller has dropped the array, every view of it and every dict holding it. An array anyone can
-still reach is never written. The arrays of the last two runs are kept, so a loop written
-`out = model.run(feeds)` (which still holds the previous outputs while the next run starts) gets
-the outputs of the run before that. What stays mapped after the caller has let go is at most those
-two runs' large outputs; `CompiledModel.release_buffers()` lets them go.
+(`recycled(shape, dtype)`) only when the recycler's own reference is the last one left
+(`references.unshared`): the caller has dropped the array, every view of it and every dict
+holding it. An array anyone can still reach is never written (`buffers.py` states the whole
+rule). The arrays of the last two runs are kept, so a loop written `out = model.run(feeds)`
+(which still holds the previous outputs while the next run starts) gets the outputs of the run
+before that. What stays mapped after the caller has let go is at most those two runs' large
+outputs; `CompiledModel.release_buffers()` lets them go.
 
 The recycler of the run in progress is a context variable, as strict mode's collector is: kernels
 ask for a buffer without the ops importing the runtime.
@@ -21,7 +23,6 @@ ask for a buffer without the ops importing the runtime.
 from __future__ import annotations
 
 import math
-import sys
 import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -31,22 +32,11 @@ from typing import Any
 
 import numpy as np
 
-from irscatter.ops.common import threads
+from irscatter.ops.common.references import unshared
 
 # Smaller arrays come from the allocator's free lists, already mapped: nothing to gain.
 MIN_BYTES = 1 << 20
 RUNS_KEPT = 2
-
-
-def _held_only_by_a_list() -> int:
-    """What `sys.getrefcount(kept[i])` reads for an array that nothing but the list `kept` holds
-    (read before any local name holds it). The interpreter's reuse of intermediate buffers
-    relies on the same count."""
-    kept = [np.empty(1)]
-    return sys.getrefcount(kept[0])
-
-
-SOLE_REFERENCE = _held_only_by_a_list()
 
 
 class Recycler:
@@ -72,8 +62,7 @@ class Recycler:
         with self._lock:
             for run in self._runs:
                 for i in range(len(run)):
-                    # The count is read before any local name holds the array.
-                    if sys.getrefcount(run[i]) == SOLE_REFERENCE and run[i].shape == shape and run[i].dtype == dtype:
+                    if unshared(run, i) and run[i].shape == shape and run[i].dtype == dtype:
                         return run.pop(i)
         return None
 
@@ -115,24 +104,3 @@ def recycled(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray | None:
     if recycler is None or np.dtype(dtype).itemsize * math.prod(shape) < MIN_BYTES:
         return None
     return recycler.take(tuple(shape), np.dtype(dtype))
-
-
-# --- copying into recycled memory ----------------------------------------------------------------
-
-# Below this a copy is over before a second thread has woken up.
-SPLIT_BYTES = 8 << 20
-
-
-def copy_into(target: np.ndarray, source: np.ndarray) -> None:
-    """`np.copyto(target, source, casting="unsafe")` for C-contiguous arrays of one shape, split
-    into one range per core when large. Only for memory already mapped (a recycled buffer): there
-    the copy is bound by memory bandwidth, which one core does not exhaust (32 MB took 5.2 ms on
-    one core and 3.1 ms on two on the 2-core machine), whereas a fresh buffer is bound by its
-    page faults, which more threads do not speed up. numpy releases the GIL while it copies."""
-    if threads.CORES < 2 or target.nbytes < SPLIT_BYTES or not (target.flags.c_contiguous
-                                                                 and source.flags.c_contiguous):
-        np.copyto(target, source, casting="unsafe")
-        return
-    flat_target, flat_source = target.reshape(-1), source.reshape(-1)
-    threads.run([lambda lo=lo, hi=hi: np.copyto(flat_target[lo:hi], flat_source[lo:hi], casting="unsafe")
-                 for lo, hi in threads.spans(len(flat_target), threads.CORES)])

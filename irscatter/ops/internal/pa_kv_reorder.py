@@ -38,6 +38,7 @@ from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import PartialShape
 from irscatter.ops.base import Op, TensorInfo, check
+from irscatter.ops.common.buffers import output_buffer
 from irscatter.ops.internal.core import dim_value, named_dims, rising_bounds
 from irscatter.ops.registry import register
 
@@ -121,7 +122,7 @@ class PaKVReorder(Op):
         return TensorInfo(ElementType.u8, PartialShape.of([1]))
 
     def compute(self, *arrays: np.ndarray, written: frozenset[int] = frozenset()) -> np.ndarray:
-        key_cache, value_cache = (arrays[i] if i in written and arrays[i].flags.writeable else arrays[i].copy()
+        key_cache, value_cache = (output_buffer(arrays[i], inplace=i in written, any_layout=True)
                                   for i in (0, 1))
         self.move(arrays, key_cache, value_cache)
         return np.zeros(1, np.uint8)

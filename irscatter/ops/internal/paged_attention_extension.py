@@ -63,6 +63,7 @@ from irscatter.errors import ExecutionError, IRError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.common.buffers import output_buffer
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.common.types import arithmetic_float
 from irscatter.ops.functional import make_op
@@ -212,7 +213,7 @@ class PagedAttentionExtension(Op):
 
     def compute(self, *arrays: np.ndarray, written: frozenset[int] = frozenset()) -> tuple[np.ndarray, ...]:
         # The caller's caches are updated only when donated; otherwise the step works on copies.
-        key_cache, value_cache = (arrays[i] if i in written and arrays[i].flags.writeable else arrays[i].copy()
+        key_cache, value_cache = (output_buffer(arrays[i], inplace=i in written, any_layout=True)
                                   for i in (3, 4))
         return self.step(arrays, key_cache, value_cache)
 

@@ -51,6 +51,7 @@ from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common import strict
+from irscatter.ops.common.buffers import output_buffer
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.internal.core import dim_value, named_dims, rising_bounds, shape_from
 from irscatter.ops.internal.gated_delta_net import (
@@ -117,10 +118,8 @@ class PagedGatedDeltaNet(Op):
         return TensorInfo(etype, shape_from(dims, "TGV"))
 
     def compute(self, *arrays: np.ndarray, written: frozenset[int] = frozenset()) -> np.ndarray:
-        table = arrays[3]
-        if 3 not in written or not table.flags.writeable:
-            table = table.copy()  # the caller's table is written only when donated
-        return self.step(arrays, table)
+        # The caller's table is written only when donated; otherwise the step works on a copy.
+        return self.step(arrays, output_buffer(arrays[3], inplace=3 in written, any_layout=True))
 
     def step(self, arrays: tuple[np.ndarray, ...], table: np.ndarray) -> np.ndarray:
         """Run the step, storing states into `table` in place; returns the output."""

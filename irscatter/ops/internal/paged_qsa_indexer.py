@@ -45,6 +45,7 @@ from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.ops.base import TensorInfo, check
+from irscatter.ops.common.buffers import output_buffer
 from irscatter.ops.internal.block_selection import agreed, block_keys
 from irscatter.ops.internal.qsa_indexer import DOMAIN, QSAAttrs, QSAChecks
 from irscatter.ops.registry import register
@@ -152,7 +153,7 @@ class PagedQSAIndexer(QSAChecks):
 
     def compute(self, *arrays: np.ndarray, written: frozenset[int] = frozenset()) -> tuple[np.ndarray, ...]:
         # The caller's caches are updated only when donated; otherwise the step works on copies.
-        caches = [arrays[i] if i in written and arrays[i].flags.writeable else arrays[i].copy() for i in (3, 4, 5)]
+        caches = [output_buffer(arrays[i], inplace=i in written, any_layout=True) for i in (3, 4, 5)]
         return self.step(arrays, *caches)
 
     def step(self, arrays: tuple[np.ndarray, ...], summary: np.ndarray, ring: np.ndarray,

@@ -41,6 +41,7 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.ops.base import TensorInfo, check
 from irscatter.ops.common import sparse_attention as sparse
+from irscatter.ops.common.buffers import output_buffer
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.internal.paged_attention_extension import write_rows
 from irscatter.ops.internal.sparse_sdpa import DOMAIN, SelectedBlocks, SelectionAttrs
@@ -118,7 +119,7 @@ class SparsePA(SelectedBlocks):
 
     def compute(self, *arrays: np.ndarray, written: frozenset[int] = frozenset()) -> np.ndarray:
         # The caller's caches are updated only when donated; otherwise the step works on copies.
-        key_cache, value_cache = (arrays[i] if i in written and arrays[i].flags.writeable else arrays[i].copy()
+        key_cache, value_cache = (output_buffer(arrays[i], inplace=i in written, any_layout=True)
                                   for i in (3, 4))
         return self.step(arrays, key_cache, value_cache)
 

@@ -37,6 +37,7 @@ from irscatter.errors import ExecutionError, IRError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension
 from irscatter.ops.base import Op, TensorInfo, check
+from irscatter.ops.common.buffers import output_buffer
 from irscatter.ops.common.types import arithmetic_float
 from irscatter.ops.functional import make_op
 
@@ -255,8 +256,7 @@ class PagedOp(Op):
                     sequences_label=self.labels_of["sequences"], slots_label=self.labels_of["slots"])
 
     def compute(self, *arrays: np.ndarray, written: frozenset[int] = frozenset()) -> np.ndarray:
-        given = arrays[self.table]
-        table = given if self.table in written and given.flags.writeable else given.copy()
+        table = output_buffer(arrays[self.table], inplace=self.table in written, any_layout=True)
         return self.step(arrays, table)
 
     def step(self, arrays: tuple[np.ndarray, ...], table: np.ndarray) -> np.ndarray:

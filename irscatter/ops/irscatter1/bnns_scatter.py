@@ -33,8 +33,9 @@ from irscatter.ir.shapes import PartialShape
 from irscatter.ops.base import Lower, Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common import strict
 from irscatter.ops.common.axes import normalized_axis
+from irscatter.ops.common.buffers import output_buffer
 from irscatter.ops.common.indices import normalize_indices
-from irscatter.ops.common.numeric import as_rows, from_compute, to_compute
+from irscatter.ops.common.numeric import as_rows, compute_dtype, from_compute
 from irscatter.ops.common.types import same_element_type
 from irscatter.ops.functional import call
 from irscatter.ops.registry import register
@@ -122,7 +123,7 @@ class BNNSScatter(Op):
             if reduction == "none" and strict.active():  # BNNS leaves the order of duplicates undefined
                 report_duplicate_slices(idx, indices.shape, output.ndim, axis, port=self.port("indices"),
                                         name="output", rule=LAST_WINS_HERE)
-            moved = to_compute(np.moveaxis(output, axis, 0), etype)  # slices become rows
+            moved = output_buffer(np.moveaxis(output, axis, 0), compute_dtype(etype), inplace=False)  # slices become rows
             upd2d = as_rows(np.moveaxis(input, axis, 0)).astype(moved.dtype, copy=False)
             scatter_rows(as_rows(moved), idx, upd2d, reduction)
             return from_compute(np.moveaxis(moved, 0, axis), etype)
@@ -130,7 +131,7 @@ class BNNSScatter(Op):
                 n > m for d, (n, m) in enumerate(zip(input.shape, output.shape)) if d != axis):
             raise ExecutionError(f"indices {list(indices.shape)} and input {list(input.shape)} do not fit "
                                  f"output {list(output.shape)} in element mode", port=self.port("indices"))
-        out = to_compute(output, etype)
+        out = output_buffer(output, compute_dtype(etype), inplace=False)
         rows = flat_rows_along_axis(idx, output.shape, axis)
         if reduction == "none" and strict.active():
             report_duplicate_rows(rows, indices.shape, output.shape, 0, port=self.port("indices"), name="output",

@@ -20,8 +20,9 @@ import numpy as np
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import PartialShape
 from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.common.buffers import output_buffer
 from irscatter.ops.common.indices import normalize_indices
-from irscatter.ops.common.numeric import as_rows, from_compute, output_buffer
+from irscatter.ops.common.numeric import as_rows, compute_dtype, from_compute
 from irscatter.ops.common.types import require_shape, same_element_type
 from irscatter.ops.functional import call
 from irscatter.ops.registry import register
@@ -69,7 +70,7 @@ class PaddleScatter(Op):
         require_shape(updates.shape, index.shape + x.shape[1:], "updates", self.port("updates"))
         rows = normalize_indices(index, x.shape[0], allow_negative=False, port=self.port("index"))
         etype = ElementType.from_dtype(x.dtype)
-        out = output_buffer(x, etype, inplace)
+        out = output_buffer(x, compute_dtype(etype), inplace=inplace)
         out2d = as_rows(out)
         upd2d = as_rows(updates).astype(out.dtype, copy=False)
         if self.attrs.overwrite:

@@ -27,11 +27,11 @@ from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
-from irscatter.ops.common.numeric import reusable
+from irscatter.ops.common.buffers import output_buffer
 from irscatter.ops.common.types import same_element_type
 from irscatter.ops.functional import call
 from irscatter.ops.registry import register
-from irscatter.ops.scatter.core import copy_array, scatter_rows
+from irscatter.ops.scatter.core import scatter_rows
 
 DOMAIN = "irscatter"
 
@@ -119,7 +119,7 @@ class PagedScatterUpdate(Op):
                                  f"{slots} slots (valid: [0, {slots - 1}], negative = padding, skipped)",
                                  port=self.port("index"))
         # A pure copy (no arithmetic, so no compute dtype), unless the cache is handed over.
-        out = cache if reusable(cache, inplace) else copy_array(cache, cache.dtype)
+        out = output_buffer(cache, inplace=inplace)
         rows = src.reshape(-1, d)
         if tokens.size and tokens.min() < 0:  # padding tokens write nothing
             live = tokens >= 0

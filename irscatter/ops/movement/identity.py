@@ -2,7 +2,7 @@
 
 The output never shares a buffer the caller can still see: it is a copy, except when the
 interpreter hands the input over (`inplace`, nothing else reads that buffer any more), and
-then the input's buffer itself is the output.
+then the input's buffer itself is the output (`buffers.output_buffer`).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from irscatter.ops.base import Op, TensorInfo
+from irscatter.ops.common.buffers import output_buffer
 from irscatter.ops.registry import register
 
 
@@ -23,4 +24,4 @@ class Identity(Op):
         return TensorInfo(data.etype, data.shape, data.value)
 
     def compute(self, data: np.ndarray, inplace: bool = False) -> np.ndarray:
-        return data if inplace else np.array(data, copy=True)
+        return output_buffer(data, inplace=inplace, any_layout=True)

@@ -36,8 +36,8 @@ import numpy as np
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.common import accel as fast
 from irscatter.ops.common import strict
-from irscatter.ops.common.numeric import compute_dtype, reusable
-from irscatter.ops.common.recycle import copy_into, recycled
+from irscatter.ops.common.buffers import output_buffer
+from irscatter.ops.common.numeric import compute_dtype
 
 
 def shape_text(dims) -> str:
@@ -250,7 +250,7 @@ def scatter_along_axis(
     """Element-wise scatter along `axis`, returning the result in the compute dtype: for
     every coordinate c of `indices`, the element at c with c[axis] replaced by indices[c]
     receives updates[c]. Indices must be range-checked already; `wrap_negative` wraps the
-    negative ones. `inplace` lets the result overwrite `data` (see `scatter_output`).
+    negative ones. `inplace` lets the result overwrite `data` (see `buffers.output_buffer`).
 
     Random targets spread over a large output miss the cache on every update. When the
     indices span the data everywhere but along the axis, the work is cut into tiles of
@@ -273,14 +273,14 @@ def scatter_along_axis(
         if out is not None:  # the fast backend ran the same tiles on all cores
             return out
     if not tileable or indices.size < TILE_ELEMENTS:
-        out = scatter_output(data, etype, inplace)
+        out = output_buffer(data, compute_dtype(etype), inplace=inplace)
         idx = np.where(indices < 0, indices + size, indices) if wrap_negative else indices
         rows = flat_rows_along_axis(idx, shape, axis)
         scatter_rows(out.reshape(-1), rows, updates.reshape(-1).astype(out.dtype, copy=False), reduction,
                      use_init_val=use_init_val, incomparable=incomparable)
         return out
     # The tiles cover the whole output, and each one is read from `data`: no separate copy.
-    out = data if reusable(data, inplace, compute_dtype(etype)) else np.empty(shape, compute_dtype(etype))
+    out = output_buffer(data, compute_dtype(etype), inplace=inplace, copy_values=False)
     n = indices.shape[axis]
     src3, out3 = data.reshape(outer, size, inner), out.reshape(outer, size, inner)
     idx3, upd3 = indices.reshape(outer, n, inner), updates.reshape(outer, n, inner)
@@ -327,32 +327,12 @@ def _scatter_tiles_fast(data: np.ndarray, indices: np.ndarray, updates: np.ndarr
     shape = data.shape
     outer, size, inner = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
     n = indices.shape[axis]
-    out = data if reusable(data, inplace, dtype) else np.empty(shape, dtype)
+    out = output_buffer(data, dtype, inplace=inplace, copy_values=False)
     starts_from = None if use_init_val or reduction == "none" else _identity(reduction, dtype)
     fast.scatter_tiles(data.reshape(outer, size, inner), out.reshape(outer, size, inner),
                        indices.reshape(outer, n, inner), updates.reshape(outer, n, inner), *steps, reduction,
                        use_init_val=use_init_val, incomparable=incomparable, identity=starts_from)
     return out
-
-
-def copy_array(data: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """A C-contiguous copy of `data` in `dtype` that nobody else holds (the copy before a scatter
-    into an input that was not handed over): written into a large output of an earlier run that
-    the caller has dropped when there is one (`recycle.py`), else fresh; a large fresh one is split
-    across cores when the fast backend is forced."""
-    reused = recycled(data.shape, dtype)  # memory already mapped: no page faults to pay
-    if reused is not None:
-        copy_into(reused, np.ascontiguousarray(data))  # the conversion np.array(data, dtype) makes
-        return reused
-    copied = fast.copy_of(data, np.dtype(dtype))
-    return copied if copied is not None else np.array(data, dtype=dtype, order="C", copy=True)
-
-
-def scatter_output(data: np.ndarray, etype: ElementType, inplace: bool) -> np.ndarray:
-    """The buffer a scatter writes into: `data` itself when it is `reusable` (handed over),
-    otherwise a fresh copy in the compute dtype made by `copy_array`."""
-    dtype = compute_dtype(etype)
-    return data if reusable(data, inplace, dtype) else copy_array(data, dtype)
 
 
 def flat_rows_along_axis(indices: np.ndarray, shape: Sequence[int], axis: int) -> np.ndarray:

@@ -14,16 +14,16 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import PartialShape
 from irscatter.ops.base import Lower, Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common import strict
+from irscatter.ops.common.buffers import output_buffer
 from irscatter.ops.common.indices import normalize_indices
 from irscatter.ops.common.many_axes import flat_positions
-from irscatter.ops.common.numeric import as_rows, from_compute
+from irscatter.ops.common.numeric import as_rows, compute_dtype, from_compute
 from irscatter.ops.common.ranges import Bounds, tuple_components_within
 from irscatter.ops.common.types import require_shape, same_element_type
 from irscatter.ops.registry import register
 from irscatter.ops.scatter.core import (
     ReductionAttribute,
     report_duplicate_rows,
-    scatter_output,
     scatter_rows,
     shape_text,
 )
@@ -83,7 +83,7 @@ class ScatterNDUpdate4(Op):
             updates = updates.reshape(())
         require_shape(updates.shape, expected, "updates", self.port("updates"))
         etype = ElementType.from_dtype(data.dtype)
-        out = scatter_output(data, etype, inplace)
+        out = output_buffer(data, compute_dtype(etype), inplace=inplace)
         out2d = as_rows(out, k)
         tuples = indices.reshape(math.prod(indices.shape[:-1]), k)
         norm = normalize_indices(tuples, np.array(data.shape[:k], np.int64), allow_negative=self.allow_negative,

@@ -15,12 +15,13 @@ from irscatter.ir.shapes import PartialShape
 from irscatter.ops.base import Op, TensorInfo, check
 from irscatter.ops.common import strict
 from irscatter.ops.common.axes import check_axis_input, constant_axis, normalized_axis, runtime_axis
+from irscatter.ops.common.buffers import output_buffer
 from irscatter.ops.common.indices import normalize_indices
-from irscatter.ops.common.numeric import from_compute
+from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.common.ranges import Bounds, indices_along
 from irscatter.ops.common.types import check_integral, require_shape, same_element_type
 from irscatter.ops.registry import register
-from irscatter.ops.scatter.core import last_occurrence, report_duplicate_slices, scatter_output, shape_text
+from irscatter.ops.scatter.core import last_occurrence, report_duplicate_slices, shape_text
 
 
 @register("ScatterUpdate", 3)
@@ -61,7 +62,7 @@ class ScatterUpdate(Op):
         if strict.active():  # the spec: "the order of updating the values is undefined"
             report_duplicate_slices(idx, indices.shape, data.ndim, a, port=self.port("indices"))
         etype = ElementType.from_dtype(data.dtype)
-        out = scatter_output(data, etype, inplace)
+        out = output_buffer(data, compute_dtype(etype), inplace=inplace)
         # Slices along the axis: out[:, idx[j], :] = updates[:, j, :], seen as (outer, size, inner).
         outer, inner = math.prod(data.shape[:a]), math.prod(data.shape[a + 1:])
         out3 = out.reshape(outer, data.shape[a], inner)

@@ -8,6 +8,7 @@ import numpy as np
 
 from irscatter.errors import ExecutionError
 from irscatter.ops.base import Op, TensorInfo, check
+from irscatter.ops.common.buffers import output_buffer
 from irscatter.ops.common.types import same_element_type
 from irscatter.ops.movement.slice import (
     check_slice_params,
@@ -44,6 +45,6 @@ class SliceScatter(Op):
         if updates.shape != plan.shape:
             raise ExecutionError(f"updates shape {list(updates.shape)} must equal the slice's shape {list(plan.shape)}",
                                  port=self.port("updates"), label="updates-shape")
-        out = data if inplace and data.flags.writeable else np.array(data, copy=True)
+        out = output_buffer(data, inplace=inplace, any_layout=True)
         out[plan.index] = updates
         return out

@@ -24,6 +24,7 @@ pytest.importorskip("numba", reason="numba is not installed, so the fast scatter
 from irscatter.ir.element_types import ElementType  # noqa: E402
 from irscatter.ir.graph import Layer  # noqa: E402
 from irscatter.ops.common import accel as fast  # noqa: E402
+from irscatter.ops.common.buffers import output_buffer  # noqa: E402
 from irscatter.ops.scatter import core as scatter_core  # noqa: E402
 from irscatter.ops.scatter.scatter_elements_update import ScatterElementsUpdate3, ScatterElementsUpdate12  # noqa: E402
 from irscatter.ops.scatter.scatter_nd_update import ScatterNDUpdate4, ScatterNDUpdate15  # noqa: E402
@@ -229,9 +230,9 @@ def test_large_tiled_scatter_same_bits_in_auto_mode(reduction):
 
 def test_large_copy_is_split_and_exact():
     data = np.random.default_rng(6).standard_normal((1 << 21) + 3).astype(np.float32)
-    with fast.use("auto"):
-        copied = scatter_core.copy_array(data, data.dtype)
-    assert copied is not data and _bits(copied) == _bits(data)
+    with fast.use("numba"), mock.patch.object(fast, "parallel_copy", wraps=fast.parallel_copy) as parallel:
+        copied = output_buffer(data, inplace=False)
+    assert parallel.called and copied is not data and _bits(copied) == _bits(data)
 
 
 def test_choosing_the_backend(monkeypatch):
