@@ -68,6 +68,7 @@ class BinaryConvolution(Op):
     }
 
     Attrs = BinaryConvolutionAttrs
+    attrs: BinaryConvolutionAttrs
     inputs = ("data", "filters")
 
     def infer(self, data: TensorInfo, filters: TensorInfo) -> TensorInfo:

@@ -347,6 +347,7 @@ class ForwardConvolution(Op):
     (`grouped = True`: filters [GROUPS, C_OUT, C_IN, *k], data channels GROUPS * C_IN)."""
 
     Attrs = ConvolutionAttrs
+    attrs: ConvolutionAttrs
     inputs = ("data", "filters")
     grouped: bool = False
 
@@ -430,6 +431,7 @@ class TransposedConvolution(Op):
     the optional output_shape input (the output's spatial sizes)."""
 
     Attrs = BackpropAttrs
+    attrs: BackpropAttrs
     inputs = ("data", "filters", "output_shape")
     optional_inputs = 1
     grouped: bool = False

@@ -95,6 +95,7 @@ class DeformableConvolution(Op):
     }
 
     Attrs = DeformableConvolutionAttrs
+    attrs: DeformableConvolutionAttrs
     inputs = ("data", "offsets", "filters")
 
     def sampling(self) -> str:
@@ -245,6 +246,7 @@ def _bilinear(x: np.ndarray, height: int, width: int, pos_y: np.ndarray, pos_x: 
 class DeformableConvolution8(DeformableConvolution):
     class Attrs(DeformableConvolutionAttrs):
         bilinear_interpolation_pad: IRBool = False
+    attrs: Attrs
 
     inputs = ("data", "offsets", "filters", "mask")
     optional_inputs = 1

@@ -79,6 +79,7 @@ class RegionYolo(Op):
     }
 
     Attrs = RegionYoloAttrs
+    attrs: RegionYoloAttrs
     inputs = ("data",)
 
     def _layout(self) -> tuple[int, int]:

@@ -124,6 +124,7 @@ register("Gather", 1)(Gather1)
 @register("Gather", 7)
 class Gather7(Gather1):
     Attrs = GatherAttrs
+    attrs: GatherAttrs
     has_batch_dims = True
 
 

@@ -27,6 +27,7 @@ class GatherND5(Op):
     per batch when batch_dims > 0."""
 
     Attrs = GatherAttrs
+    attrs: GatherAttrs
     inputs = ("data", "indices")
     merge_batch: ClassVar[bool] = True  # v5 folds the batch dimensions of the output into one
 

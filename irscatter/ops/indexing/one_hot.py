@@ -59,6 +59,7 @@ class OneHot(Op):
     }
 
     Attrs = OneHotAttrs
+    attrs: OneHotAttrs
     inputs = ("indices", "depth", "on_value", "off_value")
 
     def normalize(self) -> bool:
@@ -125,6 +126,7 @@ class OneHot16(OneHot):
     """OneHot-16: `negative_indices_mode`, ignore_negative (OneHot-1's behaviour) or normalize."""
 
     Attrs = OneHot16Attrs
+    attrs: OneHot16Attrs
 
     def normalize(self) -> bool:
         return self.attrs.negative_indices_mode == "normalize"

@@ -93,6 +93,7 @@ class AttentionalGRU(Recurrent):
 @register("AUGRUCell", 1, domain=DOMAIN)
 class AUGRUCell(AttentionalGRU):
     Attrs = AUGRUCellAttrs
+    attrs: AUGRUCellAttrs
     inputs = ("X", "initial_hidden_state", "W", "R", "B", "A")
 
     def compute(self, x: np.ndarray, h: np.ndarray, w: np.ndarray, r: np.ndarray, b: np.ndarray,

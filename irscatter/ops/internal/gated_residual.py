@@ -75,6 +75,7 @@ class GatedResidual(Op):
     }
 
     Attrs = GatedResidualAttrs
+    attrs: GatedResidualAttrs
     inputs = ("residual", "norm_weight", "w_down", "w_up", "w_inject")
     optional_inputs = 2  # WRITE takes three inputs, READ four or five
     outputs = 2  # the most: READ with a write gate

@@ -87,6 +87,7 @@ class RMS(Op):
     }
 
     Attrs = RMSAttrs
+    attrs: RMSAttrs
     inputs = ("data", "scale")
     optional_inputs = 1
 

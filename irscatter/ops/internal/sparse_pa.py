@@ -72,6 +72,7 @@ class SparsePA(SelectedBlocks):
     }
 
     Attrs = SparsePAAttrs
+    attrs: SparsePAAttrs
     inputs = INPUTS
     optional_inputs = 2
     writes_inputs = (3, 4)

@@ -163,6 +163,7 @@ class SparseSDPA(SelectedBlocks):
     labels = {"sparse-mask-shape": "attn_mask does not broadcast to [B, d, L, S] with d 1, h_sel or num_heads"}
 
     Attrs = SelectionAttrs
+    attrs: SelectionAttrs
     inputs = INPUTS
     optional_inputs = 3
 

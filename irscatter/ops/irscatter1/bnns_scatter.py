@@ -73,6 +73,7 @@ class BNNSScatter(Op):
     }
 
     Attrs = BNNSAttrs
+    attrs: BNNSAttrs
     inputs = ("output", "indices", "input")
 
     def infer(self, output: TensorInfo, indices: TensorInfo, input: TensorInfo) -> TensorInfo:

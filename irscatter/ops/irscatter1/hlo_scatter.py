@@ -129,6 +129,7 @@ class HloScatter(Op):
 
 
     Attrs = HloScatterAttrs
+    attrs: HloScatterAttrs
     inputs = ("inputs", "scatter_indices", "updates")
     variadic = True
 

@@ -44,6 +44,7 @@ class PaddleScatter(Op):
     }
 
     Attrs = PaddleAttrs
+    attrs: PaddleAttrs
     inputs = ("x", "index", "updates")
     inplace_input = 0
 

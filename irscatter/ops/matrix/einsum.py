@@ -88,6 +88,7 @@ class Einsum(Op):
     }
 
     Attrs = EinsumAttrs
+    attrs: EinsumAttrs
     inputs = ("inputs",)
     variadic = True
 

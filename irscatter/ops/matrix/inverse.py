@@ -72,6 +72,7 @@ class Inverse(Op):
 
     class Attrs(OpAttrs):
         adjoint: IRBool = False
+    attrs: Attrs
 
     inputs = ("input",)
 

@@ -34,6 +34,7 @@ class MatMul(Op):
     }
 
     Attrs = MatMulAttrs
+    attrs: MatMulAttrs
     inputs = ("a", "b")
 
     def infer(self, a: TensorInfo, b: TensorInfo) -> TensorInfo:

@@ -72,6 +72,7 @@ class ScaledDotProductAttention(Op):
     }
 
     Attrs = SDPAAttrs
+    attrs: SDPAAttrs
     inputs = ("query", "key", "value", "attention_mask", "scale")
     optional_inputs = 2
 

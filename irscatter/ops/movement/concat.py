@@ -25,6 +25,7 @@ class Concat(Op):
     }
 
     Attrs = ConcatAttrs
+    attrs: ConcatAttrs
     inputs = ("inputs",)
     variadic = True
 

@@ -117,6 +117,7 @@ class PadBase(Op):
     }
 
     Attrs = PadAttrs
+    attrs: PadAttrs
     inputs = ("data", "pads_begin", "pads_end", "pad_value")
     optional_inputs = 1
     crop = True  # whether negative pads crop (Pad-12) or are refused (Pad-1)

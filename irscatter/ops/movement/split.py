@@ -59,6 +59,7 @@ class Split(Op):
     }
 
     Attrs = SplitAttrs
+    attrs: SplitAttrs
     inputs = ("data", "axis")
 
     def check_arity(self, n_inputs: int, n_outputs: int) -> None:

@@ -71,6 +71,7 @@ class FakeConvert(Op):
 
     class Attrs(OpAttrs):
         destination_type: Annotated[Literal["f8e4m3", "f8e5m2"], Lower]
+    attrs: Attrs
 
     inputs = ("data", "scale", "shift")
     optional_inputs = 1

@@ -68,6 +68,7 @@ class FakeQuantize(Op):
     class Attrs(OpAttrs):
         levels: Annotated[int, Field(ge=2)]
         auto_broadcast: Annotated[Literal["none", "numpy", "pdpd"], Lower] = "numpy"
+    attrs: Attrs
 
     inputs = ("X", *RANGES)
     elementwise = True

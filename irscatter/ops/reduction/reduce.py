@@ -66,6 +66,7 @@ class Reduce(Op):
     }
 
     Attrs = ReduceAttrs
+    attrs: ReduceAttrs
     inputs = ("data", "axes")
     kernel: ClassVar[np.ufunc]
     empty_is_undefined: ClassVar[bool] = False  # the spec defines the empty sum (0) and product (1)

@@ -99,4 +99,5 @@ class ScatterNDUpdate4(Op):
 @register("ScatterNDUpdate", 15)
 class ScatterNDUpdate15(ReductionAttribute, ScatterNDUpdate4):
     Attrs = NDAttrs15
+    attrs: NDAttrs15
     allow_negative = True

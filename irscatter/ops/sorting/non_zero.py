@@ -40,6 +40,7 @@ class NonZero(Op):
     labels = {"non-zero-type": "NonZero takes numeric and boolean data, not strings"}
 
     Attrs = NonZeroAttrs
+    attrs: NonZeroAttrs
     inputs = ("data",)
 
     def infer(self, data: TensorInfo) -> TensorInfo:

@@ -39,6 +39,7 @@ class SearchSorted(Op):
     }
 
     Attrs = SearchSortedAttrs
+    attrs: SearchSortedAttrs
     inputs = ("sorted_sequence", "values")
 
     def infer(self, sorted_sequence: TensorInfo, values: TensorInfo) -> TensorInfo:

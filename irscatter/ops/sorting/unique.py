@@ -77,6 +77,7 @@ class Unique(Op):
     labels = {"unique-type": "Unique takes numeric and boolean data, not strings"}
 
     Attrs = UniqueAttrs
+    attrs: UniqueAttrs
     inputs = ("data", "axis")
     optional_inputs = 1
     outputs = 4

@@ -45,6 +45,7 @@ def lowest(etype: ElementType) -> float | int:
 class SegmentMax(Op):
     class Attrs(OpAttrs):
         fill_mode: Annotated[Literal["zero", "lowest"], Lower]
+    attrs: Attrs
 
     labels = {
         "segment-ids-order": "segment_ids is not sorted in increasing order",

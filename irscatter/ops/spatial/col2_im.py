@@ -59,6 +59,7 @@ class Col2Im(Op):
     }
 
     Attrs = Col2ImAttrs
+    attrs: Col2ImAttrs
     inputs = ("data", "output_size", "kernel_size")
 
     def _check_attrs(self) -> None:

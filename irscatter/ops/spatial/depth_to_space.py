@@ -24,6 +24,7 @@ class DepthToSpace(Op):
     }
 
     Attrs = BlockAttrs
+    attrs: BlockAttrs
     inputs = ("data",)
 
     def infer(self, data: TensorInfo) -> TensorInfo:

@@ -24,6 +24,7 @@ class SpaceToDepth(Op):
     }
 
     Attrs = BlockAttrs
+    attrs: BlockAttrs
     inputs = ("data",)
 
     def infer(self, data: TensorInfo) -> TensorInfo:

@@ -408,6 +408,7 @@ def axis_aligned(boxes: np.ndarray, encoding: str) -> list[Geometry]:
 @register("NonMaxSuppression", 1)
 class NonMaxSuppression(Op):
     Attrs = NMS1Attrs
+    attrs: NMS1Attrs
     inputs = ("boxes", "scores", "max_output_boxes_per_class", "iou_threshold", "score_threshold")
     optional_inputs = 3
     per_batch_size = False  # -1 and -3 size the output min(num_boxes, max * num_classes)
@@ -447,6 +448,7 @@ class NonMaxSuppression(Op):
 @register("NonMaxSuppression", 3)
 class NonMaxSuppression3(NonMaxSuppression):
     Attrs = NMS3Attrs
+    attrs: NMS3Attrs
 
     def index_type(self) -> ElementType:
         return ElementType[self.attrs.output_type]
@@ -486,6 +488,7 @@ def pack_outputs(triplets: np.ndarray, found: np.ndarray, index: ElementType,
 @register("NonMaxSuppression", 5)
 class NonMaxSuppression5(Op):
     Attrs = NMS3Attrs
+    attrs: NMS3Attrs
     inputs = ("boxes", "scores", "max_output_boxes_per_class", "iou_threshold", "score_threshold",
               "soft_nms_sigma")
     optional_inputs = 4
