@@ -305,11 +305,11 @@ def _spatial_count(op: Op, data: TensorInfo, filters: TensorInfo, filter_lead: i
 
 
 def _dims(info: TensorInfo, n: int) -> list[Size]:
-    return sizes(info.shape.dims[-n:]) if info.shape.rank_is_static else [None] * n
+    return sizes(info.shape.ranked_dims[-n:]) if info.shape.rank_is_static else [None] * n
 
 
 def _lead(info: TensorInfo, k: int) -> Dimension:
-    return info.shape.dims[k] if info.shape.rank_is_static else Dimension.dynamic()
+    return info.shape.ranked_dims[k] if info.shape.rank_is_static else Dimension.dynamic()
 
 
 def check_kernel(op: Op, kernel: Sequence[Size]) -> None:

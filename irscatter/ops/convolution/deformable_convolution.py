@@ -118,7 +118,7 @@ class DeformableConvolution(Op):
         a = self.attrs
         check_attrs(self, 2, strides=a.strides, dilations=a.dilations, pads_begin=a.pads_begin,
                     pads_end=a.pads_end, auto_pad=a.auto_pad)
-        dims = {name: (sizes(info.shape.dims) if info.shape.rank_is_static else [None] * 4) for name, info in infos}
+        dims = {name: (sizes(info.shape.ranked_dims) if info.shape.rank_is_static else [None] * 4) for name, info in infos}
         out = self._geometry(dims["data"], dims["offsets"], dims["filters"], dims.get("mask"))[0]
         return TensorInfo(etype, PartialShape.of([_known(d) for d in out]))
 

@@ -332,7 +332,7 @@ class DetectionOutput(Op):
             if info.shape.rank_is_static:
                 check(info.shape.rank == want, "detection-output-rank",
                       f"{name} must be {want}-D, found shape {info.shape}", port=self.port(name))
-                dims[name] = tuple(info.shape.dims)
+                dims[name] = tuple(info.shape.ranked_dims)
             else:
                 dims[name] = None
 

@@ -96,7 +96,7 @@ class OneHot(Op):
             count = int(np.asarray(depth.value).reshape(-1)[0])
             check(count > 0, "one-hot-depth", f"depth must be positive, found {count}", port=self.port("depth"))
             size = Dimension.static(count)
-        dims = list(indices.shape.dims)
+        dims = list(indices.shape.ranked_dims)
         dims.insert(axis, size)
         return TensorInfo(etype, PartialShape.of(dims))
 

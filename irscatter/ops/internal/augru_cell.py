@@ -83,8 +83,8 @@ class AttentionalGRU(Recurrent):
             rank = 3 if self.sequence else 2
             check(a.shape.rank == rank, "recurrent-rank", f"A must have rank {rank}, found {a.shape}",
                   port=self.port("A"))
-            lead = x.shape.dims[: rank - 1] if x.shape.rank_is_static else ()
-            fits = a.shape[-1].contains(1) and all(d.compatible(e) for d, e in zip(a.shape.dims, lead))
+            lead = x.shape.ranked_dims[: rank - 1] if x.shape.rank_is_static else ()
+            fits = a.shape[-1].contains(1) and all(d.compatible(e) for d, e in zip(a.shape.ranked_dims, lead))
             check(fits, "recurrent-shape", f"A has shape {a.shape}: it must be [batch{', seq_length' if self.sequence else ''}, "
                   f"1] of X {x.shape}", port=self.port("A"))
         return outputs

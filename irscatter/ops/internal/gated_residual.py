@@ -145,7 +145,7 @@ class GatedResidual(Op):
               port=self.port("residual"))
         check(residual[-1].contains(width), "gr-shape", f"residual's last dimension must be hc_count * hidden_size "
               f"= {width}, found {residual}", port=self.port("residual"))
-        return list(residual.dims[:-1])
+        return list(residual.ranked_dims[:-1])
 
     @staticmethod
     def _with_last(lead: list[Dimension] | None, last: int) -> PartialShape:
@@ -161,9 +161,9 @@ class GatedResidual(Op):
         port = self.port(self.inputs[position])
         if lead is None:
             check(shape.rank >= len(tail), "gr-shape", message, port=port)
-            lead = list(shape.dims[: shape.rank - len(tail)])
+            lead = list(shape.ranked_dims[: shape.rank - len(tail)])
         expected = [*lead, *(Dimension.static(t) for t in tail)]
-        check(shape.rank == len(expected) and all(d.compatible(e) for d, e in zip(shape.dims, expected)),
+        check(shape.rank == len(expected) and all(d.compatible(e) for d, e in zip(shape.ranked_dims, expected)),
               "gr-shape", message, port=port)
 
     def compute(self, *arrays: np.ndarray) -> np.ndarray | tuple[np.ndarray, ...]:

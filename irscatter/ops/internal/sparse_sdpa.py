@@ -203,7 +203,7 @@ class SparseSDPA(SelectedBlocks):
             return
         batch, length, source = dims
         heads = {1, self.attrs.h_sel, self.attrs.num_heads}
-        padded = [Dimension.static(1)] * (4 - shape.rank) + list(shape.dims)
+        padded = [Dimension.static(1)] * (4 - shape.rank) + list(shape.ranked_dims)
         fits = shape.rank <= 4 and all(
             d.contains(1) or d.compatible(want) for d, want in zip(padded, (batch, Dimension.dynamic(), length, source)))
         fits = fits and (padded[1].is_dynamic or int(padded[1]) in heads)

@@ -128,7 +128,7 @@ class TopK(Op):
             count = int(np.asarray(k.value).reshape(-1)[0])
             self.check_range(count, dim.max if dim.is_static else None, at_runtime=False)
             size = Dimension.static(count)
-        dims = list(data.shape.dims)
+        dims = list(data.shape.ranked_dims)
         dims[axis] = size
         shape = PartialShape.of(dims)
         return TensorInfo(data.etype, shape), TensorInfo(index_type, shape)

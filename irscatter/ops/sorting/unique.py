@@ -111,7 +111,7 @@ class Unique(Op):
             dims_out = None
         else:
             total = data.shape[where]
-            dims_out = list(data.shape.dims)
+            dims_out = list(data.shape.ranked_dims)
         found_dim = Dimension(min=min(total.min, 1), max=total.max)
         if dims_out is None:
             first = PartialShape.of([found_dim])

@@ -337,7 +337,7 @@ def check_nms_inputs(op: Op, infos: list[TensorInfo | None], *, box_size: int, v
             check(info.etype in NMS_FLOATS, "nms-type", f"{name} must be f32, f16 or bf16, found {info.etype}",
                   port=op.port(name))
         if info.shape.rank_is_static:
-            dims = info.shape.dims
+            dims = info.shape.ranked_dims
             one = len(dims) == 0 or (vector_ok and len(dims) == 1 and dims[0].contains(1))
             check(one, "nms-scalar", f"{name} must be a scalar{' or a 1-element 1-D tensor' if vector_ok else ''}, "
                   f"found shape {info.shape}", port=op.port(name))
