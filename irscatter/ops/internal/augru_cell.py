@@ -57,6 +57,7 @@ class AttentionalGRU(Recurrent):
                             "direction is not the one value the page and OpenVINO allow",
     }
 
+    attrs: AUGRUCellAttrs
     gates = 3
     activation_count = 2
 

@@ -64,6 +64,8 @@ class SelectedBlocks(Op):
     """What SparseSDPA and SparsePA share: the head and block attributes, the index plan and
     its contract, and the port of an input wherever the layout puts it."""
 
+    attrs: SelectionAttrs
+
     labels = {
         "sparse-attrs": "the head counts or sizes do not fit each other (num_kv_heads and h_sel must divide "
                         "num_heads, h_sel is 1, num_kv_heads or num_heads, sizes are positive)",

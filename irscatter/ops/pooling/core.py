@@ -80,7 +80,7 @@ class Axis:
         return max(self.end, last - self.begin - self.size)
 
 
-def check_attributes(op: Op, data: TensorInfo, dilations: tuple[int, ...]) -> int:
+def check_attributes(op: Pool, data: TensorInfo, dilations: tuple[int, ...]) -> int:
     """The checks that need no sizes; returns the number of spatial axes."""
     a = op.attrs
     spatial = len(a.kernel)
@@ -112,7 +112,7 @@ def check_attributes(op: Op, data: TensorInfo, dilations: tuple[int, ...]) -> in
     return spatial
 
 
-def geometry(op: Op, sizes: list[int | None], dilations: tuple[int, ...]) -> list[Axis | None]:
+def geometry(op: Pool, sizes: list[int | None], dilations: tuple[int, ...]) -> list[Axis | None]:
     """Pads and output size along each spatial axis of an input of spatial `sizes` (None for
     an axis whose size is not known: its geometry is not either)."""
     a = op.attrs
@@ -149,7 +149,7 @@ def geometry(op: Op, sizes: list[int | None], dilations: tuple[int, ...]) -> lis
     return axes
 
 
-def output_shape(op: Op, data: TensorInfo, dilations: tuple[int, ...]) -> PartialShape:
+def output_shape(op: Pool, data: TensorInfo, dilations: tuple[int, ...]) -> PartialShape:
     """Inference: the checks, and the output shape (a dynamic spatial size stays dynamic)."""
     spatial = check_attributes(op, data, dilations)
     if not data.shape.rank_is_static:
@@ -324,6 +324,7 @@ def empty_bins(data: np.ndarray, sizes: list[int]) -> tuple[int, ...] | None:
 class Pool(Op):
     """What MaxPool and AvgPool share: one data input, the window attributes, the geometry."""
 
+    attrs: PoolAttrs
     inputs = ("data",)
 
     def dilations(self) -> tuple[int, ...]:
