@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -196,7 +197,7 @@ def _inexact(target: np.ndarray, reference: np.ndarray, tol: Tolerance) -> Tenso
         relative = np.where(error > 0, error / np.abs(w), 0.0)
         ratio = np.where(one_sided, np.inf, np.where(error > 0, error / allowed, 0.0))
     both = np.isfinite(g) & np.isfinite(w)
-    record = dict(count=count, mismatches=int(fails.sum()))
+    record: dict[str, Any] = dict(count=count, mismatches=int(fails.sum()))
     if count:
         # A NaN or an infinity on one side is an error no finite number measures: the maxima say
         # so (the other measures cover the elements finite on both sides).

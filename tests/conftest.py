@@ -8,6 +8,16 @@ import helpers  # noqa: E402
 import pytest  # noqa: E402
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "early: a long test that starts before the others (see below)")
+
+
+def pytest_collection_modifyitems(items):
+    # pytest-xdist hands tests out in collection order: a long test collected first runs beside
+    # the rest of the suite rather than after it (the sort is stable, the rest keep their order).
+    items.sort(key=lambda item: item.get_closest_marker("early") is None)
+
+
 def pytest_report_header(config):
     if importlib.util.find_spec("openvino") is None:
         return ["oracle: openvino is not installed, so the differential tests against it are skipped "

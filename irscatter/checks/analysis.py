@@ -48,7 +48,7 @@ class Analysis:
 
 
 class _Pass:
-    def __init__(self, model: Model, collect: bool, loaded_badly: Iterable[int], strict: bool = False) -> None:
+    def __init__(self, model: Model, collect: bool, loaded_badly: Iterable[int | str], strict: bool = False) -> None:
         self.model = model
         self.strict = strict  # validate --strict: the active strict collector hears this pass's kernels
         self.file = model.source
@@ -256,8 +256,8 @@ class _Pass:
             if not isinstance(op, Assign) or wiring.sources[lid][0] not in infos:
                 continue
             name = op.attrs.variable_id
-            info = variables.get(name)
-            if info is None:
+            declared = variables.get(name)
+            if declared is None:
                 self.report(Finding("error", "unknown-variable", f'no ReadValue declares variable "{name}"',
                                     layer.ref, line=layer.line))
                 continue
@@ -266,12 +266,12 @@ class _Pass:
                                     f"Assign", layer.ref, line=layer.line))
             assigned.add(name)
             value = infos[wiring.sources[lid][0]]  # type: ignore[index]
-            if ElementType.dynamic not in (info.etype, value.etype) and value.etype is not info.etype:
+            if ElementType.dynamic not in (declared.etype, value.etype) and value.etype is not declared.etype:
                 self.report(Finding("error", "variable-type", f'assigns {value.etype} to variable "{name}" of '
-                                    f"type {info.etype}", layer.ref, "input 0", layer.line))
-            elif not info.shape.relaxes(value.shape):
+                                    f"type {declared.etype}", layer.ref, "input 0", layer.line))
+            elif not declared.shape.relaxes(value.shape):
                 self.report(Finding("error", "variable-shape", f'assigns shape {value.shape} to variable "{name}" '
-                                    f"of shape {info.shape}", layer.ref, "input 0", layer.line))
+                                    f"of shape {declared.shape}", layer.ref, "input 0", layer.line))
         return variables
 
 
@@ -297,7 +297,7 @@ def _is_sink(layer) -> bool:
     return found.cls is not None and found.cls.sink
 
 
-def analyze(model: Model, *, collect: bool = False, loaded_badly: Iterable[int] = (),
+def analyze(model: Model, *, collect: bool = False, loaded_badly: Iterable[int | str] = (),
             strict: bool = False) -> Analysis:
     """The pass; see the module doc. `loaded_badly`: layers the loader already reported.
     `strict`: the kernels this pass runs report into the strict collector the caller has made

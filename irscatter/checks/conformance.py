@@ -17,6 +17,7 @@ model or irscatter cannot run it as written; `warning` means it can, but somethi
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,7 +108,7 @@ def validate(model: Model | str | os.PathLike, bin_path: str | os.PathLike | Non
     return _with_strict(report, loaded, loaded_badly, strict)
 
 
-def _with_strict(report: Report, model: Model, loaded_badly: set[int] | tuple, strict: bool) -> Report:
+def _with_strict(report: Report, model: Model, loaded_badly: Collection[int | str], strict: bool) -> Report:
     """The report with the checks after loading added, and in strict mode their strict findings."""
     if not strict:
         report.findings += check_model(model, loaded_badly)
@@ -123,7 +124,7 @@ def _with_strict(report: Report, model: Model, loaded_badly: set[int] | tuple, s
 # --- the checks --------------------------------------------------------------------------------
 
 
-def check_model(model: Model, loaded_badly: set[int] | None = None) -> list[Finding]:
+def check_model(model: Model, loaded_badly: Collection[int | str] | None = None) -> list[Finding]:
     """The checks after loading (the same pass that compiling runs, recording every finding);
     layers in `loaded_badly` were already reported by the loader."""
     return analyze(model, collect=True, loaded_badly=loaded_badly or ()).findings

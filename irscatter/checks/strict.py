@@ -37,7 +37,7 @@ def probe(collector: Collector, op: Op, layer: Layer, inputs: Sequence[TensorInf
     if all(value is None for value in known):
         return
     arguments = [value if value is not None else _placeholder(info) for value, info in zip(known, inputs)]
-    if any(a is None for a in arguments) or sum(a.size for a in arguments) > PROBE_ELEMENTS:  # type: ignore[union-attr]
+    if any(a is None for a in arguments) or sum(a.size for a in arguments if a is not None) > PROBE_ELEMENTS:
         return
     names = [_port_name(op, i) for i in range(len(inputs))]
     collector.known_ports = frozenset(n for n, v in zip(names, known) if v is not None and n is not None)

@@ -221,6 +221,14 @@ class PartialShape(BaseModel):
         return len(self.dims)
 
     @property
+    def ranked_dims(self) -> tuple[Dimension, ...]:
+        """The dimensions of a shape whose rank its reader has already found static (a type
+        checker cannot follow `rank_is_static` to `dims`); ValueError for a dynamic rank."""
+        if self.dims is None:
+            raise ValueError("shape has a dynamic rank")
+        return self.dims
+
+    @property
     def is_static(self) -> bool:
         return self.dims is not None and all(d.is_static for d in self.dims)
 
@@ -228,7 +236,7 @@ class PartialShape(BaseModel):
         """The static shape as ints; raises ValueError when any part is dynamic."""
         if not self.is_static:
             raise ValueError(f"shape {self} is not static")
-        return tuple(d.min for d in self.dims)  # type: ignore[union-attr]
+        return tuple(d.min for d in self.ranked_dims)
 
     def compatible(self, other: PartialShape) -> bool:
         if self.dims is None or other.dims is None:

@@ -89,8 +89,8 @@ def repair(snippet: str, default_version: str) -> tuple[str, list[str]]:
     if head is None and ">" not in text:  # no tag at all (an empty text): nothing to mend
         return text, repairs
     head_end = head.end() if head else text.index(">") + 1
-    head = text[:head_end]
-    attrs = dict(re.findall(r'([\w:-]+)="([^"]*)"', head))
+    head_text = text[:head_end]
+    attrs = dict(re.findall(r'([\w:-]+)="([^"]*)"', head_text))
     moved = {k: v for k, v in attrs.items() if k not in _LAYER_KEYS}
     kept = {k: v for k, v in attrs.items() if k in _LAYER_KEYS}
     added = [f'{key}="{value}"' for key, value in (("id", "0"), ("name", "example"), ("version", default_version))
@@ -108,8 +108,8 @@ def repair(snippet: str, default_version: str) -> tuple[str, list[str]]:
             body = re.sub(r"<data(?=[\s/>])", f"<data {data_attrs}", body, count=1)
         else:
             body = f"<data {data_attrs}/>" + body
-    head = "<layer " + " ".join(f'{k}="{v}"' for k, v in kept.items()) + ">"
-    return head + body, sorted(set(repairs), key=repairs.index)
+    head_text = "<layer " + " ".join(f'{k}="{v}"' for k, v in kept.items()) + ">"
+    return head_text + body, sorted(set(repairs), key=repairs.index)
 
 
 def _renumber_duplicate_ports(text: str, repairs: list[str]) -> str:

@@ -78,8 +78,8 @@ class IRWriter:
         PartialShape keeps its bounds ("1..8") in the layer's shape; its port says -1 for them.
         `rt_info` and `port_rt_info` are an original Parameter's (its layout, say)."""
         if isinstance(shape, PartialShape):
-            text = "..." if not shape.rank_is_static else ",".join(str(d) for d in shape.dims)
-            dims = None if not shape.rank_is_static else [d.min if d.is_static else -1 for d in shape.dims]
+            text = "..." if not shape.rank_is_static else ",".join(str(d) for d in shape.ranked_dims)
+            dims = None if not shape.rank_is_static else [d.min if d.is_static else -1 for d in shape.ranked_dims]
         else:
             dims = None if shape is None else list(shape)
             text = "..." if dims is None else ",".join("?" if d < 0 else str(d) for d in dims)

@@ -176,6 +176,7 @@ class Op:
     domain: ClassVar[str]
 
     Attrs: ClassVar[type[OpAttrs]] = NoAttrs
+    attrs: OpAttrs  # the parsed Attrs: each op class that declares Attrs narrows this (attrs: Attrs)
     inputs: ClassVar[tuple[str, ...]] = ()  # input port names, in order
     optional_inputs: ClassVar[int] = 0  # how many trailing inputs may be omitted
     variadic: ClassVar[bool] = False  # takes one or more inputs, all named inputs[0]
@@ -304,11 +305,15 @@ class Op:
 
     # Every op irscatter registers overrides both. A custom op registered from user code without
     # one of them is refused with a clear error rather than a traceback.
-    def infer(self, *inputs: TensorInfo) -> TensorInfo | tuple[TensorInfo, ...]:
+    # Each op names its own ports, as many as it declares, and compute takes the keywords its
+    # class variables ask for (inplace=, written=, unused=): the base cannot spell those out, so
+    # its arguments are Any (which type checkers take as "any signature"), and `check_arity`
+    # holds a layer's inputs to the declaration when the model is compiled.
+    def infer(self, *inputs: Any) -> TensorInfo | tuple[TensorInfo, ...]:
         raise ValidationError(f"{self.label()} was registered without shape inference (an infer method)",
                               label="no-kernel")
 
-    def compute(self, *inputs: np.ndarray) -> np.ndarray | tuple[np.ndarray, ...]:
+    def compute(self, *inputs: Any, **options: Any) -> np.ndarray | tuple[np.ndarray | None, ...]:
         raise ExecutionError(f"{self.label()} was registered without a kernel (a compute method)",
                              label="no-kernel")
 

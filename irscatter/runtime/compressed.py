@@ -201,7 +201,7 @@ def _codebook(steps: Sequence[Any], ops: Mapping[int, Op], chain: list[int], inf
               consts: Mapping[int, Any]) -> _Codebook | None:
     """The chain as a codebook, or None when it is not one (see the module doc)."""
     weight = infos.get(steps[chain[-1]].outputs[0])
-    if weight is None or not _static(weight) or weight.etype is not ElementType.f32 or len(weight.shape.dims) != 2:
+    if weight is None or not _static(weight) or weight.etype is not ElementType.f32 or len(weight.shape.ranked_dims) != 2:
         return None
     rows, k = weight.shape.to_tuple()
     read = [s for i in chain for s in steps[i].inputs if s in consts]

@@ -23,6 +23,7 @@ from irscatter.ops.registry import register
 class LogSoftmax(AlongAxis):
     class Attrs(OpAttrs):
         axis: int = 1
+    attrs: Attrs
 
     def compute(self, data: np.ndarray) -> np.ndarray:
         axis = self.axis(data.ndim, at_runtime=True)

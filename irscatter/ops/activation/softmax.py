@@ -65,6 +65,7 @@ class AlongAxis(Op):
 class Softmax(AlongAxis):
     class Attrs(OpAttrs):
         axis: Annotated[int, Field(ge=0)] = 1
+    attrs: Attrs
 
     def compute(self, data: np.ndarray) -> np.ndarray:
         return softmax(data, self.axis(data.ndim, at_runtime=True))
@@ -76,5 +77,6 @@ class Softmax8(Softmax):
 
     class Attrs(OpAttrs):
         axis: int = 1
+    attrs: Attrs
 
 

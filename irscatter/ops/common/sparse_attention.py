@@ -124,7 +124,7 @@ def float_inputs(op: Op, query: TensorInfo, others: dict[str, TensorInfo | None]
         etype = same_element_type(TensorInfo(etype, query.shape), info, f"{name} must have query's element type",
                                   "same-element-type", where(name))
         if name == "scale" and info.shape.rank_is_static:
-            dims = info.shape.dims
+            dims = info.shape.ranked_dims
             check(len(dims) == 0 or (len(dims) == 1 and dims[0].contains(1)), "scalar-input",
                   f"scale must be a scalar or hold one element, found shape {info.shape}", port=where(name))
     check_float(op, etype, "query")

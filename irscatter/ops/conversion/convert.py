@@ -22,6 +22,7 @@ class Convert(Op):
 
     class Attrs(OpAttrs):
         destination_type: ElementTypeAttr
+    attrs: Attrs
 
     inputs = ("data",)
     elementwise = True

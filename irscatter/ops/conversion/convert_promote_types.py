@@ -95,6 +95,7 @@ class ConvertPromoteTypes(Op):
         promote_unsafe: IRBool = False
         pytorch_scalar_promotion: IRBool = False
         u64_integer_promotion_target: ElementTypeAttr = E.f32
+    attrs: Attrs
 
     inputs = ("input_0", "input_1")
     outputs = 2

@@ -68,6 +68,7 @@ class BinaryConvolution(Op):
     }
 
     Attrs = BinaryConvolutionAttrs
+    attrs: BinaryConvolutionAttrs
     inputs = ("data", "filters")
 
     def infer(self, data: TensorInfo, filters: TensorInfo) -> TensorInfo:
@@ -84,8 +85,8 @@ class BinaryConvolution(Op):
         a = self.attrs
         check_attrs(self, 2, strides=a.strides, dilations=a.dilations, pads_begin=a.pads_begin,
                     pads_end=a.pads_end, auto_pad=a.auto_pad)
-        d = sizes(data.shape.dims) if data.shape.rank_is_static else [None] * 4
-        f = sizes(filters.shape.dims) if filters.shape.rank_is_static else [None] * 4
+        d = sizes(data.shape.ranked_dims) if data.shape.rank_is_static else [None] * 4
+        f = sizes(filters.shape.ranked_dims) if filters.shape.rank_is_static else [None] * 4
         if d[1] is not None and f[1] is not None:
             check(d[1] == f[1], "conv-channels", f"the data has {d[1]} channels, the filters take {f[1]}",
                   port=self.port("filters"))

@@ -305,11 +305,11 @@ def _spatial_count(op: Op, data: TensorInfo, filters: TensorInfo, filter_lead: i
 
 
 def _dims(info: TensorInfo, n: int) -> list[Size]:
-    return sizes(info.shape.dims[-n:]) if info.shape.rank_is_static else [None] * n
+    return sizes(info.shape.ranked_dims[-n:]) if info.shape.rank_is_static else [None] * n
 
 
 def _lead(info: TensorInfo, k: int) -> Dimension:
-    return info.shape.dims[k] if info.shape.rank_is_static else Dimension.dynamic()
+    return info.shape.ranked_dims[k] if info.shape.rank_is_static else Dimension.dynamic()
 
 
 def check_kernel(op: Op, kernel: Sequence[Size]) -> None:
@@ -347,6 +347,7 @@ class ForwardConvolution(Op):
     (`grouped = True`: filters [GROUPS, C_OUT, C_IN, *k], data channels GROUPS * C_IN)."""
 
     Attrs = ConvolutionAttrs
+    attrs: ConvolutionAttrs
     inputs = ("data", "filters")
     grouped: bool = False
 
@@ -430,6 +431,7 @@ class TransposedConvolution(Op):
     the optional output_shape input (the output's spatial sizes)."""
 
     Attrs = BackpropAttrs
+    attrs: BackpropAttrs
     inputs = ("data", "filters", "output_shape")
     optional_inputs = 1
     grouped: bool = False

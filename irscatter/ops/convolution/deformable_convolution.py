@@ -95,6 +95,7 @@ class DeformableConvolution(Op):
     }
 
     Attrs = DeformableConvolutionAttrs
+    attrs: DeformableConvolutionAttrs
     inputs = ("data", "offsets", "filters")
 
     def sampling(self) -> str:
@@ -117,7 +118,7 @@ class DeformableConvolution(Op):
         a = self.attrs
         check_attrs(self, 2, strides=a.strides, dilations=a.dilations, pads_begin=a.pads_begin,
                     pads_end=a.pads_end, auto_pad=a.auto_pad)
-        dims = {name: (sizes(info.shape.dims) if info.shape.rank_is_static else [None] * 4) for name, info in infos}
+        dims = {name: (sizes(info.shape.ranked_dims) if info.shape.rank_is_static else [None] * 4) for name, info in infos}
         out = self._geometry(dims["data"], dims["offsets"], dims["filters"], dims.get("mask"))[0]
         return TensorInfo(etype, PartialShape.of([_known(d) for d in out]))
 
@@ -245,6 +246,7 @@ def _bilinear(x: np.ndarray, height: int, width: int, pos_y: np.ndarray, pos_x: 
 class DeformableConvolution8(DeformableConvolution):
     class Attrs(DeformableConvolutionAttrs):
         bilinear_interpolation_pad: IRBool = False
+    attrs: Attrs
 
     inputs = ("data", "offsets", "filters", "mask")
     optional_inputs = 1

@@ -285,6 +285,7 @@ class DetectionOutput(Op):
     }
 
     Attrs = DetectionOutput1Attrs
+    attrs: DetectionOutput1Attrs
     inputs = ("box_logits", "class_preds", "proposals", "aux_class_preds", "aux_box_preds")
     optional_inputs = 2
 
@@ -331,7 +332,7 @@ class DetectionOutput(Op):
             if info.shape.rank_is_static:
                 check(info.shape.rank == want, "detection-output-rank",
                       f"{name} must be {want}-D, found shape {info.shape}", port=self.port(name))
-                dims[name] = tuple(info.shape.dims)
+                dims[name] = tuple(info.shape.ranked_dims)
             else:
                 dims[name] = None
 
@@ -452,6 +453,7 @@ class DetectionOutput8(DetectionOutput):
     over the number of priors (proposals' last dimension over 4 or 5), so there must be priors."""
 
     Attrs = DetectionOutput8Attrs
+    attrs: DetectionOutput8Attrs
 
     def attribute_classes(self) -> int | None:
         return None

@@ -80,6 +80,7 @@ class GenerateProposals(Op):
     }
 
     Attrs = GenerateProposalsAttrs
+    attrs: GenerateProposalsAttrs
     inputs = ("im_info", "anchors", "deltas", "scores")
     outputs = 3
 
@@ -121,8 +122,8 @@ class GenerateProposals(Op):
             return (TensorInfo(etype, PartialShape.of([total, 4])), TensorInfo(etype, PartialShape.of([total])),
                     TensorInfo(count_type, PartialShape.of([len(nums)]), nums.astype(count_type.dtype)))
         per_image = self.attrs.post_nms_count
-        if s.rank_is_static and all(x.is_static for x in s.dims[1:]):
-            per_image = min(per_image, self.attrs.pre_nms_count, math.prod(x.min for x in s.dims[1:]))
+        if s.rank_is_static and all(x.is_static for x in s.ranked_dims[1:]):
+            per_image = min(per_image, self.attrs.pre_nms_count, math.prod(x.min for x in s.ranked_dims[1:]))
         rois = Dimension(min=0, max=None if batch.max is None else batch.max * per_image)
         return (TensorInfo(etype, PartialShape.of([rois, 4])), TensorInfo(etype, PartialShape.of([rois])),
                 TensorInfo(count_type, PartialShape.of([batch])))

@@ -198,6 +198,7 @@ class PriorBox(Op):
     }
 
     Attrs = PriorBox1Attrs
+    attrs: PriorBox1Attrs
     inputs = ("output_size", "image_size")
 
     def _min_max_first(self) -> bool:
@@ -358,6 +359,7 @@ class PriorBox8(PriorBox):
     min-size one, as PriorBox-1 and Caffe; false: after the aspect-ratio boxes)."""
 
     Attrs = PriorBox8Attrs
+    attrs: PriorBox8Attrs
 
     def _min_max_first(self) -> bool:
         return self.attrs.min_max_aspect_ratios_order

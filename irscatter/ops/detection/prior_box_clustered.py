@@ -56,6 +56,7 @@ class PriorBoxClustered(Op):
     }
 
     Attrs = PriorBoxClusteredAttrs
+    attrs: PriorBoxClusteredAttrs
     inputs = ("output_size", "image_size")
 
     def _per_cell(self) -> int:

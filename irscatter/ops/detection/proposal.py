@@ -272,6 +272,7 @@ class Proposal(Op):
     }
 
     Attrs = ProposalAttrs
+    attrs: ProposalAttrs
     inputs = ("class_probs", "bbox_deltas", "image_shape")
 
     def infer(self, probs: TensorInfo, deltas: TensorInfo, image: TensorInfo) -> Any:

@@ -79,6 +79,7 @@ class RegionYolo(Op):
     }
 
     Attrs = RegionYoloAttrs
+    attrs: RegionYoloAttrs
     inputs = ("data",)
 
     def _layout(self) -> tuple[int, int]:
@@ -103,7 +104,7 @@ class RegionYolo(Op):
               port=self.port("data"))
         if not self.attrs.do_softmax:
             return TensorInfo(data.etype, PartialShape.of([n, regions * entries, h, w]))
-        dims = list(data.shape.dims)
+        dims = list(data.shape.ranked_dims)
         axis = normalized_axis(self.attrs.axis, 4, port=self.port("axis"))
         end = normalized_axis(self.attrs.end_axis, 4, port=self.port("end_axis"))
         if end <= axis:

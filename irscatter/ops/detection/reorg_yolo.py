@@ -59,6 +59,7 @@ class ReorgYolo(Op):
     }
 
     Attrs = ReorgYoloAttrs
+    attrs: ReorgYoloAttrs
     inputs = ("data",)
 
     def _stride(self) -> int:

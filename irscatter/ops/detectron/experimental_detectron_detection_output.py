@@ -115,6 +115,7 @@ class ExperimentalDetectronDetectionOutput(Op):
     }
 
     Attrs = DetectionOutputAttrs
+    attrs: DetectionOutputAttrs
     inputs = ("input_rois", "input_deltas", "input_scores", "input_im_info")
     outputs = 3
 

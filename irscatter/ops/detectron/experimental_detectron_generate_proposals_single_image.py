@@ -80,6 +80,7 @@ class ExperimentalDetectronGenerateProposalsSingleImage(Op):
     }
 
     Attrs = GenerateProposalsAttrs
+    attrs: GenerateProposalsAttrs
     inputs = ("im_info", "anchors", "deltas", "scores")
     outputs = 2
 

@@ -48,6 +48,7 @@ class ExperimentalDetectronPriorGridGenerator(Op):
     }
 
     Attrs = PriorGridGeneratorAttrs
+    attrs: PriorGridGeneratorAttrs
     inputs = ("priors", "feature_map", "im_data")
 
     def infer(self, priors: TensorInfo, featmap: TensorInfo, image: TensorInfo) -> TensorInfo:

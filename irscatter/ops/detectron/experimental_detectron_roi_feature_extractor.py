@@ -159,6 +159,7 @@ class ExperimentalDetectronROIFeatureExtractor(Op):
     }
 
     Attrs = ROIFeatureExtractorAttrs
+    attrs: ROIFeatureExtractorAttrs
     inputs = ("input_rois",)
     variadic = True
     outputs = 2

@@ -30,6 +30,7 @@ class ExperimentalDetectronTopKROIs(Op):
     }
 
     Attrs = TopKROIsAttrs
+    attrs: TopKROIsAttrs
     inputs = ("input_rois", "rois_probs")
 
     def infer(self, rois: TensorInfo, probs: TensorInfo) -> TensorInfo:

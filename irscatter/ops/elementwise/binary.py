@@ -69,6 +69,7 @@ class BinaryElementwise(TableOp):
     accepted by the op's row, and the two shapes broadcast by `auto_broadcast`."""
 
     Attrs = BroadcastAttrs
+    attrs: BroadcastAttrs
     inputs = ("a", "b")
     labels = {
         "integer-overflow": "strict mode: integer arithmetic leaves the type's range, and irscatter wraps it",

@@ -23,6 +23,7 @@ class Select(Op):
     }
 
     Attrs = BroadcastAttrs
+    attrs: BroadcastAttrs
     inputs = ("cond", "then", "else")
     elementwise = True
 

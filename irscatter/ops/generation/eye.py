@@ -48,6 +48,7 @@ class Eye(Op):
     }
 
     Attrs = EyeAttrs
+    attrs: EyeAttrs
     inputs = ("num_rows", "num_columns", "diagonal_index", "batch_shape")
     optional_inputs = 1
 

@@ -64,6 +64,7 @@ class Multinomial(Op):
     }
 
     Attrs = MultinomialAttrs
+    attrs: MultinomialAttrs
     inputs = ("probs", "num_samples")
 
     def input_range(self, position: int, infos) -> Bounds | None:

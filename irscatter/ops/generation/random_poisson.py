@@ -273,6 +273,7 @@ class RandomPoisson(Op):
         global_seed: Seed = 0
         op_seed: Seed = 0
         alignment: Annotated[Literal["tensorflow", "pytorch"], Lower] = "tensorflow"
+    attrs: Attrs
 
     inputs = ("input",)
 

@@ -65,6 +65,7 @@ class RandomUniform(Op):
     }
 
     Attrs = RandomUniformAttrs
+    attrs: RandomUniformAttrs
     inputs = ("shape", "minval", "maxval")
 
     def input_range(self, position: int, infos) -> Bounds | None:

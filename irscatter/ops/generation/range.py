@@ -162,6 +162,7 @@ class Range1(RangeBase):
 @register("Range", 4)
 class Range(RangeBase):
     Attrs = RangeAttrs
+    attrs: RangeAttrs
 
     def infer(self, start: TensorInfo, stop: TensorInfo, step: TensorInfo) -> TensorInfo:
         self.check_scalars(start, stop, step)

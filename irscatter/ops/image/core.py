@@ -106,7 +106,7 @@ def nhwc(op: Op, info: TensorInfo, name: str, channels: int) -> list[Dimension]:
         return [Dimension.dynamic()] * 3 + [Dimension.static(channels)]
     check(info.shape.rank == 4, "image-rank",
           f"{name} must have 4 dimensions (N, H, W, C), it has shape {info.shape}", port=op.port(name))
-    dims = list(info.shape.dims)
+    dims = list(info.shape.ranked_dims)
     check(dims[C].contains(channels), "image-channels",
           f"{name} must have {channels} channel{'s' if channels > 1 else ''}, it has shape {info.shape}",
           port=op.port(name))

@@ -28,6 +28,7 @@ def _times(d: Dimension, num: int, den: int) -> Dimension:
 @register("RGBtoNV12", 17)
 class RGBtoNV12(Op):
     Attrs = ToNV12Attrs
+    attrs: ToNV12Attrs
     inputs = ("image",)
     bgr = False
 

@@ -88,7 +88,7 @@ class Gather1(Op):
             check(data.shape[d].compatible(indices.shape[d]), "batch-shape",
                   f"dimension {d} of data ({data.shape[d]}) and indices ({indices.shape[d]}) must be equal "
                   f"(batch_dims = {b})", port=self.port("indices"))
-        dims = data.shape.dims[:a] + indices.shape.dims[b:] + data.shape.dims[a + 1:]
+        dims = data.shape.ranked_dims[:a] + indices.shape.ranked_dims[b:] + data.shape.ranked_dims[a + 1:]
         return TensorInfo(data.etype, PartialShape.of(dims))
 
     def compute(self, data: np.ndarray, indices: np.ndarray, axis: np.ndarray) -> np.ndarray:
@@ -124,6 +124,7 @@ register("Gather", 1)(Gather1)
 @register("Gather", 7)
 class Gather7(Gather1):
     Attrs = GatherAttrs
+    attrs: GatherAttrs
     has_batch_dims = True
 
 

@@ -31,6 +31,7 @@ class GatherElements(Op):
     """
 
     Attrs = GatherElementsAttrs
+    attrs: GatherElementsAttrs
     inputs = ("data", "indices")
 
     def infer(self, data: TensorInfo, indices: TensorInfo) -> TensorInfo:

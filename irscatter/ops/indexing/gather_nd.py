@@ -27,6 +27,7 @@ class GatherND5(Op):
     per batch when batch_dims > 0."""
 
     Attrs = GatherAttrs
+    attrs: GatherAttrs
     inputs = ("data", "indices")
     merge_batch: ClassVar[bool] = True  # v5 folds the batch dimensions of the output into one
 
@@ -56,7 +57,7 @@ class GatherND5(Op):
         k = last.min
         check(b + k <= r, "index-depth",
               f"indices.shape[-1] ({k}) + batch_dims ({b}) must not exceed the rank of data ({r})", port=self.port("indices"))
-        dims = self._output_dims(indices.shape.dims[:b], indices.shape.dims[b:-1], data.shape.dims[b + k:])
+        dims = self._output_dims(indices.shape.ranked_dims[:b], indices.shape.ranked_dims[b:-1], data.shape.ranked_dims[b + k:])
         return TensorInfo(data.etype, PartialShape.of(dims))
 
     def input_range(self, position: int, infos) -> Bounds | None:

@@ -59,6 +59,7 @@ class OneHot(Op):
     }
 
     Attrs = OneHotAttrs
+    attrs: OneHotAttrs
     inputs = ("indices", "depth", "on_value", "off_value")
 
     def normalize(self) -> bool:
@@ -95,7 +96,7 @@ class OneHot(Op):
             count = int(np.asarray(depth.value).reshape(-1)[0])
             check(count > 0, "one-hot-depth", f"depth must be positive, found {count}", port=self.port("depth"))
             size = Dimension.static(count)
-        dims = list(indices.shape.dims)
+        dims = list(indices.shape.ranked_dims)
         dims.insert(axis, size)
         return TensorInfo(etype, PartialShape.of(dims))
 
@@ -125,6 +126,7 @@ class OneHot16(OneHot):
     """OneHot-16: `negative_indices_mode`, ignore_negative (OneHot-1's behaviour) or normalize."""
 
     Attrs = OneHot16Attrs
+    attrs: OneHot16Attrs
 
     def normalize(self) -> bool:
         return self.attrs.negative_indices_mode == "normalize"

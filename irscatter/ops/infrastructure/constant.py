@@ -23,6 +23,7 @@ class Const(Op):
         shape: str
         offset: int
         size: int
+    attrs: Attrs
 
     inputs = ()
     elementwise = True  # as a region's constant operand, broadcast like any other input

@@ -13,6 +13,7 @@ class Parameter(Op):
     class Attrs(OpAttrs):
         shape: PartialShape
         element_type: ElementTypeAttr
+    attrs: Attrs
 
     inputs = ()
     elementwise = True

@@ -57,6 +57,7 @@ class AttentionalGRU(Recurrent):
                             "direction is not the one value the page and OpenVINO allow",
     }
 
+    attrs: AUGRUCellAttrs
     gates = 3
     activation_count = 2
 
@@ -83,8 +84,8 @@ class AttentionalGRU(Recurrent):
             rank = 3 if self.sequence else 2
             check(a.shape.rank == rank, "recurrent-rank", f"A must have rank {rank}, found {a.shape}",
                   port=self.port("A"))
-            lead = x.shape.dims[: rank - 1] if x.shape.rank_is_static else ()
-            fits = a.shape[-1].contains(1) and all(d.compatible(e) for d, e in zip(a.shape.dims, lead))
+            lead = x.shape.ranked_dims[: rank - 1] if x.shape.rank_is_static else ()
+            fits = a.shape[-1].contains(1) and all(d.compatible(e) for d, e in zip(a.shape.ranked_dims, lead))
             check(fits, "recurrent-shape", f"A has shape {a.shape}: it must be [batch{', seq_length' if self.sequence else ''}, "
                   f"1] of X {x.shape}", port=self.port("A"))
         return outputs
@@ -93,6 +94,7 @@ class AttentionalGRU(Recurrent):
 @register("AUGRUCell", 1, domain=DOMAIN)
 class AUGRUCell(AttentionalGRU):
     Attrs = AUGRUCellAttrs
+    attrs: AUGRUCellAttrs
     inputs = ("X", "initial_hidden_state", "W", "R", "B", "A")
 
     def compute(self, x: np.ndarray, h: np.ndarray, w: np.ndarray, r: np.ndarray, b: np.ndarray,

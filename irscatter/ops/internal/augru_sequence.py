@@ -49,6 +49,7 @@ class AUGRUSequenceAttrs(RecurrentAttrs):
 @register("AUGRUSequence", 1, domain=DOMAIN)
 class AUGRUSequence(AttentionalGRU):
     Attrs = AUGRUSequenceAttrs
+    attrs: AUGRUSequenceAttrs
     inputs = ("X", "initial_hidden_state", "sequence_lengths", "W", "R", "B", "A")
     outputs = 2
     sequence = True

@@ -56,6 +56,7 @@ class BlockSparseAttention(Op):
 
     class Attrs(OpAttrs):
         compress_ratio: int
+    attrs: Attrs
 
     inputs = ("query", "key", "value", "block_indices", "block_count", "scale")
     optional_inputs = 1

@@ -43,6 +43,7 @@ class InternalConvolution(BiasedConvolution):
     }
 
     Attrs = InternalConvolutionAttrs
+    attrs: InternalConvolutionAttrs
 
     def infer(self, data: TensorInfo, filters: TensorInfo, bias: TensorInfo | None = None) -> TensorInfo:
         a = self.attrs

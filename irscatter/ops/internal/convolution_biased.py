@@ -71,7 +71,7 @@ class BiasedConvolution(ForwardConvolution):
             fits = bias[0].compatible(channels)
         else:
             fits = not out.rank_is_static or (
-                bias.rank == out.rank and all(b.contains(1) or b.compatible(o) for b, o in zip(bias.dims, out.dims)))
+                bias.rank == out.rank and all(b.contains(1) or b.compatible(o) for b, o in zip(bias.ranked_dims, out.ranked_dims)))
         check(fits, "conv-bias-shape", f"the bias {bias} must be [C_OUT] or broadcast onto the output {out} "
               "(same rank, each dimension the output's or 1)", port=self.port("bias"))
 

@@ -112,6 +112,7 @@ class GatedDeltaNet(Op):
     }
 
     Attrs = GatedDeltaNetAttrs
+    attrs: GatedDeltaNetAttrs
     inputs = ("query", "key", "value", "recurrent_state", "gate", "beta")
     outputs = 2
     foldable = False

@@ -75,6 +75,7 @@ class GatedResidual(Op):
     }
 
     Attrs = GatedResidualAttrs
+    attrs: GatedResidualAttrs
     inputs = ("residual", "norm_weight", "w_down", "w_up", "w_inject")
     optional_inputs = 2  # WRITE takes three inputs, READ four or five
     outputs = 2  # the most: READ with a write gate
@@ -144,7 +145,7 @@ class GatedResidual(Op):
               port=self.port("residual"))
         check(residual[-1].contains(width), "gr-shape", f"residual's last dimension must be hc_count * hidden_size "
               f"= {width}, found {residual}", port=self.port("residual"))
-        return list(residual.dims[:-1])
+        return list(residual.ranked_dims[:-1])
 
     @staticmethod
     def _with_last(lead: list[Dimension] | None, last: int) -> PartialShape:
@@ -160,9 +161,9 @@ class GatedResidual(Op):
         port = self.port(self.inputs[position])
         if lead is None:
             check(shape.rank >= len(tail), "gr-shape", message, port=port)
-            lead = list(shape.dims[: shape.rank - len(tail)])
+            lead = list(shape.ranked_dims[: shape.rank - len(tail)])
         expected = [*lead, *(Dimension.static(t) for t in tail)]
-        check(shape.rank == len(expected) and all(d.compatible(e) for d, e in zip(shape.dims, expected)),
+        check(shape.rank == len(expected) and all(d.compatible(e) for d, e in zip(shape.ranked_dims, expected)),
               "gr-shape", message, port=port)
 
     def compute(self, *arrays: np.ndarray) -> np.ndarray | tuple[np.ndarray, ...]:

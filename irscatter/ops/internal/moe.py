@@ -109,6 +109,7 @@ class MOE(Op):
     """The routed experts of a Mixture of Experts block."""
 
     Attrs = MOEAttrs
+    attrs: MOEAttrs
     inputs = INPUTS
     optional_inputs = 3
     foldable = False

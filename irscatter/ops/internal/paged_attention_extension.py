@@ -157,6 +157,7 @@ class PagedAttentionExtension(Op):
     }
 
     Attrs = PagedAttentionAttrs
+    attrs: PagedAttentionAttrs
     inputs = INPUTS
     optional_inputs = 3  # the page lists 25 inputs; OpenVINO 2026 writes 28
     outputs = 3

@@ -92,6 +92,7 @@ class PagedGatedDeltaNet(Op):
     }
 
     Attrs = PagedGatedDeltaNetAttrs
+    attrs: PagedGatedDeltaNetAttrs
     inputs = ("query", "key", "value", "recurrent_state_table", "gate", "beta", "subsequence_begins",
               "block_indices", "block_indices_begins", "past_lens", "cache_interval")
     foldable = False

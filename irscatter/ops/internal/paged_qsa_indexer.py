@@ -85,6 +85,7 @@ class PagedQSAIndexer(QSAChecks):
     }
 
     Attrs = PagedQSAAttrs
+    attrs: PagedQSAAttrs
     inputs = INPUTS
     outputs = 2
     foldable = False

@@ -68,6 +68,7 @@ class QSAChecks(Op):
     }
 
     Attrs = QSAAttrs
+    attrs: QSAAttrs
     float_inputs: tuple[str, ...] = ()
     ranks: dict[str, int] = {}
 

@@ -87,6 +87,7 @@ class RMS(Op):
     }
 
     Attrs = RMSAttrs
+    attrs: RMSAttrs
     inputs = ("data", "scale")
     optional_inputs = 1
 
@@ -118,7 +119,7 @@ class RMS(Op):
         if not scale.rank_is_static:
             return
         fits = scale.rank <= data.rank and all(
-            s.contains(1) or s.compatible(d) for s, d in zip(reversed(scale.dims), reversed(data.dims)))
+            s.contains(1) or s.compatible(d) for s, d in zip(reversed(scale.ranked_dims), reversed(data.ranked_dims)))
         check(fits, "rms-scale-shape", f"scale {scale} does not broadcast to data {data}", port=self.port("scale"))
 
     def compute(self, data: np.ndarray, scale: np.ndarray | None = None) -> np.ndarray:

@@ -50,6 +50,7 @@ class SparseAttentionIndexer(Op):
     """Per query token, the best-scoring complete key blocks within a budget."""
 
     Attrs = SparseAttentionIndexerAttrs
+    attrs: SparseAttentionIndexerAttrs
     inputs = INPUTS
     optional_inputs = 1
     outputs = 2

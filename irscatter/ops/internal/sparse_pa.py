@@ -73,6 +73,7 @@ class SparsePA(SelectedBlocks):
     }
 
     Attrs = SparsePAAttrs
+    attrs: SparsePAAttrs
     inputs = INPUTS
     optional_inputs = 2
     writes_inputs = (3, 4)

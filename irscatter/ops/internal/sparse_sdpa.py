@@ -64,6 +64,8 @@ class SelectedBlocks(Op):
     """What SparseSDPA and SparsePA share: the head and block attributes, the index plan and
     its contract, and the port of an input wherever the layout puts it."""
 
+    attrs: SelectionAttrs
+
     labels = {
         "sparse-attrs": "the head counts or sizes do not fit each other (num_kv_heads and h_sel must divide "
                         "num_heads, h_sel is 1, num_kv_heads or num_heads, sizes are positive)",
@@ -163,6 +165,7 @@ class SparseSDPA(SelectedBlocks):
     labels = {"sparse-mask-shape": "attn_mask does not broadcast to [B, d, L, S] with d 1, h_sel or num_heads"}
 
     Attrs = SelectionAttrs
+    attrs: SelectionAttrs
     inputs = INPUTS
     optional_inputs = 3
 
@@ -202,7 +205,7 @@ class SparseSDPA(SelectedBlocks):
             return
         batch, length, source = dims
         heads = {1, self.attrs.h_sel, self.attrs.num_heads}
-        padded = [Dimension.static(1)] * (4 - shape.rank) + list(shape.dims)
+        padded = [Dimension.static(1)] * (4 - shape.rank) + list(shape.ranked_dims)
         fits = shape.rank <= 4 and all(
             d.contains(1) or d.compatible(want) for d, want in zip(padded, (batch, Dimension.dynamic(), length, source)))
         fits = fits and (padded[1].is_dynamic or int(padded[1]) in heads)

@@ -74,6 +74,7 @@ class BNNSScatter(Op):
     }
 
     Attrs = BNNSAttrs
+    attrs: BNNSAttrs
     inputs = ("output", "indices", "input")
 
     def infer(self, output: TensorInfo, indices: TensorInfo, input: TensorInfo) -> TensorInfo:
@@ -95,7 +96,7 @@ class BNNSScatter(Op):
             check(indices.shape[0].compatible(input.shape[axis]), "indices-shape",
                   f"1-D indices need one entry per slice of input along axis {axis}: "
                   f"indices {indices.shape}, input {input.shape}", port=self.port("indices"))
-            expected = PartialShape.of(output.shape.dims[:axis] + (input.shape[axis],) + output.shape.dims[axis + 1:])
+            expected = PartialShape.of(output.shape.ranked_dims[:axis] + (input.shape[axis],) + output.shape.ranked_dims[axis + 1:])
             check(expected.compatible(input.shape), "input-shape",
                   f"in slice mode input must have the shape of output except along axis {axis}: "
                   f"input {input.shape}, output {output.shape}", port=self.port("input"))

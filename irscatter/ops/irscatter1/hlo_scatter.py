@@ -129,6 +129,7 @@ class HloScatter(Op):
 
 
     Attrs = HloScatterAttrs
+    attrs: HloScatterAttrs
     inputs = ("inputs", "scatter_indices", "updates")
     variadic = True
 
@@ -313,7 +314,7 @@ def check_dimension_numbers(a: HloScatterAttrs, operand: PartialShape, indices: 
     check(_in_range(sdod, r), "C21",
           f"scatter_dims_to_operand_dims {list(sdod)} must lie in [0, rank(inputs[0]) = {r})")
     # C4: updates = scatter sizes at the update_scatter_dims, window sizes (<= operand) at update_window_dims
-    scatter_sizes = _scatter_sizes(a, indices.dims)
+    scatter_sizes = _scatter_sizes(a, indices.ranked_dims)
     check(u == len(scatter_sizes) + len(uwd), "C4",
           f"rank(updates[0]) = {u} must be the {len(scatter_sizes)} scatter dimensions of scatter_indices plus "
           f"the {len(uwd)} update_window_dims", port=updates_port)

@@ -45,6 +45,7 @@ class PaddleScatter(Op):
     }
 
     Attrs = PaddleAttrs
+    attrs: PaddleAttrs
     inputs = ("x", "index", "updates")
     inplace_input = 0
 
@@ -60,7 +61,7 @@ class PaddleScatter(Op):
         if x.shape.rank_is_static:
             check(x.shape.rank >= 1, "x-rank", "x must have rank at least 1", port=self.port("x"))
             if index.shape.rank_is_static:
-                expected = PartialShape.of(index.shape.dims + x.shape.dims[1:])
+                expected = PartialShape.of(index.shape.ranked_dims + x.shape.ranked_dims[1:])
                 check(expected.compatible(updates.shape), "updates-shape",
                       f"updates shape {updates.shape} must be [len(index)] + x.shape[1:] = {expected}",
                       port=self.port("updates"))

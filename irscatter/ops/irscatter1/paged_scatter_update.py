@@ -73,6 +73,7 @@ class PagedScatterUpdate(Op):
     }
 
     Attrs = PagedAttrs
+    attrs: PagedAttrs
     inputs = ("cache", "index", "src")
     inplace_input = 0
 

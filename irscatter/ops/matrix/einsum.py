@@ -71,7 +71,7 @@ def parse_equation(equation: str) -> tuple[list[str], str]:
 
 def _merge(a: Dimension, b: Dimension, label: str, port: str) -> Dimension:
     try:
-        return broadcast_numpy(PartialShape.of([a]), PartialShape.of([b])).dims[0]
+        return broadcast_numpy(PartialShape.of([a]), PartialShape.of([b])).ranked_dims[0]
     except BroadcastError:
         check(False, "einsum-dims", f"dimensions {a} and {b} labelled {label!r} neither match nor broadcast",
               port=port)
@@ -88,6 +88,7 @@ class Einsum(Op):
     }
 
     Attrs = EinsumAttrs
+    attrs: EinsumAttrs
     inputs = ("inputs",)
     variadic = True
 
@@ -113,7 +114,7 @@ class Einsum(Op):
                 for c in labels:
                     sizes.setdefault(c, Dimension.dynamic())
                 continue
-            dims = info.shape.dims
+            dims = info.shape.ranked_dims
             named = len(labels) - (ELLIPSIS in labels)
             check(len(dims) == named if ELLIPSIS not in labels else len(dims) >= named, "einsum-rank",
                   f"input {k} has rank {len(dims)}, its subscript {labels.replace(ELLIPSIS, '...')!r} covers "
@@ -145,7 +146,7 @@ class Einsum(Op):
         dims: list[Dimension] = []
         for c in output:
             if c == ELLIPSIS:
-                dims.extend(ellipsis.dims if ellipsis is not None else ())
+                dims.extend(ellipsis.ranked_dims if ellipsis is not None else ())
             else:
                 dims.append(sizes[c])
         return TensorInfo(etype, PartialShape.of(dims))

@@ -73,7 +73,7 @@ class GroupedMatMul(Op):
                   f"offsets must be a 1-D tensor, found shape {offsets.shape}", port=port)
         if not (mat_a.shape.rank_is_static and mat_b.shape.rank_is_static):
             return TensorInfo(etype, PartialShape.dynamic_rank())
-        a, b = mat_a.shape.dims, mat_b.shape.dims
+        a, b = mat_a.shape.ranked_dims, mat_b.shape.ranked_dims
         form = (len(a), len(b))
         check(form in ((2, 3), (3, 3), (2, 2)), "grouped-matmul-rank",
               f"takes mat_a and mat_b of ranks 2 and 3, 3 and 3, or 2 and 2, found {len(a)} and {len(b)}",

@@ -72,6 +72,7 @@ class Inverse(Op):
 
     class Attrs(OpAttrs):
         adjoint: IRBool = False
+    attrs: Attrs
 
     inputs = ("input",)
 
@@ -81,7 +82,7 @@ class Inverse(Op):
         if data.shape.rank_is_static:
             check(data.shape.rank >= 2, "inverse-rank", f"the input must have rank 2 or more, found {data.shape}",
                   port=port)
-            rows, cols = data.shape.dims[-2:]
+            rows, cols = data.shape.ranked_dims[-2:]
             check(rows.compatible(cols), "inverse-square",
                   f"the matrices must be square, found {rows} x {cols}", port=port)
         return TensorInfo(data.etype, data.shape)

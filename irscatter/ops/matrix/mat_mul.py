@@ -34,6 +34,7 @@ class MatMul(Op):
     }
 
     Attrs = MatMulAttrs
+    attrs: MatMulAttrs
     inputs = ("a", "b")
 
     def infer(self, a: TensorInfo, b: TensorInfo) -> TensorInfo:
@@ -41,7 +42,7 @@ class MatMul(Op):
         check(etype not in (ElementType.boolean, ElementType.string), "numeric-type", f"MatMul is not defined for {etype}")
         if not (a.shape.rank_is_static and b.shape.rank_is_static):
             return TensorInfo(etype, PartialShape.dynamic_rank())
-        da, db = _swap_last(a.shape.dims, self.attrs.transpose_a), _swap_last(b.shape.dims, self.attrs.transpose_b)
+        da, db = _swap_last(a.shape.ranked_dims, self.attrs.transpose_a), _swap_last(b.shape.ranked_dims, self.attrs.transpose_b)
         check(len(da) >= 1 and len(db) >= 1, "matmul-rank", "MatMul inputs must have rank at least 1")
         one = Dimension.static(1)
         ma = (one,) + da if len(da) == 1 else da
@@ -49,7 +50,7 @@ class MatMul(Op):
         check(ma[-1].compatible(mb[-2]), "matmul-inner",
               f"the inner dimensions must match: {ma[-1]} (a) and {mb[-2]} (b)", port=self.port("b"))
         try:
-            batch = broadcast_numpy(PartialShape.of(ma[:-2]), PartialShape.of(mb[:-2])).dims
+            batch = broadcast_numpy(PartialShape.of(ma[:-2]), PartialShape.of(mb[:-2])).ranked_dims
         except BroadcastError as e:
             check(False, "matmul-batch", f"batch dimensions do not broadcast: {e}", port=self.port("b"))
         dims = tuple(batch) + ((ma[-2],) if len(da) > 1 else ()) + ((mb[-1],) if len(db) > 1 else ())

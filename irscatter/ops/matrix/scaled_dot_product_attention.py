@@ -72,6 +72,7 @@ class ScaledDotProductAttention(Op):
     }
 
     Attrs = SDPAAttrs
+    attrs: SDPAAttrs
     inputs = ("query", "key", "value", "attention_mask", "scale")
     optional_inputs = 2
 
@@ -92,7 +93,7 @@ class ScaledDotProductAttention(Op):
             same_element_type(TensorInfo(etype, query.shape), scale, "scale must have query's element type",
                               "same-element-type", self.port("scale"))
             if scale.shape.rank_is_static:
-                dims = scale.shape.dims
+                dims = scale.shape.ranked_dims
                 check(len(dims) == 0 or (len(dims) == 1 and dims[0].contains(1)), "scalar-input",
                       f"scale must be a scalar or a 1-D tensor of one element, found shape {scale.shape}",
                       port=self.port("scale"))
@@ -106,7 +107,7 @@ class ScaledDotProductAttention(Op):
                   port=self.port("attention_mask"))
         if not all(s.rank_is_static for s in shapes.values()):
             return TensorInfo(etype, PartialShape.dynamic_rank())
-        q, k, v = query.shape.dims, key.shape.dims, value.shape.dims
+        q, k, v = query.shape.ranked_dims, key.shape.ranked_dims, value.shape.ranked_dims
         check(q[-1].compatible(k[-1]), "sdpa-embedding",
               f"key's embedding dimension {k[-1]} differs from query's {q[-1]}", port=self.port("key"))
         check(k[-2].compatible(v[-2]), "sdpa-source",
@@ -116,18 +117,18 @@ class ScaledDotProductAttention(Op):
             batch = _broadcast(batch, PartialShape.of(dims[:-2]), "sdpa-batch",
                                f"the batch dimensions of {name} do not broadcast with query's", self.port(name))
         source = k[-2] if k[-2].is_static else v[-2]
-        logits = PartialShape.of((*batch.dims, q[-2], source))
+        logits = PartialShape.of((*batch.ranked_dims, q[-2], source))
         if mask is not None and mask.shape.rank_is_static and mask.shape.rank >= 2:
             port = self.port("attention_mask")
             logits = _broadcast(logits, mask.shape, "sdpa-mask-shape",
                                 "the attention mask does not broadcast to the logits [N, ..., L, S]", port)
-            stretched = logits.dims[-1]
+            stretched = logits.ranked_dims[-1]
             check(not (source.is_static and stretched.is_static) or int(stretched) == int(source), "sdpa-mask-shape",
-                  f"the attention mask's last dimension {mask.shape.dims[-1]} stretches the source length {source}",
+                  f"the attention mask's last dimension {mask.shape.ranked_dims[-1]} stretches the source length {source}",
                   port=port)
         elif mask is not None and not mask.shape.rank_is_static:
             return TensorInfo(etype, PartialShape.dynamic_rank())
-        return TensorInfo(etype, PartialShape.of((*logits.dims[:-1], v[-1])))
+        return TensorInfo(etype, PartialShape.of((*logits.ranked_dims[:-1], v[-1])))
 
     def compute(self, query: np.ndarray, key: np.ndarray, value: np.ndarray,
                 attention_mask: np.ndarray | None = None, scale: np.ndarray | None = None) -> np.ndarray:

@@ -72,6 +72,7 @@ class Broadcast1(Op):
     }
 
     Attrs = Broadcast1Attrs
+    attrs: Broadcast1Attrs
     inputs = ("data", "target_shape", "axes_mapping")
     optional_inputs = 1
 
@@ -129,3 +130,4 @@ class Broadcast1(Op):
 @register("Broadcast", 3)
 class Broadcast3(Broadcast1):
     Attrs = Broadcast3Attrs
+    attrs: Broadcast3Attrs

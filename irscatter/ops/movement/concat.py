@@ -25,6 +25,7 @@ class Concat(Op):
     }
 
     Attrs = ConcatAttrs
+    attrs: ConcatAttrs
     inputs = ("inputs",)
     variadic = True
 
@@ -44,7 +45,7 @@ class Concat(Op):
                 if d != a:
                     check(s[d].compatible(ranked[0][d]), "concat-shape",
                           f"dimension {d} must match across inputs ({s[d]} vs {ranked[0][d]})", port=f"input {i}")
-        dims = list(ranked[0].dims)
+        dims = list(ranked[0].ranked_dims)
         along = [s[a] for s in ranked]
         dims[a] = (Dimension.static(sum(d.min for d in along)) if len(ranked) == len(parts) and all(d.is_static for d in along)
                    else Dimension.dynamic())

@@ -117,6 +117,7 @@ class PadBase(Op):
     }
 
     Attrs = PadAttrs
+    attrs: PadAttrs
     inputs = ("data", "pads_begin", "pads_end", "pad_value")
     optional_inputs = 1
     crop = True  # whether negative pads crop (Pad-12) or are refused (Pad-1)
@@ -159,7 +160,7 @@ class PadBase(Op):
         begin, end = int_values(pads_begin.value), int_values(pads_end.value)
         if begin is None or end is None:
             return TensorInfo(data.etype, PartialShape.of([-1] * rank))
-        dims = [d.min if d.is_static else None for d in data.shape.dims]
+        dims = [d.min if d.is_static else None for d in data.shape.ranked_dims]
         out = planned(padded_dims, dims, begin, end, self.attrs.pad_mode, self.crop, port=self.port("pads_begin"),
                       at_runtime=False)
         return TensorInfo(data.etype, PartialShape.of([Dimension.dynamic() if d is None else d for d in out]))

@@ -83,6 +83,7 @@ class Reshape(Op):
     }
 
     Attrs = ReshapeAttrs
+    attrs: ReshapeAttrs
     inputs = ("data", "shape")
 
     def infer(self, data: TensorInfo, shape: TensorInfo) -> TensorInfo:

@@ -36,6 +36,7 @@ class Reverse(Op):
     }
 
     Attrs = ReverseAttrs
+    attrs: ReverseAttrs
     inputs = ("data", "axis")
 
     def _axes(self, rank: int, axis: np.ndarray, at_runtime: bool) -> set[int]:

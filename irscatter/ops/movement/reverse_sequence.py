@@ -63,6 +63,7 @@ class ReverseSequence(Op):
     }
 
     Attrs = ReverseSequenceAttrs
+    attrs: ReverseSequenceAttrs
     inputs = ("data", "seq_lengths")
 
     def _axes(self, rank: int, at_runtime: bool = False) -> tuple[int, int]:

@@ -40,6 +40,7 @@ class ShapeOf1(Op):
 @register("ShapeOf", 3)
 class ShapeOf3(ShapeOf1):
     Attrs = ShapeOf3Attrs
+    attrs: ShapeOf3Attrs
 
     @property
     def out_type(self) -> ElementType:

@@ -106,7 +106,7 @@ def planned_shape(data: TensorInfo, params: list[TensorInfo | None], port: str) 
     if data.shape.is_static and _known(params):
         values = (p.value if p is not None else None for p in params)
         return PartialShape.of(planned(plan_slices, data.shape.to_tuple(), *values, port=port, at_runtime=False).shape)
-    dims = list(data.shape.dims)
+    dims = list(data.shape.ranked_dims)
     axes = params[3]
     if axes is not None and axes.value is not None:
         for a in np.asarray(axes.value).reshape(-1):

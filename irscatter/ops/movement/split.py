@@ -46,7 +46,7 @@ def split_infos(data: TensorInfo, axis: int | None, lengths: list[int | None], c
         return tuple(TensorInfo(data.etype, PartialShape.of(v.shape), v) for v in values)
     out = []
     for n in lengths:
-        dims = list(data.shape.dims)
+        dims = list(data.shape.ranked_dims)
         dims[axis] = Dimension.dynamic() if n is None else Dimension.static(n)
         out.append(TensorInfo(data.etype, PartialShape.of(dims)))
     return tuple(out)
@@ -59,6 +59,7 @@ class Split(Op):
     }
 
     Attrs = SplitAttrs
+    attrs: SplitAttrs
     inputs = ("data", "axis")
 
     def check_arity(self, n_inputs: int, n_outputs: int) -> None:

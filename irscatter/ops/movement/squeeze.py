@@ -57,6 +57,7 @@ class Squeeze15(Squeeze):
 
     class Attrs(OpAttrs):
         allow_axis_skip: IRBool = False
+    attrs: Attrs
 
     def _squeezed(self, shape: tuple, axes: list[int] | None):
         if axes is None or not shape:

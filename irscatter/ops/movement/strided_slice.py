@@ -104,6 +104,7 @@ class StridedSlice(Op):
     """
 
     Attrs = StridedSliceAttrs
+    attrs: StridedSliceAttrs
     inputs = ("data", "begin", "end", "stride")
     optional_inputs = 1
 

@@ -70,7 +70,7 @@ class Tile(Op):
             if n is None or not n.is_static:
                 return TensorInfo(data.etype, PartialShape.dynamic_rank())
             return TensorInfo(data.etype, PartialShape.of([-1] * max(data.shape.rank, n.min)))
-        return TensorInfo(data.etype, PartialShape.of(tiled_dims(list(data.shape.dims), reps)))
+        return TensorInfo(data.etype, PartialShape.of(tiled_dims(list(data.shape.ranked_dims), reps)))
 
     def compute(self, data: np.ndarray, repeats: np.ndarray) -> np.ndarray:
         reps = [max(r, 0) for r in int_values(repeats)]

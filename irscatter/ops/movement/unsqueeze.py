@@ -27,7 +27,7 @@ class Unsqueeze(Op):
         check_1d_integral(axes, "axes", self.port("axes"), type_label="axes-type", rank_label="axes-rank")
         if not data.shape.rank_is_static or axes.value is None:
             return TensorInfo(data.etype, PartialShape.dynamic_rank())
-        return TensorInfo(data.etype, PartialShape.of(self._unsqueezed(list(data.shape.dims), int_values(axes.value),
+        return TensorInfo(data.etype, PartialShape.of(self._unsqueezed(list(data.shape.ranked_dims), int_values(axes.value),
                                                                        Dimension.static(1))))
 
     def compute(self, data: np.ndarray, axes: np.ndarray) -> np.ndarray:

@@ -37,6 +37,7 @@ class BatchNormInference(Op):
 
     class Attrs(OpAttrs):
         epsilon: float
+    attrs: Attrs
 
     inputs = ("gamma", "beta", "data", "mean", "variance")
 

@@ -19,6 +19,7 @@ from irscatter.ops.registry import register
 class GRN(Op):
     class Attrs(OpAttrs):
         bias: float
+    attrs: Attrs
 
     inputs = ("data",)
 

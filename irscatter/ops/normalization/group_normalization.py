@@ -36,6 +36,7 @@ class GroupNormalization(Op):
     class Attrs(OpAttrs):
         num_groups: int
         epsilon: float
+    attrs: Attrs
 
     inputs = ("data", "scale", "bias")
 

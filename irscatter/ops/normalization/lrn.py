@@ -57,6 +57,7 @@ class LRN(Op):
         beta: float
         bias: float
         size: int
+    attrs: Attrs
 
     inputs = ("data", "axes")
 

@@ -70,6 +70,7 @@ class MVN(Op):
         reduction_axes: IntList | None = None
         normalize_variance: IRBool
         eps: float
+    attrs: Attrs
 
     inputs = ("data",)
 
@@ -102,6 +103,7 @@ class MVN6(Op):
         normalize_variance: IRBool
         eps: float
         eps_mode: Annotated[Literal["inside_sqrt", "outside_sqrt"], Lower]
+    attrs: Attrs
 
     inputs = ("data", "axes")
 

@@ -43,6 +43,7 @@ class NormalizeL2(Op):
     class Attrs(OpAttrs):
         eps: float
         eps_mode: Annotated[Literal["add", "max"], Lower]
+    attrs: Attrs
 
     inputs = ("data", "axes")
 

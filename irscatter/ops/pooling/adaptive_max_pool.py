@@ -70,6 +70,7 @@ def bin_maxima(data: np.ndarray, sizes: list[int]) -> tuple[np.ndarray, np.ndarr
 class AdaptiveMaxPool(Op):
     class Attrs(OpAttrs):
         index_element_type: Annotated[Literal["i32", "i64"], Lower] = "i64"
+    attrs: Attrs
 
     inputs = ("data", "output_size")
     outputs = 2

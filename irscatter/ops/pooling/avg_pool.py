@@ -127,6 +127,7 @@ class AvgPool(Pool):
     }
 
     Attrs = AvgPoolAttrs
+    attrs: AvgPoolAttrs
 
     def check_pads(self, span: int, begin: int, end: int, axis: int) -> None:
         check(not self.attrs.exclude_pad or (span > begin and span > end), "pool-pad-window",
@@ -150,6 +151,7 @@ class AvgPool14(AvgPool):
     """AvgPool-14: AvgPool-1 with the ceil_torch rounding."""
 
     Attrs = AvgPool14Attrs
+    attrs: AvgPool14Attrs
 
 
 class AvgPool16Attrs(AvgPool14Attrs):
@@ -161,6 +163,7 @@ class AvgPool16(AvgPool14):
     """AvgPool-16: AvgPool-14 with dilations."""
 
     Attrs = AvgPool16Attrs
+    attrs: AvgPool16Attrs
 
     def dilations(self) -> tuple[int, ...]:
         return self.attrs.dilations or super().dilations()

@@ -80,7 +80,7 @@ class Axis:
         return max(self.end, last - self.begin - self.size)
 
 
-def check_attributes(op: Op, data: TensorInfo, dilations: tuple[int, ...]) -> int:
+def check_attributes(op: Pool, data: TensorInfo, dilations: tuple[int, ...]) -> int:
     """The checks that need no sizes; returns the number of spatial axes."""
     a = op.attrs
     spatial = len(a.kernel)
@@ -112,7 +112,7 @@ def check_attributes(op: Op, data: TensorInfo, dilations: tuple[int, ...]) -> in
     return spatial
 
 
-def geometry(op: Op, sizes: list[int | None], dilations: tuple[int, ...]) -> list[Axis | None]:
+def geometry(op: Pool, sizes: list[int | None], dilations: tuple[int, ...]) -> list[Axis | None]:
     """Pads and output size along each spatial axis of an input of spatial `sizes` (None for
     an axis whose size is not known: its geometry is not either)."""
     a = op.attrs
@@ -149,14 +149,14 @@ def geometry(op: Op, sizes: list[int | None], dilations: tuple[int, ...]) -> lis
     return axes
 
 
-def output_shape(op: Op, data: TensorInfo, dilations: tuple[int, ...]) -> PartialShape:
+def output_shape(op: Pool, data: TensorInfo, dilations: tuple[int, ...]) -> PartialShape:
     """Inference: the checks, and the output shape (a dynamic spatial size stays dynamic)."""
     spatial = check_attributes(op, data, dilations)
     if not data.shape.rank_is_static:
         return PartialShape.of([Dimension.dynamic()] * (spatial + 2))
-    sizes = [int(d) if d.is_static else None for d in data.shape.dims[2:]]
+    sizes = [int(d) if d.is_static else None for d in data.shape.ranked_dims[2:]]
     outs = [Dimension.dynamic() if ax is None else Dimension.static(ax.out) for ax in geometry(op, sizes, dilations)]
-    return PartialShape.of(list(data.shape.dims[:2]) + outs)
+    return PartialShape.of(list(data.shape.ranked_dims[:2]) + outs)
 
 
 def check_pool_type(op: Op, etype: ElementType, integers: bool) -> None:
@@ -282,11 +282,11 @@ def check_output_size(op: Op, data: TensorInfo, size: TensorInfo) -> PartialShap
         check(size.shape[0].contains(rank - 2), "output-size-shape",
               f"output_size has shape {size.shape}, the input {rank - 2} spatial axes", port=port)
     if size.value is None:
-        return PartialShape.of(list(data.shape.dims[:2]) + [Dimension.dynamic()] * (rank - 2))
+        return PartialShape.of(list(data.shape.ranked_dims[:2]) + [Dimension.dynamic()] * (rank - 2))
     values = [int(v) for v in np.asarray(size.value).reshape(-1)]
     spatial = [data.shape[i] for i in range(2, rank)]
     check_sizes(op, values, [int(d) if d.is_static else None for d in spatial])
-    return PartialShape.of(list(data.shape.dims[:2]) + values)
+    return PartialShape.of(list(data.shape.ranked_dims[:2]) + values)
 
 
 def check_sizes(op: Op, values: list[int], spatial: list[int | None]) -> None:
@@ -324,6 +324,7 @@ def empty_bins(data: np.ndarray, sizes: list[int]) -> tuple[int, ...] | None:
 class Pool(Op):
     """What MaxPool and AvgPool share: one data input, the window attributes, the geometry."""
 
+    attrs: PoolAttrs
     inputs = ("data",)
 
     def dilations(self) -> tuple[int, ...]:

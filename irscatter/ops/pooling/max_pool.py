@@ -144,6 +144,7 @@ class MaxPool(Pool):
     """MaxPool-1: the window maxima (no dilations, no indices output)."""
 
     Attrs = PoolAttrs
+    attrs: PoolAttrs
 
     def infer(self, data: TensorInfo) -> TensorInfo:
         check_pool_type(self, data.etype, integers=True)
@@ -164,6 +165,7 @@ class MaxPool8(MaxPool):
     """MaxPool-8: dilations, and the indices of the maxima as a second output."""
 
     Attrs = MaxPool8Attrs
+    attrs: MaxPool8Attrs
     outputs = 2
     skips_unused_outputs = True
 
@@ -201,3 +203,4 @@ class MaxPool14(MaxPool8):
     """MaxPool-14: MaxPool-8 with the ceil_torch rounding."""
 
     Attrs = MaxPool14Attrs
+    attrs: MaxPool14Attrs

@@ -71,6 +71,7 @@ class FakeConvert(Op):
 
     class Attrs(OpAttrs):
         destination_type: Annotated[Literal["f8e4m3", "f8e5m2"], Lower]
+    attrs: Attrs
 
     inputs = ("data", "scale", "shift")
     optional_inputs = 1
@@ -94,7 +95,7 @@ class FakeConvert(Op):
                       port=self.port(name))
             if merged.rank_is_static and data.shape.rank_is_static:
                 check(merged.rank == data.shape.rank and all(
-                    not (m.is_static and d.is_static and m != d) for m, d in zip(merged.dims, data.shape.dims)),
+                    not (m.is_static and d.is_static and m != d) for m, d in zip(merged.ranked_dims, data.shape.ranked_dims)),
                     "broadcast", f"{name} {info.shape} would broadcast data {data.shape} to {merged}",
                     port=self.port(name))
         if shift is not None:

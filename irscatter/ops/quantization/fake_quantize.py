@@ -68,6 +68,7 @@ class FakeQuantize(Op):
     class Attrs(OpAttrs):
         levels: Annotated[int, Field(ge=2)]
         auto_broadcast: Annotated[Literal["none", "numpy", "pdpd"], Lower] = "numpy"
+    attrs: Attrs
 
     inputs = ("X", *RANGES)
     elementwise = True
@@ -86,7 +87,7 @@ class FakeQuantize(Op):
                       port=self.port(name))
             if merged.rank_is_static and x.shape.rank_is_static:
                 check(merged.rank == x.shape.rank and all(
-                    not (m.is_static and d.is_static and m != d) for m, d in zip(merged.dims, x.shape.dims)),
+                    not (m.is_static and d.is_static and m != d) for m, d in zip(merged.ranked_dims, x.shape.ranked_dims)),
                     "fq-range-shape", f"{name} {r.shape} would broadcast X {x.shape} to {merged}; "
                     "a range input must broadcast to the shape of X", port=self.port(name))
         return TensorInfo(x.etype if x.etype is not ElementType.dynamic else etype, x.shape)

@@ -260,6 +260,7 @@ class Recurrent(Op):
     sequence; its `inputs` name the ports in OpenVINO's order (X, the states, for a sequence
     sequence_lengths, then W, R, B, and for LSTMCell-1 P)."""
 
+    attrs: RecurrentAttrs
     gates: ClassVar[int]
     states: ClassVar[int] = 1
     activation_count: ClassVar[int]

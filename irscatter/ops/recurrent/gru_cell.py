@@ -21,6 +21,7 @@ class GRUCellAttrs(RecurrentAttrs):
 @register("GRUCell", 3)
 class GRUCell(Recurrent):
     Attrs = GRUCellAttrs
+    attrs: GRUCellAttrs
     inputs = ("X", "initial_hidden_state", "W", "R", "B")
     optional_inputs = 1
     gates = 3

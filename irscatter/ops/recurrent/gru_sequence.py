@@ -33,6 +33,7 @@ class GRUSequenceAttrs(RecurrentAttrs):
 @register("GRUSequence", 5)
 class GRUSequence(Recurrent):
     Attrs = GRUSequenceAttrs
+    attrs: GRUSequenceAttrs
     inputs = ("X", "initial_hidden_state", "sequence_lengths", "W", "R", "B")
     outputs = 2
     gates = 3

@@ -38,6 +38,7 @@ class LSTMCellAttrs(RecurrentAttrs):
 @register("LSTMCell", 4)
 class LSTMCell4(Recurrent):
     Attrs = LSTMCellAttrs
+    attrs: LSTMCellAttrs
     inputs = ("X", "initial_hidden_state", "initial_cell_state", "W", "R", "B")
     optional_inputs = 1
     outputs = 2
@@ -67,6 +68,7 @@ class LSTMCell(LSTMCell4):
     }
 
     Attrs = LSTMCell1Attrs
+    attrs: LSTMCell1Attrs
     inputs = ("X", "initial_hidden_state", "initial_cell_state", "W", "R", "B", "P")
     optional_inputs = 2
 

@@ -33,6 +33,7 @@ class LSTMSequenceAttrs(RecurrentAttrs):
 @register("LSTMSequence", 5)
 class LSTMSequence(Recurrent):
     Attrs = LSTMSequenceAttrs
+    attrs: LSTMSequenceAttrs
     inputs = ("X", "initial_hidden_state", "initial_cell_state", "sequence_lengths", "W", "R", "B")
     outputs = 3
     gates = 4

@@ -18,6 +18,7 @@ class RNNCellAttrs(RecurrentAttrs):
 @register("RNNCell", 1)
 class RNNCell(Recurrent):
     Attrs = RNNCellAttrs
+    attrs: RNNCellAttrs
     inputs = ("X", "H", "W", "R", "B")
     gates = 1
     activation_count = 1

@@ -34,6 +34,7 @@ def reverse_flags(direction: str) -> tuple[bool, ...]:
 @register("RNNSequence", 5)
 class RNNSequence(Recurrent):
     Attrs = RNNSequenceAttrs
+    attrs: RNNSequenceAttrs
     inputs = ("X", "H", "sequence_lengths", "W", "R", "B")
     outputs = 2
     gates = 1

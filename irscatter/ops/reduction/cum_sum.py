@@ -29,6 +29,7 @@ class CumSum(Op):
     class Attrs(OpAttrs):
         exclusive: IRBool = False
         reverse: IRBool = False
+    attrs: Attrs
 
     inputs = ("data", "axis")
     optional_inputs = 1

@@ -66,6 +66,7 @@ class Reduce(Op):
     }
 
     Attrs = ReduceAttrs
+    attrs: ReduceAttrs
     inputs = ("data", "axes")
     kernel: ClassVar[np.ufunc]
     empty_is_undefined: ClassVar[bool] = False  # the spec defines the empty sum (0) and product (1)
@@ -79,8 +80,8 @@ class Reduce(Op):
             return TensorInfo(data.etype, PartialShape.dynamic_rank())
         reduced = _axes(axes.value, data.shape.rank, self.port("axes"))
         one = Dimension.static(1)
-        dims = [one if i in reduced else d for i, d in enumerate(data.shape.dims)] if self.attrs.keep_dims else \
-            [d for i, d in enumerate(data.shape.dims) if i not in reduced]
+        dims = [one if i in reduced else d for i, d in enumerate(data.shape.ranked_dims)] if self.attrs.keep_dims else \
+            [d for i, d in enumerate(data.shape.ranked_dims) if i not in reduced]
         return TensorInfo(data.etype, PartialShape.of(dims))
 
     def check_type(self, etype: ElementType) -> None:

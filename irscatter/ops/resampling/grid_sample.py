@@ -59,6 +59,7 @@ class GridSample(Op):
     }
 
     Attrs = GridSampleAttrs
+    attrs: GridSampleAttrs
     inputs = ("data", "grid")
 
     def infer(self, data: TensorInfo, grid: TensorInfo) -> TensorInfo:

@@ -342,6 +342,7 @@ class _V4Settings:
 @register("Interpolate", 4)
 class Interpolate4(_V4Settings, InterpolateBase):
     Attrs = Interpolate4Attrs
+    attrs: Interpolate4Attrs
     inputs = ("data", "sizes", "scales", "axes")
     optional_inputs = 1
 
@@ -365,6 +366,7 @@ class Interpolate4(_V4Settings, InterpolateBase):
 @register("Interpolate", 11)
 class Interpolate11(_V4Settings, InterpolateBase):
     Attrs = Interpolate11Attrs
+    attrs: Interpolate11Attrs
     inputs = ("image", "scales_or_sizes", "axes")
     optional_inputs = 1
     target_port = "scales_or_sizes"
@@ -392,6 +394,7 @@ class Interpolate1Attrs(OpAttrs):
 @register("Interpolate", 1)
 class Interpolate1(InterpolateBase):
     Attrs = Interpolate1Attrs
+    attrs: Interpolate1Attrs
     inputs = ("data", "target_spatial_shape")
     target_port = "target_spatial_shape"
 

@@ -76,6 +76,7 @@ class DeformablePSROIPooling(Op):
     }
 
     Attrs = DeformablePSROIPoolingAttrs
+    attrs: DeformablePSROIPoolingAttrs
     inputs = ("data", "rois", "offsets")
     optional_inputs = 1
 

@@ -162,6 +162,7 @@ class PSROIPoolingAttrs(OpAttrs):
 @register("PSROIPooling", 1)
 class PSROIPooling(Op):
     Attrs = PSROIPoolingAttrs
+    attrs: PSROIPoolingAttrs
     inputs = ("data", "rois")
 
     def infer(self, data: TensorInfo, rois: TensorInfo) -> TensorInfo:

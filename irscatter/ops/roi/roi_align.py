@@ -329,6 +329,7 @@ class ROIAlign9Attrs(ROIAlign3Attrs):
 @register("ROIAlign", 3)
 class ROIAlign(ROIAlignBase):
     Attrs = ROIAlign3Attrs
+    attrs: ROIAlign3Attrs
 
     def boxes(self, rois: np.ndarray) -> tuple[np.ndarray, ...]:
         return aligned_boxes(self, rois, "asymmetric")
@@ -337,6 +338,7 @@ class ROIAlign(ROIAlignBase):
 @register("ROIAlign", 9)
 class ROIAlign9(ROIAlignBase):
     Attrs = ROIAlign9Attrs
+    attrs: ROIAlign9Attrs
 
     def boxes(self, rois: np.ndarray) -> tuple[np.ndarray, ...]:
         return aligned_boxes(self, rois, self.attrs.aligned_mode)

@@ -44,6 +44,7 @@ class ROIAlignRotatedAttrs(OpAttrs):
 @register("ROIAlignRotated", 15)
 class ROIAlignRotated(ROIAlignBase):
     Attrs = ROIAlignRotatedAttrs
+    attrs: ROIAlignRotatedAttrs
     box = 5
 
     def mode(self) -> str:

@@ -99,6 +99,7 @@ def _window_max(values: np.ndarray, lo: np.ndarray, hi: np.ndarray, axis_len: in
 @register("ROIPooling", 2)
 class ROIPooling(Op):
     Attrs = ROIPoolingAttrs
+    attrs: ROIPoolingAttrs
     inputs = ("data", "rois")
 
     def infer(self, data: TensorInfo, rois: TensorInfo) -> TensorInfo:

@@ -98,6 +98,7 @@ class ScatterElementsUpdate3(Op):
 @register("ScatterElementsUpdate", 12)
 class ScatterElementsUpdate12(ReductionAttribute, ScatterElementsUpdate3):
     Attrs = ElementsAttrs12
+    attrs: ElementsAttrs12
     allow_negative = True
 
     @property

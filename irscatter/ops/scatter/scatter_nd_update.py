@@ -59,7 +59,7 @@ class ScatterNDUpdate4(Op):
             k = last.min
             check(k <= r, "index-depth",
                   f"indices.shape[-1] = {k} must be at most the rank of data ({r})", port=self.port("indices"))
-            expected = indices.shape.dims[:-1] + data.shape.dims[k:]
+            expected = indices.shape.ranked_dims[:-1] + data.shape.ranked_dims[k:]
             if updates.shape.rank_is_static:
                 if len(expected) == 0:
                     check(not updates.shape.is_static or math.prod(updates.shape.to_tuple()) == 1, "updates-shape",
@@ -99,4 +99,5 @@ class ScatterNDUpdate4(Op):
 @register("ScatterNDUpdate", 15)
 class ScatterNDUpdate15(ReductionAttribute, ScatterNDUpdate4):
     Attrs = NDAttrs15
+    attrs: NDAttrs15
     allow_negative = True

@@ -44,7 +44,7 @@ class ScatterUpdate(Op):
             a = constant_axis(axis)
             if a is not None:
                 a = normalized_axis(a, r, port=self.port("axis"))
-                expected = data.shape.dims[:a] + indices.shape.dims + data.shape.dims[a + 1:]
+                expected = data.shape.ranked_dims[:a] + indices.shape.ranked_dims + data.shape.ranked_dims[a + 1:]
                 check(PartialShape.of(expected).compatible(updates.shape), "updates-shape",
                       f"updates shape {updates.shape} must be data.shape[:axis] + indices.shape + data.shape[axis+1:]"
                       f" = {shape_text(expected)}", port=self.port("updates"))

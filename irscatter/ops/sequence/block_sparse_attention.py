@@ -58,6 +58,7 @@ class BlockSparseAttention(Op):
     }
 
     Attrs = BlockSparseAttentionAttrs
+    attrs: BlockSparseAttentionAttrs
     inputs = ("query", "key", "value", "block_indices", "block_indices_mask", "scale")
     optional_inputs = 2
     foldable = False

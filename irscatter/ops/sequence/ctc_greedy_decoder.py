@@ -88,6 +88,7 @@ class CTCGreedyDecoderAttrs(OpAttrs):
 @register("CTCGreedyDecoder", 1)
 class CTCGreedyDecoder(Op):
     Attrs = CTCGreedyDecoderAttrs
+    attrs: CTCGreedyDecoderAttrs
     inputs = ("data", "sequence_mask")
 
     def infer(self, data: TensorInfo, sequence_mask: TensorInfo) -> TensorInfo:

@@ -53,6 +53,7 @@ class CTCGreedyDecoderSeqLenAttrs(OpAttrs):
 @register("CTCGreedyDecoderSeqLen", 6)
 class CTCGreedyDecoderSeqLen(Op):
     Attrs = CTCGreedyDecoderSeqLenAttrs
+    attrs: CTCGreedyDecoderSeqLenAttrs
     inputs = ("data", "sequence_length", "blank_index")
     optional_inputs = 1
     outputs = 2

@@ -89,6 +89,7 @@ class CTCLoss(Op):
     }
 
     Attrs = CTCLossAttrs
+    attrs: CTCLossAttrs
     inputs = ("logits", "logit_length", "labels", "label_length", "blank_index")
     optional_inputs = 1
 

@@ -75,7 +75,7 @@ class GatherTree(Op):
         shape = step_ids.shape if step_ids.shape.rank_is_static else parent_ids.shape
         if not shape.rank_is_static:
             return TensorInfo(etype, PartialShape.of([-1, -1, -1]))
-        dims = list(shape.dims)
+        dims = list(shape.ranked_dims)
         if parent_ids.shape.rank_is_static and dims[1].is_dynamic:
             dims[1] = parent_ids.shape[1]
         if max_seq_len.shape.rank_is_static:

@@ -57,6 +57,7 @@ class QwenSparseAttention(Op):
     }
 
     Attrs = QwenSparseAttentionAttrs
+    attrs: QwenSparseAttentionAttrs
     inputs = ("query", "key", "value", "index_query", "index_key_blocks", "scale")
     optional_inputs = 1
     outputs = 2

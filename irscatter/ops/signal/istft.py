@@ -58,6 +58,7 @@ class ISTFT(Op):
     }
 
     Attrs = ISTFTAttrs
+    attrs: ISTFTAttrs
     inputs = ("data", "window", "frame_size", "frame_step", "signal_length")
     optional_inputs = 1
 

@@ -42,6 +42,7 @@ class STFTAttrs(OpAttrs):
 @register("STFT", 15)
 class STFT(Op):
     Attrs = STFTAttrs
+    attrs: STFTAttrs
     inputs = ("signal", "window", "frame_size", "frame_step")
 
     def infer(self, signal: TensorInfo, window: TensorInfo, frame_size: TensorInfo,

@@ -54,6 +54,7 @@ class Bincount(Op):
 
     class Attrs(OpAttrs):
         minlength: Annotated[int, Field(ge=0)] = 0
+    attrs: Attrs
 
     inputs = ("data", "weights")
     optional_inputs = 1

@@ -33,6 +33,7 @@ class Bucketize(Op):
     labels = {"bucketize-buckets-rank": "the boundaries of a Bucketize are not a 1-D tensor"}
 
     Attrs = BucketizeAttrs
+    attrs: BucketizeAttrs
     inputs = ("data", "buckets")
 
     def infer(self, data: TensorInfo, buckets: TensorInfo) -> TensorInfo:

@@ -40,6 +40,7 @@ class NonZero(Op):
     labels = {"non-zero-type": "NonZero takes numeric and boolean data, not strings"}
 
     Attrs = NonZeroAttrs
+    attrs: NonZeroAttrs
     inputs = ("data",)
 
     def infer(self, data: TensorInfo) -> TensorInfo:
@@ -50,7 +51,7 @@ class NonZero(Op):
             return TensorInfo(etype, PartialShape.of([-1, -1]))
         if data.value is not None:
             return TensorInfo(etype, PartialShape.of(non_zero(np.asarray(data.value)).shape))
-        total = math.prod(d.max for d in data.shape.dims) if all(d.max is not None for d in data.shape.dims) else None
+        total = math.prod(d.max for d in data.shape.ranked_dims) if all(d.max is not None for d in data.shape.ranked_dims) else None
         return TensorInfo(etype, PartialShape.of([data.shape.rank, Dimension(min=0, max=total)]))
 
     def compute(self, data: np.ndarray) -> np.ndarray:

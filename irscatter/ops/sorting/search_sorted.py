@@ -39,6 +39,7 @@ class SearchSorted(Op):
     }
 
     Attrs = SearchSortedAttrs
+    attrs: SearchSortedAttrs
     inputs = ("sorted_sequence", "values")
 
     def infer(self, sorted_sequence: TensorInfo, values: TensorInfo) -> TensorInfo:
@@ -54,7 +55,7 @@ class SearchSorted(Op):
                 check(seq.rank == 1, "search-sorted-rank",
                       f"scalar values need a 1-D sorted sequence, found shape {seq}", port=self.port("values"))
             if val.rank_is_static and seq.rank > 1:
-                check(val.rank == seq.rank and all(a.compatible(b) for a, b in zip(seq.dims[:-1], val.dims[:-1])),
+                check(val.rank == seq.rank and all(a.compatible(b) for a, b in zip(seq.ranked_dims[:-1], val.ranked_dims[:-1])),
                       "search-sorted-shape", f"values of shape {val} do not match the sorted sequence's shape {seq} "
                       "(same rank, same dimensions but the last)", port=self.port("values"))
         return TensorInfo(ElementType.i64, val)

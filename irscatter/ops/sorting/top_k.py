@@ -88,6 +88,7 @@ class TopK(Op):
     }
 
     Attrs = TopKAttrs
+    attrs: TopKAttrs
     inputs = ("data", "k")
     outputs = 2
     k_types: tuple[ElementType, ...] | None = (ElementType.i8, ElementType.i32, ElementType.i64)
@@ -127,7 +128,7 @@ class TopK(Op):
             count = int(np.asarray(k.value).reshape(-1)[0])
             self.check_range(count, dim.max if dim.is_static else None, at_runtime=False)
             size = Dimension.static(count)
-        dims = list(data.shape.dims)
+        dims = list(data.shape.ranked_dims)
         dims[axis] = size
         shape = PartialShape.of(dims)
         return TensorInfo(data.etype, shape), TensorInfo(index_type, shape)
@@ -164,6 +165,7 @@ class TopK11(TopK3):
     labels = {"top-k-stable": "stable is true while sort is none"}
 
     Attrs = TopK11Attrs
+    attrs: TopK11Attrs
 
     def check_attrs(self) -> None:
         check(not (self.attrs.stable and self.attrs.sort == "none"), "top-k-stable",

@@ -77,6 +77,7 @@ class Unique(Op):
     labels = {"unique-type": "Unique takes numeric and boolean data, not strings"}
 
     Attrs = UniqueAttrs
+    attrs: UniqueAttrs
     inputs = ("data", "axis")
     optional_inputs = 1
     outputs = 4
@@ -110,7 +111,7 @@ class Unique(Op):
             dims_out = None
         else:
             total = data.shape[where]
-            dims_out = list(data.shape.dims)
+            dims_out = list(data.shape.ranked_dims)
         found_dim = Dimension(min=min(total.min, 1), max=total.max)
         if dims_out is None:
             first = PartialShape.of([found_dim])

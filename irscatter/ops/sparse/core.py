@@ -92,7 +92,7 @@ def bag_shape(table: TensorInfo, bags) -> PartialShape:
     """[bags, emb_dim1, ...]: the table's shape with its first dimension replaced."""
     if not table.shape.rank_is_static:
         return PartialShape.dynamic_rank()
-    return PartialShape.of([bags, *table.shape.dims[1:]])
+    return PartialShape.of([bags, *table.shape.ranked_dims[1:]])
 
 
 def scalar_value(info: TensorInfo | None) -> int | None:

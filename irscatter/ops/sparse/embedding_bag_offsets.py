@@ -19,6 +19,7 @@ from irscatter.ops.sparse.embedding_bag_offsets_sum import OffsetsBase
 class EmbeddingBagOffsets(OffsetsBase):
     class Attrs(OpAttrs):
         reduction: Annotated[Literal["sum", "mean"], Lower] = "sum"
+    attrs: Attrs
 
     @property
     def mean(self) -> bool:  # type: ignore[override]

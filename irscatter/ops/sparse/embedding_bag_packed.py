@@ -21,6 +21,7 @@ from irscatter.ops.sparse.embedding_bag_packed_sum import PackedBase
 class EmbeddingBagPacked(PackedBase):
     class Attrs(OpAttrs):
         reduction: Annotated[Literal["sum", "mean"], Lower] = "sum"
+    attrs: Attrs
 
     @property
     def mean(self) -> bool:  # type: ignore[override]

@@ -45,6 +45,7 @@ def lowest(etype: ElementType) -> float | int:
 class SegmentMax(Op):
     class Attrs(OpAttrs):
         fill_mode: Annotated[Literal["zero", "lowest"], Lower]
+    attrs: Attrs
 
     labels = {
         "segment-ids-order": "segment_ids is not sorted in increasing order",
@@ -79,7 +80,7 @@ class SegmentMax(Op):
                   port=self.port("num_segments"))
         if not data.shape.rank_is_static:
             return TensorInfo(data.etype, PartialShape.dynamic_rank())
-        return TensorInfo(data.etype, PartialShape.of([-1 if count is None else count, *data.shape.dims[1:]]))
+        return TensorInfo(data.etype, PartialShape.of([-1 if count is None else count, *data.shape.ranked_dims[1:]]))
 
     def compute(self, data: np.ndarray, segment_ids: np.ndarray, num_segments: np.ndarray | None = None) -> np.ndarray:
         port = self.port("segment_ids")

@@ -59,6 +59,7 @@ class Col2Im(Op):
     }
 
     Attrs = Col2ImAttrs
+    attrs: Col2ImAttrs
     inputs = ("data", "output_size", "kernel_size")
 
     def _check_attrs(self) -> None:
@@ -126,9 +127,9 @@ class Col2Im(Op):
         check(data.shape.rank in (2, 3), "data-rank",
               f"data must be [N, C * kh * kw, L] or unbatched [C * kh * kw, L], found {data.shape}",
               port=self.port("data"))
-        channels = self._check_data(list(data.shape.dims), kernel, output, False)
+        channels = self._check_data(list(data.shape.ranked_dims), kernel, output, False)
         spatial = [-1, -1] if output is None else output
-        batch = list(data.shape.dims[:1]) if data.shape.rank == 3 else []
+        batch = list(data.shape.ranked_dims[:1]) if data.shape.rank == 3 else []
         return TensorInfo(data.etype, PartialShape.of([*batch, channels, *spatial]))
 
     def compute(self, data: np.ndarray, output_size: np.ndarray, kernel_size: np.ndarray) -> np.ndarray:

@@ -150,7 +150,7 @@ class BatchBlocks(Op):
             return TensorInfo(data.etype, PartialShape.of([-1] * rank))
         blocks = block_values(self, block.value, rank)
         first, last = self._amounts(begin.value, end.value, rank, False)
-        return TensorInfo(data.etype, PartialShape.of(self._out_dims(list(data.shape.dims), blocks, first, last,
+        return TensorInfo(data.etype, PartialShape.of(self._out_dims(list(data.shape.ranked_dims), blocks, first, last,
                                                                      False)))
 
 

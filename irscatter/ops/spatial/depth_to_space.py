@@ -24,6 +24,7 @@ class DepthToSpace(Op):
     }
 
     Attrs = BlockAttrs
+    attrs: BlockAttrs
     inputs = ("data",)
 
     def infer(self, data: TensorInfo) -> TensorInfo:
@@ -36,7 +37,7 @@ class DepthToSpace(Op):
         check(depth is not None, "depth-blocks",
               f"the channel dimension {data.shape[1]} does not divide by block_size^{rank - 2} = {divisor}",
               port=self.port("data"))
-        dims = [data.shape[0], depth, *(scaled(d, size) for d in data.shape.dims[2:])]
+        dims = [data.shape[0], depth, *(scaled(d, size) for d in data.shape.ranked_dims[2:])]
         return TensorInfo(data.etype, PartialShape.of(dims))
 
     def compute(self, data: np.ndarray) -> np.ndarray:

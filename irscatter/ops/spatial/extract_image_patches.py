@@ -50,6 +50,7 @@ class ExtractImagePatches(Op):
     }
 
     Attrs = ExtractImagePatchesAttrs
+    attrs: ExtractImagePatchesAttrs
     inputs = ("data",)
 
     def _check_attrs(self) -> None:

@@ -29,6 +29,7 @@ class ShuffleChannels(Op):
     }
 
     Attrs = ShuffleChannelsAttrs
+    attrs: ShuffleChannelsAttrs
     inputs = ("data",)
 
     def infer(self, data: TensorInfo) -> TensorInfo:

@@ -24,6 +24,7 @@ class SpaceToDepth(Op):
     }
 
     Attrs = BlockAttrs
+    attrs: BlockAttrs
     inputs = ("data",)
 
     def infer(self, data: TensorInfo) -> TensorInfo:
@@ -32,7 +33,7 @@ class SpaceToDepth(Op):
         if rank is None:
             return TensorInfo(data.etype, data.shape)
         spatial = []
-        for axis, d in enumerate(data.shape.dims[2:], start=2):
+        for axis, d in enumerate(data.shape.ranked_dims[2:], start=2):
             q = divided(d, size)
             check(q is not None, "space-blocks", f"spatial dimension {axis} ({d}) does not divide by block_size {size}",
                   port=self.port("data"))

@@ -18,6 +18,7 @@ from irscatter.ops.state import core
 class Assign(Op):
     class Attrs(OpAttrs):
         variable_id: str
+    attrs: Attrs
 
     inputs = ("new_value",)
     foldable = False  # writing the state is its purpose: inference must never run it

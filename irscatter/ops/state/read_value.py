@@ -29,6 +29,7 @@ def _frozen(array: np.ndarray) -> np.ndarray:
 class ReadValue(Op):
     class Attrs(OpAttrs):
         variable_id: str
+    attrs: Attrs
 
     inputs = ("init_value",)
     foldable = False  # its value depends on earlier runs, never on its input alone
@@ -65,6 +66,7 @@ class ReadValue6(ReadValue):
         variable_id: str
         variable_type: ElementTypeAttr
         variable_shape: PartialShape
+    attrs: Attrs
 
     optional_inputs = 1
 

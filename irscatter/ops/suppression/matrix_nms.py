@@ -239,6 +239,7 @@ def matrix_decay(boxes: np.ndarray, scores: np.ndarray, *, gaussian: bool, sigma
 @register("MatrixNms", 8)
 class MatrixNms(Op):
     Attrs = MatrixNmsAttrs
+    attrs: MatrixNmsAttrs
     inputs = ("boxes", "scores")
     outputs = 3
 

@@ -93,6 +93,7 @@ def adaptive_keep(boxes: np.ndarray, threshold: float, eta: float, offset: float
 @register("MulticlassNms", 8)
 class MulticlassNms(Op):
     Attrs = MulticlassNmsAttrs
+    attrs: MulticlassNmsAttrs
     inputs = ("boxes", "scores")
     outputs = 3
 

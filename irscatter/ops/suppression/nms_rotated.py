@@ -152,6 +152,7 @@ class RotatedBoxes(Geometry):
 @register("NMSRotated", 13)
 class NMSRotated(Op):
     Attrs = NMSRotatedAttrs
+    attrs: NMSRotatedAttrs
     inputs = ("boxes", "scores", "max_output_boxes_per_class", "iou_threshold", "score_threshold")
     outputs = 3
 

@@ -337,7 +337,7 @@ def check_nms_inputs(op: Op, infos: list[TensorInfo | None], *, box_size: int, v
             check(info.etype in NMS_FLOATS, "nms-type", f"{name} must be f32, f16 or bf16, found {info.etype}",
                   port=op.port(name))
         if info.shape.rank_is_static:
-            dims = info.shape.dims
+            dims = info.shape.ranked_dims
             one = len(dims) == 0 or (vector_ok and len(dims) == 1 and dims[0].contains(1))
             check(one, "nms-scalar", f"{name} must be a scalar{' or a 1-element 1-D tensor' if vector_ok else ''}, "
                   f"found shape {info.shape}", port=op.port(name))
@@ -408,6 +408,7 @@ def axis_aligned(boxes: np.ndarray, encoding: str) -> list[Geometry]:
 @register("NonMaxSuppression", 1)
 class NonMaxSuppression(Op):
     Attrs = NMS1Attrs
+    attrs: NMS1Attrs
     inputs = ("boxes", "scores", "max_output_boxes_per_class", "iou_threshold", "score_threshold")
     optional_inputs = 3
     per_batch_size = False  # -1 and -3 size the output min(num_boxes, max * num_classes)
@@ -447,6 +448,7 @@ class NonMaxSuppression(Op):
 @register("NonMaxSuppression", 3)
 class NonMaxSuppression3(NonMaxSuppression):
     Attrs = NMS3Attrs
+    attrs: NMS3Attrs
 
     def index_type(self) -> ElementType:
         return ElementType[self.attrs.output_type]
@@ -486,6 +488,7 @@ def pack_outputs(triplets: np.ndarray, found: np.ndarray, index: ElementType,
 @register("NonMaxSuppression", 5)
 class NonMaxSuppression5(Op):
     Attrs = NMS3Attrs
+    attrs: NMS3Attrs
     inputs = ("boxes", "scores", "max_output_boxes_per_class", "iou_threshold", "score_threshold",
               "soft_nms_sigma")
     optional_inputs = 4
