@@ -44,6 +44,8 @@ when the fast backend is forced (`accel.parallel_copy`).
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from irscatter.ops.common import accel, recycle, threads
@@ -89,5 +91,5 @@ def _fill(target: np.ndarray, source: np.ndarray) -> None:
         np.copyto(target, source, casting="unsafe")
         return
     flat_target, flat_source = target.reshape(-1), source.reshape(-1)
-    threads.run([lambda lo=lo, hi=hi: np.copyto(flat_target[lo:hi], flat_source[lo:hi], casting="unsafe")
+    threads.run([partial(np.copyto, flat_target[lo:hi], flat_source[lo:hi], casting="unsafe")
                  for lo, hi in threads.spans(len(flat_target), threads.CORES)])
