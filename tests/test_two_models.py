@@ -74,7 +74,7 @@ def test_f16_weights_pass_at_f16_presets_and_the_converts_they_add_are_listed(sa
     only = unmatched(report)
     assert only["A"] == [] and len(only["B"]) == 13
     b = irscatter.read_model(saved / "f16.xml")
-    assert {lay.type for lay in b.layers if lay.name in only["B"]} == {"Convert"}
+    assert {lay.type for lay in b.graph.layers if lay.name in only["B"]} == {"Convert"}
     text = table(report)
     assert "only in B (13): Constant_3, Constant_5" in text and "B: " in text.splitlines()[-1]
     # f32's presets see the rounding of the weights from the first layer that reads one
@@ -136,7 +136,7 @@ X = np.array([[-1.5, 0.25, 2.0], [3.0, -4.0, 0.5]], np.float32)  # exact in f16
 def test_tensor_names_match_across_layer_names_types_are_converted_and_shapes_are_findings(tmp_path):
     a_xml, b_xml = _pair(tmp_path)
     a, b = irscatter.read_model(a_xml).compile(), irscatter.read_model(b_xml).compile()
-    pairs = {b.layers[m.b[0]].name: (a.layers[m.a[0]].name, m.by) for m in match_tensors(a, b)}
+    pairs = {b.graph.layers[m.b[0]].name: (a.graph.layers[m.a[0]].name, m.by) for m in match_tensors(a, b)}
     assert pairs == {"relu16": ("relu", 'tensor name "act"'), "back": ("neg2", 'tensor name "out"'),
                      "cat": ("cat", 'tensor name "cat"'), "shape": ("shape", 'tensor name "shape"')}
     report = compare_files(a_xml, b_xml, {"x": X})
