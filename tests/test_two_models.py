@@ -74,7 +74,7 @@ def test_f16_weights_pass_at_f16_presets_and_the_converts_they_add_are_listed(sa
     only = unmatched(report)
     assert only["A"] == [] and len(only["B"]) == 13
     b = irscatter.read_model(saved / "f16.xml")
-    assert {lay.type for lay in b.graph.layers if lay.name in only["B"]} == {"Convert"}
+    assert {lay.type for lay in b.layers if lay.name in only["B"]} == {"Convert"}
     text = table(report)
     assert "only in B (13): Constant_3, Constant_5" in text and "B: " in text.splitlines()[-1]
     # f32's presets see the rounding of the weights from the first layer that reads one
