@@ -129,9 +129,9 @@ def _match(compiled: CompiledModel, values: dict[Source, np.ndarray], graph: dic
     order = {name: n for n, (name, _, _) in enumerate(graph["values"])}
     found: set[str] = set()
     pairs: list[tuple[LayerResult, int, str]] = []
-    graph = compiled.graph
-    for lid in graph.order:
-        layer = graph.layers[lid]
+    ir = compiled.graph
+    for lid in ir.order:
+        layer = ir.layers[lid]
         if layer.type == "Result":
             continue
         matched = [(pos, sorted((n for n in port.names if n in order), key=order.__getitem__))
@@ -139,7 +139,7 @@ def _match(compiled: CompiledModel, values: dict[Source, np.ndarray], graph: dic
         boundary = layer.type in ("Parameter", "Const")
         if boundary and not any(names for _, names in matched):
             continue  # a weight or an input no ONNX node makes: nothing to judge
-        record = LayerResult(len(report.layers), lid, layer.name, graph.op(lid).label(), layer.line,
+        record = LayerResult(len(report.layers), lid, layer.name, ir.op(lid).label(), layer.line,
                              "pending")
         report.layers.append(record)
         judged = 0
