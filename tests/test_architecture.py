@@ -160,3 +160,51 @@ def test_the_ops_page_lists_every_op():
     drafts = {t for types in DRAFTS.values() for t in types}
     count = len({cls.type_name for cls in registry.supported() if cls.domain == "opset"} - drafts)
     assert f"That is {count} of the 209 op types" in table
+
+
+# --- what tools read of a compiled model ---------------------------------------------------------
+
+def _compiled_model_privates() -> frozenset[str]:
+    """The names that are CompiledModel's own: its underscored methods and attributes, and its plan."""
+    tree = ast.parse((PACKAGE / "runtime" / "interpreter.py").read_text())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "CompiledModel")
+    names = {"plan"}
+    for node in ast.walk(cls):
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("_") and not node.name.startswith("__"):
+            names.add(node.name)
+        elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+              and node.attr.startswith("_") and not node.attr.startswith("__")):
+            names.add(node.attr)
+    return frozenset(names)
+
+
+def _private_reads(source: str, privates: frozenset[str]) -> list[str]:
+    """`x.<name>` for a private name of CompiledModel, where `x` is not a module the code
+    imported (`extract.plan` is a function) nor `self` (a class's own member of that name)."""
+    tree = ast.parse(source)
+    modules = {(a.asname or a.name).split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    modules |= {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+    return [f"line {node.lineno}: {ast.unparse(node)}" for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and node.attr in privates
+            and not (isinstance(node.value, ast.Name) and node.value.id in modules | {"self", "cls"})]
+
+
+def test_the_private_read_scan_finds_what_it_looks_for():
+    privates = _compiled_model_privates()
+    assert {"plan", "_graph", "_binding", "_execute"} <= privates
+    found = _private_reads("from irscatter.debug import extract\n"
+                           "def f(compiled, a):\n"
+                           "    extract.plan(compiled, ())\n"
+                           "    return compiled.plan.steps, a._graph, compiled.graph.order\n", privates)
+    assert sorted(f.split(": ")[1] for f in found) == ["a._graph", "compiled.plan"]
+
+
+def test_no_module_outside_the_runtime_reads_a_compiled_models_internals():
+    """Tools (the layers above the runtime, and targets) read a compiled model through its
+    OpenVINO-style API and `graph` (the contract of `runtime/graph_view.py`), never its plan or
+    underscored members, which may change."""
+    privates = _compiled_model_privates()
+    tools = [(module, path) for module, path in _modules()
+             if module.startswith("irscatter.targets") or _layer(module) > LAYERS["irscatter.runtime"]]
+    wrong = [f"{module} {read}" for module, path in tools for read in _private_reads(path.read_text(), privates)]
+    assert wrong == []

@@ -170,17 +170,17 @@ def _copy_through_writer(xml: Path, folder: Path) -> Path:
     writer = IRWriter("copy")
     made = {}
     for layer in compiled.get_ordered_ops():
-        sources = [made.get(s) for s in compiled.sources[layer.id]]
-        info = lambda src: (compiled.infos[src].etype, compiled.infos[src].shape.to_tuple()  # noqa: E731
-                            if compiled.infos[src].shape.is_static else None)
+        sources = [made.get(s) for s in compiled.graph.sources[layer.id]]
+        info = lambda src: (compiled.graph.infos[src].etype, compiled.graph.infos[src].shape.to_tuple()  # noqa: E731
+                            if compiled.graph.infos[src].shape.is_static else None)
         if layer.type == "Parameter":
             made[(layer.id, 0)] = writer.parameter(layer.name, *info((layer.id, 0)), layer.outputs[0].names)
         elif layer.type == "Const":
-            made[(layer.id, 0)] = writer.const(layer.name, layer.const_value, compiled.infos[(layer.id, 0)].etype)
+            made[(layer.id, 0)] = writer.const(layer.name, layer.const_value, compiled.graph.infos[(layer.id, 0)].etype)
         elif layer.type == "Result":
-            writer.result(layer.name, sources[0], *info(compiled.sources[layer.id][0]))
+            writer.result(layer.name, sources[0], *info(compiled.graph.sources[layer.id][0]))
         else:
-            outs = writer.copy(layer, sources, [info(s) for s in compiled.sources[layer.id]],
+            outs = writer.copy(layer, sources, [info(s) for s in compiled.graph.sources[layer.id]],
                                [info((layer.id, p)) for p in range(len(layer.outputs))])
             made.update({(layer.id, p): t for p, t in enumerate(outs)})
     return writer.save(folder / "copy.xml")
@@ -634,7 +634,7 @@ def test_framework_keys_are_read_as_run_reads_outputs_and_as_tensor_names(tmp_pa
     (out,) = writer.copy(relu, [x], [(ElementType.f32, (2,))], [(ElementType.f32, (2,))], output_names=[("act",)])
     writer.result("y", out, ElementType.f32, (2,))
     compiled = irscatter.compile_model(writer.save(tmp_path / "named.xml"))
-    relu_id = next(lid for lid in compiled.order if compiled.layers[lid].name == "relu")
+    relu_id = next(lid for lid in compiled.graph.order if compiled.graph.layers[lid].name == "relu")
     keys = ["x", "act", "relu:1", "tensor:relu:1", "port:relu:1", "nope"]
     matched, unmatched = attribution.resolve(compiled, keys)
     assert compiled.outputs[0].name == "act"  # the output's name, as run keys it

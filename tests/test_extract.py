@@ -48,7 +48,7 @@ def _cut(model: str, outputs: list[str], inputs: list[str], folder: Path):
     feeds = dict(np.load(MODELS / model / "inputs.npz"))
     values = compare.reference_values(compiled, feeds)
     outs = extract.resolve(compiled, outputs, "--outputs") if outputs else tuple(
-        compiled.sources[s.layer.id][0] for s in compiled.outputs)
+        compiled.graph.sources[s.layer.id][0] for s in compiled.outputs)
     cut = extract.plan(compiled, outs, extract.resolve(compiled, inputs, "--from"))
     return compiled, values, cut, extract.write(compiled, cut, folder / "sub.xml", values)
 
@@ -93,7 +93,7 @@ def test_a_read_value_keeps_its_assign_or_is_fed_and_openvino_runs_the_cut(tmp_p
     steps = dict(np.load(MODELS / "stateful_decoder" / "inputs.npz"))
     values = compare.reference_values(compiled, {"x": steps["step0/x"]})
     cut = extract.plan(compiled, extract.resolve(compiled, [output], "--outputs"))
-    kinds = [compiled.layers[lid].type for lid in cut.layers]
+    kinds = [compiled.graph.layers[lid].type for lid in cut.layers]
     assert ("ReadValue" in kinds, "Assign" in kinds) == (paired, paired)
     written = extract.write(compiled, cut, tmp_path / "sub.xml", values)
     [(src, name)] = written.output_names.items()
@@ -105,12 +105,12 @@ def test_a_whole_model_cut_keeps_its_state_and_steps_as_the_model_does(tmp_path)
     """The Assigns are sinks no output needs; the cut keeps them when it computes what they
     write, so the written model carries its variables from run to run as the original does."""
     compiled = irscatter.read_model(MODELS / "stateful_decoder" / "model.xml").compile()
-    outputs = tuple(compiled.sources[s.layer.id][0] for s in compiled.outputs)
+    outputs = tuple(compiled.graph.sources[s.layer.id][0] for s in compiled.outputs)
     cut = extract.plan(compiled, outputs)
     state = ("ReadValue", "Assign")
-    kinds = sorted(compiled.layers[lid].type for lid in cut.layers if compiled.layers[lid].type in state)
+    kinds = sorted(compiled.graph.layers[lid].type for lid in cut.layers if compiled.graph.layers[lid].type in state)
     assert kinds == sorted(layer.type for layer in compiled.model.layers if layer.type in state)
-    assert not cut.inputs or all(compiled.layers[src[0]].type == "Parameter" for src in cut.inputs)
+    assert not cut.inputs or all(compiled.graph.layers[src[0]].type == "Parameter" for src in cut.inputs)
     written = extract.write(compiled, cut, tmp_path / "whole.xml")
     again = irscatter.compile_model(written.xml)
     steps = dict(np.load(MODELS / "stateful_decoder" / "inputs.npz"))
@@ -166,7 +166,7 @@ def test_a_written_cut_keeps_the_rt_info_of_the_model_its_layers_and_ports(tmp_p
 def test_around_takes_a_neighbourhood_and_its_boundary(tmp_path):
     compiled = irscatter.read_model(MODELS / "small_cnn" / "model.xml").compile()
     cut = extract.around(compiled, "BatchNormInference_21", 1)
-    names = [compiled.layers[lid].name for lid in cut.layers if compiled.layers[lid].type not in ("Const",)]
+    names = [compiled.graph.layers[lid].name for lid in cut.layers if compiled.graph.layers[lid].type not in ("Const",)]
     assert names == ["GroupConvolution_12", "BatchNormInference_21", "Relu_22"]
     assert [extract.tensor_key(compiled, s) for s in cut.inputs] == ["MaxPool_9:1"]
     assert [extract.tensor_key(compiled, s) for s in cut.outputs] == ["Relu_22:1"]
@@ -242,7 +242,7 @@ def test_reduce_shrinks_a_planted_divergence_to_its_layer_and_the_readme_reprodu
     check = reduce.TargetCheck(compiled, target, Tolerances())
     reduction = reduce.reduce_model(compiled, values, check)
     assert reduction.reproducible and reduction.deterministic
-    kept = [compiled.layers[lid].name for lid in reduction.cut.layers if compiled.layers[lid].type != "Const"]
+    kept = [compiled.graph.layers[lid].name for lid in reduction.cut.layers if compiled.graph.layers[lid].type != "Const"]
     assert kept == [name]
     out = tmp_path / "repro"
     reduce.write_reproducer(compiled, values, reduction, check, out, "irscatter reduce chain.xml")

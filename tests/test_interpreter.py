@@ -320,7 +320,7 @@ def test_a_failing_kernel_is_the_error_of_its_layer_whether_or_not_the_run_is_wa
 
     def failing(*args, **kwargs):
         raise error
-    compiled.steps[1].compute = failing  # before the first run, which prepares the plain loop's calls
+    compiled.plan.steps[1].compute = failing  # before the first run, which prepares the plain loop's calls
     for watch in ({}, {"hook": lambda *a: None}, {"timings": []}):
         with pytest.raises(ExecutionError) as caught:
             compiled.run({"x": np.ones((2, 2), np.float32)}, **watch)

@@ -105,7 +105,7 @@ def test_a_const_ops_attributes_are_those_its_weights_were_found_by(tmp_path):
     model = irscatter.read_model(save_ov(_simple_model(), tmp_path))
     compiled = model.compile()
     layer = model.layers[1]
-    op = compiled.ops[layer.id]
+    op = compiled.graph.op(layer.id)
     assert isinstance(op, Const) and "attrs" not in vars(op)
     attrs = op.attrs
     assert (attrs.element_type, attrs.shape, attrs.offset, attrs.size) == \

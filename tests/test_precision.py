@@ -56,7 +56,7 @@ def axes(b: IRBuilder, name: str, *values: int):
 
 def kept_names(xml: Path, precision: str) -> set[str]:
     compiled = irscatter.read_model(xml).compile()
-    return {compiled.layers[lid].name for lid in RoundingPlan(compiled, precision).kept}
+    return {compiled.graph.layers[lid].name for lid in RoundingPlan(compiled, precision).kept}
 
 
 def is_representable(array: np.ndarray, dtype) -> bool:

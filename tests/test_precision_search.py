@@ -106,7 +106,7 @@ def overflowing(folder: Path) -> tuple[Path, dict[str, np.ndarray]]:
 
 
 def _names(compiled, marks) -> set[str]:
-    return {compiled.layers[lid].name for lid in marks}
+    return {compiled.graph.layers[lid].name for lid in marks}
 
 
 def test_the_search_finds_the_overflowing_matmul_and_its_normalization_and_the_marked_file_passes(tmp_path):
@@ -125,7 +125,7 @@ def test_the_search_finds_the_overflowing_matmul_and_its_normalization_and_the_m
     out = precision_search.write_marked(compiled, found.marks, tmp_path / "kept" / "model.xml")
     assert out.with_suffix(".bin").read_bytes() == xml.with_suffix(".bin").read_bytes()
     marked = irscatter.read_model(out).compile()
-    assert {marked.layers[lid].name for lid in marked.order if keeps_f32(marked.layers[lid].rt_info)} == \
+    assert {marked.graph.layers[lid].name for lid in marked.graph.order if keeps_f32(marked.graph.layers[lid].rt_info)} == \
         {"project", "normalize"}
     assert precision_search.verify(compiled, feeds, device, Tolerances("f16"), out).passed
     assert not xml.read_text().count("rt_info")  # the model read is left as it was
@@ -163,14 +163,14 @@ def test_the_emulation_keeps_a_layer_marked_as_openvino_reads_the_mark(tmp_path)
     assert not keeps_f32({"precise": {"version": "1"}})
     xml, _ = overflowing(tmp_path)
     compiled = irscatter.read_model(xml).compile()
-    ids = {compiled.layers[lid].name: lid for lid in compiled.order}
+    ids = {compiled.graph.layers[lid].name: lid for lid in compiled.graph.order}
     mark = {"precise": {"version": "0"}}
     text = with_layer_rt_info(xml.read_bytes(), str(xml), {ids["side"]: mark, ids["project"]: mark})
     (tmp_path / "marked.xml").write_bytes(text)
     (tmp_path / "marked.bin").write_bytes(xml.with_suffix(".bin").read_bytes())
     marked = irscatter.read_model(tmp_path / "marked.xml").compile()
     def weights(model):
-        return next(slot for slot, layer in model.const_slots if layer.name == "w_big")
+        return next(slot for slot, layer in model.plan.const_slots if layer.name == "w_big")
 
     for precision in ("f16", "bf16"):
         assert {ids["side"], ids["project"]} <= RoundingPlan(marked, precision).kept
@@ -208,7 +208,7 @@ def test_openvino_reads_the_mark_as_its_own(tmp_path):
     precision for (DisablePrecisionConversion from any type to f16), and writes it back so."""
     xml, _ = overflowing(tmp_path)
     compiled = irscatter.read_model(xml).compile()
-    ids = {compiled.layers[lid].name: lid for lid in compiled.order}
+    ids = {compiled.graph.layers[lid].name: lid for lid in compiled.graph.order}
     out = precision_search.write_marked(compiled, [ids["project"]], tmp_path / "marked" / "model.xml")
     script = ("import sys, openvino as ov; m = ov.Core().read_model(sys.argv[1]); "
               "print({o.get_friendly_name(): sorted(o.get_rt_info().keys()) for o in m.get_ops()}); "

@@ -21,7 +21,7 @@ def test_profile_times_every_kernel_slowest_first_and_returns_the_outputs():
     feeds = _feeds()
     report = profile(compiled, feeds, runs=3)
     assert report.runs == 3
-    assert {t.layer_id for t in report.layers} == {s.layer.id for s in compiled.steps}
+    assert {t.layer_id for t in report.layers} == {s.layer.id for s in compiled.plan.steps}
     times = [t.seconds for t in report.layers]
     assert times == sorted(times, reverse=True) and all(t >= 0 for t in times)
     for name, value in compiled.run(feeds).items():

@@ -136,7 +136,7 @@ X = np.array([[-1.5, 0.25, 2.0], [3.0, -4.0, 0.5]], np.float32)  # exact in f16
 def test_tensor_names_match_across_layer_names_types_are_converted_and_shapes_are_findings(tmp_path):
     a_xml, b_xml = _pair(tmp_path)
     a, b = irscatter.read_model(a_xml).compile(), irscatter.read_model(b_xml).compile()
-    pairs = {b.layers[m.b[0]].name: (a.layers[m.a[0]].name, m.by) for m in match_tensors(a, b)}
+    pairs = {b.graph.layers[m.b[0]].name: (a.graph.layers[m.a[0]].name, m.by) for m in match_tensors(a, b)}
     assert pairs == {"relu16": ("relu", 'tensor name "act"'), "back": ("neg2", 'tensor name "out"'),
                      "cat": ("cat", 'tensor name "cat"'), "shape": ("shape", 'tensor name "shape"')}
     report = compare_files(a_xml, b_xml, {"x": X})

@@ -139,7 +139,7 @@ def measure_engine(engine: str, folder: Path, runs: int, outputs_file: Path | No
         values = list(first.values()) if hasattr(first, "values") else list(first)
         np.savez(outputs_file, *[np.asarray(v) for v in values])
     if engine == bench.IRSCATTER:
-        result["layers"] = len(compiled.ops)
+        result["layers"] = len(compiled.graph.order)
         result["by_type"] = profile_by_type(compiled, feeds)
     return result
 

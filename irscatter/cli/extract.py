@@ -46,7 +46,8 @@ def cmd_extract(args: argparse.Namespace) -> int:
     xml = output_path(args.output, flag="-o", suffix=".xml", folder_made=True)
     with writing("-o", xml):
         written = extract.write(compiled, cut, xml, values)
-    kept = [compiled.layers[lid].name for lid in cut.layers if compiled.layers[lid].type not in ("Parameter", "Const")]
+    graph = compiled.graph
+    kept = [graph.layers[lid].name for lid in cut.layers if graph.type_of(lid) not in ("Parameter", "Const")]
     beside = ", with inputs.npz and expected.npz beside it" if values is not None else ""
     listed = "no layer computes anything: each output is an input or a constant" if not kept else \
         f"{len(kept)} layer{'s' if len(kept) != 1 else ''}: {', '.join(kept[:8])}{', ...' if len(kept) > 8 else ''}"

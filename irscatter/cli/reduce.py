@@ -72,8 +72,8 @@ def _reduce_into(args: argparse.Namespace, out: Path) -> int:
     finally:
         if target is not None:
             target.close()
-    kept = [compiled.layers[lid].name for lid in reduction.cut.layers
-            if compiled.layers[lid].type not in ("Parameter", "Const")]
+    graph = compiled.graph
+    kept = [graph.layers[lid].name for lid in reduction.cut.layers if graph.type_of(lid) not in ("Parameter", "Const")]
     print(f"reduced to {len(kept)} layer{'s' if len(kept) != 1 else ''} ({', '.join(kept[:8])}"
           f"{', ...' if len(kept) > 8 else ''}) in {reduction.checks} checks, {reduction.seconds:.1f} s; "
           f"wrote the reproducer to {out}/")

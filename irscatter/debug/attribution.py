@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from irscatter.debug.compare import Source, compare_layers, compare_whole, reference_values
-from irscatter.debug.extract import port_names, steps, tensor_key
+from irscatter.debug.extract import port_names, tensor_key
 from irscatter.debug.held import ValueStore, needed
 from irscatter.debug.tolerances import Tolerances
 from irscatter.debug.verdicts import LayerResult, Report, TensorResult, table
@@ -56,7 +56,7 @@ def resolve(compiled: CompiledModel, keys: list[str]) -> tuple[dict[str, Source]
     tensors: dict[str, Source] = {}
     for name, src, is_address in port_names(compiled):
         (ports if is_address else tensors).setdefault(name, src)
-    outputs = {spec.name: compiled.sources[spec.layer.id][0] for spec in compiled.outputs}
+    outputs = {spec.name: compiled.graph.producer(spec.layer.id) for spec in compiled.outputs}
     matched, unmatched = {}, {}
     for key in keys:
         if outputs.get(key) is not None:
@@ -80,13 +80,14 @@ def judge_framework(compiled: CompiledModel, values: Mapping[Source, np.ndarray]
                     matched: Mapping[str, Source], tolerances: Tolerances) -> list[LayerResult]:
     """The IR's value of each matched tensor (irscatter's) against the framework's, one record
     each, in topological order; a record's tensor is keyed as the file keys it."""
-    rank = {lid: i for i, lid in enumerate(compiled.order)}
-    positions = {lid: i for i, lid in enumerate(steps(compiled))}
+    graph = compiled.graph
+    rank = {lid: i for i, lid in enumerate(graph.order)}
+    positions = {lid: i for i, lid in enumerate(graph.kernels)}
     records = []
     for key, src in sorted(matched.items(), key=lambda item: (rank[item[1][0]], item[1][1])):
         lid = src[0]
-        layer, op = compiled.layers[lid], compiled.ops[lid]
-        record = LayerResult(positions.get(lid, -1), lid, layer.name, f"{op.type_name}-{op.version}", layer.line,
+        layer = graph.layers[lid]
+        record = LayerResult(positions.get(lid, -1), lid, layer.name, graph.op(lid).label(), layer.line,
                              "pending")
         ours, theirs = np.asarray(values[src]), np.asarray(expected[key])
         judged = _judged(ours, theirs, tolerances.for_tensor(tensor_key(compiled, src), theirs.dtype))
@@ -264,7 +265,7 @@ def compare_against(compiled: CompiledModel, feeds: Any, target: Target, toleran
         records = judge_framework(compiled, values, expected, matched, at_reference) if expected is not None else []
     attribution = None
     if expected is not None:
-        outputs = frozenset(compiled.sources[spec.layer.id][0] for spec in compiled.outputs)
+        outputs = frozenset(compiled.graph.producer(spec.layer.id) for spec in compiled.outputs)
         attribution = Attribution(expected_file, records, matched, unmatched, outputs, report)
     kept = {f.name: getattr(report, f.name) for f in dataclasses.fields(report)}
     return AttributedReport(**kept, held=values.to_json(), held_line=values.summary(), attribution=attribution)

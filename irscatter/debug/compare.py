@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from irscatter.debug.extract import BOUNDARY, Written, first_holding, prefix, steps, tensor_key, typed, write
+from irscatter.debug.extract import BOUNDARY, Written, first_holding, prefix, tensor_key, typed, write
 from irscatter.debug.held import needed
 from irscatter.debug.tolerances import Tolerances, at_device_precision
 from irscatter.debug.verdicts import LayerResult, Report, TensorResult
@@ -40,7 +40,7 @@ from irscatter.ir.graph import Layer
 from irscatter.ir.writer import IRWriter
 from irscatter.metrics import diff
 from irscatter.runtime.interpreter import CompiledModel
-from irscatter.runtime.precision import GraphView, kept_in_f32
+from irscatter.runtime.precision import kept_in_f32
 from irscatter.runtime.steps import run_steps
 from irscatter.targets import user
 from irscatter.targets.openvino import OpenVINOTarget, exactly_as
@@ -110,7 +110,8 @@ def reference_values(compiled: CompiledModel, feeds: Any, precision: str | None 
     Read through a hook, not `intermediate=True`, so that two layers of one name cannot
     collide; the hook also turns buffer reuse off, so no value is overwritten later."""
     values: MutableMapping[Source, np.ndarray] = {} if into is None else into
-    outer = compiled.layers
+    graph = compiled.graph
+    outer = graph.layers
 
     def hold(layer: Layer, _inputs: tuple, outputs: tuple) -> None:
         if outer.get(layer.id) is layer:  # a layer of a body is reported renamed: not ours
@@ -121,10 +122,8 @@ def reference_values(compiled: CompiledModel, feeds: Any, precision: str | None 
     compiled.run(feeds, hook=hold, precision=precision, decompression=decompression)
     for spec, array in zip(compiled.inputs, compiled.feed_arrays(feeds)):
         values[(spec.layer.id, 0)] = array
-    for lid in compiled.order:
-        layer = compiled.layers[lid]
-        if layer.type == "Const":
-            values[(lid, 0)] = layer.const_value
+    for lid in graph.of_type("Const"):
+        values[(lid, 0)] = outer[lid].const_value
     return values
 
 
@@ -150,7 +149,7 @@ def compare_layers(compiled: CompiledModel, feeds: Any, target: Target, toleranc
     tolerances = at_device_precision(target, tolerances)
     candidates = []
     kept = _kept_in_f32(compiled, tolerances.precision)
-    for position, lid in enumerate(lid for lid in compiled.order if compiled.layers[lid].type not in BOUNDARY):
+    for position, lid in enumerate(compiled.graph.kernels):
         record = _record(compiled, lid, position)
         reason = _no_standalone_form(compiled, lid, values) or (
             f"the device keeps it in f32 within the model, but run alone it computes it in {tolerances.precision}: "
@@ -184,8 +183,8 @@ def _new_report(compiled: CompiledModel, target: Target, mode: str, **fields: An
 
 
 def _record(compiled: CompiledModel, lid: int, position: int) -> LayerResult:
-    layer, op = compiled.layers[lid], compiled.ops[lid]
-    return LayerResult(position, lid, layer.name, f"{op.type_name}-{op.version}", layer.line, "pending")
+    layer = compiled.graph.layers[lid]
+    return LayerResult(position, lid, layer.name, compiled.graph.op(lid).label(), layer.line, "pending")
 
 
 def _kept_in_f32(compiled: CompiledModel, precision: str) -> frozenset[int]:
@@ -193,20 +192,19 @@ def _kept_in_f32(compiled: CompiledModel, precision: str) -> frozenset[int]:
     alone they lose what kept them (an Exp whose sum would overflow), so alone they say nothing."""
     if precision not in ("f16", "bf16"):
         return frozenset()
-    return kept_in_f32(GraphView(compiled.order, compiled.layers, compiled.sources, compiled.infos), precision)
+    return kept_in_f32(compiled.graph, precision)
 
 
 def _no_standalone_form(compiled: CompiledModel, lid: int, values: Mapping[Source, np.ndarray]) -> str | None:
-    layer = compiled.layers[lid]
-    if layer.type in _NO_STANDALONE_FORM:
-        return _NO_STANDALONE_FORM[layer.type]
-    domain = compiled.ops[lid].domain
+    graph = compiled.graph
+    if graph.type_of(lid) in _NO_STANDALONE_FORM:
+        return _NO_STANDALONE_FORM[graph.type_of(lid)]
+    domain = graph.op(lid).domain
     if domain not in ("opset", "extension"):  # OpenVINO's plugins register their internal ops as `extension`
         return f"its op belongs to the {domain} opset, which the target does not have"
-    for src in compiled.sources[lid]:
-        if src is not None and src not in values:
-            return "irscatter did not compute one of its inputs"
-    if not any((lid, pos) in values for pos in range(len(layer.outputs))):
+    if any(src not in values for src in graph.inputs_of(lid)):
+        return "irscatter did not compute one of its inputs"
+    if not any(src in values for src in graph.outputs_of(lid)):
         return "irscatter did not compute its outputs"
     return None
 
@@ -216,7 +214,7 @@ def _batches(records: list[LayerResult], compiled: CompiledModel, values: Mappin
     batch: list[LayerResult] = []
     size = 0
     for record in records:
-        fed = sum(values[src].nbytes for src in compiled.sources[record.id] if src is not None)
+        fed = sum(values[src].nbytes for src in compiled.graph.inputs_of(record.id))
         if batch and (len(batch) >= batching.layers or size + fed > batching.feed_bytes):
             yield batch
             batch, size = [], 0
@@ -256,14 +254,15 @@ class _LayerRunner:
 
     def _write(self, batch: list[LayerResult]) -> tuple[Path, dict[str, np.ndarray], list[tuple[LayerResult, int]]]:
         compiled, values = self.compiled, self.values
+        graph = compiled.graph
         writer = IRWriter("layers")
         feeds: dict[str, np.ndarray] = {}
         results: list[tuple[LayerResult, int]] = []
         for record in batch:
             lid = record.id
-            layer = compiled.layers[lid]
+            layer = graph.layers[lid]
             sources = []
-            for i, src in enumerate(compiled.sources[lid]):
+            for i, src in enumerate(graph.sources[lid]):
                 if src is None:
                     sources.append(None)
                     continue
@@ -274,8 +273,8 @@ class _LayerRunner:
                 else:
                     sources.append(writer.parameter(name, etype, values[src].shape, (name,)))
                     feeds[name] = values[src]
-            inputs = [typed(compiled, values, src) for src in compiled.sources[lid]]
-            outputs = [typed(compiled, values, (lid, pos)) for pos in range(len(layer.outputs))]
+            inputs = [typed(compiled, values, src) for src in graph.sources[lid]]
+            outputs = [typed(compiled, values, src) for src in graph.outputs_of(lid)]
             produced = writer.copy(layer, sources, inputs, outputs)
             for pos, tensor in enumerate(produced):
                 if (lid, pos) in values:
@@ -291,9 +290,8 @@ def _constant_on_target(compiled: CompiledModel, src: Source) -> bool:
     """Whether the target sees this input as a constant: a Const, or a value irscatter's
     inference folded (shape arithmetic), which the target folds too. Packed element types
     (u4, i4, ...) go as constants as well, since they cannot be fed as arrays."""
-    info = compiled.infos[src]
-    return (compiled.layers[src[0]].type == "Const" or info.value is not None
-            or info.etype.is_packed)
+    info = compiled.graph.infos[src]
+    return compiled.graph.type_of(src[0]) == "Const" or info.value is not None or info.etype.is_packed
 
 
 # --- the whole model ----------------------------------------------------------------------------
@@ -318,7 +316,7 @@ def compare_whole(compiled: CompiledModel, feeds: Any, target: Target, tolerance
         report.outputs = _failed_outputs(compiled, failure)
         report.seconds = time.perf_counter() - start
         return report
-    report.outputs = [_judged_output(compiled, i, values[compiled.sources[spec.layer.id][0]], got, names, tolerances,
+    report.outputs = [_judged_output(compiled, i, values[compiled.graph.producer(spec.layer.id)], got, names, tolerances,
                                      spec.name, report.sides) for i, spec in enumerate(compiled.outputs)]
     if bisect and not report.ok:
         with tempfile.TemporaryDirectory(prefix="irscatter-bisect-") as folder:
@@ -346,7 +344,7 @@ def _judged_output(compiled: CompiledModel, i: int, want: np.ndarray, got: Seque
         return record
     want = np.asarray(want)
     theirs = exactly_as(got[j], want.dtype) if compiled.model.ir_version == 10 else got[j]
-    src = compiled.sources[spec.layer.id][0]
+    src = compiled.graph.producer(spec.layer.id)
     record.tensors.append(judged_tensor(compiled, src, theirs, want, tolerances, sides, key))
     record.status = "passed" if record.tensors[0].diff.passed else "failed"
     return record
@@ -400,10 +398,11 @@ def _match_output(names: tuple[str, ...], name: str, target_names: list[list[str
 
 def _output_record(compiled: CompiledModel, i: int, status: str, reason: str | None = None) -> LayerResult:
     spec = compiled.outputs[i]
-    lid, _ = compiled.sources[spec.layer.id][0]
-    layer, op = compiled.layers[lid], compiled.ops[lid]
-    position = steps(compiled).index(lid) if layer.type not in BOUNDARY else -1
-    return LayerResult(position, lid, layer.name, f"{op.type_name}-{op.version}", layer.line, status, reason)
+    graph = compiled.graph
+    lid, _ = graph.producer(spec.layer.id)
+    layer = graph.layers[lid]
+    position = graph.kernels.index(lid) if layer.type not in BOUNDARY else -1
+    return LayerResult(position, lid, layer.name, graph.op(lid).label(), layer.line, status, reason)
 
 
 def judge(compiled: CompiledModel, target: Target, tolerances: Tolerances, written: Written,
@@ -431,14 +430,14 @@ def judged_tensor(compiled: CompiledModel, src: Source, theirs: np.ndarray, ours
     own = tensor_key(compiled, src)
     ours = np.asarray(ours)
     judged = diff(theirs, ours, tolerances.for_tensor(own, ours.dtype), sides)
-    return TensorResult(key or own, judged, tuple(compiled.layers[src[0]].outputs[src[1]].names))
+    return TensorResult(key or own, judged, tuple(compiled.graph.layers[src[0]].outputs[src[1]].names))
 
 
 def _bisect(compiled: CompiledModel, values: dict[Source, np.ndarray], target: Target, tolerances: Tolerances,
             folder: Path) -> tuple[LayerResult | None, str]:
     """The first prefix of the topological order whose cut tensors diverge on the target, by
     halving; returns its last layer (with the tensors that diverged) and a note on the search."""
-    order = steps(compiled)
+    order = compiled.graph.kernels
     outcomes: dict[int, LayerResult | None] = {}
 
     def diverging(end: int) -> bool:
@@ -456,7 +455,7 @@ def _bisect(compiled: CompiledModel, values: dict[Source, np.ndarray], target: T
 
 
 def _run_prefix(compiled: CompiledModel, values: dict[Source, np.ndarray], target: Target, tolerances: Tolerances,
-                order: list[int], end: int, xml: Path) -> LayerResult | None:
+                order: Sequence[int], end: int, xml: Path) -> LayerResult | None:
     """Layers order[0..end] run on the target, returning every tensor a later layer or a
     Result reads: the record of order[end], holding the tensors that diverged. None when the
     target could not run the prefix."""

@@ -29,6 +29,7 @@ import numpy as np
 from irscatter.errors import PATTERN_ERRORS, LayerRef, UsageError, elide
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Layer
+from irscatter.runtime.graph_view import GraphView
 from irscatter.runtime.interpreter import CompiledModel, Outputs
 from irscatter.runtime.subgraph import Subgraph
 
@@ -110,30 +111,29 @@ class _Scopes:
     which graph, and so which wiring, the layer belongs to."""
 
     def __init__(self, compiled: CompiledModel) -> None:
-        self.graphs: list[tuple[CompiledModel, bool]] = []  # (graph, whether it is a body)
-        self._home: dict[int, tuple[CompiledModel, int]] = {}
+        self.graphs: list[tuple[GraphView, bool]] = []  # (graph, whether it is a body)
+        self._home: dict[int, tuple[GraphView, int]] = {}
         # Per body: its Parameters and Consts that no layer of the body reads (only Results).
         self.unread: dict[int, list[Layer]] = {}
         self._entered: set[tuple[int, str]] = set()  # (body, path) whose first layer has run
-        self._add(compiled, False)
+        self._add(compiled.graph, False)
 
-    def _add(self, graph: CompiledModel, is_body: bool) -> None:
+    def _add(self, graph: GraphView, is_body: bool) -> None:
         self.graphs.append((graph, is_body))
         for lid in graph.order:
             self._home[id(graph.layers[lid].inputs)] = (graph, lid)
-            for body in _subgraphs(graph.ops[lid]):
-                self._add(body.model, True)
+            for body in _subgraphs(graph.op(lid)):
+                self._add(body.model.graph, True)
         if is_body:
-            read = {source[0] for step in graph.steps for source in graph.sources[step.layer.id] if source}
-            self.unread[id(graph)] = [graph.layers[lid] for lid in graph.order
-                                      if graph.layers[lid].type in _VALUE_LAYERS and lid not in read]
+            read = {source[0] for lid in graph.kernels for source in graph.inputs_of(lid)}
+            self.unread[id(graph)] = [graph.layers[lid] for lid in graph.of_type(*_VALUE_LAYERS) if lid not in read]
 
     def every_layer(self) -> Iterator[Layer]:
         for graph, _ in self.graphs:
             for lid in graph.order:
                 yield graph.layers[lid]
 
-    def locate(self, layer: Layer) -> tuple[CompiledModel, int, str]:
+    def locate(self, layer: Layer) -> tuple[GraphView, int, str]:
         """The graph of a reported layer, its id there, and the path its name was given."""
         graph, lid = self._home[id(layer.inputs)]
         return graph, lid, layer.name[: len(layer.name) - len(graph.layers[lid].name)]
@@ -144,10 +144,10 @@ class _Scopes:
         found = []
         for graph, is_body in self.graphs:
             if is_body:
-                found += [layer for layer in self.unread[id(graph)] if layer.type == "Parameter" or not graph.steps]
+                found += [layer for layer in self.unread[id(graph)] if layer.type == "Parameter" or not graph.kernels]
         return found
 
-    def entered(self, graph: CompiledModel, prefix: str) -> list[Layer]:
+    def entered(self, graph: GraphView, prefix: str) -> list[Layer]:
         """The unread Consts of a body, the first time a layer of this run of it is reported."""
         if id(graph) not in self.unread or (id(graph), prefix) in self._entered:
             return []
@@ -191,10 +191,10 @@ def _watch(compiled: CompiledModel, feeds: Any, selection: Selection, visit: Vis
 
     outputs = compiled.run(feeds, hook=hook)
     for spec, value in zip(compiled.outputs, outputs.values()):
-        source = compiled.sources[spec.layer.id][0]
+        source = compiled.graph.producer(spec.layer.id)
         if source is not None:
-            layer = compiled.layers[source[0]]
-            key = _key("", layer, source[1])
+            layer = compiled.graph.layers[source[0]]
+            key = compiled.graph.tensor_key(source)
             if layer.type in _VALUE_LAYERS and key not in seen and selection.wants(layer.ref):
                 seen.add(key)
                 visit(key, layer.ref, value)
@@ -239,8 +239,7 @@ def _watch_recorded(compiled: CompiledModel, feeds: Any, selection: Selection, v
             visit(key, ref, record[key])
     outputs = {}
     for spec in compiled.outputs:
-        source = compiled.sources[spec.layer.id][0]
-        outputs[spec.name] = record[_key("", compiled.layers[source[0]], source[1])]  # type: ignore[index]
+        outputs[spec.name] = record[compiled.graph.tensor_key(compiled.graph.producer(spec.layer.id))]  # type: ignore[arg-type]
     return Outputs(zip(outputs, _copies(list(outputs.values()))))
 
 
@@ -283,9 +282,9 @@ def dump_tensors(compiled: CompiledModel, feeds: Any, selection: Selection = EVE
     outputs = _watch(compiled, feeds, selection, lambda key, ref, value: tensors.__setitem__(key, value))
     ports = {}
     for spec in compiled.outputs:
-        source = compiled.sources[spec.layer.id][0]
+        source = compiled.graph.producer(spec.layer.id)
         if source is not None:
-            ports[spec.name] = _key("", compiled.layers[source[0]], source[1])
+            ports[spec.name] = compiled.graph.tensor_key(source)
     return Dump(tensors, outputs, ports)
 
 
@@ -536,7 +535,7 @@ def find_nonfinite(compiled: CompiledModel, feeds: Any, first_only: bool = True)
             producer = graph.layers[source[0]] if source is not None else None
             if producer is None or (id(graph), producer.id) in reported:
                 continue
-            origin = "input" if producer.type == "Parameter" and graph is compiled else \
+            origin = "input" if producer.type == "Parameter" and graph is compiled.graph else \
                 "constant" if producer.type == "Const" else None
             if origin is not None:  # a body's Parameter carries what an outer layer made
                 reported.add((id(graph), producer.id))
@@ -560,7 +559,7 @@ def find_nonfinite(compiled: CompiledModel, feeds: Any, first_only: bool = True)
     return found
 
 
-def _input_stats(graph: CompiledModel, lid: int, prefix: str,
+def _input_stats(graph: GraphView, lid: int, prefix: str,
                  inputs: tuple[np.ndarray, ...]) -> tuple[tuple[int, str | None, Stats], ...]:
     layer = graph.layers[lid]
     described = []

@@ -25,10 +25,10 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Model, output_name
 from irscatter.ir.loader import read_model
 from irscatter.ir.writer import IRWriter, Tensor
+from irscatter.runtime.graph_view import BOUNDARY
 from irscatter.runtime.interpreter import CompiledModel
 
 Source = tuple[int, int]
-BOUNDARY = ("Parameter", "Const", "Result")  # layers that hold or hand over a value and run no kernel
 _SAFE = re.compile(r"[^A-Za-z0-9_.\-]")
 
 
@@ -47,19 +47,17 @@ class Cut:
 
 
 def tensor_key(compiled: CompiledModel, src: Source) -> str:
-    layer = compiled.layers[src[0]]
-    return f"{layer.name}:{layer.outputs[src[1]].id}"
+    return compiled.graph.tensor_key(src)
 
 
 def port_names(compiled: CompiledModel) -> Iterator[tuple[str, Source, bool]]:
     """Each name of each output port, in topological order: its "<layer name>:<port id>"
     (with True: an address), then its tensor names (False)."""
-    for lid in compiled.order:
-        layer = compiled.layers[lid]
-        for pos, port in enumerate(layer.outputs):
-            yield f"{layer.name}:{port.id}", (lid, pos), True
-            for name in port.names:
-                yield name, (lid, pos), False
+    graph = compiled.graph
+    for src in graph.tensors():
+        yield graph.tensor_key(src), src, True
+        for name in graph.layers[src[0]].outputs[src[1]].names:
+            yield name, src, False
 
 
 def tensor_index(compiled: CompiledModel) -> dict[str, Source]:
@@ -69,7 +67,7 @@ def tensor_index(compiled: CompiledModel) -> dict[str, Source]:
     for name, src, _ in port_names(compiled):
         index.setdefault(name, src)
     for spec in compiled.outputs:
-        src = compiled.sources[spec.layer.id][0]
+        src = compiled.graph.producer(spec.layer.id)
         if src is not None:
             index.setdefault(spec.name, src)
     return index
@@ -102,9 +100,7 @@ def plan(compiled: CompiledModel, outputs: Sequence[Source], inputs: Sequence[So
         if lid in needed:
             continue
         needed.add(lid)
-        for src in compiled.sources[lid]:
-            if src is None:
-                continue
+        for src in compiled.graph.inputs_of(lid):
             if src in given:
                 used_inputs.add(src)
             elif src[0] not in needed:
@@ -113,7 +109,7 @@ def plan(compiled: CompiledModel, outputs: Sequence[Source], inputs: Sequence[So
     if unused and require_used:
         raise UsageError(f"the outputs do not depend on {', '.join(unused)}, which the cut was to be fed")
     needed |= _closing_assigns(compiled, needed, given)
-    order = tuple(lid for lid in compiled.order if lid in needed)
+    order = tuple(lid for lid in compiled.graph.order if lid in needed)
     lone = _lone_reads(compiled, order)
     if lone:  # each fed instead, as the value it read in this run
         return plan(compiled, outputs, [*inputs, *lone], require_used=require_used)
@@ -123,36 +119,31 @@ def plan(compiled: CompiledModel, outputs: Sequence[Source], inputs: Sequence[So
 def _closing_assigns(compiled: CompiledModel, needed: set[int], given: set[Source]) -> set[int]:
     """The Assigns (sinks: no output needs them) of the variables whose ReadValue is in the cut,
     when the cut already computes what they write: a whole model's cut keeps its state."""
-    read = {compiled.layers[lid].attrs.get("variable_id") for lid in needed if compiled.layers[lid].type == "ReadValue"}
-    return {lid for lid in compiled.order
-            if compiled.layers[lid].type == "Assign" and compiled.layers[lid].attrs.get("variable_id") in read
-            and all(src is None or src in given or src[0] in needed for src in compiled.sources[lid])}
+    graph = compiled.graph
+    read = {graph.layers[lid].attrs.get("variable_id") for lid in needed if graph.type_of(lid) == "ReadValue"}
+    return {lid for lid in graph.of_type("Assign") if graph.layers[lid].attrs.get("variable_id") in read
+            and all(src in given or src[0] in needed for src in graph.inputs_of(lid))}
 
 
 def _lone_reads(compiled: CompiledModel, layers: Sequence[int]) -> list[Source]:
     """The outputs of the ReadValues among `layers` whose variable no Assign among them writes.
     A model holding such a ReadValue is valid, but OpenVINO's CPU plugin cannot run it (it
     pairs each ReadValue with its Assign), so a cut feeds that value as an input instead."""
-    kinds = [compiled.layers[lid] for lid in layers]
+    kinds = [compiled.graph.layers[lid] for lid in layers]
     written = {layer.attrs.get("variable_id") for layer in kinds if layer.type == "Assign"}
     return [(layer.id, 0) for layer in kinds
             if layer.type == "ReadValue" and layer.attrs.get("variable_id") not in written]
 
 
-def steps(compiled: CompiledModel) -> list[int]:
-    """The layers that run a kernel, in the order they run."""
-    return [lid for lid in compiled.order if compiled.layers[lid].type not in BOUNDARY]
-
-
 def prefix(compiled: CompiledModel, order: Sequence[int], end: int, values: Mapping[Source, np.ndarray]) -> Cut:
     """The layers `order[0..end]` fed the model's inputs, returning every tensor of theirs that
     a later layer or a Result reads (when none is, the last layer's own outputs)."""
+    graph = compiled.graph
     inside = set(order[: end + 1])
-    wanted = [src for lid in compiled.order if lid not in inside for src in compiled.sources[lid]
-              if src is not None and src[0] in inside and src in values]
+    wanted = [src for lid in graph.order if lid not in inside for src in graph.inputs_of(lid)
+              if src[0] in inside and src in values]
     if not wanted:
-        last = order[end]
-        wanted = [(last, pos) for pos in range(len(compiled.layers[last].outputs)) if (last, pos) in values]
+        wanted = [src for src in graph.outputs_of(order[end]) if src in values]
     model_inputs = [(spec.layer.id, 0) for spec in compiled.inputs]
     return plan(compiled, list(dict.fromkeys(wanted)), model_inputs, require_used=False)
 
@@ -174,42 +165,31 @@ def around(compiled: CompiledModel, layer_name: str, hops: int) -> Cut:
     """The layers within `hops` edges of the named layer (either direction): its outputs are
     the tensors of that neighbourhood read outside it (or by a Result), its inputs the tensors
     from outside that it reads."""
-    matches = [lid for lid in compiled.order if compiled.layers[lid].name == layer_name]
+    graph = compiled.graph
+    matches = graph.named(layer_name)
     if not matches:
         raise UsageError(f'--around: the model has no layer named "{layer_name}"')
-    readers: dict[int, set[int]] = {}
-    for lid in compiled.order:
-        for src in compiled.sources[lid]:
-            if src is not None:
-                readers.setdefault(src[0], set()).add(lid)
     inside = {matches[0]}
     frontier = set(inside)
     for _ in range(hops):
         reached = set()
         for lid in frontier:
-            reached |= {s[0] for s in compiled.sources[lid] if s is not None} | readers.get(lid, set())
-        frontier = {lid for lid in reached - inside if compiled.layers[lid].type not in ("Result",)}
+            reached |= {s[0] for s in graph.inputs_of(lid)}
+            reached |= {reader for src in graph.outputs_of(lid) for reader, _ in graph.readers(src)}
+        frontier = {lid for lid in reached - inside if graph.type_of(lid) != "Result"}
         if not frontier:
             break  # the whole connected part is inside: more hops reach nothing new
         inside |= frontier
-    inside = {lid for lid in inside if compiled.layers[lid].type not in BOUNDARY}
+    inside = {lid for lid in inside if graph.type_of(lid) not in BOUNDARY}
     outputs, inputs = [], []
-    for lid in compiled.order:
+    for lid in graph.order:
         if lid in inside:
-            for pos in range(len(compiled.layers[lid].outputs)):
-                outside = [r for r in readers.get(lid, ()) if r not in inside]
-                if any(_reads(compiled, r, (lid, pos)) for r in outside):
-                    outputs.append((lid, pos))
-            for src in compiled.sources[lid]:
-                if src is not None and src[0] not in inside and compiled.layers[src[0]].type != "Const":
-                    inputs.append(src)
+            outputs += [src for src in graph.outputs_of(lid)
+                        if any(reader not in inside for reader, _ in graph.readers(src))]
+            inputs += [src for src in graph.inputs_of(lid) if src[0] not in inside and graph.type_of(src[0]) != "Const"]
     if not outputs:  # nothing reads the neighbourhood: return the named layer's own outputs
-        outputs = [(matches[0], pos) for pos in range(len(compiled.layers[matches[0]].outputs))]
+        outputs = list(graph.outputs_of(matches[0]))
     return plan(compiled, outputs, list(dict.fromkeys(inputs)))
-
-
-def _reads(compiled: CompiledModel, reader: int, src: Source) -> bool:
-    return src in compiled.sources[reader]
 
 
 @dataclass(frozen=True)
@@ -227,23 +207,24 @@ def write(compiled: CompiledModel, cut: Cut, xml: str | Path, values: Mapping[So
     xml = Path(xml)
     frozen = frozen or {}
     _check_state_pairs(compiled, cut)
+    graph = compiled.graph
     writer = IRWriter(name or f"{compiled.model.name or 'model'}_cut", rt_info=compiled.model.rt_info)
     made: dict[Source, Tensor] = {}
     input_names: dict[Source, str] = {}
     taken: set[str] = set()
     for src in cut.inputs:
-        info = compiled.infos[src]
+        info = graph.infos[src]
         if src in frozen:
             made[src] = writer.const(_unique(tensor_key(compiled, src), taken), frozen[src], info.etype)
             continue
-        port = compiled.layers[src[0]].outputs[src[1]]
+        port = graph.layers[src[0]].outputs[src[1]]
         pname = _unique(port.names[0] if port.names else tensor_key(compiled, src), taken)
         # The shape irscatter infers from the model's declared inputs, not the fed value's: a
         # failure only a dynamic shape brings out must still reproduce in the cut.
         made[src] = writer.parameter(pname, info.etype, info.shape, (pname, *[n for n in port.names if n != pname]))
         input_names[src] = pname
     for lid in cut.layers:
-        layer = compiled.layers[lid]
+        layer = graph.layers[lid]
         if layer.type == "Parameter":
             spec = next(s for s in compiled.inputs if s.layer.id == lid)
             pname = _unique(spec.name, taken)
@@ -251,10 +232,10 @@ def write(compiled: CompiledModel, cut: Cut, xml: str | Path, values: Mapping[So
                                               rt_info=layer.rt_info, port_rt_info=layer.outputs[0].rt_info)
             input_names[(lid, 0)] = pname
         elif layer.type == "Const":
-            made[(lid, 0)] = writer.const(layer.name, layer.const_value, compiled.infos[(lid, 0)].etype)
+            made[(lid, 0)] = writer.const(layer.name, layer.const_value, graph.infos[(lid, 0)].etype)
         else:
-            sources = [made.get(s) if s is not None else None for s in compiled.sources[lid]]
-            ins = [typed(compiled, values, s) for s in compiled.sources[lid]]
+            sources = [made.get(s) if s is not None else None for s in graph.sources[lid]]
+            ins = [typed(compiled, values, s) for s in graph.sources[lid]]
             outs = [typed(compiled, values, (lid, p)) for p in range(len(layer.outputs))]
             # An output with no tensor name gets its "<layer>:<port>" key, so that every runtime
             # reports it under the name irscatter gives it.
@@ -264,7 +245,7 @@ def write(compiled: CompiledModel, cut: Cut, xml: str | Path, values: Mapping[So
                 made[(lid, pos)] = tensor
     output_names: dict[Source, str] = {}
     for src in cut.outputs:
-        port = compiled.layers[src[0]].outputs[src[1]]
+        port = graph.layers[src[0]].outputs[src[1]]
         out_name = port.names[0] if port.names else tensor_key(compiled, src)
         if src in input_names:  # an output that is also fed: the Parameter's own name
             out_name = input_names[src]
@@ -284,7 +265,7 @@ def write(compiled: CompiledModel, cut: Cut, xml: str | Path, values: Mapping[So
 
 def _check_state_pairs(compiled: CompiledModel, cut: Cut) -> None:
     """An Assign needs its variable's ReadValue in the same model, or the cut would not load."""
-    kinds = {lid: compiled.layers[lid] for lid in cut.layers}
+    kinds = {lid: compiled.graph.layers[lid] for lid in cut.layers}
     read = {layer.attrs.get("variable_id") for layer in kinds.values() if layer.type == "ReadValue"}
     for layer in kinds.values():
         if layer.type == "Assign" and layer.attrs.get("variable_id") not in read:
@@ -315,7 +296,7 @@ def typed(compiled: CompiledModel, values: Mapping[Source, np.ndarray] | None,
     value when there is one, else the inferred shape when static (None: unknown)."""
     if src is None:
         return None, None
-    info = compiled.infos[src]
+    info = compiled.graph.infos[src]
     if values is not None and src in values:
         value = values[src]
         if info.etype is ElementType.dynamic:  # a Parameter of dynamic type: the type it was fed
@@ -331,9 +312,8 @@ def values_from_dump(compiled: CompiledModel, dump: Mapping[str, np.ndarray]) ->
     for key, value in dump.items():
         if key in index:
             out[index[key]] = np.asarray(value)
-    for lid in compiled.order:
-        if compiled.layers[lid].type == "Const":
-            out.setdefault((lid, 0), compiled.layers[lid].const_value)
+    for lid in compiled.graph.of_type("Const"):
+        out.setdefault((lid, 0), compiled.graph.layers[lid].const_value)
     return out
 
 

@@ -62,8 +62,8 @@ class ValueStore(MutableMapping[Source, np.ndarray]):
     @classmethod
     def for_model(cls, compiled: CompiledModel, budget: int | None = None) -> ValueStore:
         """A store that takes the Consts of `compiled` as borrowed."""
-        return cls(budget, {(lid, 0): compiled.layers[lid].const_value for lid in compiled.order
-                            if compiled.layers[lid].type == "Const"})
+        graph = compiled.graph
+        return cls(budget, {(lid, 0): graph.layers[lid].const_value for lid in graph.of_type("Const")})
 
     def __setitem__(self, key: Source, value: np.ndarray) -> None:
         if key in self:
@@ -156,7 +156,7 @@ def needed(compiled: CompiledModel, *, every: bool, also: Collection[Source] = (
     else the model's inputs and outputs and `also`."""
     if every:
         return None
-    outputs = {compiled.sources[spec.layer.id][0] for spec in compiled.outputs}
+    outputs = {compiled.graph.producer(spec.layer.id) for spec in compiled.outputs}
     inputs = {(spec.layer.id, 0) for spec in compiled.inputs}
     return frozenset(src for src in outputs | inputs | set(also) if src is not None)
 

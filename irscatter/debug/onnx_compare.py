@@ -129,8 +129,9 @@ def _match(compiled: CompiledModel, values: dict[Source, np.ndarray], graph: dic
     order = {name: n for n, (name, _, _) in enumerate(graph["values"])}
     found: set[str] = set()
     pairs: list[tuple[LayerResult, int, str]] = []
-    for lid in compiled.order:
-        layer = compiled.layers[lid]
+    ir = compiled.graph
+    for lid in ir.order:
+        layer = ir.layers[lid]
         if layer.type == "Result":
             continue
         matched = [(pos, sorted((n for n in port.names if n in order), key=order.__getitem__))
@@ -138,8 +139,7 @@ def _match(compiled: CompiledModel, values: dict[Source, np.ndarray], graph: dic
         boundary = layer.type in ("Parameter", "Const")
         if boundary and not any(names for _, names in matched):
             continue  # a weight or an input no ONNX node makes: nothing to judge
-        op = compiled.ops[lid]
-        record = LayerResult(len(report.layers), lid, layer.name, f"{op.type_name}-{op.version}", layer.line,
+        record = LayerResult(len(report.layers), lid, layer.name, ir.op(lid).label(), layer.line,
                              "pending")
         report.layers.append(record)
         judged = 0
@@ -176,7 +176,7 @@ def _judge(compiled: CompiledModel, values: dict[Source, np.ndarray], pairs: lis
     for record, pos, name in pairs:
         key, want = tensor_key(compiled, (record.id, pos)), np.asarray(values[(record.id, pos)])
         theirs = exactly_as(np.asarray(got[name]), want.dtype)  # an i32 the frontend chose for an ONNX i64
-        names = tuple(compiled.layers[record.id].outputs[pos].names)
+        names = tuple(compiled.graph.layers[record.id].outputs[pos].names)
         judged = diff(theirs, want, tolerances.for_tensor(key, want.dtype), sides)
         record.tensors.append(OnnxTensorResult(key, judged, names, onnx=name))
     for record in {id(r): r for r, _, _ in pairs}.values():

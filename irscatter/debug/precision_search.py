@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from irscatter.debug.compare import compare_whole
-from irscatter.debug.extract import first_holding, steps
+from irscatter.debug.extract import first_holding
 from irscatter.debug.tolerances import Tolerances
 from irscatter.debug.verdicts import Report
 from irscatter.errors import UsageError
@@ -75,9 +75,10 @@ class Search:
 def candidates(compiled: CompiledModel) -> list[int]:
     """The layers a mark can keep in f32: each that runs a kernel and makes a float value, in the
     order they run, less those the file already marks."""
-    return [lid for lid in steps(compiled)
-            if not keeps_f32(compiled.layers[lid].rt_info)
-            and any(compiled.infos[(lid, pos)].etype.is_float for pos in range(len(compiled.layers[lid].outputs)))]
+    graph = compiled.graph
+    return [lid for lid in graph.kernels
+            if not keeps_f32(graph.layers[lid].rt_info)
+            and any(graph.infos[src].etype.is_float for src in graph.outputs_of(lid))]
 
 
 def f32_values(compiled: CompiledModel, feeds: Any) -> dict[Source, np.ndarray]:
@@ -86,7 +87,7 @@ def f32_values(compiled: CompiledModel, feeds: Any) -> dict[Source, np.ndarray]:
     outputs = compiled.run(feeds, precision=None)
     values = {(spec.layer.id, 0): array for spec, array in zip(compiled.inputs, compiled.feed_arrays(feeds))}
     for spec in compiled.outputs:
-        values[compiled.sources[spec.layer.id][0]] = outputs[spec.name]
+        values[compiled.graph.producer(spec.layer.id)] = outputs[spec.name]
     return values
 
 
@@ -215,9 +216,9 @@ def verify(compiled: CompiledModel, feeds: Any, target: Target, tolerances: Tole
 
 def layer_line(compiled: CompiledModel, lid: int) -> str:
     """How a report names a marked layer: id, name, Type-version and line."""
-    layer, op = compiled.layers[lid], compiled.ops[lid]
+    layer = compiled.graph.layers[lid]
     where = f" (line {layer.line})" if layer.line else ""
-    return f'layer {lid} "{layer.name}" ({op.type_name}-{op.version}){where}'
+    return f'layer {lid} "{layer.name}" ({compiled.graph.op(lid).label()}){where}'
 
 
 def verdict(report: Report) -> str:

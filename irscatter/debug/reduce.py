@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from irscatter.debug.compare import judge, sides_of
-from irscatter.debug.extract import BOUNDARY, Cut, Written, first_holding, plan, prefix, steps, write
+from irscatter.debug.extract import BOUNDARY, Cut, Written, first_holding, plan, prefix, write
 from irscatter.debug.tolerances import Tolerances, at_device_precision
 from irscatter.debug.verdicts import TensorResult
 from irscatter.errors import PATTERN_ERRORS, UsageError, elide
@@ -157,7 +157,8 @@ class _Search:
         self.compiled, self.values, self.check, self.folder = compiled, values, check, folder
         self.progress = progress
         self.checks = 0
-        self.steps = steps(compiled)
+        self.graph = compiled.graph
+        self.steps = self.graph.kernels
         self.params = tuple((spec.layer.id, 0) for spec in compiled.inputs)
 
     def trial(self, cut: Cut) -> Verdict:
@@ -169,7 +170,7 @@ class _Search:
         return verdict
 
     def write(self, cut: Cut, xml: Path) -> Written:
-        frozen = {src: self.values[src] for src in cut.inputs if self.compiled.infos[src].value is not None}
+        frozen = {src: self.values[src] for src in cut.inputs if self.graph.infos[src].value is not None}
         return write(self.compiled, cut, xml, self.values, frozen=frozen)
 
     def fails(self, cut: Cut) -> bool:
@@ -198,18 +199,16 @@ class _Search:
 
     def cut_before(self, cut: Cut, position: int) -> Cut:
         """`cut` with everything before its `position`-th layer fed instead of computed."""
-        layers = [lid for lid in cut.layers if self.compiled.layers[lid].type not in ("Const",)]
+        layers = [lid for lid in cut.layers if self.graph.type_of(lid) != "Const"]
         before = set(layers[:position])
         fed = set(cut.inputs)
         for lid in layers[position:]:
-            for src in self.compiled.sources[lid]:
-                if src is not None and src[0] in before:
-                    fed.add(src)
+            fed.update(src for src in self.graph.inputs_of(lid) if src[0] in before)
         fed |= {src for src in cut.outputs if src[0] in before}
         return self._plan(list(cut.outputs), tuple(fed))
 
     def move_inputs_forward(self, cut: Cut) -> Cut:
-        layers = [lid for lid in cut.layers if self.compiled.layers[lid].type not in ("Const",)]
+        layers = [lid for lid in cut.layers if self.graph.type_of(lid) != "Const"]
         low, high = 0, len(layers)  # cutting before `low` still fails; before `high` is not tried
         best = cut
         while high - low > 1:
@@ -222,9 +221,9 @@ class _Search:
         if len(best.layers) > _LINEAR_PASS_LIMIT:
             return best  # one check per layer would take too long; the halving has done the bulk
         for lid in list(best.layers):
-            if lid not in best.layers or self.compiled.layers[lid].type in BOUNDARY:
+            if lid not in best.layers or self.graph.type_of(lid) in BOUNDARY:
                 continue
-            outputs = [(lid, pos) for pos in range(len(self.compiled.layers[lid].outputs)) if (lid, pos) in self.values]
+            outputs = [src for src in self.graph.outputs_of(lid) if src in self.values]
             if any(src in best.outputs for src in outputs):
                 continue
             candidate = self._plan(list(best.outputs), tuple(set(best.inputs) | set(outputs)))
@@ -241,7 +240,7 @@ def reduce_model(compiled: CompiledModel, values: Mapping[Source, np.ndarray], c
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="irscatter-reduce-") as folder:
         search = _Search(compiled, values, check, Path(folder), progress)
-        whole = search._plan([compiled.sources[spec.layer.id][0] for spec in compiled.outputs], search.params)
+        whole = search._plan([compiled.graph.producer(spec.layer.id) for spec in compiled.outputs], search.params)
         if not search.fails(whole):
             return Reduction(False, checks=search.checks, seconds=time.perf_counter() - start,
                              note="the check passes on the whole model: the failure does not reproduce")
@@ -269,7 +268,7 @@ def write_reproducer(compiled: CompiledModel, values: Mapping[Source, np.ndarray
     (the target's, when the check ran one) and README.md (the command that reproduces it)."""
     assert reduction.cut is not None
     out.mkdir(parents=True, exist_ok=True)
-    frozen = {src: values[src] for src in reduction.cut.inputs if compiled.infos[src].value is not None}
+    frozen = {src: values[src] for src in reduction.cut.inputs if compiled.graph.infos[src].value is not None}
     written = write(compiled, reduction.cut, out / "model.xml", values, frozen=frozen)
     verdict = check(written, values)
     if verdict.actual is not None:
@@ -281,10 +280,10 @@ def write_reproducer(compiled: CompiledModel, values: Mapping[Source, np.ndarray
 def _readme(compiled: CompiledModel, reduction: Reduction, verdict: Verdict, check, command: str) -> str:
     cut = reduction.cut
     assert cut is not None
-    layers = [compiled.layers[lid] for lid in cut.layers if compiled.layers[lid].type not in BOUNDARY]
-    names = ", ".join(f'"{layer.name}" ({compiled.ops[layer.id].type_name}-{compiled.ops[layer.id].version})'
-                      for layer in layers)
-    total = sum(1 for lid in compiled.order if compiled.layers[lid].type not in BOUNDARY)
+    graph = compiled.graph
+    layers = [graph.layers[lid] for lid in cut.layers if graph.type_of(lid) not in BOUNDARY]
+    names = ", ".join(f'"{layer.name}" ({graph.op(layer.id).label()})' for layer in layers)
+    total = len(graph.kernels)
     if isinstance(check, TargetCheck):
         target = check.target
         device = getattr(target, "device", "CPU")

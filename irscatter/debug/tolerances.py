@@ -95,7 +95,7 @@ def check_overrides(tolerances: Tolerances, keys: Iterable[str]) -> None:
 
 def check_model_overrides(tolerances: Tolerances, compiled: CompiledModel) -> None:
     """`check_overrides` against every tensor of `compiled`."""
-    check_overrides(tolerances, (tensor_key(compiled, src) for src in compiled.slot_of))
+    check_overrides(tolerances, (tensor_key(compiled, src) for src in compiled.graph.tensors()))
 
 
 

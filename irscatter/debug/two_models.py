@@ -30,7 +30,7 @@ import numpy as np
 
 from irscatter.api import read_model
 from irscatter.debug.compare import Source, reference_values
-from irscatter.debug.extract import steps
+from irscatter.debug.extract import tensor_key
 from irscatter.debug.tolerances import Tolerances, judge_across_types
 from irscatter.debug.verdicts import LayerResult, Report, TensorResult, listed, side_names
 from irscatter.errors import UsageError
@@ -53,14 +53,9 @@ class Match:
 # --- which tensors correspond ----------------------------------------------------------------------
 
 
-def _key(compiled: CompiledModel, src: Source) -> str:
-    layer = compiled.layers[src[0]]
-    return f"{layer.name}:{layer.outputs[src[1]].id}"
-
-
 def _judged(compiled: CompiledModel) -> list[Source]:
     """The tensors of a model that are judged: every output of a layer that runs a kernel."""
-    return [(lid, pos) for lid in steps(compiled) for pos in range(len(compiled.layers[lid].outputs))]
+    return [src for lid in compiled.graph.kernels for src in compiled.graph.outputs_of(lid)]
 
 
 def match_tensors(a: CompiledModel, b: CompiledModel) -> list[Match]:
@@ -68,20 +63,19 @@ def match_tensors(a: CompiledModel, b: CompiledModel) -> list[Match]:
     two ports has no names, with A's tensor of the same layer name and port id."""
     by_name: dict[str, Source] = {}
     by_key: dict[str, Source] = {}
-    for lid in a.order:
-        for pos, port in enumerate(a.layers[lid].outputs):
-            for name in port.names:
-                by_name.setdefault(name, (lid, pos))
-            by_key.setdefault(_key(a, (lid, pos)), (lid, pos))
+    for src in a.graph.tensors():
+        for name in a.graph.layers[src[0]].outputs[src[1]].names:
+            by_name.setdefault(name, src)
+        by_key.setdefault(tensor_key(a, src), src)
     matches = []
     for src in _judged(b):
-        port = b.layers[src[0]].outputs[src[1]]
+        port = b.graph.layers[src[0]].outputs[src[1]]
         named = next((n for n in port.names if n in by_name), None)
         if named is not None:
             matches.append(Match(src, by_name[named], f'tensor name "{named}"'))
             continue
-        theirs = by_key.get(_key(b, src))
-        if theirs is not None and not (port.names and a.layers[theirs[0]].outputs[theirs[1]].names):
+        theirs = by_key.get(tensor_key(b, src))
+        if theirs is not None and not (port.names and a.graph.layers[theirs[0]].outputs[theirs[1]].names):
             matches.append(Match(src, theirs, "layer name and port"))
     return matches
 
@@ -96,12 +90,12 @@ def weights_precision(*models: CompiledModel) -> tuple[str, str]:
     chosen, why = "f32", "no compressed weights"
     for name, compiled in zip("AB", models):
         found: dict[str, int] = {}
-        for lid in compiled.order:
-            layer = compiled.layers[lid]
-            src = compiled.sources[lid][0] if layer.type == "Convert" and compiled.sources[lid] else None
-            if src is None or compiled.layers[src[0]].type != "Const" or not compiled.infos[(lid, 0)].etype.is_float:
+        graph = compiled.graph
+        for lid in graph.of_type("Convert"):
+            src = graph.producer(lid)
+            if src is None or graph.type_of(src[0]) != "Const" or not graph.infos[(lid, 0)].etype.is_float:
                 continue
-            etype = compiled.infos[src].etype
+            etype = graph.infos[src].etype
             precision = _weight_precision(etype)
             if precision is not None:
                 found[etype.value] = found.get(etype.value, 0) + 1
@@ -171,9 +165,9 @@ def compare_models(a: CompiledModel, b: CompiledModel, feeds: Any, *, rtol: floa
     matches = {m.b: m for m in match_tensors(a, b)}
     converted: dict[tuple[str, str], list[str]] = {}
     records: dict[int, LayerResult] = {}
-    for position, lid in enumerate(steps(b)):
-        layer, op = b.layers[lid], b.ops[lid]
-        record = LayerResult(position, lid, layer.name, f"{op.type_name}-{op.version}", layer.line, "not compared",
+    for position, lid in enumerate(b.graph.kernels):
+        layer = b.graph.layers[lid]
+        record = LayerResult(position, lid, layer.name, b.graph.op(lid).label(), layer.line, "not compared",
                              ONLY.format("B"))
         records[lid] = record
         report.layers.append(record)
@@ -181,12 +175,12 @@ def compare_models(a: CompiledModel, b: CompiledModel, feeds: Any, *, rtol: floa
         match = matches.get(src)
         if match is None:
             continue
-        record, key = records[src[0]], _key(b, src)
+        record, key = records[src[0]], tensor_key(b, src)
         tensor_diff, cast = judge_across_types(values_b[src], values_a[match.a], tolerances, key, report.sides)
         if cast:
             converted.setdefault(cast, []).append(key)
-        record.tensors.append(TensorResult(key, tensor_diff, tuple(b.layers[src[0]].outputs[src[1]].names)))
-        a_key = _key(a, match.a)
+        record.tensors.append(TensorResult(key, tensor_diff, tuple(b.graph.layers[src[0]].outputs[src[1]].names)))
+        a_key = tensor_key(a, match.a)
         if a_key != key:
             record.reason = f'as A\'s "{a_key}" ({match.by})'
         elif record.reason == ONLY.format("B"):
@@ -205,11 +199,11 @@ def compare_models(a: CompiledModel, b: CompiledModel, feeds: Any, *, rtol: floa
 def _only_in_a(a: CompiledModel, matched: set[Source]) -> list[LayerResult]:
     """A record for each layer of A none of whose outputs B has."""
     out = []
-    for lid in steps(a):
-        if any((lid, pos) in matched for pos in range(len(a.layers[lid].outputs))):
+    for lid in a.graph.kernels:
+        if any(src in matched for src in a.graph.outputs_of(lid)):
             continue
-        layer, op = a.layers[lid], a.ops[lid]
-        out.append(LayerResult(-1, lid, layer.name, f"{op.type_name}-{op.version}", layer.line, "not compared",
+        layer = a.graph.layers[lid]
+        out.append(LayerResult(-1, lid, layer.name, a.graph.op(lid).label(), layer.line, "not compared",
                                ONLY.format("A")))
     return out
 
@@ -227,7 +221,7 @@ def unmatched(report: Report) -> dict[str, list[str]]:
 
 def keys_of(compiled: CompiledModel) -> Iterable[str]:
     """The keys `--tol` patterns are searched in: B's "<layer name>:<port id>"."""
-    return (_key(compiled, src) for src in _judged(compiled))
+    return (tensor_key(compiled, src) for src in _judged(compiled))
 
 
 __all__ = ["Match", "compare_files", "compare_models", "feeds_for", "keys_of", "match_tensors",

@@ -15,14 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from irscatter.checks.infer import infer_graph
 from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
-from irscatter.ir.graph import Layer
 from irscatter.ir.shapes import PartialShape
-from irscatter.ir.topology import Source
-from irscatter.ops.base import Op, TensorInfo
+from irscatter.ops.base import TensorInfo
 from irscatter.runtime.feeds import checked_feed, is_openvino_tensor
+from irscatter.runtime.graph_view import GraphView
 from irscatter.runtime.plan import Plan
 from irscatter.runtime.ports import InputSpec, OutputSpec
 
@@ -33,10 +31,10 @@ class Binding:
     """The names a compiled model's inputs and recorded values answer to, made once and shared
     by its requests."""
 
-    def __init__(self, plan: Plan, layers: Mapping[int, Layer], file: str | None) -> None:
+    def __init__(self, plan: Plan, graph: GraphView, file: str | None) -> None:
         self.plan = plan
         self.inputs = plan.inputs
-        self.layers = layers
+        self.graph = graph
         self.file = file
         self.feed_index = _feed_names(plan.inputs)
         self._keys: dict[str, Any] | None = None  # what `outputs=` accepts (see tensor_keys)
@@ -143,10 +141,9 @@ class Binding:
             tensors: dict[str, str] = {}
             key_of_slot: dict[int, str] = {}
             for (lid, pos), slot in self.plan.slot_of.items():
-                layer = self.layers[lid]
-                key = key_of_slot[slot] = f"{layer.name}:{layer.outputs[pos].id}"
+                key = key_of_slot[slot] = self.graph.tensor_key((lid, pos))
                 ports.setdefault(key, key)
-                for tensor in layer.outputs[pos].names:
+                for tensor in self.graph.layers[lid].outputs[pos].names:
                     tensors.setdefault(tensor, key)
             for spec, slot in zip(self.plan.outputs, self.plan.output_slots):
                 tensors.setdefault(spec.name, key_of_slot[slot])
@@ -176,14 +173,12 @@ class ShapeChecks:
     and element types, so that a shape error names its layer before any kernel runs. The last
     few combinations seen are remembered; each request has a memory of its own (`fresh`)."""
 
-    def __init__(self, inputs: list[InputSpec], order: list[int], layers: Mapping[int, Layer],
-                 ops: Mapping[int, Op], sources: Mapping[int, list[Source | None]], file: str | None) -> None:
-        self.inputs, self.order, self.layers, self.ops, self.sources = inputs, order, layers, ops, sources
-        self.file = file
+    def __init__(self, inputs: list[InputSpec], graph: GraphView, file: str | None) -> None:
+        self.inputs, self.graph, self.file = inputs, graph, file
         self._seen: OrderedDict[tuple, None] = OrderedDict()
 
     def fresh(self) -> ShapeChecks:
-        return ShapeChecks(self.inputs, self.order, self.layers, self.ops, self.sources, self.file)
+        return ShapeChecks(self.inputs, self.graph, self.file)
 
     def check(self, bound: list[np.ndarray]) -> None:
         key = tuple((a.shape, a.dtype.str) for a in bound)
@@ -195,7 +190,7 @@ class ShapeChecks:
                                       PartialShape.of(a.shape))
             for spec, a in zip(self.inputs, bound)
         }
-        infer_graph(self.order, self.layers, self.ops, self.sources, overrides, file=self.file)
+        self.graph.infer(overrides, file=self.file)
         self._seen[key] = None
         if len(self._seen) > _SHAPE_CACHE_SIZE:
             self._seen.popitem(last=False)

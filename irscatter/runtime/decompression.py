@@ -105,16 +105,18 @@ def decompression_steps(compiled: Any) -> list[Any] | None:
 
 
 def _widened_steps(compiled: Any) -> list[Any] | None:
-    steps: Sequence[Any] = compiled.steps
-    consts = dict(compiled.const_slots)
-    infos = {slot: compiled.infos.get(key) for key, slot in compiled.slot_of.items()}
+    plan, graph = compiled.plan, compiled.graph
+    steps: Sequence[Any] = plan.steps
+    consts = dict(plan.const_slots)
+    infos = {slot: graph.infos.get(key) for key, slot in plan.slot_of.items()}
+    ops = {step.layer.id: graph.op(step.layer.id) for step in steps}
     widened: set[int] = set()
-    for _, chain in weight_chains(steps, compiled.ops, consts):
+    for _, chain in weight_chains(steps, ops, consts):
         if reads_codes(steps, chain, infos, consts):
             widened.update(chain)
     if not widened:
         return None
-    return [replace(step, compute=_InF32(step.compute, compiled.ops[step.layer.id]), reuse_slot=None, reuse_input=None)
+    return [replace(step, compute=_InF32(step.compute, ops[step.layer.id]), reuse_slot=None, reuse_input=None)
             if i in widened else step for i, step in enumerate(steps)]
 
 

@@ -19,6 +19,7 @@ from irscatter.ir.files import require_regular
 from irscatter.limits import current as current_limits
 from irscatter.limits import tensor_size_problem
 from irscatter.metrics import Tolerance, diff, preset_for, ulp_distance
+from irscatter.runtime.graph_view import GraphView
 from irscatter.runtime.interpreter import CompiledModel, InputSpec
 
 
@@ -114,34 +115,26 @@ def accepted_ranges(compiled: CompiledModel) -> dict[str, Bounds]:
     indices, lengths and counts it accepts), the values every such reader accepts: the
     intersection of their ranges, followed through layers that pass values on unchanged. An
     empty intersection is kept (lo > hi), for the draw to refuse."""
-    readers: dict[tuple[int, int], list[tuple[int, int]]] = {}
-    for lid in compiled.order:
-        for position, source in enumerate(compiled.sources[lid]):
-            if source is not None:
-                readers.setdefault(source, []).append((lid, position))
     out: dict[str, Bounds] = {}
     for spec in compiled.inputs:
-        bounds = _reader_ranges(compiled, readers, (spec.layer.id, 0))
+        bounds = _reader_ranges(compiled.graph, (spec.layer.id, 0))
         if bounds:
             out[spec.name] = (max(lo for lo, _ in bounds), min(hi for _, hi in bounds))
     return out
 
 
-def _reader_ranges(compiled: CompiledModel, readers: Mapping[tuple[int, int], list[tuple[int, int]]],
-                   source: tuple[int, int]) -> list[Bounds]:
+def _reader_ranges(graph: GraphView, source: tuple[int, int]) -> list[Bounds]:
     """The ranges the layers reading `source` declare, and those reading what passes it on."""
     found, pending, seen = [], [source], {source}
     while pending:
-        for lid, position in readers.get(pending.pop(), ()):
-            op = compiled.ops.get(lid)
-            if op is None:
-                continue
-            if compiled.layers[lid].type in _PASSING_VALUES and position == 0:
+        for lid, position in graph.readers(pending.pop()):
+            op = graph.op(lid)
+            if graph.type_of(lid) in _PASSING_VALUES and position == 0:
                 if (lid, 0) not in seen:
                     seen.add((lid, 0))
                     pending.append((lid, 0))
                 continue
-            infos = tuple(None if s is None else compiled.infos.get(s) for s in compiled.sources[lid])
+            infos = tuple(None if s is None else graph.infos.get(s) for s in graph.sources[lid])
             bounds = op.input_range(position, infos)
             if bounds is not None:
                 found.append(bounds)

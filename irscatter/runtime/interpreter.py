@@ -34,7 +34,6 @@ from irscatter.checks.analysis import analyze
 from irscatter.errors import ExecutionError, IRError, UsageError
 from irscatter.findings import Finding
 from irscatter.ir.graph import Layer, Model
-from irscatter.ir.topology import Source
 from irscatter.ops.base import TensorInfo
 from irscatter.ops.common import recycle
 from irscatter.ops.common import strict as strict_mode
@@ -45,6 +44,7 @@ from irscatter.runtime.binding import Binding, ShapeChecks
 from irscatter.runtime.decompression import decompressing, decompression_steps
 from irscatter.runtime.feeds import checked_feed
 from irscatter.runtime.folding import read_only
+from irscatter.runtime.graph_view import GraphView
 from irscatter.runtime.plan import Plan, Step, plain_entries
 from irscatter.runtime.ports import InputSpec, OutputSpec
 from irscatter.runtime.precision import active_plan, emulating
@@ -110,21 +110,17 @@ class Outputs(dict):
 
 
 def _of_plan(name: str, doc: str | None = None) -> Any:
-    """A read-only attribute of the compiled model that is its plan's (debug/ and
-    runtime/precision.py read them there)."""
+    """A read-only attribute of the compiled model that is its plan's."""
     return property(operator.attrgetter(f"plan.{name}"), doc=doc)
 
 
 class CompiledModel:
+    """A model compiled to run. Its public face is OpenVINO's (inputs, outputs, infer
+    requests, state) and `graph`, the read-only view of the analysed graph that tools read
+    (`runtime/graph_view.py`); `plan` and the underscored members are the runtime's own."""
+
     inputs: list[InputSpec] = _of_plan("inputs", "The model's inputs, in Parameter order.")
     outputs: list[OutputSpec] = _of_plan("outputs", "The model's outputs, in Result order.")
-    steps: list[Step] = _of_plan("steps")
-    slot_of: dict[Source, int] = _of_plan("slot_of")
-    n_slots: int = _of_plan("n_slots")
-    param_slots: list[int] = _of_plan("param_slots")
-    const_slots: list[tuple[int, Layer]] = _of_plan("const_slots")
-    output_slots: list[int] = _of_plan("output_slots")
-    is_static: bool = _of_plan("is_static")
 
     def __init__(self, model: Model) -> None:
         self.model = model
@@ -132,11 +128,8 @@ class CompiledModel:
         self._weights_file = model._weights
         self._check_weights()
         analysis = analyze(model)  # raises the first error; layers no Result needs are left out
-        self.order = analysis.order
-        self.layers = analysis.wiring.by_id
-        self.sources = analysis.wiring.sources
-        self.ops = analysis.ops
-        self.infos = analysis.infos
+        self._graph = GraphView.of(analysis.order, analysis.wiring.by_id, analysis.wiring.sources,
+                                   analysis.infos, analysis.ops)
         # What is left are warnings and declared port precisions/dims that contradict inference:
         # reported, not fatal, because OpenVINO itself recomputes them.
         self.findings: list[Finding] = analysis.findings
@@ -150,12 +143,18 @@ class CompiledModel:
         # given to `compile_model`); None is f32.
         self.default_precision: str | None = None
         self.plan = Plan.of(model, analysis)
-        self._binding = Binding(self.plan, self.layers, model.source)
-        self._shapes = ShapeChecks(self.plan.inputs, self.order, self.layers, self.ops, self.sources, model.source)
+        self._binding = Binding(self.plan, self._graph, model.source)
+        self._shapes = ShapeChecks(self.plan.inputs, self._graph, model.source)
         # The decoded Const values, from the first run on (a Const is read when first used, so
         # an unused model's weights are never touched; after that, a lookup per run is waste).
         self._consts: list[tuple[int, np.ndarray]] | None = None
         self._plain: list[tuple] | None = None  # the steps as `_execute_plain` takes them, from its first run
+
+    @property
+    def graph(self) -> GraphView:
+        """The analysed graph, read-only: the layers in run order, their wiring, inferred types
+        and ops (`runtime/graph_view.py` states what it offers)."""
+        return self._graph
 
     @property
     def input_names(self) -> list[str]:
@@ -166,7 +165,7 @@ class CompiledModel:
     def get_ordered_ops(self) -> list[Layer]:
         """The layers in the order they run (producers before consumers), Parameters, Consts
         and Results included."""
-        return [self.layers[lid] for lid in self.order]
+        return [self._graph.layers[lid] for lid in self._graph.order]
 
     def __call__(self, inputs: Any = None, **kwargs: Any) -> Outputs:
         """`compiled(inputs)`: the same as `run(inputs, ...)`."""
@@ -304,7 +303,7 @@ class CompiledModel:
         if any(not isinstance(a, np.ndarray) for a in args):
             return
         try:
-            self.ops[step.layer.id].infer(*(TensorInfo.of(a) for a in args))
+            self._graph.op(step.layer.id).infer(*(TensorInfo.of(a) for a in args))
         except IRError as e:
             raise e.add_context(file=self.model.source, layer=step.layer.ref, line=step.layer.line) from None
 
@@ -361,11 +360,9 @@ class CompiledModel:
         return {spec.name: values[slot] for spec, slot in zip(plan.outputs, plan.output_slots)}
 
     def _recorded(self, values: list[Any], prefix: str = "") -> dict[str, np.ndarray]:
-        return {
-            f"{prefix}{self.layers[lid].name}:{self.layers[lid].outputs[pos].id}": np.asarray(values[slot])
-            for (lid, pos), slot in self.slot_of.items()
-            if values[slot] is not None
-        }
+        key = self._graph.tensor_key
+        return {prefix + key(src): np.asarray(values[slot]) for src, slot in self.plan.slot_of.items()
+                if values[slot] is not None}
 
     # --- model state ------------------------------------------------------------------------
 

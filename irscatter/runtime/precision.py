@@ -55,9 +55,8 @@ import numpy as np
 
 from irscatter.errors import UsageError
 from irscatter.ir.element_types import ElementType
-from irscatter.ir.graph import Layer
 from irscatter.ir.topology import Source
-from irscatter.ops.base import TensorInfo
+from irscatter.runtime.graph_view import GraphView
 
 PRECISIONS = ("f16", "bf16")
 _STORAGE = {"f16": np.dtype(np.float16), "bf16": np.dtype(ml_dtypes.bfloat16)}
@@ -170,39 +169,21 @@ def _roundable(value: Any) -> bool:
 # --- which layers stay in f32 --------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class GraphView:
-    """What the marking reads of a compiled graph: its layers in run order, each input's
-    producer and each output's inferred type."""
+def _is_float(graph: GraphView, source: Source) -> bool:
+    info = graph.infos.get(source)
+    return info is None or info.etype.is_float or info.etype is ElementType.dynamic
 
-    order: Sequence[int]
-    layers: Mapping[int, Layer]
-    sources: Mapping[int, Sequence[Source | None]]
-    infos: Mapping[Source, TensorInfo]
 
-    def type_of(self, lid: int) -> str:
-        return self.layers[lid].type
-
-    def inputs(self, lid: int) -> list[Source]:
-        return [s for s in self.sources.get(lid, ()) if s is not None]
-
-    def is_float(self, source: Source) -> bool:
-        info = self.infos.get(source)
-        return info is None or info.etype.is_float or info.etype is ElementType.dynamic
-
-    def readers(self) -> dict[int, list[tuple[int, Source]]]:
-        """Per layer, who reads its outputs: (reader id, the output read)."""
-        found: dict[int, list[tuple[int, Source]]] = {lid: [] for lid in self.order}
-        for lid in self.order:
-            for source in self.inputs(lid):
-                found.setdefault(source[0], []).append((lid, source))
-        return found
+def _readers(graph: GraphView) -> dict[int, list[tuple[int, Source]]]:
+    """Per layer, who reads its outputs: (reader id, the output read), once per input port."""
+    return {lid: [(reader, src) for src in graph.outputs_of(lid) for reader, _ in graph.readers(src)]
+            for lid in graph.order}
 
 
 def kept_in_f32(graph: GraphView, precision: str) -> frozenset[int]:
     """The ids of the layers that compute and store in f32 when the model runs in `precision`."""
     checked_precision(precision)
-    readers = graph.readers()
+    readers = _readers(graph)
     kept = _shape_computations(graph) | _float_range_paths(graph, readers)
     if precision == "f16":
         kept |= _divisions_by_eps(graph) | _exps_into_reductions(graph, readers)
@@ -244,7 +225,7 @@ def _shape_computations(graph: GraphView) -> set[int]:
                 continue
             marked.add(producer)
             if graph.type_of(producer) not in ("ShapeOf",):
-                stack.extend(s[0] for s in graph.inputs(producer))
+                stack.extend(s[0] for s in graph.inputs_of(producer))
     return marked
 
 
@@ -255,11 +236,11 @@ def _float_range_paths(graph: GraphView, readers: Mapping[int, list[tuple[int, S
     on_path: set[int] = set()
     for lid in graph.order:
         kind = graph.type_of(lid)
-        if kind == "Range" and graph.is_float((lid, 0)):
+        if kind == "Range" and _is_float(graph, (lid, 0)):
             on_path.add(lid)
             marked.add(lid)
-            marked.update(s[0] for s in graph.inputs(lid))
-        elif kind in _RANGE_PATH and any(s[0] in on_path for s in graph.inputs(lid)):
+            marked.update(s[0] for s in graph.inputs_of(lid))
+        elif kind in _RANGE_PATH and any(s[0] in on_path for s in graph.inputs_of(lid)):
             on_path.add(lid)
             marked.add(lid)
     return marked
@@ -271,7 +252,7 @@ def _const_values(graph: GraphView, source: Source | None) -> np.ndarray | None:
         return None
     lid = source[0]
     if graph.type_of(lid) == "Convert":
-        inner = graph.inputs(lid)
+        inner = graph.inputs_of(lid)
         if not inner:
             return None
         lid = inner[0][0]
@@ -305,7 +286,7 @@ def _divisions_by_eps(graph: GraphView) -> set[int]:
         if kind == "Divide" and len(sources) == 2:
             divisor = sources[1]
             if divisor is not None and graph.type_of(divisor[0]) == "Sqrt":
-                under = graph.inputs(divisor[0])
+                under = graph.inputs_of(divisor[0])
                 divisor = under[0] if under else None
             if _eps_guard(graph, divisor):
                 marked.add(lid)
@@ -331,7 +312,7 @@ def _exps_into_reductions(graph: GraphView, readers: Mapping[int, list[tuple[int
         kind = graph.type_of(lid)
         if kind in _REDUCTIONS_OF_EXP:
             toward_reduction.add(lid)
-        elif kind in _SPREADS_F32 and any(r in toward_reduction and graph.is_float(s) for r, s in readers.get(lid, ())):
+        elif kind in _SPREADS_F32 and any(r in toward_reduction and _is_float(graph, s) for r, s in readers.get(lid, ())):
             toward_reduction.add(lid)
     return {lid for lid in toward_reduction if graph.type_of(lid) == "Exp"}
 
@@ -343,7 +324,7 @@ def _spread_down(graph: GraphView, kept: set[int]) -> set[int]:
         kind = graph.type_of(lid)
         if lid in kept or kind not in _SPREADS_F32 or kind == "Convert":
             continue
-        if any(s[0] in kept and graph.is_float(s) for s in graph.inputs(lid)):
+        if any(s[0] in kept and _is_float(graph, s) for s in graph.inputs_of(lid)):
             kept.add(lid)
     return kept
 
@@ -357,9 +338,9 @@ def _spread_up(graph: GraphView, readers: Mapping[int, list[tuple[int, Source]]]
         kind = graph.type_of(lid)
         if lid in kept or kind not in _SPREADS_F32:
             continue
-        if not any(r in kept and graph.is_float(s) for r, s in readers.get(lid, ())):
+        if not any(r in kept and _is_float(graph, s) for r, s in readers.get(lid, ())):
             continue
-        if kind == "Convert" and not any(graph.type_of(s[0]) == "Const" for s in graph.inputs(lid)):
+        if kind == "Convert" and not any(graph.type_of(s[0]) == "Const" for s in graph.inputs_of(lid)):
             continue
         kept.add(lid)
     return kept
@@ -369,7 +350,7 @@ def fused_post_ops(graph: GraphView) -> dict[int, int]:
     """Each layer whose output goes straight into the next layer of one fused kernel, with that
     layer: a Convolution or MatMul, then each activation or Const bias or scale after it, as long
     as it has that one reader."""
-    readers = graph.readers()
+    readers = _readers(graph)
     fused: dict[int, int] = {}
     for lid in graph.order:
         if graph.type_of(lid) not in _TAKES_POST_OPS:
@@ -387,7 +368,7 @@ def fused_post_ops(graph: GraphView) -> dict[int, int]:
 def _is_post_op(graph: GraphView, lid: int, producer: int) -> bool:
     kind = graph.type_of(lid)
     if kind in _ACTIVATIONS:
-        return graph.inputs(lid)[0][0] == producer
+        return graph.inputs_of(lid)[0][0] == producer
     if kind in _CONST_OPERAND_OPS:
         others = [s for s in graph.sources.get(lid, ()) if s is None or s[0] != producer]
         return len(others) == 1 and _const_values(graph, others[0]) is not None
@@ -415,7 +396,7 @@ def _graph_tail(graph: GraphView, heavy_kernels: set[int]) -> set[int]:
     stack = [lid for lid in graph.order if graph.type_of(lid) == "Result"]
     while stack:
         lid = stack.pop()
-        for source in graph.inputs(lid):
+        for source in graph.inputs_of(lid):
             producer = source[0]
             if graph.type_of(producer) in _HEAVY_IN_BF16 or producer in heavy_kernels or producer in tail:
                 continue
@@ -441,34 +422,34 @@ class RoundingPlan:
 
     def __init__(self, compiled: Any, precision: str) -> None:
         self.precision = precision
-        graph = GraphView(compiled.order, compiled.layers, compiled.sources, compiled.infos)
+        graph, plan = compiled.graph, compiled.plan
         self.kept = kept_in_f32(graph, precision)
-        readers = graph.readers()
+        readers = _readers(graph)
         rounded_slots: set[int] = set()  # slots whose value is already rounded when it is read
 
         # An input every reader takes rounded is rounded once, as it comes in; one that a layer
         # kept in f32 reads too stays whole, and each other reader rounds it as it reads it.
         self.feeds: list[int] = []  # positions of the inputs to round
-        for position, (spec, slot) in enumerate(zip(compiled.inputs, compiled.param_slots)):
+        for position, (spec, slot) in enumerate(zip(compiled.inputs, plan.param_slots)):
             takers = [self._reader_rounds(graph, r) for r, _ in readers.get(spec.layer.id, ())]
             if takers and all(takers):
                 self.feeds.append(position)
                 rounded_slots.add(slot)
 
         self._convolution_kernels = _convolution_kernels(graph) if precision == "bf16" else set()
-        self.const_slots = frozenset(slot for slot, _ in compiled.const_slots)
+        self.const_slots = frozenset(slot for slot, _ in plan.const_slots)
         self.consts: set[int] = set()  # Const slots that hold their rounded value
-        for slot, layer in compiled.const_slots:
+        for slot, layer in plan.const_slots:
             if self._const_rounded(graph, layer.id, readers):
                 self.consts.add(slot)
                 rounded_slots.add(slot)
 
         fused = fused_post_ops(graph)
         self.steps: dict[int, StepRounding] = {}
-        for step in compiled.steps:
+        for step in plan.steps:
             lid = step.layer.id
             sources = graph.sources[lid]
-            floats = [i for i, source in enumerate(sources) if source is not None and graph.is_float(source)]
+            floats = [i for i, source in enumerate(sources) if source is not None and _is_float(graph, source)]
             moves_values = graph.type_of(lid) in _MOVES_VALUES
             if lid in self.kept or lid in fused:  # in f32, or the f32 accumulator of a fused kernel
                 self.steps[lid] = StepRounding((), False)
@@ -484,7 +465,7 @@ class RoundingPlan:
             rounded_slots.update(step.outputs)
 
         # In f16 the device hands its outputs over rounded, kept layers' outputs too.
-        self.results = [] if precision == "bf16" else [s for s in compiled.output_slots if s not in rounded_slots]
+        self.results = [] if precision == "bf16" else [s for s in plan.output_slots if s not in rounded_slots]
         self._const_copies: dict[int, np.ndarray] = {}
 
     def _reader_rounds(self, graph: GraphView, lid: int) -> bool:
@@ -594,6 +575,6 @@ def active_plan(compiled: Any) -> RoundingPlan | None:
     return plan
 
 
-__all__ = ["F32_MARK", "PRECISIONS", "GraphView", "RoundingPlan", "StepRounding", "active_plan",
+__all__ = ["F32_MARK", "PRECISIONS", "RoundingPlan", "StepRounding", "active_plan",
            "checked_precision", "emulated_precision", "emulating", "fused_post_ops", "keeps_f32", "kept_in_f32",
            "round_in_place", "rounded"]

@@ -61,8 +61,7 @@ def profile(compiled: CompiledModel, feeds: Mapping[str, Any], runs: int = 1,
         outputs = compiled.run(fresh, timings=timings, donate=donate)
         for layer, seconds, reused in timings:
             samples.setdefault(layer.id, []).append(seconds)
-            op = compiled.ops[layer.id]
-            meta[layer.id] = (layer.name, f"{op.type_name}-{op.version}", reused)
+            meta[layer.id] = (layer.name, compiled.graph.op(layer.id).label(), reused)
     rows = [LayerTime(lid, meta[lid][0], meta[lid][1], statistics.median(s), meta[lid][2]) for lid, s in samples.items()]
     rows.sort(key=lambda t: t.seconds, reverse=True)
     return Profile(rows, max(1, runs), outputs)

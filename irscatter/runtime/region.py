@@ -33,7 +33,8 @@ class Region:
     def __init__(self, body: Body) -> None:
         try:
             written = CompiledModel(body.as_model())
-            foreign = [written.layers[lid] for lid in written.order if not written.ops[lid].elementwise]
+            graph = written.graph
+            foreign = [graph.layers[lid] for lid in graph.order if not graph.op(lid).elementwise]
             if foreign:
                 first = foreign[0]
                 raise ValidationError(

@@ -18,7 +18,6 @@ from collections.abc import Collection, Mapping
 
 import numpy as np
 
-from irscatter.checks.infer import infer_graph
 from irscatter.errors import IRError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Body, Layer
@@ -57,22 +56,21 @@ class Subgraph:
         by_id = {x.id: x for x in layers}
         self.declared: dict[int, TensorInfo] = {  # the Parameters as written
             spec.layer.id: TensorInfo(spec.etype, _declared_shape(by_id[spec.layer.id])) for spec in self.model.inputs}
-        self.layers = self.model.layers
+        self.layers = self.model.graph.layers
 
     def may_vary(self, result_id: int, varying: Collection[int]) -> bool:
         """Whether the body Result's value may differ from one run to the next: it depends on one
         of the body Parameters `varying`, or on a layer that is not a function of its inputs
         alone (a ReadValue) or runs a body of its own (taken to vary, unexamined)."""
-        sources, ops, seen, todo = self.model.sources, self.model.ops, set(), [result_id]
+        graph, seen, todo = self.model.graph, set(), [result_id]
         while todo:
             lid = todo.pop()
             if lid in seen:
                 continue
             seen.add(lid)
-            op = ops.get(lid)
-            if lid in varying or (op is not None and not op.foldable):
+            if lid in varying or not graph.op(lid).foldable:
                 return True
-            todo.extend(src[0] for src in sources.get(lid, ()) if src is not None)
+            todo.extend(src[0] for src in graph.inputs_of(lid))
         return False
 
     def parameter_type(self, pid: int) -> ElementType:
@@ -84,10 +82,10 @@ class Subgraph:
         overrides = {pid: given.get(pid, TensorInfo(self.declared[pid].etype, PartialShape.dynamic_rank()))
                      for pid in self.parameter_ids}
         try:
-            infos = infer_graph(self.model.order, self.model.layers, self.model.ops, self.model.sources, overrides)
+            infos = self.model.graph.infer(overrides)
         except IRError as e:
             raise inside(e, scope) from None
-        return {spec.layer.id: infos[self.model.sources[spec.layer.id][0]]  # type: ignore[index]
+        return {spec.layer.id: infos[self.model.graph.producer(spec.layer.id)]  # type: ignore[index]
                 for spec in self.model.outputs}
 
     def run(self, feeds: Mapping[int, np.ndarray], owner: str, scope: str) -> dict[int, np.ndarray]:

@@ -104,8 +104,8 @@ def test_shapeof_chains_fold_to_constants(tmp_path):
     target = ops.concat([ops.gather(ops.shape_of(x), C([0]), C(0)), C([-1])], 0)
     xml = save_ov(ov.Model([ops.result(ops.reshape(x, target, False))], [x], "fold"), tmp_path)
     compiled = irscatter.read_model(xml).compile()
-    folded = [lid for (lid, pos), info in compiled.infos.items() if info.value is not None
-              and compiled.layers[lid].type == "Concat"]
+    folded = [lid for (lid, pos), info in compiled.graph.infos.items() if info.value is not None
+              and compiled.graph.layers[lid].type == "Concat"]
     assert folded, "the Concat of a ShapeOf chain is known at compile time"
-    reshape = next(lid for lid in compiled.order if compiled.layers[lid].type == "Reshape")
-    assert str(compiled.infos[(reshape, 0)].shape) == "[2, 12]"
+    reshape = next(lid for lid in compiled.graph.order if compiled.graph.layers[lid].type == "Reshape")
+    assert str(compiled.graph.infos[(reshape, 0)].shape) == "[2, 12]"

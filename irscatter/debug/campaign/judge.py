@@ -25,7 +25,7 @@ from irscatter.api import read_model, validate
 from irscatter.checks.conformance import finding_line
 from irscatter.debug import compare, reduce
 from irscatter.debug.campaign.task import Task
-from irscatter.debug.extract import BOUNDARY, file_safe
+from irscatter.debug.extract import file_safe
 from irscatter.debug.tolerances import Tolerances
 from irscatter.debug.verdicts import Report
 from irscatter.errors import IRError
@@ -60,7 +60,7 @@ def judge_model(work: tuple[Task, Target]) -> dict[str, Any]:
         return {**record, "status": "failed", "message": f"irscatter: {e}"}
     whole = compare.compare_whole(compiled, feeds, target, tolerances, values=values)
     record.update(verdict(whole))
-    ours = {spec.name: values[compiled.sources[spec.layer.id][0]] for spec in compiled.outputs}
+    ours = {spec.name: values[compiled.graph.producer(spec.layer.id)] for spec in compiled.outputs}
     _check_expected(record, ours, Path(task.folder), tolerances)
     if record["status"] == "diverged":
         _locate(record, compiled, feeds, values, target, tolerances)
@@ -80,8 +80,7 @@ def model_feeds(compiled: CompiledModel, folder: Path, seed: int) -> dict[str, n
 
 
 def op_types(compiled: CompiledModel) -> list[str]:
-    return sorted({f"{compiled.ops[lid].type_name}-{compiled.ops[lid].version}" for lid in compiled.order
-                   if compiled.layers[lid].type not in BOUNDARY})
+    return sorted({compiled.graph.op(lid).label() for lid in compiled.graph.kernels})
 
 
 def verdict(report: Report) -> dict[str, Any]:

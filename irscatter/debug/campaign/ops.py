@@ -32,7 +32,7 @@ from irscatter.checks.conformance import finding_line
 from irscatter.debug import compare
 from irscatter.debug.campaign.judge import model_feeds, verdict
 from irscatter.debug.campaign.task import Task
-from irscatter.debug.extract import BOUNDARY, plan, write
+from irscatter.debug.extract import plan, write
 from irscatter.errors import IRError
 from irscatter.runtime import steps
 from irscatter.runtime.interpreter import CompiledModel
@@ -56,27 +56,28 @@ def signatures(work: tuple[Task, Target]) -> list[dict[str, Any]] | tuple[str, s
         return ("invalid", finding_line(checked.errors[0], str(xml)))
     compiled = read_model(xml).compile()
     found: dict[str, dict[str, Any]] = {}
-    for lid in compiled.order:
-        layer, op = compiled.layers[lid], compiled.ops[lid]
-        if layer.type in BOUNDARY or layer.type in _NOT_ALONE or op.domain not in ("opset", "extension"):
+    for lid in compiled.graph.kernels:
+        op = compiled.graph.op(lid)
+        if compiled.graph.type_of(lid) in _NOT_ALONE or op.domain not in ("opset", "extension"):
             continue
         text = signature_text(compiled, lid)
         digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-        found.setdefault(digest, {"digest": digest, "op": f"{op.type_name}-{op.version}", "text": text, "layer": lid})
+        found.setdefault(digest, {"digest": digest, "op": op.label(), "text": text, "layer": lid})
     return list(found.values())
 
 
 def signature_text(compiled: CompiledModel, lid: int) -> str:
-    layer, op = compiled.layers[lid], compiled.ops[lid]
+    graph = compiled.graph
+    layer, op = graph.layers[lid], graph.op(lid)
     inputs = []
-    for src in compiled.sources[lid]:
+    for src in graph.sources[lid]:
         if src is None:
             inputs.append(None)
             continue
-        info = compiled.infos[src]
+        info = graph.infos[src]
         described: list[Any] = [str(info.etype), str(info.shape)]
         if _constant(compiled, src):
-            value = compiled.layers[src[0]].const_value if info.value is None else info.value
+            value = graph.layers[src[0]].const_value if info.value is None else info.value
             small = value is not None and np.size(value) <= SMALL_CONSTANT and np.asarray(value).dtype.kind in "biu"
             described.append(np.asarray(value).tolist() if small else "const")
         inputs.append(described)
@@ -89,8 +90,8 @@ def signature_text(compiled: CompiledModel, lid: int) -> str:
 
 def _constant(compiled: CompiledModel, src: tuple[int, int]) -> bool:
     """Whether the target sees the input as a constant (as `compare` writes it)."""
-    info = compiled.infos[src]
-    return compiled.layers[src[0]].type == "Const" or info.value is not None or info.etype.is_packed
+    info = compiled.graph.infos[src]
+    return compiled.graph.type_of(src[0]) == "Const" or info.value is not None or info.etype.is_packed
 
 
 def prepare(work: tuple[Task, Target]) -> dict[str, str | None]:
@@ -115,15 +116,15 @@ def prepare(work: tuple[Task, Target]) -> dict[str, str | None]:
 def write_layer(compiled: CompiledModel, lid: int, values: dict, folder: Path) -> None:
     """The layer alone, its constant inputs kept constant (values irscatter's inference folds
     written as Consts), the others fed irscatter's values: model.xml, inputs.npz, expected.npz."""
-    sources = [src for src in compiled.sources[lid] if src is not None]
-    folded = {src: values[src] for src in sources
-              if compiled.layers[src[0]].type != "Const" and _constant(compiled, src)}
+    graph = compiled.graph
+    sources = graph.inputs_of(lid)
+    folded = {src: values[src] for src in sources if graph.type_of(src[0]) != "Const" and _constant(compiled, src)}
     fed = list(dict.fromkeys(src for src in sources if not _constant(compiled, src)))  # (x * x: one input)
-    outputs = [(lid, pos) for pos in range(len(compiled.layers[lid].outputs)) if (lid, pos) in values]
+    outputs = [src for src in graph.outputs_of(lid) if src in values]
     cut = plan(compiled, outputs, [*fed, *folded], require_used=False)
     if folder.exists():
         shutil.rmtree(folder)
-    write(compiled, cut, folder / "model.xml", values, frozen=folded, name=f"{compiled.layers[lid].type}_alone")
+    write(compiled, cut, folder / "model.xml", values, frozen=folded, name=f"{graph.type_of(lid)}_alone")
 
 
 def judge_op(work: tuple[Task, Target]) -> dict[str, Any]:
@@ -136,9 +137,9 @@ def judge_op(work: tuple[Task, Target]) -> dict[str, Any]:
     report = compare.compare_whole(compiled, feeds, target, task.settings.tolerances(), values=values)
     record = verdict(report)
     record["target_detail"] = target.describe()
-    layer = next(lid for lid in compiled.order if compiled.layers[lid].type not in BOUNDARY)
-    op = f"{compiled.ops[layer].type_name}-{compiled.ops[layer].version}"
+    layer = compiled.graph.kernels[0]
+    op = compiled.graph.op(layer).label()
     record["ops"] = [op]
     if record["status"] != "passed":
-        record.update(layer=f"{compiled.layers[layer].name} ({op})", layer_op=op, reproducer=str(folder))
+        record.update(layer=f"{compiled.graph.layers[layer].name} ({op})", layer_op=op, reproducer=str(folder))
     return record

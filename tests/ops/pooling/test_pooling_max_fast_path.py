@@ -81,7 +81,7 @@ MAX_POOL_14 = """<?xml version="1.0"?>
 
 def test_unread_indices_are_left_out_but_a_record_of_values_has_them():
     model = api.parse_model(MAX_POOL_14)
-    (step,) = [s for s in api.compile_model(model).steps if s.layer.type == "MaxPool"]
+    (step,) = [s for s in api.compile_model(model).plan.steps if s.layer.type == "MaxPool"]
     assert step.unused == {1}
     x = np.arange(32, dtype=np.float32).reshape(1, 2, 4, 4)
     plain = model.run({"x": x})

@@ -123,7 +123,7 @@ def test_two_compiled_instances_do_not_share_state():
     c.run({"x": x})
     (first_d,) = d.run({"x": x}).values()
     np.testing.assert_array_equal(first_d, x)
-    assert c.steps is d.steps  # one plan, two states
+    assert c.plan.steps is d.plan.steps  # one plan, two states
 
 
 def test_a_failed_run_leaves_the_variables_as_they_were():
@@ -188,7 +188,7 @@ def test_assign_layers_are_sinks_not_unreachable():
     report = irscatter.validate(DATA / "state_cache.xml")
     assert report.findings == []
     compiled = irscatter.compile_model(DATA / "state_cache.xml")
-    assert sum(step.layer.type == "Assign" for step in compiled.steps) == 1
+    assert sum(step.layer.type == "Assign" for step in compiled.plan.steps) == 1
 
 
 @pytest.mark.parametrize("old, new, label", [
