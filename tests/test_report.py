@@ -17,7 +17,7 @@ from helpers import cli
 from lxml import html as lxml_html
 
 from irscatter import cli as irscatter_cli
-from irscatter.debug import graph_view
+from irscatter.debug import graph_drawing
 from irscatter.debug import html as report_html
 from irscatter.debug.verdicts import LayerResult, Report, TensorResult
 from irscatter.ir.graph import Edge, Graph, Layer
@@ -221,7 +221,7 @@ def _graph_nodes(page) -> dict[str, list[str]]:
 
 @needs_matplotlib
 def test_the_graph_colours_each_layer_by_its_verdict_without_graphviz(monkeypatch):
-    monkeypatch.setattr(graph_view, "dot_program", lambda: None)
+    monkeypatch.setattr(graph_drawing, "dot_program", lambda: None)
     graph, report = _planted_graph()
     text = report_html.render(report, command=COMMAND, graph=graph)
     assert HOSTILE_NAME not in text  # escaped in the drawing, its tooltip and the panel's data
@@ -249,13 +249,13 @@ def test_graphviz_lays_the_graph_out_when_dot_is_there(tmp_path, monkeypatch):
     dot.write_text(f'#!/bin/sh\ncat > {tmp_path}/given.dot\necho \'<?xml version="1.0"?>\'\n'
                    'echo \'<svg><g id="node-0" class="node failed"><title>n0</title></g></svg>\'\n')
     dot.chmod(0o755)
-    monkeypatch.setattr(graph_view, "dot_program", lambda: str(dot))
+    monkeypatch.setattr(graph_drawing, "dot_program", lambda: str(dot))
     graph, report = _planted_graph()
-    view = graph_view.build_view(graph, report)
-    assert graph_view.graphviz_svg(view).startswith("<svg>")
+    view = graph_drawing.build_view(graph, report)
+    assert graph_drawing.graphviz_svg(view).startswith("<svg>")
     given = (tmp_path / "given.dot").read_text()
     planted = next(i for i, n in enumerate(view.nodes) if n.title == HOSTILE_NAME)
-    failed_fill = dict((name, fill) for name, fill, *_ in graph_view.CATEGORIES)["failed"]
+    failed_fill = dict((name, fill) for name, fill, *_ in graph_drawing.CATEGORIES)["failed"]
     line = next(x for x in given.splitlines() if x.strip().startswith(f"n{planted} ["))
     assert 'class="failed"' in line and failed_fill in line and '<b>&\\"x' in line  # quotes escaped for dot
     assert f"n{planted} -> n{planted + 1};" in given
@@ -269,8 +269,8 @@ def test_a_long_model_draws_a_window_around_the_first_divergence():
     for i in range(count):  # every other layer refused: no run of passed layers to collapse
         report.layers.append(LayerResult(i, i, f"l{i}", "Add-1", None, "refused" if i % 2 else "passed"))
     report.layers[2000].status = "failed"
-    view = graph_view.build_view(Graph(layers=layers, edges=edges), report)
-    assert len(view.nodes) == graph_view.DRAWN_NODES and "of 3000 are drawn" in view.notes[-1]
+    view = graph_drawing.build_view(Graph(layers=layers, edges=edges), report)
+    assert len(view.nodes) == graph_drawing.DRAWN_NODES and "of 3000 are drawn" in view.notes[-1]
     assert "l2000" in [n.title for n in view.nodes]
     assert all(0 <= a < len(view.nodes) and 0 <= b < len(view.nodes) for a, b in view.edges)
 

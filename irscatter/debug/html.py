@@ -1,5 +1,5 @@
 """A comparison report as one self-contained HTML page: a chart of every layer's error along the
-topological order, the model's graph with each layer coloured by its verdict (`graph_view`: laid
+topological order, the model's graph with each layer coloured by its verdict (`graph_drawing`: laid
 out by Graphviz when installed, by a layered layout of its own otherwise; why not Model Explorer
 is said there), a sortable table of every layer, the summary and the command that made it.
 
@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from irscatter.debug import graph_view
+from irscatter.debug import graph_drawing
 from irscatter.debug.tolerances import type_name
 from irscatter.debug.verdicts import VERDICT, LayerResult, Report, TensorResult, summary_line
 from irscatter.errors import UsageError
@@ -60,18 +60,18 @@ def render(report: Report, *, command: str, graph: Graph | None = None) -> str:
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{_e(title)}</title>",
-        f"<style>{_STYLE}{graph_view.GRAPH_STYLE}</style></head>",
+        f"<style>{_STYLE}{graph_drawing.GRAPH_STYLE}</style></head>",
         "<body>",
         f"<h1>{_e(title)}</h1>",
         f'<p class="verdict {"clean" if report.passed else "diverged"}">{_e(summary_line(report))}</p>',
         _summary(report),
         "<h2>Error along the topological order</h2>",
         f'<figure class="chart">{_chart_svg(report)}<figcaption>{_e(_caption(report))}</figcaption></figure>',
-        graph_view.section(report, graph) if graph is not None else "",
+        graph_drawing.section(report, graph) if graph is not None else "",
         _table(report, rows),
         "<h2>Command</h2>",
         f"<pre>{_e(command)}</pre>",
-        f"<script>{_SCRIPT}{graph_view.GRAPH_SCRIPT}</script>",
+        f"<script>{_SCRIPT}{graph_drawing.GRAPH_SCRIPT}</script>",
         "</body></html>",
         "",
     ])
