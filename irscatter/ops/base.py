@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, NoReturn, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict
@@ -164,6 +164,23 @@ def check(condition: Any, label: str, message: str, *, port: str | None = None) 
         raise ValidationError(message, label=label, port=port)
 
 
+def fail(label: str, message: str, *, port: str | None = None) -> NoReturn:
+    """A spec constraint that does not hold: `check` with a condition already known false, which
+    type checkers see never returns."""
+    raise ValidationError(message, label=label, port=port)
+
+
+_Value = TypeVar("_Value")
+
+
+def required(value: _Value | None, label: str, message: str, *, port: str | None = None) -> _Value:
+    """`value`, which a spec constraint requires be known (a merged dimension, a constant input):
+    a None raises the labelled error, so the caller holds a value the type checker knows is one."""
+    if value is None:
+        raise ValidationError(message, label=label, port=port)
+    return value
+
+
 # --- the op base class ----------------------------------------------------------------------
 
 _OWN_OPS = "irscatter.ops."
@@ -291,9 +308,9 @@ class Op:
             lo, hi = len(self.inputs) - self.optional_inputs, len(self.inputs)
             if not lo <= n_inputs <= hi:
                 want = str(hi) if lo == hi else f"{lo} to {hi}"
-                check(False, "input-count", f"takes {want} inputs ({', '.join(self.inputs)}), the layer has {n_inputs}")
+                fail("input-count", f"takes {want} inputs ({', '.join(self.inputs)}), the layer has {n_inputs}")
         if n_outputs != self.outputs:
-            check(False, "output-count",
+            fail("output-count",
                   f"has {self.outputs} output{'s' if self.outputs != 1 else ''}, the layer declares {n_outputs}")
 
     def input_range(self, position: int, infos: Sequence[TensorInfo]) -> tuple[int, int] | None:

@@ -4,10 +4,12 @@ and reading axis lists from known values.
 
 from __future__ import annotations
 
+from typing import overload
+
 import numpy as np
 
 from irscatter.errors import ExecutionError
-from irscatter.ops.base import TensorInfo, check
+from irscatter.ops.base import TensorInfo, check, fail
 from irscatter.ops.common.types import check_integral
 
 
@@ -30,7 +32,7 @@ def normalized_axis(axis: int, rank: int, *, port: str, at_runtime: bool = False
                    else f"axis {axis} does not exist: the input is a scalar")
         if at_runtime:
             raise ExecutionError(message, port=port)
-        check(False, "axis-range", message, port=port)
+        fail("axis-range", message, port=port)
     return axis + rank if axis < 0 else axis
 
 
@@ -41,7 +43,17 @@ def constant_axis(axis: TensorInfo) -> int | None:
 def runtime_axis(axis: np.ndarray, rank: int, port: str) -> int:
     return normalized_axis(int(np.asarray(axis).reshape(-1)[0]), rank, port=port, at_runtime=True)
 
+
+@overload
+def int_values(value: np.ndarray) -> list[int]: ...
+
+
+@overload
+def int_values(value: np.ndarray | None) -> list[int] | None: ...
+
+
 def int_values(value: np.ndarray | None) -> list[int] | None:
+    """The integers of `value` in order, or None for a value inference does not know."""
     return None if value is None else [int(v) for v in np.asarray(value).reshape(-1)]
 
 

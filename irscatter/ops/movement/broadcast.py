@@ -4,7 +4,7 @@ through `axes_mapping`, or (in -3) bidirectionally.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 import numpy as np
 from pydantic import BeforeValidator
@@ -12,7 +12,7 @@ from pydantic import BeforeValidator
 from irscatter.errors import ExecutionError
 from irscatter.ir.shapes import PartialShape
 from irscatter.limits import check_allocation
-from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
+from irscatter.ops.base import Op, OpAttrs, TensorInfo, check, fail
 from irscatter.ops.common.axes import check_1d_integral, int_values
 from irscatter.ops.common.many_axes import broadcast_shape
 from irscatter.ops.registry import register
@@ -71,8 +71,9 @@ class Broadcast1(Op):
         "broadcast-shape": "data does not broadcast to target_shape in the given mode",
     }
 
-    Attrs = Broadcast1Attrs
-    attrs: Broadcast1Attrs
+    # Broadcast-3 adds a mode to the schema, and this class's code handles every mode of both.
+    Attrs: ClassVar[type[Broadcast1Attrs | Broadcast3Attrs]] = Broadcast1Attrs
+    attrs: Broadcast1Attrs | Broadcast3Attrs
     inputs = ("data", "target_shape", "axes_mapping")
     optional_inputs = 1
 
@@ -94,7 +95,7 @@ class Broadcast1(Op):
             try:
                 out = broadcast_target(data.shape.to_tuple(), shape, self.attrs.mode, int_values(axes.value) if axes else None)
             except ValueError as e:
-                check(False, "broadcast-shape", str(e), port=self.port("target_shape"))
+                fail("broadcast-shape", str(e), port=self.port("target_shape"))
             return TensorInfo(data.etype, PartialShape.of(out))
         if self.attrs.mode == "bidirectional":
             return TensorInfo(data.etype, PartialShape.dynamic_rank())

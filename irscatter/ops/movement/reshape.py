@@ -17,7 +17,7 @@ import numpy as np
 from irscatter.errors import ExecutionError
 from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.limits import tensor_size_problem
-from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check, fail
 from irscatter.ops.common.axes import check_1d_integral, int_values
 from irscatter.ops.registry import register
 
@@ -98,10 +98,10 @@ class Reshape(Op):
                 return TensorInfo(data.etype, PartialShape.of(reshape_target(data.shape.to_tuple(), pattern,
                                                                              self.attrs.special_zero)))
             except ValueError as e:
-                check(False, "reshape-pattern", str(e), port=self.port("shape"))
+                fail("reshape-pattern", str(e), port=self.port("shape"))
         self._check_pattern(pattern, data.shape.rank if data.shape.rank_is_static else None)
-        dims = [self._known_dim(data.shape, i, d) for i, d in enumerate(pattern)]
-        return TensorInfo(data.etype, PartialShape.of(dims))
+        known = [self._known_dim(data.shape, i, d) for i, d in enumerate(pattern)]
+        return TensorInfo(data.etype, PartialShape.of(known))
 
     def _known_dim(self, shape: PartialShape, i: int, d: int) -> Dimension:
         """What an input of partly known shape tells of output dimension `i` (pattern value `d`)."""

@@ -18,7 +18,7 @@ import numpy as np
 
 from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
-from irscatter.ops.base import Lower, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.base import Lower, Op, OpAttrs, TensorInfo, check, fail
 from irscatter.ops.common.axes import int_values, normalized_axis
 from irscatter.ops.common.types import check_integral
 from irscatter.ops.registry import register
@@ -47,13 +47,13 @@ class Reverse(Op):
                 message = f"mask mode needs one flag per axis of data (rank {rank}), found {len(values)}"
                 if at_runtime:
                     raise ExecutionError(message, port=port, label="reverse-mask-length")
-                check(False, "reverse-mask-length", message, port=port)
+                fail("reverse-mask-length", message, port=port)
             return {i for i, flag in enumerate(values) if flag}
         if len(values) > rank:
             message = f"index mode takes at most {rank} axes (the rank of data), found {len(values)}"
             if at_runtime:
                 raise ExecutionError(message, port=port, label="axes-count")
-            check(False, "axes-count", message, port=port)
+            fail("axes-count", message, port=port)
         return {normalized_axis(a, rank, port=port, at_runtime=at_runtime) for a in int_values(values)}
 
     def infer(self, data: TensorInfo, axis: TensorInfo) -> TensorInfo:

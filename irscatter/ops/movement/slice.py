@@ -16,7 +16,7 @@ import numpy as np
 from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
-from irscatter.ops.base import Op, TensorInfo, check
+from irscatter.ops.base import Op, TensorInfo, check, fail
 from irscatter.ops.registry import register
 
 # (name, label of its type check, label of its rank check), in input order
@@ -40,7 +40,7 @@ def planned(plan, *args, port: str, at_runtime: bool):
     except PlanError as e:
         if at_runtime:
             raise ExecutionError(str(e), label=e.label, port=port) from None
-        check(False, e.label, str(e), port=port)
+        fail(e.label, str(e), port=port)
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,9 @@ def planned_shape(data: TensorInfo, params: list[TensorInfo | None], port: str) 
         for a in np.asarray(axes.value).reshape(-1):
             dims[int(a) % len(dims)] = Dimension.dynamic()
         return PartialShape.of(dims)
-    n = params[0].shape[0] if params[0].shape.rank_is_static and params[0].shape.rank == 1 else None
+    start = params[0]  # start is never optional: only axes (and Slice-8's step) may be absent
+    assert start is not None
+    n = start.shape[0] if start.shape.rank_is_static and start.shape.rank == 1 else None
     if n is not None and n.is_static and axes is None:
         return PartialShape.of([Dimension.dynamic()] * n.min + dims[n.min:])
     return PartialShape.of([Dimension.dynamic()] * len(dims))

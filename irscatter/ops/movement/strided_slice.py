@@ -57,10 +57,10 @@ def strided_index(shape: tuple[int, ...], begin, end, stride, attrs: StridedSlic
         else:
             if stride[i] == 0:
                 raise PlanError("stride-nonzero", "stride values must be non-zero")
-            b = None if bit["begin_mask"](i) else int(begin[i])
-            if b is not None and stride[i] < 0 and axis < len(shape) and b + shape[axis] < 0:
-                b = 0  # the spec's reverse clamping: a begin before the start becomes 0, not "empty"
-            index.append(slice(b, None if bit["end_mask"](i) else int(end[i]), int(stride[i])))
+            start: int | None = None if bit["begin_mask"](i) else int(begin[i])
+            if start is not None and stride[i] < 0 and axis < len(shape) and start + shape[axis] < 0:
+                start = 0  # the spec's reverse clamping: a begin before the start becomes 0, not "empty"
+            index.append(slice(start, None if bit["end_mask"](i) else int(end[i]), int(stride[i])))
             axis += 1
     return tuple(index)
 

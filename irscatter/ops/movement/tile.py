@@ -31,7 +31,7 @@ def tiled_dims(dims: list, repeats: list[int]) -> list:
     rank = max(len(dims), len(reps))
     dims = [1] * (rank - len(dims)) + list(dims)
     reps = [1] * (rank - len(reps)) + reps
-    out = []
+    out: list[int | Dimension] = []
     for d, r in zip(dims, reps):
         if isinstance(d, Dimension):
             d = d.min if d.is_static else None
