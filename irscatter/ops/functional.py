@@ -9,7 +9,7 @@ written to.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -39,7 +39,10 @@ def _number_text(value: Any) -> str:
     return str(int(number))
 
 
-def make_op(cls: type[Op], attrs: Mapping[str, Any]) -> Op:
+_Op = TypeVar("_Op", bound=Op)
+
+
+def make_op(cls: type[_Op], attrs: Mapping[str, Any]) -> _Op:
     """An op instance as a one-layer IR would produce it (attributes parsed and checked)."""
     layer = Layer(id=0, name=cls.type_name, type=cls.type_name, version=f"{cls.domain}{cls.version}",
                   attrs={k: attr_text(v) for k, v in attrs.items() if v is not None})

@@ -14,16 +14,13 @@ import numpy as np
 
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.activation.softmax import AlongAxis, shifted
-from irscatter.ops.base import OpAttrs
 from irscatter.ops.common.numeric import from_compute
 from irscatter.ops.registry import register
 
 
 @register("LogSoftmax", 5)
 class LogSoftmax(AlongAxis):
-    class Attrs(OpAttrs):
-        axis: int = 1
-    attrs: Attrs
+    """Its axis, as Softmax-8's, may count from the last dimension: AlongAxis's own schema."""
 
     def compute(self, data: np.ndarray) -> np.ndarray:
         axis = self.axis(data.ndim, at_runtime=True)

@@ -15,7 +15,7 @@ maximum the same way: a slice along the axis holding NaN or +inf, or only -inf, 
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 import numpy as np
 from pydantic import Field
@@ -46,9 +46,23 @@ def softmax(data: np.ndarray, axis: int) -> np.ndarray:
     return from_compute(e, etype)
 
 
+class AxisAttrs(OpAttrs):
+    """The attribute AlongAxis reads: an axis that may count from the end (Softmax-8, LogSoftmax)."""
+
+    axis: int = 1
+
+
+class NonNegativeAxisAttrs(AxisAttrs):
+    """Softmax-1's axis, which counts from the start only."""
+
+    axis: Annotated[int, Field(ge=0)] = 1
+
+
 class AlongAxis(Op):
     """What Softmax and LogSoftmax share: a float `data` normalized along the attribute `axis`."""
 
+    Attrs: ClassVar[type[AxisAttrs]] = AxisAttrs
+    attrs: AxisAttrs
     inputs = ("data",)
 
     def axis(self, rank: int, *, at_runtime: bool = False) -> int:
@@ -63,9 +77,7 @@ class AlongAxis(Op):
 
 @register("Softmax", 1)
 class Softmax(AlongAxis):
-    class Attrs(OpAttrs):
-        axis: Annotated[int, Field(ge=0)] = 1
-    attrs: Attrs
+    Attrs: ClassVar[type[AxisAttrs]] = NonNegativeAxisAttrs
 
     def compute(self, data: np.ndarray) -> np.ndarray:
         return softmax(data, self.axis(data.ndim, at_runtime=True))
@@ -75,8 +87,6 @@ class Softmax(AlongAxis):
 class Softmax8(Softmax):
     """Softmax-8: the axis may be negative, counting from the last dimension."""
 
-    class Attrs(OpAttrs):
-        axis: int = 1
-    attrs: Attrs
+    Attrs = AxisAttrs
 
 

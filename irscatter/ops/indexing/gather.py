@@ -65,11 +65,10 @@ class Gather1(Op):
     }
 
     inputs = ("data", "indices", "axis")
-    has_batch_dims: ClassVar[bool] = False
     spec_wraps_and_fills: ClassVar[bool] = False  # Gather-8's spec defines negatives and the zero fill
 
     def batch_dims(self, indices_rank: int) -> int:
-        b = self.attrs.batch_dims if self.has_batch_dims else 0
+        b = self.attrs.batch_dims if isinstance(self.attrs, GatherAttrs) else 0
         return b + indices_rank if b < 0 else b
 
     def infer(self, data: TensorInfo, indices: TensorInfo, axis: TensorInfo) -> TensorInfo:
@@ -125,7 +124,6 @@ register("Gather", 1)(Gather1)
 class Gather7(Gather1):
     Attrs = GatherAttrs
     attrs: GatherAttrs
-    has_batch_dims = True
 
 
 @register("Gather", 8)

@@ -230,6 +230,7 @@ class HloScatter(Op):
                 results.append(out)
             return tuple(results)
         combine = self.region or self.function
+        assert combine is not None  # neither: the named combiner above has returned
         types = self.region.param_types[:n] if self.region else [ElementType.from_dtype(x.dtype) for x in operands]
         outs = [np.array(x, dtype=e.dtype, copy=True, order="C") for x, e in zip(operands, types)]
         vals = [u.reshape(-1)[in_bounds].astype(e.dtype) for u, e in zip(updates, types)]
@@ -388,8 +389,8 @@ def first_unsorted(a: HloScatterAttrs, indices: np.ndarray) -> int | None:
         return None
     batch_axes = [d - (0 if d < a.index_vector_dim else 1) for d in a.scatter_indices_batching_dims]
     coords = np.indices(scatter_shape).reshape(len(scatter_shape), -1)
-    group = np.ravel_multi_index(coords[batch_axes], [scatter_shape[d] for d in batch_axes]) if batch_axes \
-        else np.zeros(len(starts), np.int64)
+    group = (np.asarray(np.ravel_multi_index(coords[batch_axes], [scatter_shape[d] for d in batch_axes])) if batch_axes
+             else np.zeros(len(starts), np.int64))
     order = np.argsort(group, kind="stable")
     prev, curr = order[:-1], order[1:]
     same = group[prev] == group[curr]
@@ -453,7 +454,7 @@ def hlo_scatter(
     if function is not None:
         def combine(*args: np.ndarray) -> list[np.ndarray]:
             out = function(*args)
-            return [out] if isinstance(out, np.ndarray) or np.isscalar(out) else list(out)
+            return [np.asarray(out)] if isinstance(out, np.ndarray) or np.isscalar(out) else list(out)
 
         op.function = combine
     results = run_op(op, [*operands, scatter_indices, *upds])

@@ -35,9 +35,8 @@ class ScatterUpdate(Op):
         check_integral(indices, "indices", self.port("indices"), "indices-type")
         same_element_type(updates, data, "updates must have the element type of data", "updates-type", self.port("updates"))
         check_axis_input(axis, self.port("axis"))
-        ranks = [s.rank if s.rank_is_static else None for s in (data.shape, indices.shape, updates.shape)]
-        if None not in ranks:
-            r, q, u = ranks
+        if data.shape.rank_is_static and indices.shape.rank_is_static and updates.shape.rank_is_static:
+            r, q, u = data.shape.rank, indices.shape.rank, updates.shape.rank
             check(u == r + q - 1, "updates-rank",
                   f"updates rank must be rank(indices) + rank(data) - 1 = {q} + {r} - 1 = {q + r - 1}, found {u}",
                   port=self.port("updates"))
