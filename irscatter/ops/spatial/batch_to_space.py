@@ -38,7 +38,8 @@ class BatchToSpace(BatchBlocks):
     def _out_dims(self, dims: list, blocks: list[int], first: list[int], last: list[int], at_runtime: bool) -> list:
         """The output dims from the input dims (ints or Dimensions) and the three inputs' values."""
         total = math.prod(blocks)
-        batch, out = dims[0], []
+        batch = dims[0]
+        out: list[int | Dimension] = []
         if isinstance(batch, int) or batch.is_static:
             b = int(batch)
             require(b % total == 0, f"the batch dimension {b} does not divide by the product of block_shape "

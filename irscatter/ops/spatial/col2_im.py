@@ -136,7 +136,7 @@ class Col2Im(Op):
         a = self.attrs
         kernel = self._sizes(kernel_size, "kernel_size", "col2im-kernel", True)
         output = self._sizes(output_size, "output_size", "col2im-output-size", True)
-        channels = self._check_data(list(data.shape), kernel, output, True)
+        channels = int(self._check_data(list(data.shape), kernel, output, True))  # int dims give an int
         lr, lc = self._blocks(output, kernel, True)
         batched = data.ndim == 3
         n = data.shape[0] if batched else 1

@@ -34,8 +34,9 @@ def require(condition: object, message: str, *, label: str, port: str, at_runtim
         raise ValidationError(message, label=label, port=port)
 
 
-def check_block_size(op: Op) -> int:
-    size = op.attrs.block_size
+def check_block_size(op: Op, attrs: BlockAttrs) -> int:
+    """`attrs.block_size` (the attributes of `op`, which names the port), refused below 1."""
+    size = attrs.block_size
     check(size >= 1, "block-size", f"block_size must be a positive integer, found {size}",
           port=op.port("block_size"))
     return size

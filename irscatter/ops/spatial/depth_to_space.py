@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from irscatter.ir.shapes import PartialShape
-from irscatter.ops.base import Op, TensorInfo, check
+from irscatter.ops.base import Op, TensorInfo, required
 from irscatter.ops.common.many_axes import regroup
 from irscatter.ops.registry import register
 from irscatter.ops.spatial.core import BlockAttrs, channel_rank, check_block_size, divided, empty_result, scaled
@@ -28,15 +28,14 @@ class DepthToSpace(Op):
     inputs = ("data",)
 
     def infer(self, data: TensorInfo) -> TensorInfo:
-        size = check_block_size(self)
+        size = check_block_size(self, self.attrs)
         rank = channel_rank(self, data)
         if rank is None:
             return TensorInfo(data.etype, data.shape)
         divisor = size ** (rank - 2)
-        depth = divided(data.shape[1], divisor)
-        check(depth is not None, "depth-blocks",
-              f"the channel dimension {data.shape[1]} does not divide by block_size^{rank - 2} = {divisor}",
-              port=self.port("data"))
+        depth = required(divided(data.shape[1], divisor), "depth-blocks",
+                         f"the channel dimension {data.shape[1]} does not divide by block_size^{rank - 2} = {divisor}",
+                         port=self.port("data"))
         dims = [data.shape[0], depth, *(scaled(d, size) for d in data.shape.ranked_dims[2:])]
         return TensorInfo(data.etype, PartialShape.of(dims))
 

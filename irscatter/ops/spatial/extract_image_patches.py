@@ -69,7 +69,7 @@ class ExtractImagePatches(Op):
               port=self.port("data"))
         a = self.attrs
         patch = a.sizes[0] * a.sizes[1]
-        n, c, *spatial = data.shape.dims
+        n, c, *spatial = data.shape.ranked_dims
         depth = Dimension.static(c.min * patch) if c.is_static or patch == 0 else Dimension.dynamic()
         out = [Dimension.static(patch_count(d.min, a.sizes[i], a.strides[i], a.rates[i], a.auto_pad)[0])
                if d.is_static else Dimension.dynamic() for i, d in enumerate(spatial)]

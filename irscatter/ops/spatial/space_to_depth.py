@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from irscatter.ir.shapes import PartialShape
-from irscatter.ops.base import Op, TensorInfo, check
+from irscatter.ops.base import Op, TensorInfo, required
 from irscatter.ops.common.many_axes import regroup
 from irscatter.ops.registry import register
 from irscatter.ops.spatial.core import BlockAttrs, channel_rank, check_block_size, divided, empty_result, scaled
@@ -28,16 +28,15 @@ class SpaceToDepth(Op):
     inputs = ("data",)
 
     def infer(self, data: TensorInfo) -> TensorInfo:
-        size = check_block_size(self)
+        size = check_block_size(self, self.attrs)
         rank = channel_rank(self, data)
         if rank is None:
             return TensorInfo(data.etype, data.shape)
         spatial = []
         for axis, d in enumerate(data.shape.ranked_dims[2:], start=2):
-            q = divided(d, size)
-            check(q is not None, "space-blocks", f"spatial dimension {axis} ({d}) does not divide by block_size {size}",
-                  port=self.port("data"))
-            spatial.append(q)
+            spatial.append(required(divided(d, size), "space-blocks",
+                                    f"spatial dimension {axis} ({d}) does not divide by block_size {size}",
+                                    port=self.port("data")))
         dims = [data.shape[0], scaled(data.shape[1], size ** (rank - 2)), *spatial]
         return TensorInfo(data.etype, PartialShape.of(dims))
 
