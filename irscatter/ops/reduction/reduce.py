@@ -160,10 +160,15 @@ class NumericReduce(Reduce):
         return out if self.attrs.keep_dims else out.reshape([d for i, d in enumerate(out.shape) if i not in reduced])
 
 
+def summed(work: np.ndarray, axes: tuple[int, ...], keep_dims: bool, dtype: np.dtype | None = None) -> np.ndarray:
+    """np.add.reduce over `axes`, whose stubs take keepdims only as a literal True or False."""
+    return np.add.reduce(work, axis=axes, keepdims=keep_dims, dtype=dtype)  # type: ignore[call-overload]
+
+
 @register("ReduceMean", 1)
 class ReduceMean(NumericReduce):
     def reduce(self, work: np.ndarray, reduced: tuple[int, ...]) -> np.ndarray:
-        total = np.add.reduce(work, axis=reduced, keepdims=self.attrs.keep_dims, dtype=work.dtype)
+        total = summed(work, reduced, self.attrs.keep_dims, work.dtype)
         count = math.prod(work.shape[a] for a in reduced)
         if count == 0:
             return np.zeros_like(total)
@@ -181,15 +186,14 @@ class ReduceMean(NumericReduce):
 class ReduceL1(NumericReduce):
     def reduce(self, work: np.ndarray, reduced: tuple[int, ...]) -> np.ndarray:
         magnitude = work if work.dtype.kind == "u" else np.abs(work)  # wraps at the signed minimum
-        return np.add.reduce(magnitude, axis=reduced, keepdims=self.attrs.keep_dims, dtype=work.dtype)
+        return summed(magnitude, reduced, self.attrs.keep_dims, work.dtype)
 
 
 @register("ReduceL2", 4)
 class ReduceL2(NumericReduce):
     def reduce(self, work: np.ndarray, reduced: tuple[int, ...]) -> np.ndarray:
         if work.dtype.kind != "f":
-            exact = np.sqrt(np.add.reduce(np.square(work.astype(np.float64)), axis=reduced,
-                                          keepdims=self.attrs.keep_dims))
+            exact = np.sqrt(summed(np.square(work.astype(np.float64)), reduced, self.attrs.keep_dims))
             return convert_array(exact, ElementType.f64, ElementType.from_dtype(work.dtype))
         return self._unkept(l2_norm(work, reduced), reduced)
 

@@ -64,7 +64,7 @@ def count_below_mixed(boundaries: np.ndarray, values: np.ndarray, *, right: bool
     (exact for every float and for integers up to 2^53), integers exactly, u64 against signed
     integers too. NaN values count every boundary, as NaN sorts last."""
     b, v = sort_keys(boundaries), sort_keys(values)
-    side = "right" if right else "left"
+    side: Literal["left", "right"] = "right" if right else "left"
     if b.dtype.kind == "f" or v.dtype.kind == "f":
         return np.searchsorted(b.astype(np.float64), v.astype(np.float64), side=side)
     unsigned64 = np.dtype(np.uint64)

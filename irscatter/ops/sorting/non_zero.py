@@ -51,7 +51,8 @@ class NonZero(Op):
             return TensorInfo(etype, PartialShape.of([-1, -1]))
         if data.value is not None:
             return TensorInfo(etype, PartialShape.of(non_zero(np.asarray(data.value)).shape))
-        total = math.prod(d.max for d in data.shape.ranked_dims) if all(d.max is not None for d in data.shape.ranked_dims) else None
+        maxima = [d.max for d in data.shape.ranked_dims]
+        total = None if None in maxima else math.prod(m for m in maxima if m is not None)
         return TensorInfo(etype, PartialShape.of([data.shape.rank, Dimension(min=0, max=total)]))
 
     def compute(self, data: np.ndarray) -> np.ndarray:

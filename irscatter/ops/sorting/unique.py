@@ -108,16 +108,13 @@ class Unique(Op):
                 total = Dimension.static(math.prod(data.shape.to_tuple()))
             else:
                 total = Dimension.dynamic()
-            dims_out = None
         else:
             total = data.shape[where]
-            dims_out = list(data.shape.ranked_dims)
         found_dim = Dimension(min=min(total.min, 1), max=total.max)
-        if dims_out is None:
+        if where is None:
             first = PartialShape.of([found_dim])
         else:
-            dims_out[where] = found_dim
-            first = PartialShape.of(dims_out)
+            first = PartialShape.of([found_dim if i == where else d for i, d in enumerate(data.shape.ranked_dims)])
         return (TensorInfo(data.etype, first), TensorInfo(index, PartialShape.of([found_dim])),
                 TensorInfo(index, PartialShape.of([total])), TensorInfo(count, PartialShape.of([found_dim])))
 

@@ -23,7 +23,7 @@ from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.limits import check_allocation
-from irscatter.ops.base import Op, TensorInfo, check
+from irscatter.ops.base import Op, TensorInfo, check, fail, required
 from irscatter.ops.common.types import same_element_type
 from irscatter.ops.registry import register
 
@@ -84,15 +84,14 @@ class StringTensorPack(Op):
               f"symbols must be u8, found {symbols.etype}", port=self.port("symbols"))
         check(not symbols.shape.rank_is_static or symbols.shape.rank == 1, "symbols-rank",
               f"symbols must be a 1-D tensor, found {symbols.shape}", port=self.port("symbols"))
-        shape = _merge(begins.shape, ends.shape)
-        check(shape is not None, "begins-ends-shape",
-              f"begins {begins.shape} and ends {ends.shape} must have the same shape", port=self.port("ends"))
+        shape = required(_merge(begins.shape, ends.shape), "begins-ends-shape",
+                         f"begins {begins.shape} and ends {ends.shape} must have the same shape", port=self.port("ends"))
         if begins.value is not None and ends.value is not None:
             size = int(symbols.shape[0]) if symbols.shape.is_static else None
             problem = self._problem(begins.value.reshape(-1), ends.value.reshape(-1), size)
             if problem is not None:
                 label, message, port = problem
-                check(False, label, message, port=port)
+                fail(label, message, port=port)
         return TensorInfo(ElementType.string, shape)
 
     def compute(self, begins: np.ndarray, ends: np.ndarray, symbols: np.ndarray) -> np.ndarray:
