@@ -42,11 +42,13 @@ import numpy as np
 
 from irscatter.ir.element_types import ElementType
 from irscatter.limits import check_allocation
-from irscatter.ops.base import Lower, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.base import Lower, TensorInfo, check
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.common.types import check_float, same_element_type
 from irscatter.ops.registry import register
 from irscatter.ops.roi.psroi_pooling import (
+    PositionSensitiveAttrs,
+    PositionSensitivePooling,
     batch_ids,
     blend,
     check_data_and_rois,
@@ -57,10 +59,7 @@ from irscatter.ops.roi.psroi_pooling import (
 )
 
 
-class DeformablePSROIPoolingAttrs(OpAttrs):
-    output_dim: int
-    spatial_scale: float
-    group_size: int = 1
+class DeformablePSROIPoolingAttrs(PositionSensitiveAttrs):
     mode: Annotated[Literal["bilinear_deformable"], Lower] = "bilinear_deformable"
     spatial_bins_x: int = 1
     spatial_bins_y: int = 1
@@ -69,7 +68,7 @@ class DeformablePSROIPoolingAttrs(OpAttrs):
 
 
 @register("DeformablePSROIPooling", 1)
-class DeformablePSROIPooling(Op):
+class DeformablePSROIPooling(PositionSensitivePooling):
     labels = {
         "offsets-shape": "the offsets are not [NUM_ROIS, 2 * classes, part_size, part_size] with output_dim a "
                          "multiple of classes",

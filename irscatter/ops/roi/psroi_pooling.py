@@ -50,7 +50,7 @@ taken in groups, every bin, channel and sample point of a group gathered at once
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 import numpy as np
 
@@ -68,6 +68,21 @@ CHUNK = 2**22  # values gathered at once
 # --- what the position-sensitive poolings share --------------------------------------------------
 
 
+class PositionSensitiveAttrs(OpAttrs):
+    """The attributes both position-sensitive poolings declare, which the helpers below read."""
+
+    output_dim: int
+    spatial_scale: float
+    group_size: int = 1
+
+
+class PositionSensitivePooling(Op):
+    """The base of PSROIPooling and DeformablePSROIPooling: each narrows the schema."""
+
+    Attrs: ClassVar[type[PositionSensitiveAttrs]] = PositionSensitiveAttrs
+    attrs: PositionSensitiveAttrs
+
+
 def check_positive(op: Op, *names: str) -> None:
     """Integer attributes that must be 1 or more."""
     for name in names:
@@ -75,7 +90,7 @@ def check_positive(op: Op, *names: str) -> None:
         check(value >= 1, "psroi-attribute", f"{name} must be a positive integer, found {value}", port=op.port(name))
 
 
-def check_scale(op: Op) -> np.float32:
+def check_scale(op: PositionSensitivePooling) -> np.float32:
     """spatial_scale as OpenVINO holds it (an f32): positive and finite."""
     with np.errstate(over="ignore"):
         held = np.float32(op.attrs.spatial_scale)
@@ -85,7 +100,7 @@ def check_scale(op: Op) -> np.float32:
     return held
 
 
-def check_data_and_rois(op: Op, data: TensorInfo, rois: TensorInfo, channels: int) -> PartialShape:
+def check_data_and_rois(op: PositionSensitivePooling, data: TensorInfo, rois: TensorInfo, channels: int) -> PartialShape:
     """data [N, channels, H, W] and rois [R, 5]; returns the output shape [R, output_dim, G, G]."""
     check_float(op, data.etype, "data")
     check_float(op, rois.etype, "rois")
@@ -150,17 +165,14 @@ def blend(flat: np.ndarray, base: np.ndarray, width: int, left: np.ndarray, righ
 # --- the op -------------------------------------------------------------------------------------
 
 
-class PSROIPoolingAttrs(OpAttrs):
-    output_dim: int
-    group_size: int = 1
-    spatial_scale: float
+class PSROIPoolingAttrs(PositionSensitiveAttrs):
     mode: Annotated[Literal["average", "bilinear"], Lower] = "average"
     spatial_bins_x: int = 1
     spatial_bins_y: int = 1
 
 
 @register("PSROIPooling", 1)
-class PSROIPooling(Op):
+class PSROIPooling(PositionSensitivePooling):
     Attrs = PSROIPoolingAttrs
     attrs: PSROIPoolingAttrs
     inputs = ("data", "rois")

@@ -46,7 +46,7 @@ it, reduced with `reduceat`. Sums are pairwise there, not sequential: a few ulps
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 import numpy as np
 
@@ -69,6 +69,20 @@ def merged_dim(a: Dimension, b: Dimension) -> Dimension:
     lo = max(a.min, b.min)
     hi = b.max if a.max is None else a.max if b.max is None else min(a.max, b.max)
     return Dimension(min=lo, max=hi)
+
+
+class PooledAttrs(OpAttrs):
+    """The output grid and the scale of the boxes, which every ROI pooling of this module reads."""
+
+    pooled_h: int
+    pooled_w: int
+    spatial_scale: float
+
+
+class SampledAttrs(PooledAttrs):
+    """The ROIAlign family's: PooledAttrs and the sampling points per bin."""
+
+    sampling_ratio: int
 
 
 def check_attributes_positive(op: Op, pooled_h: int, pooled_w: int, spatial_scale: float, *,
@@ -99,9 +113,9 @@ def check_data_and_rois(op: Op, data: TensorInfo, rois: TensorInfo, box: int) ->
     return etype
 
 
-def output_shape(op: Op, data: TensorInfo, rois_count: Dimension, etype: ElementType) -> PartialShape:
+def output_shape(pooled: PooledAttrs, data: TensorInfo, rois_count: Dimension, etype: ElementType) -> PartialShape:
     channels = data.shape[1] if data.shape.rank_is_static else Dimension.dynamic()
-    shape = PartialShape.of([rois_count, channels, op.attrs.pooled_h, op.attrs.pooled_w])
+    shape = PartialShape.of([rois_count, channels, pooled.pooled_h, pooled.pooled_w])
     if shape.is_static:
         check_inferred(shape.to_tuple(), etype.dtype.itemsize, "output 0")
     return shape
@@ -251,6 +265,8 @@ class ROIAlignBase(Op):
                               "infinite or past 2^31 - 1 (a box of NaN or huge coordinates)",
     }
 
+    Attrs: ClassVar[type[SampledAttrs]] = SampledAttrs
+    attrs: SampledAttrs
     inputs = ("data", "rois", "batch_indices")
     box = 4
 
@@ -270,14 +286,15 @@ class ROIAlignBase(Op):
                   f"batch_indices must be 1-D with one index per ROI ({count}), found {batch_indices.shape}",
                   port=self.port("batch_indices"))
             count = merged_dim(count, batch_indices.shape[0])
-        return TensorInfo(etype, output_shape(self, data, count, etype))
+        return TensorInfo(etype, output_shape(self.attrs, data, count, etype))
 
     def boxes(self, rois: np.ndarray) -> tuple[np.ndarray, ...]:
         """(x1, y1, width, height[, rotation]) per ROI, in the compute type."""
         raise NotImplementedError
 
     def mode(self) -> str:
-        return self.attrs.mode
+        """How a bin pools its samples: the attribute `mode`; ROIAlignRotated, which has none, averages."""
+        return self.attrs.mode if isinstance(self.attrs, ROIAlign3Attrs) else "avg"
 
     def compute(self, data: np.ndarray, rois: np.ndarray, batch_indices: np.ndarray) -> np.ndarray:
         etype = ElementType.from_dtype(data.dtype)
@@ -297,11 +314,11 @@ class ROIAlignBase(Op):
         return from_compute(np.ascontiguousarray(out), etype)
 
 
-def aligned_boxes(op: Op, rois: np.ndarray, mode: str) -> tuple[np.ndarray, ...]:
+def aligned_boxes(spatial_scale: float, rois: np.ndarray, mode: str) -> tuple[np.ndarray, ...]:
     """ROIAlign's boxes under an aligned_mode: the corners mapped to the feature map, and the
     width and height (widened to 1 under `asymmetric` only)."""
     work = rois.dtype
-    scale = as_work_scale(op.attrs.spatial_scale, work)
+    scale = as_work_scale(spatial_scale, work)
     src = work.type(0.5) if mode == "half_pixel" else work.type(0)
     dst = work.type(-0.5) if mode != "asymmetric" else work.type(0)
     with np.errstate(invalid="ignore", over="ignore"):
@@ -314,11 +331,7 @@ def aligned_boxes(op: Op, rois: np.ndarray, mode: str) -> tuple[np.ndarray, ...]
     return x1, y1, width, height
 
 
-class ROIAlign3Attrs(OpAttrs):
-    pooled_h: int
-    pooled_w: int
-    sampling_ratio: int
-    spatial_scale: float
+class ROIAlign3Attrs(SampledAttrs):
     mode: Annotated[Literal["avg", "max"], Lower]
 
 
@@ -332,7 +345,7 @@ class ROIAlign(ROIAlignBase):
     attrs: ROIAlign3Attrs
 
     def boxes(self, rois: np.ndarray) -> tuple[np.ndarray, ...]:
-        return aligned_boxes(self, rois, "asymmetric")
+        return aligned_boxes(self.attrs.spatial_scale, rois, "asymmetric")
 
 
 @register("ROIAlign", 9)
@@ -341,4 +354,4 @@ class ROIAlign9(ROIAlignBase):
     attrs: ROIAlign9Attrs
 
     def boxes(self, rois: np.ndarray) -> tuple[np.ndarray, ...]:
-        return aligned_boxes(self, rois, self.attrs.aligned_mode)
+        return aligned_boxes(self.attrs.spatial_scale, rois, self.attrs.aligned_mode)

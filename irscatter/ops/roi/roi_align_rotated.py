@@ -28,16 +28,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from irscatter.ops.base import IRBool, OpAttrs
+from irscatter.ops.base import IRBool
 from irscatter.ops.registry import register
-from irscatter.ops.roi.roi_align import ROIAlignBase, as_work_scale
+from irscatter.ops.roi.roi_align import ROIAlignBase, SampledAttrs, as_work_scale
 
 
-class ROIAlignRotatedAttrs(OpAttrs):
-    pooled_h: int
-    pooled_w: int
-    sampling_ratio: int
-    spatial_scale: float
+class ROIAlignRotatedAttrs(SampledAttrs):
     clockwise_mode: IRBool = False
 
 
@@ -46,9 +42,6 @@ class ROIAlignRotated(ROIAlignBase):
     Attrs = ROIAlignRotatedAttrs
     attrs: ROIAlignRotatedAttrs
     box = 5
-
-    def mode(self) -> str:
-        return "avg"
 
     def boxes(self, rois: np.ndarray) -> tuple[np.ndarray, ...]:
         work = rois.dtype

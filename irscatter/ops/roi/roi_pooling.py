@@ -45,19 +45,22 @@ from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension
 from irscatter.limits import check_allocation
-from irscatter.ops.base import Lower, Op, OpAttrs, TensorInfo
+from irscatter.ops.base import Lower, Op, TensorInfo
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.registry import register
-from irscatter.ops.roi.roi_align import as_work_scale, check_attributes_positive, check_data_and_rois, output_shape
+from irscatter.ops.roi.roi_align import (
+    PooledAttrs,
+    as_work_scale,
+    check_attributes_positive,
+    check_data_and_rois,
+    output_shape,
+)
 
 _CHUNK = 2**21  # values gathered at once for the max windows
 _COORD_LIMIT = float(2**40)  # corners saturate here: far outside any feature map, and exact in f64
 
 
-class ROIPoolingAttrs(OpAttrs):
-    pooled_h: int
-    pooled_w: int
-    spatial_scale: float
+class ROIPoolingAttrs(PooledAttrs):
     method: Annotated[Literal["max", "bilinear"], Lower] = "max"
 
 
@@ -84,14 +87,13 @@ def _bins(start: np.ndarray, size: np.ndarray, pooled: int, limit: int, work: np
     return np.clip(lo, 0, limit), np.clip(hi, 0, limit)
 
 
-def _window_max(values: np.ndarray, lo: np.ndarray, hi: np.ndarray, axis_len: int,
-                pick: tuple) -> np.ndarray:
-    """Max over windows [lo, hi) (at least one element each) of the last axis of the values
-    chosen by `pick(index)`; `lo`, `hi` are [G, B]; NaN propagates."""
+def _window_max(values: np.ndarray, rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, axis_len: int) -> np.ndarray:
+    """Max over windows [lo, hi) (at least one element each) of the last axis of
+    `values[rows[g], :, :, index]`; `lo`, `hi` are [G, B]; NaN propagates."""
     width = int((hi - lo).max()) if lo.size else 0
     idx = lo[:, :, None] + np.arange(max(width, 1))
     valid = idx < hi[:, :, None]
-    gathered = pick(np.minimum(idx, max(axis_len - 1, 0)))  # [G, B, K, ...]
+    gathered = values[rows[:, None, None], :, :, np.minimum(idx, max(axis_len - 1, 0))]  # [G, B, K, ...]
     mask = valid.reshape(valid.shape + (1,) * (gathered.ndim - 3))
     return np.where(mask, gathered, -np.inf).max(axis=2)
 
@@ -107,7 +109,7 @@ class ROIPooling(Op):
         a = self.attrs
         check_attributes_positive(self, a.pooled_h, a.pooled_w, a.spatial_scale, allow_zero_pooled=True)
         count = rois.shape[0] if rois.shape.rank_is_static else Dimension.dynamic()
-        return TensorInfo(etype, output_shape(self, data, count, etype))
+        return TensorInfo(etype, output_shape(self.attrs, data, count, etype))
 
     def compute(self, data: np.ndarray, rois: np.ndarray) -> np.ndarray:
         etype = ElementType.from_dtype(data.dtype)
@@ -155,12 +157,9 @@ class ROIPooling(Op):
             g = slice(s, s + step)
             b = batch[g]
             # columns: data[b, :, :, cols] -> [G, pw, K, C, H], max over K -> [G, pw, C, H]
-            cols = _window_max(data, w0[g], w1[g], W,
-                               lambda idx, b=b: data[b[:, None, None], :, :, idx])
+            cols = _window_max(data, b, w0[g], w1[g], W)
             # rows: cols[g, :, :, rows] -> [G, ph, K, pw, C], max over K -> [G, ph, pw, C]
-            n = np.arange(cols.shape[0])
-            best = _window_max(cols, h0[g], h1[g], H,
-                               lambda idx, n=n, cols=cols: cols[n[:, None, None], :, :, idx])
+            best = _window_max(cols, np.arange(cols.shape[0]), h0[g], h1[g], H)
             best = np.where(empty[g][..., None], work.type(0), best)
             out[g] = best.transpose(0, 3, 1, 2)
         return out
