@@ -106,7 +106,7 @@ def instantiate(layer: Layer, file: str | None = None) -> Op:
 def _resolve(type_name: str, opset: str) -> Resolution:
     answer = opsets.lookup(type_name, opset)
     if answer.official:
-        if answer.version is None:
+        if answer.version is None or answer.canonical is None:  # the tables set both or neither
             return Resolution(None, answer.label, answer.message)
         spelt = "Const" if answer.canonical == "Constant" else answer.canonical
         official = f"{answer.canonical}-{answer.version}"

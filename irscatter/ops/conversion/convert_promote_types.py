@@ -120,9 +120,9 @@ class ConvertPromoteTypes(Op):
             raise ValidationError(e.message, label=e.label, port=self.port("input_1")) from None
 
     def compute(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        types = tuple(t if t is not E.dynamic else E.from_dtype(x.dtype) for t, x in zip(self.types, (a, b)))
+        type_a, type_b = (t if t is not E.dynamic else E.from_dtype(x.dtype) for t, x in zip(self.types, (a, b)))
         common = self.common
         if common is E.dynamic:
-            common = self._common(*types, a.ndim, b.ndim)
-        outs = tuple(convert_array(x, t, common) for x, t in zip((a, b), types))
-        return tuple(o.copy() if o is x else o for o, x in zip(outs, (a, b)))
+            common = self._common(type_a, type_b, a.ndim, b.ndim)
+        out_a, out_b = (convert_array(x, t, common) for x, t in ((a, type_a), (b, type_b)))
+        return (out_a.copy() if out_a is a else out_a), (out_b.copy() if out_b is b else out_b)

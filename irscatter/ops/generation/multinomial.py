@@ -37,7 +37,7 @@ from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import PartialShape
 from irscatter.limits import check_inferred
-from irscatter.ops.base import ElementTypeAttr, IRBool, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.base import ElementTypeAttr, IRBool, Op, OpAttrs, TensorInfo, check, fail
 from irscatter.ops.common.numeric import compute_dtype
 from irscatter.ops.common.ranges import SMALL_COUNT, Bounds, extent, lengths_within
 from irscatter.ops.common.types import arithmetic_float, check_integral
@@ -113,7 +113,7 @@ class Multinomial(Op):
             return
         if at_runtime:
             raise ExecutionError(problem, port=self.port("num_samples"), label="num-samples-value")
-        check(False, "num-samples-value", problem, port=self.port("num_samples"))
+        fail("num-samples-value", problem, port=self.port("num_samples"))
 
     def compute(self, probs: np.ndarray, num_samples: np.ndarray) -> np.ndarray:
         a = self.attrs
@@ -175,7 +175,7 @@ def _without_replacement(cdf: np.ndarray, draws: np.ndarray) -> np.ndarray:
     with np.errstate(all="ignore"):
         for j in range(draws.shape[1]):
             hit = cdf >= draws[:, j:j + 1]
-            found = hit.any(axis=1)
+            found = np.asarray(hit.any(axis=1))  # an array for any batch, as the stubs cannot tell
             k = hit.argmax(axis=1)
             out[:, j] = np.where(found, k, 0)
             previous = np.where(k > 0, cdf[rows, np.maximum(k - 1, 0)], 0).astype(cdf.dtype)

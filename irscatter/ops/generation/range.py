@@ -25,7 +25,7 @@ from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import PartialShape
 from irscatter.limits import check_allocation
-from irscatter.ops.base import ElementTypeAttr, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.base import ElementTypeAttr, Op, OpAttrs, TensorInfo, check, fail
 from irscatter.ops.common.numeric import compute_dtype, convert_array, from_compute
 from irscatter.ops.common.ranges import Bounds
 from irscatter.ops.common.types import same_element_type
@@ -89,11 +89,11 @@ class RangeBase(Op):
 
     def length(self, start: TensorInfo, stop: TensorInfo, step: TensorInfo, etype: ElementType) -> PartialShape:
         if all(i.value is not None for i in (start, stop, step)):
-            bounds = [float(np.asarray(i.value).reshape(-1)[0]) for i in (start, stop, step)]
+            first, last, stride = (float(np.asarray(i.value).reshape(-1)[0]) for i in (start, stop, step))
             try:
-                count = self.count(*bounds, etype)
+                count = self.count(first, last, stride, etype)
             except ValueError as e:
-                check(False, "range-step", str(e), port=self.port("step"))
+                fail("range-step", str(e), port=self.port("step"))
             return PartialShape.of([count])
         return PartialShape.of([-1])
 
@@ -172,6 +172,7 @@ class Range(RangeBase):
 
     def compute(self, start: np.ndarray, stop: np.ndarray, step: np.ndarray) -> np.ndarray:
         try:
-            return range_values(*(float(np.asarray(v).reshape(-1)[0]) for v in (start, stop, step)), self.attrs.output_type)
+            first, last, stride = (float(np.asarray(v).reshape(-1)[0]) for v in (start, stop, step))
+            return range_values(first, last, stride, self.attrs.output_type)
         except ValueError as e:
             raise ExecutionError(str(e), port=self.port("step"), label="range-step") from None

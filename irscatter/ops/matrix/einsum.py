@@ -25,7 +25,7 @@ import numpy as np
 from irscatter.ir.broadcast import BroadcastError, broadcast_numpy
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
-from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
+from irscatter.ops.base import Op, OpAttrs, TensorInfo, check, fail
 from irscatter.ops.common.numeric import compute_dtype, convert_array, from_compute
 from irscatter.ops.registry import register
 
@@ -73,7 +73,7 @@ def _merge(a: Dimension, b: Dimension, label: str, port: str) -> Dimension:
     try:
         return broadcast_numpy(PartialShape.of([a]), PartialShape.of([b])).ranked_dims[0]
     except BroadcastError:
-        check(False, "einsum-dims", f"dimensions {a} and {b} labelled {label!r} neither match nor broadcast",
+        fail("einsum-dims", f"dimensions {a} and {b} labelled {label!r} neither match nor broadcast",
               port=port)
 
 
@@ -129,7 +129,7 @@ class Einsum(Op):
                     try:
                         ellipsis = part if ellipsis is None else broadcast_numpy(ellipsis, part)
                     except BroadcastError as e:
-                        check(False, "einsum-dims", f"the dimensions the ellipses cover do not broadcast: {e}",
+                        fail("einsum-dims", f"the dimensions the ellipses cover do not broadcast: {e}",
                               port=f"input {k}")
                     continue
                 d = dims[position]
@@ -143,13 +143,13 @@ class Einsum(Op):
                 sizes[c] = d if c not in sizes else _merge(sizes[c], d, c, f"input {k}")
         if dynamic and ELLIPSIS in output:
             return TensorInfo(etype, PartialShape.dynamic_rank())
-        dims: list[Dimension] = []
+        out: list[Dimension] = []
         for c in output:
             if c == ELLIPSIS:
-                dims.extend(ellipsis.ranked_dims if ellipsis is not None else ())
+                out.extend(ellipsis.ranked_dims if ellipsis is not None else ())
             else:
-                dims.append(sizes[c])
-        return TensorInfo(etype, PartialShape.of(dims))
+                out.append(sizes[c])
+        return TensorInfo(etype, PartialShape.of(out))
 
     def compute(self, *operands: np.ndarray) -> np.ndarray:
         subscripts, output = parse_equation(self.attrs.equation)

@@ -29,7 +29,7 @@ import numpy as np
 from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
-from irscatter.ops.base import Op, TensorInfo, check
+from irscatter.ops.base import Op, TensorInfo, check, required
 from irscatter.ops.common.numeric import compute_dtype, convert_array, from_compute
 from irscatter.ops.common.types import arithmetic_float, same_element_type
 from irscatter.ops.registry import register
@@ -86,9 +86,9 @@ class GroupedMatMul(Op):
             check(a[2].compatible(b[1]), "grouped-matmul-inner",
                   f"the inner dimensions must match: {a[2]} (mat_a) and {b[1]} (mat_b)", port=self.port("mat_b"))
             return TensorInfo(etype, PartialShape.of((a[0] if a[0].is_static else b[0], a[1], b[2])))
-        check(offsets is not None, "grouped-matmul-offsets",
-              f"the 2-D x {len(b)}-D form needs offsets", port=self.port("mat_a"))
-        groups = offsets.shape.dims[0] if offsets.shape.rank_is_static else Dimension.dynamic()
+        offsets = required(offsets, "grouped-matmul-offsets", f"the 2-D x {len(b)}-D form needs offsets",
+                           port=self.port("mat_a"))
+        groups = offsets.shape[0] if offsets.shape.rank_is_static else Dimension.dynamic()
         tokens = a[0] if form == (2, 3) else a[1]
         if offsets.value is not None and tokens.is_static:
             problem = offsets_problem(offsets.value, int(tokens))

@@ -42,7 +42,7 @@ from irscatter.ir.broadcast import BroadcastError, broadcast_numpy
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import PartialShape
 from irscatter.limits import tensor_size_problem
-from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check, fail
 from irscatter.ops.common.many_axes import broadcast_shape
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.common.types import check_float, same_element_type
@@ -57,7 +57,7 @@ def _broadcast(a: PartialShape, b: PartialShape, label: str, what: str, port: st
     try:
         return broadcast_numpy(a, b)
     except BroadcastError as e:
-        check(False, label, f"{what}: {e}", port=port)
+        fail(label, f"{what}: {e}", port=port)
 
 
 @register("ScaledDotProductAttention", 13)

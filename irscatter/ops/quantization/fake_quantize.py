@@ -36,7 +36,7 @@ from pydantic import Field
 
 from irscatter.ir.broadcast import BroadcastError, broadcast
 from irscatter.ir.element_types import ElementType
-from irscatter.ops.base import Lower, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.base import Lower, Op, OpAttrs, TensorInfo, check, fail
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.common.types import check_float, same_element_type
 from irscatter.ops.registry import register
@@ -83,7 +83,7 @@ class FakeQuantize(Op):
             try:
                 merged = broadcast(self.attrs.auto_broadcast, x.shape, r.shape)
             except BroadcastError as e:
-                check(False, "broadcast", f"{name} {r.shape} does not broadcast with X {x.shape}: {e}",
+                fail("broadcast", f"{name} {r.shape} does not broadcast with X {x.shape}: {e}",
                       port=self.port(name))
             if merged.rank_is_static and x.shape.rank_is_static:
                 check(merged.rank == x.shape.rank and all(
@@ -95,5 +95,5 @@ class FakeQuantize(Op):
     def compute(self, x: np.ndarray, *ranges: np.ndarray) -> np.ndarray:
         etype = ElementType.from_dtype(x.dtype)
         work = compute_dtype(etype)
-        args = [a.astype(work, copy=False) for a in (x, *ranges)]
-        return from_compute(fake_quantize(*args, self.attrs.levels), etype)
+        data, in_low, in_high, out_low, out_high = (a.astype(work, copy=False) for a in (x, *ranges))
+        return from_compute(fake_quantize(data, in_low, in_high, out_low, out_high, self.attrs.levels), etype)
