@@ -25,7 +25,7 @@ heads (one, the selection heads, or all query heads) maps head h to `h // (H / d
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,12 +41,12 @@ Expected = int | Dimension | None  # a dimension an input must have (None: any)
 INDEX_TYPES = (ElementType.i32, ElementType.i64, ElementType.dynamic)  # the pages' T_IND (dynamic waits)
 
 
-def expect(info: TensorInfo, dims: list[Expected], name: str, *, label: str, port: str) -> None:
+def expect(info: TensorInfo | None, dims: Sequence[Expected], name: str, *, label: str, port: str) -> None:
     """An input of rank len(dims) whose dimensions fit `dims`, refused under `label` otherwise;
-    a dynamic rank or dimension waits for the run."""
-    shape = info.shape
-    if not shape.rank_is_static:
+    a dynamic rank or dimension waits for the run, and an input left out has nothing to check."""
+    if info is None or not info.shape.rank_is_static:
         return
+    shape = info.shape
     check(shape.rank == len(dims), label, f"{name} must have rank {len(dims)}, found shape {shape}", port=port)
     for axis, want in enumerate(dims):
         if want is None:
@@ -86,7 +86,7 @@ class Dims:
     value_size: Dimension
 
 
-def attention_dims(op: Op, infos: dict[str, TensorInfo | None], *, label: str,
+def attention_dims(op: Op, infos: Mapping[str, TensorInfo | None], *, label: str,
                    lengths: tuple[Dimension, ...] = ()) -> Dims:
     """Query, key and value (in `infos`, beside the op's other inputs, which share the batch)
     checked against each other under `label`; `lengths` are other inputs' views of L."""
@@ -140,7 +140,7 @@ def shapes_of(arrays: tuple[np.ndarray, ...]) -> tuple[TensorInfo, ...]:
 def scale_factor(scale: np.ndarray | None, head_size: int, work: np.dtype) -> np.generic:
     """The logits' factor: the `scale` input, else 1 / sqrt(E) (inf for E = 0, as for SDPA)."""
     if scale is not None:
-        return scale.astype(work).reshape(())[()]
+        return scale.astype(work).reshape(-1)[0]
     with np.errstate(divide="ignore"):
         return work.type(1) / np.sqrt(work.type(head_size))
 

@@ -28,7 +28,7 @@ import numpy as np
 
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
-from irscatter.ops.base import Op, TensorInfo, check
+from irscatter.ops.base import Op, TensorInfo, check, required
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.common.types import arithmetic_float, same_element_type
 
@@ -100,6 +100,10 @@ def _scale(d: Dimension, num: int, den: int) -> Dimension | None:
     return None if hi is not None and lo > hi else Dimension(min=lo, max=hi)
 
 
+def _doubled(d: Dimension) -> Dimension:
+    return Dimension(min=d.min * 2, max=None if d.max is None else d.max * 2)
+
+
 def nhwc(op: Op, info: TensorInfo, name: str, channels: int) -> list[Dimension]:
     """The four dims of an NHWC input whose C must be `channels` (dynamic dims for a dynamic rank)."""
     if not info.shape.rank_is_static:
@@ -124,22 +128,19 @@ def yuv_output_shape(op: Op, planes: list[TensorInfo], names: tuple[str, ...], u
     """The (N, H, W, 3) image of a single NV12/I420 plane or of its Y and chroma planes."""
     y = nhwc(op, planes[0], names[0], 1)
     if len(planes) == 1:
-        height = _scale(y[H], 2, 3)
-        check(height is not None, "image-height",
-              f"a single-plane image's height must be 3/2 of the image height, {y[H]} is not divisible by 3",
-              port=op.port(names[0]))
+        height = required(_scale(y[H], 2, 3), "image-height",
+                          f"a single-plane image's height must be 3/2 of the image height, {y[H]} is not divisible "
+                          f"by 3", port=op.port(names[0]))
         out = [y[N], height, y[W]]
     else:
         out = y[:3]
         for info, name in zip(planes[1:], names[1:]):
             uv = nhwc(op, info, name, uv_channels)
             for axis, what in ((N, "batch"), (H, "height"), (W, "width")):
-                want = uv[axis] if axis == N else _scale(uv[axis], 2, 1)
-                merged = _merge(out[axis], want)
-                check(merged is not None, "image-planes",
-                      f"the {what} of {name} ({uv[axis]}) does not fit the Y plane's ({y[axis]}): the chroma planes "
-                      f"are half the image's height and width", port=op.port(name))
-                out[axis] = merged
+                want = uv[axis] if axis == N else _doubled(uv[axis])
+                out[axis] = required(_merge(out[axis], want), "image-planes",
+                                     f"the {what} of {name} ({uv[axis]}) does not fit the Y plane's ({y[axis]}): the "
+                                     f"chroma planes are half the image's height and width", port=op.port(name))
     dims = out + [Dimension.static(3)]
     check_even(op, dims, names[0])
     return PartialShape.of(dims)
@@ -157,9 +158,10 @@ def nv12_planes(y: np.ndarray, uv: np.ndarray | None) -> tuple[np.ndarray, np.nd
     return y[..., 0], uv[..., 0], uv[..., 1]
 
 
-def i420_planes(y: np.ndarray, u: np.ndarray | None, v: np.ndarray | None):
+def i420_planes(y: np.ndarray, u: np.ndarray | None,
+                v: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Y (N, H, W) and U, V (N, H/2, W/2) of an I420 frame, one plane or three."""
-    if u is None:
+    if u is None or v is None:  # one plane: inference refuses two
         n, height, width = y.shape[0], y.shape[1] * 2 // 3, y.shape[2]
         chroma = y[:, height:, :, 0].reshape(n, 2, height // 2, width // 2)
         return y[:, :height, :, 0], chroma[:, 0], chroma[:, 1]

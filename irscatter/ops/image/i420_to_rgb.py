@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from irscatter.ir.element_types import ElementType
-from irscatter.ops.base import Op, TensorInfo, check
+from irscatter.ops.base import Op, TensorInfo, required
 from irscatter.ops.image.core import i420_planes, merge_types, yuv_output_shape, yuv_to_rgb
 from irscatter.ops.registry import register
 
@@ -23,9 +23,10 @@ class I420toRGB(Op):
     bgr = False
 
     def infer(self, y: TensorInfo, u: TensorInfo | None = None, v: TensorInfo | None = None) -> TensorInfo:
-        check(v is not None or u is None, "input-count",
-              f"{self.type_name} takes one plane or three (Y, U and V), the layer has 2 inputs")
-        planes = [y] if u is None else [y, u, v]
+        planes = [y]
+        if u is not None:
+            planes += [u, required(v, "input-count",
+                                   f"{self.type_name} takes one plane or three (Y, U and V), the layer has 2 inputs")]
         etype = merge_types(self, planes, self.inputs)
         return TensorInfo(etype, yuv_output_shape(self, planes, self.inputs, 1))
 

@@ -27,7 +27,7 @@ import numpy as np
 from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
-from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check, required
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.common.types import check_float, same_element_type
 from irscatter.ops.registry import register
@@ -104,11 +104,11 @@ class CTCGreedyDecoder(Op):
         if sequence_mask.shape.rank_is_static:
             check(sequence_mask.shape.rank == 2, "ctc-shape",
                   f"sequence_mask must be [T, N], found shape {sequence_mask.shape}", port=self.port("sequence_mask"))
-            merged = merge_dims(time, sequence_mask.shape[0]), merge_dims(batch, sequence_mask.shape[1])
-            check(None not in merged, "ctc-shape",
-                  f"sequence_mask {sequence_mask.shape} must be [T, N] of data {data.shape}",
-                  port=self.port("sequence_mask"))
-            time, batch = merged
+            message = f"sequence_mask {sequence_mask.shape} must be [T, N] of data {data.shape}"
+            time = required(merge_dims(time, sequence_mask.shape[0]), "ctc-shape", message,
+                            port=self.port("sequence_mask"))
+            batch = required(merge_dims(batch, sequence_mask.shape[1]), "ctc-shape", message,
+                             port=self.port("sequence_mask"))
         return TensorInfo(etype, PartialShape.of([batch, time, 1, 1]))
 
     def compute(self, data: np.ndarray, sequence_mask: np.ndarray) -> np.ndarray:

@@ -29,7 +29,7 @@ import numpy as np
 from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
-from irscatter.ops.base import IRBool, Lower, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.base import IRBool, Lower, Op, OpAttrs, TensorInfo, check, required
 from irscatter.ops.common.ranges import Bounds, extent, indices_within, lengths_within
 from irscatter.ops.common.types import check_float, same_element_type
 from irscatter.ops.registry import register
@@ -85,11 +85,9 @@ class CTCGreedyDecoderSeqLen(Op):
             check(sequence_length.shape.rank == 1, "ctc-shape",
                   f"sequence_length must be [N], found shape {sequence_length.shape}",
                   port=self.port("sequence_length"))
-            merged = merge_dims(batch, sequence_length.shape[0])
-            check(merged is not None, "ctc-shape",
-                  f"sequence_length {sequence_length.shape} must hold one length per batch of data {data.shape}",
-                  port=self.port("sequence_length"))
-            batch = merged
+            batch = required(merge_dims(batch, sequence_length.shape[0]), "ctc-shape",
+                             f"sequence_length {sequence_length.shape} must hold one length per batch of data "
+                             f"{data.shape}", port=self.port("sequence_length"))
         return (TensorInfo(ElementType[self.attrs.classes_index_type], PartialShape.of([batch, time])),
                 TensorInfo(ElementType[self.attrs.sequence_length_type], PartialShape.of([batch])))
 

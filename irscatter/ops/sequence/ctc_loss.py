@@ -41,7 +41,7 @@ import numpy as np
 
 from irscatter.errors import ExecutionError
 from irscatter.ir.shapes import Dimension, PartialShape
-from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check, required
 from irscatter.ops.common.ranges import Bounds, extent, indices_within
 from irscatter.ops.common.types import check_float, same_element_type
 from irscatter.ops.registry import register
@@ -129,15 +129,12 @@ class CTCLoss(Op):
             want = "[N, T]" if rank == 2 else "[N]"
             check(info.shape.rank == rank, "ctc-shape", f"{name} must be {want}, found shape {info.shape}",
                   port=self.port(name))
-            merged = merge_dims(batch, info.shape[0])
-            check(merged is not None, "ctc-shape",
-                  f"{name} {info.shape} must hold one entry per batch ({batch}) of logits", port=self.port(name))
-            batch = merged
+            batch = required(merge_dims(batch, info.shape[0]), "ctc-shape",
+                             f"{name} {info.shape} must hold one entry per batch ({batch}) of logits",
+                             port=self.port(name))
             if rank == 2:
-                merged = merge_dims(time, info.shape[1])
-                check(merged is not None, "ctc-shape",
-                      f"labels {info.shape} must hold T ({time}) labels per batch", port=self.port(name))
-                time = merged
+                time = required(merge_dims(time, info.shape[1]), "ctc-shape",
+                                f"labels {info.shape} must hold T ({time}) labels per batch", port=self.port(name))
         return TensorInfo(logits.etype, PartialShape.of([batch]))
 
     def compute(self, logits: np.ndarray, logit_length: np.ndarray, labels: np.ndarray, label_length: np.ndarray,

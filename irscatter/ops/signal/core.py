@@ -23,7 +23,7 @@ sums (numpy's pocketfft here); no two FFT implementations agree on them.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 import numpy as np
@@ -48,12 +48,12 @@ def _index_type(info: TensorInfo) -> bool:
     return info.etype is ElementType.dynamic or info.etype in INDEX_TYPES
 
 
-def run_inference(op: Op, *arrays: np.ndarray | None) -> TensorInfo:
-    """At run time: the op's inference on the actual inputs (the values of axes, sizes and
+def run_inference(infer: Callable[..., TensorInfo], *arrays: np.ndarray | None) -> TensorInfo:
+    """At run time: an op's inference (its bound `infer`, of one output) on the actual inputs (the values of axes, sizes and
     frames are known now), its refusals turned into execution errors with the same labels, and
     the output's size held to the tensor limits (it follows from input values)."""
     try:
-        info = op.infer(*(None if a is None else TensorInfo.of(a) for a in arrays))
+        info = infer(*(None if a is None else TensorInfo.of(a) for a in arrays))
     except ValidationError as e:
         raise ExecutionError(e.message, port=e.port, label=e.label) from None
     check_allocation(info.shape.to_tuple(), info.etype.dtype.itemsize)
@@ -215,9 +215,11 @@ class FourierBase(Op):
 
     def plan(self, data: np.ndarray, axes: np.ndarray, signal_size: np.ndarray | None):
         """The checked axes, the transform length of each, and the output shape."""
-        info = run_inference(self, data, axes, signal_size)
+        info = run_inference(self.infer, data, axes, signal_size)
         known = self.known_axes(TensorInfo.of(axes), data.ndim)
+        assert known is not None  # axes has a value here
         sizes = self.known_sizes(None if signal_size is None else TensorInfo.of(signal_size), len(known))
+        assert sizes is not None  # so has signal_size, when given
         lengths = [data.shape[a] if n == -1 else n for a, n in zip(known, sizes)]
         return known, lengths, info.shape.to_tuple()
 

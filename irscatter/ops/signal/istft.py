@@ -115,7 +115,7 @@ class ISTFT(Op):
 
     def compute(self, data: np.ndarray, window: np.ndarray, frame_size: np.ndarray, frame_step: np.ndarray,
                 signal_length: np.ndarray | None = None) -> np.ndarray:
-        shape = run_inference(self, data, window, frame_size, frame_step, signal_length).shape.to_tuple()
+        shape = run_inference(self.infer, data, window, frame_size, frame_step, signal_length).shape.to_tuple()
         etype = ElementType.from_dtype(data.dtype)
         size, step = scalar(frame_size), scalar(frame_step)
         spectra = as_complex(data).reshape(-1, *data.shape[-3:-1]).transpose(0, 2, 1)  # [rows, frames, bins]

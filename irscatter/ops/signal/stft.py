@@ -72,7 +72,7 @@ class STFT(Op):
 
     def compute(self, signal: np.ndarray, window: np.ndarray, frame_size: np.ndarray,
                 frame_step: np.ndarray) -> np.ndarray:
-        shape = run_inference(self, signal, window, frame_size, frame_step).shape.to_tuple()
+        shape = run_inference(self.infer, signal, window, frame_size, frame_step).shape.to_tuple()
         etype = ElementType.from_dtype(signal.dtype)
         if math.prod(shape) == 0:
             return np.zeros(shape, etype.dtype)
