@@ -82,7 +82,8 @@ class Loop(Iterating):
         _check_one(trip, _COUNTERS, "loop-trip-count", "the trip count", self.port("trip_count"))
         _check_one(condition, (ElementType.boolean,), "loop-condition", "the execution condition",
                    self.port("execution_condition"))
-        extra = {self.counter: self.counter_info} if self.counter is not None else {}
+        # counter and counter_info are set together
+        extra = {self.counter: self.counter_info} if self.counter is not None and self.counter_info is not None else {}
         results = self.infer_body((trip, condition, *inputs), extra)
         _check_one(results[self.condition], (ElementType.boolean,), "loop-condition", "the body's condition", None)
         everything = (trip, condition, *inputs)
@@ -110,8 +111,8 @@ class Loop(Iterating):
         if not bool(condition.reshape(-1)[0]):
             limit = 0
         first = {}
-        if self.counter is not None:
-            info = self.counter_info
+        info = self.counter_info
+        if self.counter is not None and info is not None:
             first[self.counter] = np.zeros(info.shape.to_tuple(), dtype=info.etype.dtype)
         return self.iterate((trip, condition, *rest), limit, first)
 

@@ -22,6 +22,7 @@ in the element type, where 8-bit sums wrap; the spec defines no rounding).
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import numpy as np
 from pydantic import Field
@@ -31,9 +32,9 @@ from irscatter.ops.base import IntList, IRBool, TensorInfo, check
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.pooling.core import (
     Axis,
+    FloorCeil,
     Pool,
     PoolAttrs,
-    TorchRounding,
     Windows,
     as_windows,
     check_pool_type,
@@ -115,7 +116,13 @@ def integer_means(data: np.ndarray, axes: list[Axis], count: np.ndarray) -> np.n
 
 
 class AvgPoolAttrs(PoolAttrs):
+    """AvgPool-14's attributes, and AvgPool-1's but for the rounding type ceil_torch."""
+
     exclude_pad: IRBool = Field(alias="exclude-pad")
+
+
+class AvgPool1Attrs(FloorCeil, AvgPoolAttrs):
+    pass
 
 
 @register("AvgPool", 1)
@@ -126,7 +133,7 @@ class AvgPool(Pool):
         "pool-pad-window": "with exclude-pad, a pad is as large as the kernel, so some window lies entirely in padding",
     }
 
-    Attrs = AvgPoolAttrs
+    Attrs: ClassVar[type[AvgPoolAttrs]] = AvgPool1Attrs
     attrs: AvgPoolAttrs
 
     def check_pads(self, span: int, begin: int, end: int, axis: int) -> None:
@@ -142,19 +149,14 @@ class AvgPool(Pool):
         return avg_pool(data, self.axes(data), self.attrs.exclude_pad)
 
 
-class AvgPool14Attrs(AvgPoolAttrs):
-    rounding_type: TorchRounding = "floor"
-
-
 @register("AvgPool", 14)
 class AvgPool14(AvgPool):
     """AvgPool-14: AvgPool-1 with the ceil_torch rounding."""
 
-    Attrs = AvgPool14Attrs
-    attrs: AvgPool14Attrs
+    Attrs = AvgPoolAttrs
 
 
-class AvgPool16Attrs(AvgPool14Attrs):
+class AvgPool16Attrs(AvgPoolAttrs):
     dilations: IntList = ()  # empty: 1 along every axis
 
 

@@ -47,14 +47,21 @@ TorchRounding = Annotated[Literal["floor", "ceil", "ceil_torch"], Lower]
 
 
 class PoolAttrs(OpAttrs):
-    """The attributes every MaxPool and AvgPool version has."""
+    """The attributes every MaxPool and AvgPool version has, with every rounding type the shared
+    code handles: the versions before -14, which lack ceil_torch, narrow it (FloorCeil)."""
 
     strides: IntList
     pads_begin: IntList
     pads_end: IntList
     kernel: IntList
-    rounding_type: Rounding = "floor"
+    rounding_type: TorchRounding = "floor"
     auto_pad: AutoPad = "explicit"
+
+
+class FloorCeil(PoolAttrs):
+    """The rounding types of the versions before -14, mixed into their schemas."""
+
+    rounding_type: Rounding = "floor"
 
 
 @dataclass(frozen=True)
@@ -286,7 +293,7 @@ def check_output_size(op: Op, data: TensorInfo, size: TensorInfo) -> PartialShap
     values = [int(v) for v in np.asarray(size.value).reshape(-1)]
     spatial = [data.shape[i] for i in range(2, rank)]
     check_sizes(op, values, [int(d) if d.is_static else None for d in spatial])
-    return PartialShape.of(list(data.shape.ranked_dims[:2]) + values)
+    return PartialShape.of([*data.shape.ranked_dims[:2], *values])
 
 
 def check_sizes(op: Op, values: list[int], spatial: list[int | None]) -> None:

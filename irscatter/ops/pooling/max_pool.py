@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 import numpy as np
 
@@ -38,9 +38,9 @@ from irscatter.ops.common.axes import normalized_axis
 from irscatter.ops.common.numeric import compute_dtype
 from irscatter.ops.pooling.core import (
     Axis,
+    FloorCeil,
     Pool,
     PoolAttrs,
-    TorchRounding,
     as_windows,
     check_pool_type,
     output_shape,
@@ -139,12 +139,15 @@ def _holds_negative_zero(array: np.ndarray) -> bool:
     return array.size > 0 and int(np.minimum.reduce(array.view(signed), axis=None)) == np.iinfo(signed).min
 
 
+class MaxPool1Attrs(FloorCeil):
+    pass
+
+
 @register("MaxPool", 1)
 class MaxPool(Pool):
     """MaxPool-1: the window maxima (no dilations, no indices output)."""
 
-    Attrs = PoolAttrs
-    attrs: PoolAttrs
+    Attrs = MaxPool1Attrs
 
     def infer(self, data: TensorInfo) -> TensorInfo:
         check_pool_type(self, data.etype, integers=True)
@@ -154,18 +157,24 @@ class MaxPool(Pool):
         return max_pool_values(data, self.axes(data))
 
 
-class MaxPool8Attrs(PoolAttrs):
+class IndexedPoolAttrs(PoolAttrs):
+    """MaxPool-14's attributes, and MaxPool-8's but for the rounding type ceil_torch."""
+
     dilations: IntList = ()  # empty: 1 along every axis
     index_element_type: IndexType = "i64"
     axis: int = 0
 
 
+class MaxPool8Attrs(FloorCeil, IndexedPoolAttrs):
+    pass
+
+
 @register("MaxPool", 8)
-class MaxPool8(MaxPool):
+class MaxPool8(Pool):
     """MaxPool-8: dilations, and the indices of the maxima as a second output."""
 
-    Attrs = MaxPool8Attrs
-    attrs: MaxPool8Attrs
+    Attrs: ClassVar[type[IndexedPoolAttrs]] = MaxPool8Attrs
+    attrs: IndexedPoolAttrs
     outputs = 2
     skips_unused_outputs = True
 
@@ -194,13 +203,8 @@ class MaxPool8(MaxPool):
         return values, index.astype(ElementType[self.attrs.index_element_type].dtype)
 
 
-class MaxPool14Attrs(MaxPool8Attrs):
-    rounding_type: TorchRounding = "floor"
-
-
 @register("MaxPool", 14)
 class MaxPool14(MaxPool8):
     """MaxPool-14: MaxPool-8 with the ceil_torch rounding."""
 
-    Attrs = MaxPool14Attrs
-    attrs: MaxPool14Attrs
+    Attrs = IndexedPoolAttrs
