@@ -32,6 +32,7 @@ from irscatter.ops.recurrent.core import (
     Activations,
     Recurrent,
     RecurrentAttrs,
+    SequenceAttrs,
     augru_step,
     finish,
     run_cell,
@@ -70,12 +71,12 @@ class AttentionalGRU(Recurrent):
                  ("activations_alpha", not a.activations_alpha and not a.activations_beta,
                   "activations_alpha and activations_beta must be empty"),
                  ("linear_before_reset", not a.linear_before_reset, "linear_before_reset must be false")]
-        if self.sequence:
+        if isinstance(a, SequenceAttrs):
             fixed.append(("direction", a.direction == "forward", f"direction must be forward, found {a.direction}"))
         for name, holds, message in fixed:
             check(holds, "augru-attributes", message, port=self.port(name))
 
-    def infer(self, *infos: TensorInfo) -> tuple[TensorInfo, ...]:
+    def infer(self, *infos: TensorInfo) -> TensorInfo | tuple[TensorInfo, ...]:
         outputs = super().infer(*infos[:-1])  # the recurrent rules for everything but A
         x, a = infos[0], infos[-1]
         same_element_type(x, a, "X and A must have the same element type", "same-element-type", self.port("A"))
@@ -102,4 +103,4 @@ class AUGRUCell(AttentionalGRU):
         etype, (x, h, w, r, b, a) = to_work([x, h, w, r, b, a])
         f, g = self.gate_functions()
         with np.errstate(all="ignore"):
-            return finish(etype, run_cell(augru_step(f, g), x, (h,), w, r, b, columns=a))
+            return finish(etype, run_cell(augru_step(f, g), x, (h,), w, r, b, columns=a))[0]

@@ -24,12 +24,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from irscatter.ops.base import IRBool
-from irscatter.ops.internal.augru_cell import DOMAIN, AttentionalGRU
+from irscatter.ops.internal.augru_cell import DOMAIN, AttentionalGRU, AUGRUCellAttrs
 from irscatter.ops.recurrent.core import (
-    Activations,
     Direction,
-    RecurrentAttrs,
+    SequenceAttrs,
     augru_step,
     finish,
     run_sequence,
@@ -39,11 +37,10 @@ from irscatter.ops.recurrent.core import (
 from irscatter.ops.registry import register
 
 
-class AUGRUSequenceAttrs(RecurrentAttrs):
-    activations: Activations = ("sigmoid", "tanh")
-    clip: float = 0.0
+class AUGRUSequenceAttrs(AUGRUCellAttrs, SequenceAttrs):
+    """AUGRUCell's attributes and the direction, which only forward may be."""
+
     direction: Direction = "forward"
-    linear_before_reset: IRBool = False
 
 
 @register("AUGRUSequence", 1, domain=DOMAIN)

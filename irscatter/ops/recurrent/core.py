@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal, overload
 
 import numpy as np
 from pydantic import BeforeValidator, Field
@@ -68,9 +68,20 @@ class RecurrentAttrs(OpAttrs):
     """The attributes every cell and sequence has; each op sets its own default activations."""
 
     hidden_size: HiddenSize
+    activations: Activations
     activations_alpha: FloatList = ()
     activations_beta: FloatList = ()
     clip: float = math.inf
+
+
+class SequenceAttrs(RecurrentAttrs):
+    """A sequence's: the attributes every cell has, and the direction it runs in."""
+
+    direction: Direction
+
+
+def _direction_text(attrs: RecurrentAttrs) -> str:
+    return f", direction {attrs.direction}" if isinstance(attrs, SequenceAttrs) else ""
 
 
 # --- activations and gates --------------------------------------------------------------------
@@ -271,7 +282,7 @@ class Recurrent(Op):
 
     def directions(self) -> int:
         """num_directions: a sequence's, from its `direction` (cells have no such attribute)."""
-        return 2 if self.sequence and self.attrs.direction == "bidirectional" else 1
+        return 2 if isinstance(self.attrs, SequenceAttrs) and self.attrs.direction == "bidirectional" else 1
 
     def gate_functions(self) -> list[Callable[[np.ndarray], np.ndarray]]:
         """The op's activations (checked to be enough), each clipped as the attribute says but
@@ -293,7 +304,7 @@ class Recurrent(Op):
             return lengths_within(extent(infos[0], 1))  # X is [batch, seq_length, input_size]
         return None
 
-    def infer(self, *infos: TensorInfo) -> tuple[TensorInfo, ...]:
+    def infer(self, *infos: TensorInfo) -> TensorInfo | tuple[TensorInfo, ...]:
         self.check_attributes()
         given = dict(zip(self.inputs, infos))
         lengths = given.pop("sequence_lengths", None)
@@ -333,7 +344,7 @@ class Recurrent(Op):
             if name in known:
                 check(known[name][axis].contains(size), "recurrent-shape",
                       f"{name} has shape {known[name]}: dimension {axis % known[name].rank} must be {size} "
-                      f"(hidden_size {hidden}{', direction ' + self.attrs.direction if self.sequence else ''})",
+                      f"(hidden_size {hidden}{_direction_text(self.attrs)})",
                       port=self.port(name))
         if not self.sequence:
             out = TensorInfo(etype, PartialShape.of([batch, hidden]))
@@ -344,15 +355,24 @@ class Recurrent(Op):
         return (y, *(state,) * self.states)
 
 
-def to_work(arrays: Sequence[np.ndarray | None]) -> tuple[ElementType, list[np.ndarray | None]]:
+@overload
+def to_work(arrays: Sequence[np.ndarray]) -> tuple[ElementType, list[np.ndarray]]: ...
+
+
+@overload
+def to_work(arrays: Sequence[np.ndarray | None]) -> tuple[ElementType, list[np.ndarray | None]]: ...
+
+
+def to_work(arrays: Sequence[np.ndarray | None]) -> tuple[ElementType, Sequence[np.ndarray | None]]:
     """The element type of the first array, and every array in its compute dtype (views where
     they already are: the kernels never write into them)."""
-    etype = ElementType.from_dtype(arrays[0].dtype)
+    first = arrays[0]
+    assert first is not None  # X, which no op leaves out
+    etype = ElementType.from_dtype(first.dtype)
     dtype = compute_dtype(etype)
     return etype, [None if a is None else np.asarray(a, dtype=dtype) for a in arrays]
 
 
-def finish(etype: ElementType, results: Sequence[np.ndarray]) -> np.ndarray | tuple[np.ndarray, ...]:
-    """The outputs rounded once to the element type (one array, or a tuple of several)."""
-    out = tuple(from_compute(np.asarray(v, dtype=compute_dtype(etype)), etype) for v in results)
-    return out if len(out) > 1 else out[0]
+def finish(etype: ElementType, results: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+    """The outputs rounded once to the element type (a cell of one output takes the first)."""
+    return tuple(from_compute(np.asarray(v, dtype=compute_dtype(etype)), etype) for v in results)

@@ -32,9 +32,8 @@ class GRUCell(Recurrent):
 
     def compute(self, x: np.ndarray, h: np.ndarray, w: np.ndarray, r: np.ndarray,
                 b: np.ndarray | None = None) -> np.ndarray:
-        etype, (x, h, w, r, b) = to_work([x, h, w, r, b])
-        if b is None:
-            b = np.zeros(self.bias_blocks() * h.shape[-1], dtype=x.dtype)
+        etype, (x, h, w, r) = to_work([x, h, w, r])
+        b = np.zeros(self.bias_blocks() * h.shape[-1], dtype=x.dtype) if b is None else np.asarray(b, dtype=x.dtype)
         f, g = self.gate_functions()
         with np.errstate(all="ignore"):
-            return finish(etype, run_cell(gru_step(f, g, self.attrs.linear_before_reset), x, (h,), w, r, b))
+            return finish(etype, run_cell(gru_step(f, g, self.attrs.linear_before_reset), x, (h,), w, r, b))[0]

@@ -13,7 +13,7 @@ from irscatter.ops.recurrent.core import (
     Activations,
     Direction,
     Recurrent,
-    RecurrentAttrs,
+    SequenceAttrs,
     finish,
     gru_step,
     run_sequence,
@@ -24,7 +24,7 @@ from irscatter.ops.recurrent.rnn_sequence import reverse_flags
 from irscatter.ops.registry import register
 
 
-class GRUSequenceAttrs(RecurrentAttrs):
+class GRUSequenceAttrs(SequenceAttrs):
     activations: Activations = ("sigmoid", "tanh")
     direction: Direction
     linear_before_reset: IRBool = False

@@ -14,7 +14,7 @@ only (the spec's order) and refuses the others, and so does irscatter. The share
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 import numpy as np
 
@@ -39,7 +39,7 @@ class LSTMCellAttrs(RecurrentAttrs):
 class LSTMCell4(Recurrent):
     Attrs = LSTMCellAttrs
     attrs: LSTMCellAttrs
-    inputs = ("X", "initial_hidden_state", "initial_cell_state", "W", "R", "B")
+    inputs: ClassVar[tuple[str, ...]] = ("X", "initial_hidden_state", "initial_cell_state", "W", "R", "B")
     optional_inputs = 1
     outputs = 2
     gates = 4

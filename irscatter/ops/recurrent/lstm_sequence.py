@@ -14,7 +14,7 @@ from irscatter.ops.recurrent.core import (
     Activations,
     Direction,
     Recurrent,
-    RecurrentAttrs,
+    SequenceAttrs,
     finish,
     lstm_step,
     run_sequence,
@@ -25,7 +25,7 @@ from irscatter.ops.recurrent.rnn_sequence import reverse_flags
 from irscatter.ops.registry import register
 
 
-class LSTMSequenceAttrs(RecurrentAttrs):
+class LSTMSequenceAttrs(SequenceAttrs):
     activations: Activations = ("sigmoid", "tanh", "tanh")
     direction: Direction
 

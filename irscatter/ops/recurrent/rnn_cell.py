@@ -27,4 +27,4 @@ class RNNCell(Recurrent):
         etype, (x, h, w, r, b) = to_work([x, h, w, r, b])
         (f,) = self.gate_functions()
         with np.errstate(all="ignore"):
-            return finish(etype, run_cell(rnn_step(f), x, (h,), w, r, b))
+            return finish(etype, run_cell(rnn_step(f), x, (h,), w, r, b))[0]

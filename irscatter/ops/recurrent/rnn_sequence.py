@@ -11,7 +11,7 @@ from irscatter.ops.recurrent.core import (
     Activations,
     Direction,
     Recurrent,
-    RecurrentAttrs,
+    SequenceAttrs,
     finish,
     rnn_step,
     run_sequence,
@@ -21,7 +21,7 @@ from irscatter.ops.recurrent.core import (
 from irscatter.ops.registry import register
 
 
-class RNNSequenceAttrs(RecurrentAttrs):
+class RNNSequenceAttrs(SequenceAttrs):
     activations: Activations = ("tanh",)
     direction: Direction
 
