@@ -140,12 +140,9 @@ class GridSample(Op):
                     res = dy * q1 + (one - dy) * q0
                 else:
                     cy, cx = _cubic(dy), _cubic(dx)
-                    res = 0
-                    for j in range(4):
-                        row = 0
-                        for i in range(4):
-                            row = row + cx[i].astype(work) * pixel(y0 - 1 + j, x0 - 1 + i)
-                        res = res + cy[j].astype(work) * row
+                    # summed from 0 in this order, row by row: each sum's rounding as the reference's
+                    rows = (sum(cx[i].astype(work) * pixel(y0 - 1 + j, x0 - 1 + i) for i in range(4)) for j in range(4))
+                    res = np.asarray(sum(cy[j].astype(work) * row for j, row in enumerate(rows)), dtype=work)
             res = np.asarray(res, dtype=work)
         res = np.where(bad[:, None], work.type(np.nan) if work.kind == "f" else 0, res)
         if etype.is_integral:

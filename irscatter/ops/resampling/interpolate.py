@@ -59,7 +59,7 @@ from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.limits import check_allocation
-from irscatter.ops.base import IntList, IRBool, Lower, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.base import IntList, IRBool, Lower, Op, OpAttrs, TensorInfo, check, fail
 from irscatter.ops.common.axes import int_values
 from irscatter.ops.common.numeric import compute_dtype, convert_array
 from irscatter.ops.common.padding import pad_constant
@@ -139,6 +139,7 @@ def resize(padded: np.ndarray, etype: ElementType, axes: list[int], out_sizes: l
             bound = core.apply_table(bound, a, idx, np.abs(w), work)
     if not integral:
         return convert_array(np.require(x, requirements="C"), ElementType.from_dtype(x.dtype), etype)
+    assert bound is not None  # an integral type has its bound
     with np.errstate(invalid="ignore"):
         x = _settle_weight_rounding(x, bound)
         x = core.round_half_away(x) if s.mode == "linear" else np.trunc(x)
@@ -180,6 +181,14 @@ def _pillow(x: np.ndarray, etype: ElementType, axes: list[int], out_sizes: list[
 # --- the shared shape rules ------------------------------------------------------------------------
 
 
+class InterpolateAttrs(OpAttrs):
+    """The attributes every version has, which InterpolateBase reads."""
+
+    antialias: IRBool = False
+    pads_begin: IntList = (0,)
+    pads_end: IntList = (0,)
+
+
 class InterpolateBase(Op):
     labels = {
         "interpolate-type": "the data is of an element type Interpolate does not compute",
@@ -194,6 +203,7 @@ class InterpolateBase(Op):
                             "linear_onnx on other axes than the spec's, the Pillow modes on other than 2 axes",
     }
 
+    attrs: InterpolateAttrs
     target_port = "sizes"  # the input the output sizes come from
 
     # -- what each version supplies
@@ -201,7 +211,7 @@ class InterpolateBase(Op):
         raise NotImplementedError
 
     def uses_scales(self) -> bool:
-        return self.attrs.shape_calculation_mode == "scales"
+        raise NotImplementedError
 
     def pads(self, rank: int) -> tuple[list[int], list[int]]:
         return fit_pads(self.attrs.pads_begin, rank), fit_pads(self.attrs.pads_end, rank)
@@ -297,7 +307,7 @@ class InterpolateBase(Op):
             return TensorInfo(data.etype, PartialShape.of([-1] * len(dims)))
         values = None if target.value is None else [float(v) for v in np.asarray(target.value).reshape(-1)]
         _, out, _, _ = self.plan(dims, values, None if axes is None else int_values(axes.value),
-                                 lambda label, message, port: check(False, label, message, port=port))
+                                 lambda label, message, port: fail(label, message, port=port))
         return TensorInfo(data.etype, PartialShape.of(out))
 
     def run(self, data: np.ndarray, target: np.ndarray, axes: np.ndarray | None) -> np.ndarray:
@@ -308,6 +318,7 @@ class InterpolateBase(Op):
                                                None if axes is None else int_values(axes), _refuse)
         except _Failure as e:
             raise ExecutionError(str(e), label=e.label, port=e.port) from None
+        assert scales is not None  # the target's values are known at run time
         begin, end = self.pads(data.ndim)
         padded = pad_constant(data, list(zip(begin, end)))
         padded = self.trim(padded, data.shape, axes_l)
@@ -317,23 +328,29 @@ class InterpolateBase(Op):
         return padded
 
 
-class Interpolate4Attrs(OpAttrs):
-    mode: Annotated[Literal["nearest", "linear", "linear_onnx", "cubic"], Lower]
+class Interpolate11Attrs(InterpolateAttrs):
+    mode: Annotated[Literal["nearest", "linear", "linear_onnx", "cubic", "bilinear_pillow", "bicubic_pillow"],
+                    Lower]
     shape_calculation_mode: ShapeMode
     coordinate_transformation_mode: CoordinateMode = "half_pixel"
     nearest_mode: NearestMode = "round_prefer_floor"
-    antialias: IRBool = False
-    pads_begin: IntList = (0,)
-    pads_end: IntList = (0,)
     cube_coeff: float = -0.75
 
 
-class Interpolate11Attrs(Interpolate4Attrs):
-    mode: Annotated[Literal["nearest", "linear", "linear_onnx", "cubic", "bilinear_pillow", "bicubic_pillow"],
-                    Lower]
+class Interpolate4Attrs(Interpolate11Attrs):
+    """Interpolate-11's attributes but for the Pillow modes, which it added."""
+
+    mode: Annotated[Literal["nearest", "linear", "linear_onnx", "cubic"], Lower]
 
 
 class _V4Settings:
+    """What Interpolate-4 and -11 read of their attributes."""
+
+    attrs: Interpolate11Attrs
+
+    def uses_scales(self) -> bool:
+        return self.attrs.shape_calculation_mode == "scales"
+
     def settings(self, rank: int, axes: list[int]) -> Settings:
         a = self.attrs
         return Settings(a.mode, a.coordinate_transformation_mode, a.nearest_mode, a.antialias, a.cube_coeff)
@@ -382,13 +399,10 @@ class Interpolate11(_V4Settings, InterpolateBase):
         return self.run(image, scales_or_sizes, axes)
 
 
-class Interpolate1Attrs(OpAttrs):
+class Interpolate1Attrs(InterpolateAttrs):
     axes: IntList
     mode: Annotated[Literal["nearest", "linear", "cubic", "area"], Lower]
     align_corners: IRBool = True
-    antialias: IRBool = False
-    pads_begin: IntList = (0,)
-    pads_end: IntList = (0,)
 
 
 @register("Interpolate", 1)
@@ -403,7 +417,7 @@ class Interpolate1(InterpolateBase):
 
     def settings(self, rank: int, axes: list[int]) -> Settings:
         a = self.attrs
-        mode = a.mode
+        mode: str = a.mode
         if mode == "linear":
             mode = "linear_onnx" if rank < 5 else "linear" if rank == 5 else "linear-rank"
         ctm = "asymmetric"
