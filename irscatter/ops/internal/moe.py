@@ -65,7 +65,7 @@ from pydantic import field_validator
 from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.activation.elementwise import gelu_erf, gelu_tanh
-from irscatter.ops.base import Lower, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.base import Lower, Op, OpAttrs, TensorInfo, check, required
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.common.ranges import Bounds, extent, indices_within
 from irscatter.ops.internal.gated_delta_net import same_float_type
@@ -130,11 +130,11 @@ class MOE(Op):
         return None
 
     def _roles(self, count: int) -> dict[str, int]:
-        found = roles(self.attrs.expert_type, count)
-        check(found is not None, "moe-inputs",
-              f"{self.attrs.expert_type} takes 6 or 7 inputs (with or without bias_1)" if self.attrs.expert_type == GEMM2
-              else f"{self.attrs.expert_type} takes 6 inputs (three weights) or the page's 9 with empty biases",
-              port=self.port("expert_type"))
+        found = required(roles(self.attrs.expert_type, count), "moe-inputs",
+                         f"{self.attrs.expert_type} takes 6 or 7 inputs (with or without bias_1)"
+                         if self.attrs.expert_type == GEMM2
+                         else f"{self.attrs.expert_type} takes 6 inputs (three weights) or the page's 9 with empty "
+                         "biases", port=self.port("expert_type"))
         if self.attrs.expert_type == GEMM2:
             check(self.attrs.expert_alpha >= 0, "moe-attribute",
                   f"expert_alpha {self.attrs.expert_alpha} bounds clamp(x, -alpha, alpha) and must not be negative",

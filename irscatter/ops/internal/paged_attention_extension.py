@@ -419,6 +419,7 @@ class PagedAttentionExtension(Op):
             problem = f"rotation_deltas name rows outside rotation_trig_lut's {lut.shape[0]}"
         if problem:
             raise ExecutionError(problem, label="pa-rotation", port=self.port("rotation_deltas"))
+        assert lut is not None  # a table of the wrong size is the first problem above
         rows = np.broadcast_to(deltas.reshape(rotated.size, -1), (rotated.size, geometry.block_size))
         half = size // 2
         cos = lut[rows, :half][:, None]  # [Nrot, 1, Bs, S/2], one row per slot

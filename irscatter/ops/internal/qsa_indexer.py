@@ -29,11 +29,13 @@ Choices where the page is open:
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
-from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
+from irscatter.ops.base import Op, OpAttrs, TensorInfo, check, required
 from irscatter.ops.internal.block_selection import agreed, block_keys, qsa_scores, query_chunks, rank_blocks
 from irscatter.ops.registry import register
 
@@ -67,7 +69,7 @@ class QSAChecks(Op):
                      "nor their number",
     }
 
-    Attrs = QSAAttrs
+    Attrs: ClassVar[type[QSAAttrs]] = QSAAttrs  # PagedQSAIndexer extends the schema
     attrs: QSAAttrs
     float_inputs: tuple[str, ...] = ()
     ranks: dict[str, int] = {}
@@ -100,9 +102,8 @@ class QSAChecks(Op):
         return etype
 
     def same(self, what: str, port: str, *dims: Dimension) -> Dimension:
-        merged = agreed(list(dims))
-        check(merged is not None, "qsa-shape", f"{what} differ: {', '.join(map(str, dims))}", port=self.port(port))
-        return merged
+        return required(agreed(list(dims)), "qsa-shape", f"{what} differ: {', '.join(map(str, dims))}",
+                        port=self.port(port))
 
     def equals(self, dim: Dimension, size: int, what: str, port: str) -> None:
         check(not dim.is_static or int(dim) == size, "qsa-shape", f"{what} must be {size}, found {dim}",

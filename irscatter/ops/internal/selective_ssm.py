@@ -81,8 +81,8 @@ class SelectiveSSM(Op):
                 state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         etype = ElementType.from_dtype(x.dtype)
         work = compute_dtype(etype)
-        out, final = selective_scan(*(v.astype(work, copy=False) for v in (a, dt, b, x, c)),
-                                    state.astype(work, copy=True))
+        a, dt, b, x, c = (v.astype(work, copy=False) for v in (a, dt, b, x, c))
+        out, final = selective_scan(a, dt, b, x, c, state.astype(work, copy=True))
         return from_compute(out, etype), from_compute(final, etype)
 
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
-from irscatter.ops.base import Lower, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.base import Lower, Op, OpAttrs, TensorInfo, check, required
 from irscatter.ops.common.numeric import compute_dtype
 from irscatter.ops.common.ranges import Bounds, extent
 from irscatter.ops.common.types import arithmetic_float
@@ -108,19 +108,18 @@ class SparseAttentionIndexer(Op):
               f"key_length must be i32 or i64, found {found}", port=self.port("key_length"))
 
     def _same(self, what: str, port: str, *dims: Dimension) -> Dimension:
-        merged = agreed(list(dims))
-        check(merged is not None, "sai-shape", f"{what} differ: {', '.join(map(str, dims))}", port=self.port(port))
-        return merged
+        return required(agreed(list(dims)), "sai-shape", f"{what} differ: {', '.join(map(str, dims))}",
+                        port=self.port(port))
 
     def _check_dims(self, given: dict[str, TensorInfo], query: PartialShape,
                     keys: PartialShape) -> tuple[Dimension, Dimension]:
-        weights = given["index_weights"].shape if "index_weights" in given else None
-        has_weights = weights is not None and weights.rank_is_static
+        given_weights = given.get("index_weights")
+        weights = given_weights.shape if given_weights is not None and given_weights.shape.rank_is_static else None
         batch = self._same("the batch dims of the inputs", "index_key_blocks", query[0], keys[0],
-                           *([weights[0]] if has_weights else []))
+                           *([weights[0]] if weights is not None else []))
         self._same("the head sizes of index_query and index_key_blocks", "index_key_blocks", query[3], keys[2])
         length, heads = query[2], query[1]
-        if has_weights:
+        if weights is not None:
             length = self._same("the query tokens of index_query and index_weights", "index_weights", length, weights[1])
             heads = self._same("the index heads of index_query and index_weights", "index_weights", heads, weights[2])
         hs = self.attrs.num_selection_heads

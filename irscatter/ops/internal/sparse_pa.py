@@ -107,7 +107,7 @@ class SparsePA(SelectedBlocks):
                                                                    "qb_start")))
         sequences = Dimension.static(int(splits) - 1) if splits.is_static and int(splits) > 0 else None
         kv, k_size, v_size = a.num_kv_heads, a.k_head_size, a.v_head_size
-        expected = {
+        expected: dict[str, list[sparse.Expected]] = {
             "query": [tokens, a.num_heads * k_size], "key": [tokens, kv * k_size], "value": [tokens, kv * v_size],
             "key_cache": [blocks, kv, a.block_size, k_size], "value_cache": [blocks, kv, a.block_size, v_size],
             "block_indices": [None], "block_indices_begins": [splits], "subsequence_begins": [splits],

@@ -186,7 +186,7 @@ class SparseSDPA(SelectedBlocks):
         batch = sparse.known(sparse.dim(q, 0), sparse.dim(k, 0), sparse.dim(v, 0))
         length, source = sparse.dim(q, 2), sparse.known(sparse.dim(k, 2), sparse.dim(v, 2))
         rows = sparse.ceil_blocks(length, a.q_block_size)
-        expected = {"query": [batch, a.num_heads, None, a.k_head_size], "key": [batch, a.num_kv_heads, source,
+        expected: dict[str, list[sparse.Expected]] = {"query": [batch, a.num_heads, None, a.k_head_size], "key": [batch, a.num_kv_heads, source,
                     a.k_head_size], "value": [batch, a.num_kv_heads, source, a.v_head_size],
                     "sel_indices": [batch, a.h_sel, rows, None], "sel_count": [batch, a.h_sel, rows]}
         for name, dims in expected.items():

@@ -114,6 +114,7 @@ def scan(state: np.ndarray, decay: np.ndarray, readout: np.ndarray, *, dtb: np.n
         now = state[:n]
         now *= decay[t, :n, :, None, None]
         if inflow is None:
+            assert product is not None and x is not None and dtb is not None  # the inflow as its factors
             added = np.multiply(x[t, :n, :, :, None], dtb[t, :n, :, None, :], out=product[:n])
         else:
             added = inflow[t, :n]
@@ -192,7 +193,7 @@ def plan(op: Op, named: dict[str, np.ndarray], tokens: int, rows: int, *, final_
     lanes = np.argsort(-length, kind="stable")
     lanes = lanes[length[lanes] > 0]
     reads, writes = [], []
-    for lane, s in enumerate(lanes.tolist()):
+    for position, s in enumerate(lanes.tolist()):
         slots = table[table_begins[s]:table_begins[s + 1]]
         steps = _write_steps(int(length[s]), int(processed[s]), int(interval[s]), final_when_uncached)
         if slots.size < steps.size + 1:
@@ -203,9 +204,9 @@ def plan(op: Op, named: dict[str, np.ndarray], tokens: int, rows: int, *, final_
             raise ExecutionError(f"sequence {s} uses rows {used.tolist()}, outside the table's {rows}",
                                  label=slots_label, port=op.port("la_block_indices"))
         reads.append(used[0])
-        writes += [(step, s, lane, row) for step, row in zip(steps.tolist(), used[1:].tolist())]
+        writes += [(step, s, position, row) for step, row in zip(steps.tolist(), used[1:].tolist())]
     writes.sort()  # by step, then sequence: the order in which a row written twice is overwritten
-    step, _, lane, row = (np.array(column, np.int64) for column in zip(*writes)) if writes else [np.zeros(0, np.int64)] * 4
+    step, _, lane, row = [np.array(column, np.int64) for column in zip(*writes)] if writes else [np.zeros(0, np.int64)] * 4
     return Plan(lanes, begins[lanes], length[lanes], np.array(reads, np.int64), step, lane, row)
 
 
