@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal, overload
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -41,7 +41,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
-from irscatter.ops.base import IntList, Lower, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.base import IntList, Lower, Op, OpAttrs, TensorInfo, check, fail
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.common.padding import pad_constant
 from irscatter.ops.common.types import same_element_type
@@ -50,6 +50,14 @@ from irscatter.ops.convolution.plans import Plan, plan_forward
 
 AUTO_PADS = ("explicit", "valid", "same_upper", "same_lower")
 Size = int | None  # a spatial size, None when unknown
+
+
+@overload
+def dilated(kernel: int, dilation: int) -> int: ...
+
+
+@overload
+def dilated(kernel: Size, dilation: int) -> Size: ...
 
 
 def dilated(kernel: Size, dilation: int) -> Size:
@@ -116,11 +124,12 @@ def forward_pads(auto_pad: str, in_dims: Sequence[Size], kernel: Sequence[Size],
         return (0,) * n, (0,) * n
     begin, end = [], []
     for i in range(n):
-        if in_dims[i] is None or kernel[i] is None:
+        size, taps = in_dims[i], kernel[i]
+        if size is None or taps is None:
             small = large = 0
         else:
-            out = -(-in_dims[i] // strides[i])
-            total = max(0, (out - 1) * strides[i] + dilated(kernel[i], dilations[i]) - in_dims[i])
+            out = -(-size // strides[i])
+            total = max(0, (out - 1) * strides[i] + dilated(taps, dilations[i]) - size)
             small, large = total // 2, total - total // 2
         begin.append(small if auto_pad == "same_upper" else large)
         end.append(large if auto_pad == "same_upper" else small)
@@ -134,14 +143,15 @@ def forward_output_dims(auto_pad: str, in_dims: Sequence[Size], kernel: Sequence
     0 or negative when the dilated kernel does not fit the padded input: see `check_window`."""
     out: list[Size] = []
     for i, s in enumerate(strides):
-        if in_dims[i] is None:
+        size, taps = in_dims[i], kernel[i]
+        if size is None:
             out.append(None)
         elif auto_pad in ("same_upper", "same_lower"):
-            out.append(-(-in_dims[i] // s))
-        elif kernel[i] is None:
+            out.append(-(-size // s))
+        elif taps is None:
             out.append(None)
         else:
-            out.append((in_dims[i] + begin[i] + end[i] - dilated(kernel[i], dilations[i])) // s + 1)
+            out.append((size + begin[i] + end[i] - dilated(taps, dilations[i])) // s + 1)
     return out
 
 
@@ -149,8 +159,9 @@ def check_window(op: Op, in_dims: Sequence[Size], kernel: Sequence[Size], dilati
                  begin: Sequence[int], end: Sequence[int], port_name: str = "data") -> None:
     """The dilated kernel fits in the padded input along every axis (both sizes known)."""
     for i, d in enumerate(dilations):
-        if in_dims[i] is not None and kernel[i] is not None:
-            padded, window = in_dims[i] + begin[i] + end[i], dilated(kernel[i], d)
+        size, taps = in_dims[i], kernel[i]
+        if size is not None and taps is not None:
+            padded, window = size + begin[i] + end[i], dilated(taps, d)
             check(0 < window <= padded, "conv-window",
                   f"spatial axis {i}: the dilated kernel ({window}) is larger than the padded input ({padded})",
                   port=op.port(port_name))
@@ -177,11 +188,12 @@ def backprop_pads(auto_pad: str, in_dims: Sequence[Size], kernel: Sequence[Size]
         return (0,) * n, (0,) * n
     begin, end = [], []
     for i in range(n):
-        if in_dims[i] is None or kernel[i] is None or output_shape[i] is None:
+        size, taps, wanted = in_dims[i], kernel[i], output_shape[i]
+        if size is None or taps is None or wanted is None:
             begin.append(0)
             end.append(0)
             continue
-        total = strides[i] * (in_dims[i] - 1) + dilated(kernel[i], dilations[i]) - output_shape[i] + output_padding[i]
+        total = strides[i] * (size - 1) + dilated(taps, dilations[i]) - wanted + output_padding[i]
         small = max(total, 0) // 2
         head = max(total, 0) - small if auto_pad == "same_upper" else small
         begin.append(head)
@@ -197,10 +209,11 @@ def backprop_output_dims(in_dims: Sequence[Size], kernel: Sequence[Size], stride
     when the pads crop everything; the caller checks)."""
     out: list[Size] = []
     for i, s in enumerate(strides):
-        if in_dims[i] is None or kernel[i] is None:
+        size, taps = in_dims[i], kernel[i]
+        if size is None or taps is None:
             out.append(None)
         else:
-            out.append(s * (in_dims[i] - 1) + dilated(kernel[i], dilations[i]) - begin[i] - end[i] + output_padding[i])
+            out.append(s * (size - 1) + dilated(taps, dilations[i]) - begin[i] - end[i] + output_padding[i])
     return out
 
 
@@ -285,7 +298,7 @@ class BackpropAttrs(OpAttrs):
     output_padding: IntList = ()
 
 
-def _spatial_count(op: Op, data: TensorInfo, filters: TensorInfo, filter_lead: int) -> int | None:
+def _spatial_count(op: ForwardConvolution | TransposedConvolution, data: TensorInfo, filters: TensorInfo, filter_lead: int) -> int | None:
     """How many spatial axes the layer has: from the data's rank, else the filters', else the
     attributes; the rank checks of both inputs."""
     check_spatial_rank(op, data, "data")
@@ -348,7 +361,7 @@ class ForwardConvolution(Op):
 
     Attrs = ConvolutionAttrs
     attrs: ConvolutionAttrs
-    inputs = ("data", "filters")
+    inputs: ClassVar[tuple[str, ...]] = ("data", "filters")  # ConvolutionBiased adds a bias
     grouped: bool = False
 
     def _geometry(self, in_dims: Sequence[Size], kernel: Sequence[Size]):
@@ -490,7 +503,7 @@ class TransposedConvolution(Op):
             message = f"output_shape {values} holds a negative size"
             if at_runtime:
                 raise ExecutionError(message, port=port, label="conv-output-shape")
-            check(False, "conv-output-shape", message, port=port)
+            fail("conv-output-shape", message, port=port)
         return values
 
     def compute(self, data: np.ndarray, filters: np.ndarray, output_shape: np.ndarray | None = None) -> np.ndarray:

@@ -44,7 +44,7 @@ it, and its reference then reads offsets past the end of the tensor.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field
@@ -96,7 +96,7 @@ class DeformableConvolution(Op):
 
     Attrs = DeformableConvolutionAttrs
     attrs: DeformableConvolutionAttrs
-    inputs = ("data", "offsets", "filters")
+    inputs: ClassVar[tuple[str, ...]] = ("data", "offsets", "filters")  # -8 adds a mask
 
     def sampling(self) -> str:
         return CLAMP_REFERENCE
@@ -239,6 +239,7 @@ def _bilinear(x: np.ndarray, height: int, width: int, pos_y: np.ndarray, pos_x: 
         with np.errstate(invalid="ignore", over="ignore"):
             term = np.where(inside & (weight != 0), picked * weight, zero)
             value = term if value is None else value + term
+    assert value is not None  # the sum of the four corners
     return np.where(valid, value, zero), valid
 
 

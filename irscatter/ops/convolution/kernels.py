@@ -104,7 +104,7 @@ class Im2col:
         self.taps = c * math.prod(kernel)
         self.filter_shape = (g, d, self.taps)
         self.direct = self.interior is None and all(k == 1 for k in kernel) and all(s == 1 for s in strides)
-        self.wide = None
+        self.wide: _Wide | None = None
         if not self.direct and len(out_dims) >= 2 and tuple(strides[-2:]) == (1, 1) and out_dims[-1] <= WIDE_ROWS:
             self._plan_wide(kernel, out_dims)
         # Elements of the view per sample and per position of the first output axis, and how

@@ -29,6 +29,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
+from functools import partial
+from typing import Generic, TypeVar
 
 import numpy as np
 
@@ -45,7 +47,10 @@ BAND_BLOCK = 1 << 18
 BLOCK_COLUMNS = 256
 
 
-class Plan:
+Prepared = TypeVar("Prepared")  # what a plan derives from the filters
+
+
+class Plan(Generic[Prepared]):
     """A formulation for one shape: `prepare(w)` derives what it needs from the filters (kept per
     Const by the op), `__call__(x, prepared)` computes. Its work (multiply-adds) goes in blocks,
     which the parts of a split share out (`_run`)."""
@@ -54,17 +59,17 @@ class Plan:
     work = 0
     blas = True  # whether the blocks call BLAS (and BLAS is held to one thread meanwhile)
 
-    def prepare(self, w: np.ndarray) -> np.ndarray:
-        return w
-
-    def __call__(self, x: np.ndarray, prepared: np.ndarray) -> np.ndarray:
+    def prepare(self, w: np.ndarray) -> Prepared:
         raise NotImplementedError
 
-    def _blocks(self, count: int) -> list[tuple[int, ...]]:
+    def __call__(self, x: np.ndarray, prepared: Prepared) -> np.ndarray:
+        raise NotImplementedError
+
+    def _blocks(self, count: int) -> Sequence[tuple[int, ...]]:
         """The blocks of the work when it goes in `count` parts (at least `count` where it can)."""
         raise NotImplementedError
 
-    def _run(self, block: Callable[..., None]) -> None:
+    def _run(self, block: Callable[..., object]) -> None:
         """Calls `block(*b)` for every block b, in parts under the current thread policy. The
         blocks of each part count are worked out once, so a shape always splits alike."""
         if self.work < threads.SPLIT_WORK:  # the common small layer: no split, no BLAS limit
@@ -84,15 +89,15 @@ class Plan:
                 for b in parts[0]:
                     block(*b)
                 return
-            threads.run([lambda blocks=blocks: _each(block, blocks) for blocks in parts])
+            threads.run([partial(_each, block, blocks) for blocks in parts])
 
 
-def _each(block: Callable[..., None], blocks: list[tuple[int, ...]]) -> None:
+def _each(block: Callable[..., object], blocks: Sequence[tuple[int, ...]]) -> None:
     for b in blocks:
         block(*b)
 
 
-class Pointwise(Plan):
+class Pointwise(Plan[np.ndarray]):
     name = "pointwise"
 
     def __init__(self, x_shape: Sequence[int], w_shape: Sequence[int]) -> None:
@@ -105,7 +110,7 @@ class Pointwise(Plan):
     def prepare(self, w: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(w.reshape(self.g, self.d, self.c))
 
-    def _blocks(self, count: int) -> list[tuple[int, ...]]:
+    def _blocks(self, count: int) -> Sequence[tuple[int, ...]]:
         """(first sample, end, first position, end): whole samples when there are enough."""
         if count > 1 and self.n < count:
             return [(0, self.n, lo, hi) for lo, hi in threads.spans(self.positions, count)]
@@ -118,7 +123,7 @@ class Pointwise(Plan):
         return out.reshape(self.out_shape)
 
 
-class Gathered(Plan):
+class Gathered(Plan[np.ndarray]):
     """The im2col formulation (`kernels.Im2col`) in blocks of samples and output rows; or, where
     the filters outweigh the patches (few positions, many channels: a network's last stages)
     or the groups' patches fit one block, the patches gathered once and the products split by
@@ -137,7 +142,7 @@ class Gathered(Plan):
     def prepare(self, w: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(w.reshape(self.im2col.filter_shape))
 
-    def _blocks(self, count: int) -> list[tuple[int, ...]]:
+    def _blocks(self, count: int) -> Sequence[tuple[int, ...]]:
         plan = self.im2col
         if self.by_channels:  # (first group, end, first output channel, end)
             g, d = plan.out_shape[1:3]
@@ -173,7 +178,7 @@ def padded_into(x: np.ndarray, begin: Sequence[int], target: np.ndarray) -> np.n
     return target
 
 
-class DepthwiseBanded(Plan):
+class DepthwiseBanded(Plan[tuple[np.ndarray, np.ndarray | None, np.ndarray]]):
     """One input channel per group and a wide kernel: along the last axis the convolution is a
     product with a banded matrix B [e, C_OUT * b] for each block of b consecutive outputs
     (B[j, (d, o)] = w[d, j - o * stride] on the band, zero elsewhere; e = the inputs a block
@@ -204,7 +209,7 @@ class DepthwiseBanded(Plan):
         self.depth = self.lead * self.span
         self.work = n * g * self.rows * self.count * self.depth * self.d * self.columns
 
-    def _blocks(self, count: int) -> list[tuple[int, ...]]:
+    def _blocks(self, count: int) -> Sequence[tuple[int, ...]]:
         """(first group, end), every sample at once: channels whose gathered rows fit in L2."""
         g = self.x_shape[1]
         per_channel = self.x_shape[0] * self.rows * self.count * self.depth

@@ -41,6 +41,8 @@ irscatter follows:
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
 from irscatter.errors import ExecutionError
@@ -94,7 +96,7 @@ def adaptive_keep(boxes: np.ndarray, threshold: float, eta: float, offset: float
 class MulticlassNms(Op):
     Attrs = MulticlassNmsAttrs
     attrs: MulticlassNmsAttrs
-    inputs = ("boxes", "scores")
+    inputs: ClassVar[tuple[str, ...]] = ("boxes", "scores")  # -9 adds roisnum
     outputs = 3
 
     def check_attrs(self) -> None:
@@ -117,22 +119,22 @@ class MulticlassNms(Op):
             check(ss.rank == want, "nms-scores-shape",
                   f"scores must be {'[num_batches, num_classes, num_boxes]' if shared else '[num_classes, num_boxes]'}"
                   f"{'' if shared else ' with roisnum'}, found {ss}", port=self.port("scores"))
-        if not shared:  # only -9 takes roisnum
+        if roisnum is not None:  # only -9 takes roisnum
             _check_roisnum(self, roisnum)
         if bs.rank_is_static and ss.rank_is_static:
             last = ss[2] if shared else ss[1]
             check(bs[0].compatible(ss[0]) and bs[1].compatible(last), "nms-scores-shape",
                   f"scores {ss} do not match boxes {bs}", port=self.port("scores"))
-        if shared:
+        if roisnum is None:
             images = bs[0] if bs.rank_is_static else Dimension.dynamic()
         else:
             images = roisnum.shape[0] if roisnum.shape.rank_is_static else Dimension.dynamic()
-        inputs = (boxes, scores) if shared else (boxes, scores, roisnum)
+        inputs = (boxes, scores) if roisnum is None else (boxes, scores, roisnum)
         if all(i.value is not None for i in inputs):
             out = self.compute(*(np.asarray(i.value) for i in inputs))
             return output_infos(etype, self.attrs, Dimension.static(len(out[0])), images)
         count = Dimension.dynamic()
-        if bs.rank_is_static and ss.rank_is_static and (shared or roisnum.shape.rank_is_static):
+        if bs.rank_is_static and ss.rank_is_static and (roisnum is None or roisnum.shape.rank_is_static):
             count = selected_bound(bs[1], ss[1] if shared else bs[0], images, self.attrs)
         return output_infos(etype, self.attrs, count, images)
 

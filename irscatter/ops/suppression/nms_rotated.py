@@ -159,7 +159,7 @@ class NMSRotated(Op):
     def infer(self, *infos: TensorInfo) -> tuple[TensorInfo, ...]:
         check_nms_inputs(self, list(infos), box_size=5, vector_ok=True)
         return dynamic_outputs(self, list(infos), ElementType[self.attrs.output_type], threshold_type(list(infos)),
-                               lambda: self.compute(*(i.value for i in infos)))
+                               lambda: self.compute(*(np.asarray(i.value) for i in infos)))  # all known here
 
     def compute(self, boxes: np.ndarray, scores: np.ndarray, max_output_boxes_per_class: np.ndarray,
                 iou_threshold: np.ndarray, score_threshold: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

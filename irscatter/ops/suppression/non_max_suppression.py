@@ -74,7 +74,7 @@ fails.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Annotated, Literal
 
 import numpy as np
@@ -270,7 +270,7 @@ def _step_end(order: np.ndarray, stale: np.ndarray, fresh: np.ndarray, unchanged
     return None, size
 
 
-def suppress(geometries: list[Geometry], scores: np.ndarray, limit: int, rule: Rule,
+def suppress(geometries: Sequence[Geometry], scores: np.ndarray, limit: int, rule: Rule,
              sort_descending: bool) -> tuple[np.ndarray, np.ndarray]:
     """All batches and classes: ([n, 3] int64 triplets, [n] f32 scores) in output order."""
     batches, classes, _ = scores.shape
@@ -319,30 +319,38 @@ def as_f32(array: np.ndarray) -> np.ndarray:
     return np.asarray(array).astype(F32)
 
 
-def check_nms_inputs(op: Op, infos: list[TensorInfo | None], *, box_size: int, vector_ok: bool) -> None:
+def boxes_and_scores(infos: Sequence[TensorInfo | None]) -> tuple[TensorInfo, TensorInfo]:
+    """The first two of an NMS layer's inputs, which no version leaves out (the arity check has
+    held the layer to them); the optional ones follow."""
+    boxes, scores = infos[0], infos[1]
+    assert boxes is not None and scores is not None
+    return boxes, scores
+
+
+def check_nms_inputs(op: Op, infos: Sequence[TensorInfo | None], *, box_size: int, vector_ok: bool) -> None:
     """The spec's constraints on boxes, scores and the optional scalars, shared by every
     NonMaxSuppression version and NMSRotated."""
-    boxes, scores = infos[0], infos[1]
+    boxes, scores = boxes_and_scores(infos)
     names = op.inputs
     for info, name in ((boxes, names[0]), (scores, names[1])):
         check(info.etype in NMS_FLOATS, "nms-type", f"{name} must be f32, f16 or bf16, found {info.etype}",
               port=op.port(name))
-    for info, name in zip(infos[2:], names[2:]):
-        if info is None:
+    for given, name in zip(infos[2:], names[2:]):
+        if given is None:
             continue
         if name == "max_output_boxes_per_class":
-            check(info.etype is ElementType.dynamic or info.etype.is_integral, "nms-type",
-                  f"{name} must be of an integer type, found {info.etype}", port=op.port(name))
+            check(given.etype is ElementType.dynamic or given.etype.is_integral, "nms-type",
+                  f"{name} must be of an integer type, found {given.etype}", port=op.port(name))
         else:
-            check(info.etype in NMS_FLOATS, "nms-type", f"{name} must be f32, f16 or bf16, found {info.etype}",
+            check(given.etype in NMS_FLOATS, "nms-type", f"{name} must be f32, f16 or bf16, found {given.etype}",
                   port=op.port(name))
-        if info.shape.rank_is_static:
-            dims = info.shape.ranked_dims
+        if given.shape.rank_is_static:
+            dims = given.shape.ranked_dims
             one = len(dims) == 0 or (vector_ok and len(dims) == 1 and dims[0].contains(1))
             check(one, "nms-scalar", f"{name} must be a scalar{' or a 1-element 1-D tensor' if vector_ok else ''}, "
-                  f"found shape {info.shape}", port=op.port(name))
-        if name == "max_output_boxes_per_class" and info.value is not None:
-            value = int(scalar_value(info.value, 0))
+                  f"found shape {given.shape}", port=op.port(name))
+        if name == "max_output_boxes_per_class" and given.value is not None:
+            value = int(scalar_value(given.value, 0))
             check(value >= 0, "nms-max-boxes", f"{name} is {value}, it must be >= 0", port=op.port(name))
     if boxes.shape.rank_is_static:
         check(boxes.shape.rank == 3, "nms-boxes-shape",
@@ -368,16 +376,16 @@ def selection_bound(boxes: TensorInfo, scores: TensorInfo, limit: int | None, *,
     batches = boxes.shape[0].max if boxes.shape[0].max is not None else scores.shape[0].max
     count = boxes.shape[1].max if boxes.shape[1].max is not None else scores.shape[2].max
     classes = scores.shape[1].max
-    if count is None or classes is None or (per_batch and batches is None):
+    if count is None or classes is None:
         return None
     if per_batch:
-        return (count if limit is None else min(count, limit)) * batches * classes
+        return None if batches is None else (count if limit is None else min(count, limit)) * batches * classes
     return count if limit is None else min(count, limit * classes)
 
 
-def known_values(infos: list[TensorInfo | None]) -> bool:
+def known_values(infos: Sequence[TensorInfo | None]) -> bool:
     present = [i for i in infos if i is not None]
-    return all(i.value is not None for i in present) and np.asarray(infos[0].value).size <= FOLD_LIMIT
+    return all(i.value is not None for i in present) and np.asarray(boxes_and_scores(infos)[0].value).size <= FOLD_LIMIT
 
 
 def known_limit(info: TensorInfo | None) -> int | None:
@@ -459,19 +467,19 @@ class NonMaxSuppression4(NonMaxSuppression3):
     per_batch_size = True
 
 
-def dynamic_outputs(op: Op, infos: list[TensorInfo | None], index: ElementType, score_type: ElementType,
+def dynamic_outputs(op: Op, infos: Sequence[TensorInfo | None], index: ElementType, score_type: ElementType,
                     run: Callable[[], tuple[np.ndarray, ...]]) -> tuple[TensorInfo, ...]:
     """The three outputs of -5, -9 and NMSRotated: exact when every input's value is known (and
     small), else [0..bound, 3] twice and [1]."""
     if known_values(infos):
         return tuple(TensorInfo.of(value, etype) for value, etype in zip(run(), (index, score_type, index)))
-    bound = selection_bound(infos[0], infos[1], known_limit(infos[2]), per_batch=True)
+    bound = selection_bound(*boxes_and_scores(infos), known_limit(infos[2]), per_batch=True)
     rows = Dimension(min=0, max=bound)
     return (TensorInfo(index, PartialShape.of([rows, 3])), TensorInfo(score_type, PartialShape.of([rows, 3])),
             TensorInfo(index, PartialShape.of([1])))
 
 
-def threshold_type(infos: list[TensorInfo | None]) -> ElementType:
+def threshold_type(infos: Sequence[TensorInfo | None]) -> ElementType:
     """T_THRESHOLDS: the type of the first threshold given (f32 when none is)."""
     return next((i.etype for i in infos[3:] if i is not None), ElementType.f32)
 
@@ -500,7 +508,7 @@ class NonMaxSuppression5(Op):
         check_nms_inputs(self, padded, box_size=4, vector_ok=True)
         index = ElementType[self.attrs.output_type]
         return dynamic_outputs(self, padded, index, threshold_type(padded),
-                               lambda: self.compute(*(i.value for i in infos)))
+                               lambda: self.compute(*(np.asarray(i.value) for i in infos)))  # all known here
 
     def compute(self, boxes: np.ndarray, scores: np.ndarray, max_output_boxes_per_class: np.ndarray | None = None,
                 iou_threshold: np.ndarray | None = None, score_threshold: np.ndarray | None = None,
