@@ -63,7 +63,7 @@ Choices where OpenVINO is silent or its two implementations differ:
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 import numpy as np
 
@@ -284,8 +284,9 @@ class DetectionOutput(Op):
         "detection-output-objectness": "a DetectionOutput's objectness_score is negative",
     }
 
-    Attrs = DetectionOutput1Attrs
-    attrs: DetectionOutput1Attrs
+    # -1's schema is -8's and num_classes; this class's code handles both.
+    Attrs: ClassVar[type[DetectionOutput8Attrs]] = DetectionOutput1Attrs
+    attrs: DetectionOutput8Attrs
     inputs = ("box_logits", "class_preds", "proposals", "aux_class_preds", "aux_box_preds")
     optional_inputs = 2
 
@@ -296,7 +297,8 @@ class DetectionOutput(Op):
         super().check_arity(n_inputs, n_outputs)
 
     def attribute_classes(self) -> int | None:
-        return self.attrs.num_classes
+        """num_classes, which -8 no longer has: its classes come from the inputs' shapes."""
+        return self.attrs.num_classes if isinstance(self.attrs, DetectionOutput1Attrs) else None
 
     def _check_attrs(self) -> None:
         a = self.attrs
@@ -349,27 +351,27 @@ class DetectionOutput(Op):
                   f"proposals' last dimension ({width}) must be a multiple of {size} (the values of one prior box "
                   f"with normalized={str(a.normalized).lower()})", port=self.port("proposals"))
             priors = width // size
-        elif dim("aux_class_preds", 1) is not None:
-            priors = dim("aux_class_preds", 1) // 2
+        elif (aux_width := dim("aux_class_preds", 1)) is not None:
+            priors = aux_width // 2
         classes = self.attribute_classes()
         if classes is None:
             check(priors is None or priors > 0, "detection-output-priors",
                   "proposals hold no prior box, so the number of classes cannot be told", port=self.port("proposals"))
-            if priors and dim("class_preds", 1) is not None:
-                classes = dim("class_preds", 1) // priors
-            elif priors and not a.share_location and dim("box_logits", 1) is not None:
-                classes = dim("box_logits", 1) // (priors * 4)
+            if priors and (class_width := dim("class_preds", 1)) is not None:
+                classes = class_width // priors
+            elif priors and not a.share_location and (logits_width := dim("box_logits", 1)) is not None:
+                classes = logits_width // (priors * 4)
             check(classes is None or classes > 0, "detection-output-classes",
                   f"class_preds' width ({dim('class_preds', 1)}) over {priors} priors gives no class",
                   port=self.port("class_preds"))
         loc = 1 if a.share_location else classes
-        if priors is None and loc and dim("box_logits", 1) is not None:
-            check(dim("box_logits", 1) % (loc * 4) == 0, "detection-output-shape",
-                  f"box_logits' width ({dim('box_logits', 1)}) must be a multiple of {loc * 4}",
+        if priors is None and loc and (logits_width := dim("box_logits", 1)) is not None:
+            check(logits_width % (loc * 4) == 0, "detection-output-shape",
+                  f"box_logits' width ({logits_width}) must be a multiple of {loc * 4}",
                   port=self.port("box_logits"))
-            priors = dim("box_logits", 1) // (loc * 4)
-        if priors is None and classes and dim("class_preds", 1) is not None:
-            priors = dim("class_preds", 1) // classes
+            priors = logits_width // (loc * 4)
+        if priors is None and classes and (class_width := dim("class_preds", 1)) is not None:
+            priors = class_width // classes
 
         def expect(name: str, axis: int, value: int | None, what: str) -> None:
             got = dim(name, axis)
@@ -386,9 +388,10 @@ class DetectionOutput(Op):
             check(got is None or got == priors * size, "detection-output-priors",
                   f"proposals' last dimension must be num_prior_boxes * {size} ({priors * size}), found {got}",
                   port=self.port("proposals"))
-        if dims.get("aux_box_preds") is not None and dims.get("box_logits") is not None:
+        aux_dims, logits_dims = dims.get("aux_box_preds"), dims.get("box_logits")
+        if aux_box_preds is not None and aux_dims is not None and logits_dims is not None:
             for axis in (0, 1):
-                check(dims["aux_box_preds"][axis].compatible(dims["box_logits"][axis]), "detection-output-shape",
+                check(aux_dims[axis].compatible(logits_dims[axis]), "detection-output-shape",
                       f"aux_box_preds' shape ({aux_box_preds.shape}) must be box_logits' ({box_logits.shape})",
                       port=self.port("aux_box_preds"))
 
@@ -402,8 +405,9 @@ class DetectionOutput(Op):
                   f"{name}' batch dimension ({d[0]}) differs from the other inputs' ({batch})", port=self.port(name))
             if batch.is_dynamic and d[0].is_static:
                 batch = d[0]
-        if dims.get("proposals") is not None:
-            first, rows = dims["proposals"][0], dims["proposals"][1]
+        proposal_dims = dims.get("proposals")
+        if proposal_dims is not None:
+            first, rows = proposal_dims[0], proposal_dims[1]
             check(first.compatible(Dimension.static(1)) or first.compatible(batch), "detection-output-batch",
                   f"proposals' first dimension ({first}) must be 1 or the batch ({batch})", port=self.port("proposals"))
             want = 1 if a.variance_encoded_in_target else 2
@@ -441,7 +445,7 @@ class DetectionOutput(Op):
 
         arm = aux_class_preds is not None and aux_box_preds is not None
         with np.errstate(invalid="ignore", over="ignore"):  # NaN and infinite boxes overlap nothing
-            out = detection_output(a, classes, as_dt(box_logits), as_dt(class_preds), as_dt(proposals),
+            out = detection_output(a, classes, box_logits.astype(dt), class_preds.astype(dt), proposals.astype(dt),
                                    as_dt(aux_class_preds) if arm else None, as_dt(aux_box_preds) if arm else None,
                                    rows)
         return from_compute(out.reshape(1, 1, rows, 7), etype)
@@ -453,7 +457,3 @@ class DetectionOutput8(DetectionOutput):
     over the number of priors (proposals' last dimension over 4 or 5), so there must be priors."""
 
     Attrs = DetectionOutput8Attrs
-    attrs: DetectionOutput8Attrs
-
-    def attribute_classes(self) -> int | None:
-        return None

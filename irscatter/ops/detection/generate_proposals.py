@@ -90,8 +90,8 @@ class GenerateProposals(Op):
         for name, info in (("anchors", anchors), ("deltas", deltas), ("scores", scores)):
             check_rank(self, info, name, 4, "generate-proposals-rank")
         if im_info.shape.rank_is_static:
-            d = im_info.shape[1]
-            check(d.contains(3) or d.contains(4), "generate-proposals-im-info",
+            info_size = im_info.shape[1]
+            check(info_size.contains(3) or info_size.contains(4), "generate-proposals-im-info",
                   f"im_info must be [N, 3] or [N, 4], found {im_info.shape}", port=self.port("im_info"))
         batch = Dimension.dynamic()
         for name, info in (("im_info", im_info), ("deltas", deltas), ("scores", scores)):
@@ -117,8 +117,9 @@ class GenerateProposals(Op):
         count_type = ElementType[self.attrs.roi_num_type]
         infos = (im_info, anchors, deltas, scores)
         if all(i.value is not None for i in infos) and sum(np.asarray(i.value).size for i in infos) <= KNOWN_LIMIT:
-            rois, _, nums = generate_proposals(*(np.asarray(i.value) for i in infos), self.attrs)
-            total = rois.shape[0]
+            info_value, anchor_value, delta_value, score_value = (np.asarray(i.value) for i in infos)
+            boxes, _, nums = generate_proposals(info_value, anchor_value, delta_value, score_value, self.attrs)
+            total = boxes.shape[0]
             return (TensorInfo(etype, PartialShape.of([total, 4])), TensorInfo(etype, PartialShape.of([total])),
                     TensorInfo(count_type, PartialShape.of([len(nums)]), nums.astype(count_type.dtype)))
         per_image = self.attrs.post_nms_count

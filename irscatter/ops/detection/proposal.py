@@ -305,7 +305,8 @@ class Proposal(Op):
         boxes = TensorInfo(etype, PartialShape.of([rows, 5]))
         return self._outputs(boxes, TensorInfo(etype, PartialShape.of([rows])))
 
-    def _outputs(self, boxes: TensorInfo, scores: TensorInfo) -> Any:
+    def _outputs(self, boxes: Any, scores: Any) -> Any:
+        """What the op gives of its boxes and scores (their inference, or their arrays): -1 the boxes."""
         return boxes
 
     def compute(self, probs: np.ndarray, deltas: np.ndarray, image: np.ndarray) -> Any:

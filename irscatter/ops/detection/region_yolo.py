@@ -98,7 +98,7 @@ class RegionYolo(Op):
             return TensorInfo(data.etype, PartialShape.dynamic_rank())
         check(data.shape.rank == 4, "data-rank", f"RegionYolo takes data of rank 4, found {data.shape}",
               port=self.port("data"))
-        n, c, h, w = data.shape.dims
+        n, c, h, w = data.shape.ranked_dims
         check(c.max is None or c.max >= regions * entries, "region-yolo-channels",
               f"{regions} regions of {entries} entries need {regions * entries} channels, the data has {c}",
               port=self.port("data"))

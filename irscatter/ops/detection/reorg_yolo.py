@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from irscatter.ir.shapes import PartialShape
-from irscatter.ops.base import IntList, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.base import IntList, Op, OpAttrs, TensorInfo, check, required
 from irscatter.ops.registry import register
 from irscatter.ops.spatial.core import divided, scaled
 
@@ -74,12 +74,11 @@ class ReorgYolo(Op):
             return TensorInfo(data.etype, PartialShape.dynamic_rank())
         check(data.shape.rank == 4, "data-rank", f"ReorgYolo takes data of rank 4, found {data.shape}",
               port=self.port("data"))
-        n, c, h, w = data.shape.dims
+        n, c, h, w = data.shape.ranked_dims
         check(c.max is None or c.max >= s * s, "reorg-channels",
               f"the data has {c} channels, fewer than stride^2 = {s * s}", port=self.port("data"))
-        spatial = [divided(d, s) for d in (h, w)]
-        check(all(q is not None for q in spatial), "reorg-divisible",
-              f"height {h} and width {w} must divide by stride {s}", port=self.port("data"))
+        spatial = [required(divided(d, s), "reorg-divisible", f"height {h} and width {w} must divide by stride {s}",
+                            port=self.port("data")) for d in (h, w)]
         return TensorInfo(data.etype, PartialShape.of([n, scaled(c, s * s), *spatial]))
 
     def compute(self, data: np.ndarray) -> np.ndarray:
