@@ -311,7 +311,7 @@ class Op:
                 fail("input-count", f"takes {want} inputs ({', '.join(self.inputs)}), the layer has {n_inputs}")
         if n_outputs != self.outputs:
             fail("output-count",
-                  f"has {self.outputs} output{'s' if self.outputs != 1 else ''}, the layer declares {n_outputs}")
+                 f"has {self.outputs} output{'s' if self.outputs != 1 else ''}, the layer declares {n_outputs}")
 
     def input_range(self, position: int, infos: Sequence[TensorInfo]) -> tuple[int, int] | None:
         """The integers input `position` may hold, (lo, hi) inclusive, given what inference

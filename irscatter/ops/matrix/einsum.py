@@ -74,7 +74,7 @@ def _merge(a: Dimension, b: Dimension, label: str, port: str) -> Dimension:
         return broadcast_numpy(PartialShape.of([a]), PartialShape.of([b])).ranked_dims[0]
     except BroadcastError:
         fail("einsum-dims", f"dimensions {a} and {b} labelled {label!r} neither match nor broadcast",
-              port=port)
+             port=port)
 
 
 @register("Einsum", 7)
@@ -130,7 +130,7 @@ class Einsum(Op):
                         ellipsis = part if ellipsis is None else broadcast_numpy(ellipsis, part)
                     except BroadcastError as e:
                         fail("einsum-dims", f"the dimensions the ellipses cover do not broadcast: {e}",
-                              port=f"input {k}")
+                             port=f"input {k}")
                     continue
                 d = dims[position]
                 position += 1

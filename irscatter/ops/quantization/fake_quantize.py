@@ -84,7 +84,7 @@ class FakeQuantize(Op):
                 merged = broadcast(self.attrs.auto_broadcast, x.shape, r.shape)
             except BroadcastError as e:
                 fail("broadcast", f"{name} {r.shape} does not broadcast with X {x.shape}: {e}",
-                      port=self.port(name))
+                     port=self.port(name))
             if merged.rank_is_static and x.shape.rank_is_static:
                 check(merged.rank == x.shape.rank and all(
                     not (m.is_static and d.is_static and m != d) for m, d in zip(merged.ranked_dims, x.shape.ranked_dims)),
