@@ -324,4 +324,6 @@ class Model(Graph):
 
 
 Body.model_rebuild()
-rebuild_dataclass(Layer)
+# (mypy takes the decorated class for the plain class it was: pydantic's decorator declares it
+# returns a PydanticDataclass, which mypy's handling of dataclass_transform does not apply)
+rebuild_dataclass(Layer)  # type: ignore[arg-type]
