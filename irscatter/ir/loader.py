@@ -407,7 +407,7 @@ def _return_freed_heap() -> None:
         trim(0)
 
 
-def read_model(xml_path: str | os.PathLike, bin_path: str | os.PathLike | None = None, *,
+def read_model(xml_path: str | bytes | os.PathLike, bin_path: str | os.PathLike | None = None, *,
                model_class: type[Model] = Model, progress: Callable[[int, int], None] | None = None) -> Model:
     """Load an IR model. The `.bin` defaults to the xml's sibling with the `.bin` suffix.
 
