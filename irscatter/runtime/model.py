@@ -27,7 +27,7 @@ def compile_model(model: Model) -> CompiledModel:
     runnable = isinstance(model, RunnableModel)
     with gc_paused():
         compiled = CompiledModel(_plain_view(model) if runnable else model)
-    if runnable:
+    if isinstance(model, RunnableModel):
         model._compiled = compiled
     return compiled
 
