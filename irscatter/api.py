@@ -91,7 +91,8 @@ def _read_weights(path: str | os.PathLike) -> bytes:
 def parse_model(xml: bytes | str, weights: bytes | np.ndarray | None = None, *,
                 source: str = "<memory>") -> RunnableModel:
     """Load an IR model from memory (`weights` are the `.bin` bytes)."""
-    return loader.parse_model(xml, weights, source=source, model_class=RunnableModel)  # type: ignore[return-value]
+    runnable = loader.parse_model(xml, weights, source=source, model_class=RunnableModel)
+    return runnable  # type: ignore[return-value]  # (an instance of the model_class given, a RunnableModel)
 
 
 def compile_model(model: Model | str | os.PathLike | bytes, device_name: str = "CPU",

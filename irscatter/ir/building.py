@@ -395,14 +395,17 @@ def plain_edge(cls: type[Edge] | type[BackEdge], raw: list[str | None]) -> Edge 
     """The edge of an element's values for `cls`'s fields, in their order, when every one is a
     plain number; None sends the caller to the path that says what is wrong."""
     # Every value present and non-empty, and all of them digits: one test of their join.
-    if not all(raw) or not (joined := "".join(raw)).isdigit() or not joined.isascii():  # type: ignore[arg-type]
+    if not all(raw):
         return None
-    if len(joined) > MAX_DIGITS and max(map(len, raw)) > MAX_DIGITS:  # type: ignore[arg-type]
+    values = cast("list[str]", raw)  # (none is None: `all` saw each)
+    if not (joined := "".join(values)).isdigit() or not joined.isascii():
+        return None
+    if len(joined) > MAX_DIGITS and max(map(len, values)) > MAX_DIGITS:
         return None
     if cls is Edge:  # (the common class, its fields named: a dict built from names costs twice as much)
-        from_layer, from_port, to_layer, to_port = map(int, raw)  # type: ignore[arg-type]
+        from_layer, from_port, to_layer, to_port = map(int, values)
         return new_edge(from_layer, from_port, to_layer, to_port)
-    return cls(*map(int, raw))  # type: ignore[arg-type]  # (a back edge, of a loop body: rare)
+    return cls(*map(int, values))  # (a back edge, of a loop body: rare)
 
 
 _EDGE_FIELDS = {cls: tuple(f.name for f in dataclasses.fields(cls)) for cls in (Edge, BackEdge)}

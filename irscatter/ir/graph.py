@@ -324,6 +324,4 @@ class Model(Graph):
 
 
 Body.model_rebuild()
-# (mypy takes the decorated class for the plain class it was: pydantic's decorator declares it
-# returns a PydanticDataclass, which mypy's handling of dataclass_transform does not apply)
-rebuild_dataclass(Layer)  # type: ignore[arg-type]
+rebuild_dataclass(Layer)  # type: ignore[arg-type]  # (mypy sees the class undecorated, not a PydanticDataclass)
