@@ -1,4 +1,5 @@
-"""The console script, run in a subprocess: outputs, exit codes and one-line errors."""
+"""The console script, run in a subprocess: outputs, exit codes and one-line errors (and, where a
+refusal is set beside the library's own words for it, its `main` in process)."""
 
 import json
 import os

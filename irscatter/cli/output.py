@@ -116,8 +116,8 @@ def report_path(name: str) -> str:
     try:
         html.require_matplotlib()
     except UsageError:
-        raise UsageError(f"--report draws its chart with matplotlib, which is not installed: {html.INSTALL_HINT}") \
-            from None
+        missing = f"--report draws its chart with matplotlib, which is not installed: {html.INSTALL_HINT}"
+        raise UsageError(missing) from None
     return name
 
 
