@@ -131,13 +131,15 @@ def device_config(device_name: str, config: Mapping[str, Any] | None) -> str | N
     what would change the values in a way it does not reproduce."""
     if not isinstance(device_name, str):
         raise UsageError(f"device_name must be a device name such as \"CPU\"; got {type(device_name).__name__} "
-                         f"(a .bin path goes in weights=)")
+                         f"(a .bin path goes in weights=)", argument="device_name", value=device_name)
     if device_name.lower().endswith((".bin", ".xml")):
-        raise UsageError(f'"{device_name}" is a file, not a device: compile_model(model, "CPU", weights="...bin")')
+        raise UsageError(f'"{device_name}" is a file, not a device: compile_model(model, "CPU", weights="...bin")',
+                         argument="device_name", value=device_name)
     if device_name.upper() != "CPU":
         note(f'irscatter computes the reference values on the host; the device "{device_name}" is not used')
     if config is not None and not isinstance(config, Mapping):
-        raise UsageError(f"config must be a dict of OpenVINO properties; got {type(config).__name__}")
+        raise UsageError(f"config must be a dict of OpenVINO properties; got {type(config).__name__}", argument="config",
+                         value=config)
     precision = None
     unused = []
     for key, value in (config or {}).items():
