@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -50,11 +50,11 @@ def read_model(model: str | os.PathLike | bytes, weights: str | os.PathLike | by
     if weights is not None and not isinstance(weights, (str, os.PathLike)):
         raise UsageError(f"the weights file must be a path when the model is one; got {type(weights).__name__} "
                          f"(weights as bytes go with the XML as text or bytes)")
-    return loader.read_model(model, weights, model_class=RunnableModel,  # type: ignore[return-value]
-                             progress=progress)
+    runnable = loader.read_model(model, weights, model_class=RunnableModel, progress=progress)
+    return runnable  # type: ignore[return-value]  # (an instance of the model_class given, a RunnableModel)
 
 
-def _is_xml_text(model: Any) -> bool:
+def _is_xml_text(model: Any) -> TypeGuard[str | bytes | bytearray]:
     """XML itself rather than a path to it (a path may come as bytes too, as `os.fsencode` gives)."""
     if isinstance(model, (bytes, bytearray)):
         return bytes(model).lstrip().startswith((b"<", b"\xef\xbb\xbf"))
@@ -91,7 +91,8 @@ def _read_weights(path: str | os.PathLike) -> bytes:
 def parse_model(xml: bytes | str, weights: bytes | np.ndarray | None = None, *,
                 source: str = "<memory>") -> RunnableModel:
     """Load an IR model from memory (`weights` are the `.bin` bytes)."""
-    return loader.parse_model(xml, weights, source=source, model_class=RunnableModel)  # type: ignore[return-value]
+    runnable = loader.parse_model(xml, weights, source=source, model_class=RunnableModel)
+    return runnable  # type: ignore[return-value]  # (an instance of the model_class given, a RunnableModel)
 
 
 def compile_model(model: Model | str | os.PathLike | bytes, device_name: str = "CPU",
@@ -130,13 +131,15 @@ def device_config(device_name: str, config: Mapping[str, Any] | None) -> str | N
     what would change the values in a way it does not reproduce."""
     if not isinstance(device_name, str):
         raise UsageError(f"device_name must be a device name such as \"CPU\"; got {type(device_name).__name__} "
-                         f"(a .bin path goes in weights=)")
+                         f"(a .bin path goes in weights=)", argument="device_name", value=device_name)
     if device_name.lower().endswith((".bin", ".xml")):
-        raise UsageError(f'"{device_name}" is a file, not a device: compile_model(model, "CPU", weights="...bin")')
+        raise UsageError(f'"{device_name}" is a file, not a device: compile_model(model, "CPU", weights="...bin")',
+                         argument="device_name", value=device_name)
     if device_name.upper() != "CPU":
         note(f'irscatter computes the reference values on the host; the device "{device_name}" is not used')
     if config is not None and not isinstance(config, Mapping):
-        raise UsageError(f"config must be a dict of OpenVINO properties; got {type(config).__name__}")
+        raise UsageError(f"config must be a dict of OpenVINO properties; got {type(config).__name__}", argument="config",
+                         value=config)
     precision = None
     unused = []
     for key, value in (config or {}).items():

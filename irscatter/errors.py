@@ -8,7 +8,9 @@ outwards: a kernel knows the input, the interpreter knows the layer, the loader 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -89,10 +91,14 @@ class IRError(Exception):
         return ": ".join(parts)
 
     def __str__(self) -> str:
+        return self.rendered(self.message)
+
+    def rendered(self, message: str) -> str:
+        """The error as one line, located, with `message` for what went wrong."""
         # One line whatever went into it (a library's message with its trailing newline, a
         # file's name or attribute with controls in it), of a length a terminal can show.
         where = self.location()
-        message = str(self.message).strip()
+        message = str(message).strip()
         what = f"{message} [{self.label}]" if self.label else message
         return elide(f"{where}: {what}" if where else what, MESSAGE_LIMIT)
 
@@ -127,11 +133,43 @@ class ExecutionError(IRError):
     kind = "execution"
 
 
+@dataclass(frozen=True)
+class Argument:
+    """An argument of a library call, named by its Python keyword inside a usage error's
+    message, where a caller that takes it under another name puts that name instead."""
+
+    keyword: str
+
+    def __str__(self) -> str:
+        return self.keyword
+
+
 class UsageError(IRError):
-    """The command line or API call itself is wrong."""
+    """The command line or API call itself is wrong.
+
+    `argument` is the keyword of the library call's argument at fault (`shapes`, `target`), and
+    `value` what it was given. The message comes in parts, the arguments it speaks of among them
+    as `Argument`s (the first of them is `argument` unless it is given): `str(error)` names
+    them by their keywords, and `worded(names)` by the names a caller gave them, so that a
+    program which fed the call from its own options (the command line, from its flags) says
+    the message in its own terms, and the library never speaks of those."""
 
     kind = "usage"
     exit_code = 2
+
+    def __init__(self, *parts: str | Argument, argument: str | None = None, value: Any = None,
+                 **context: Any) -> None:
+        super().__init__("".join(map(str, parts)), **context)
+        self.parts = parts
+        named = [part.keyword for part in parts if isinstance(part, Argument)]
+        self.argument = argument if argument is not None else (named[0] if named else None)
+        self.value = value
+
+    def worded(self, names: Mapping[str, str]) -> str:
+        """The error's line with each argument its message speaks of named as `names` calls it
+        (by keyword where `names` lacks it)."""
+        return self.rendered("".join(names.get(part.keyword, part.keyword) if isinstance(part, Argument) else part
+                                 for part in self.parts))
 
 
 # Characters that must not reach a terminal raw: C0 and C1 controls (a newline would start a

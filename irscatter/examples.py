@@ -284,13 +284,13 @@ def _retry_as_columns(file: str, layer_xml: str, inputs: list[_Port], arrays: li
         if array is None or array.ndim != 1 or not re.search(r"ind(ex|ices)", inputs[i].role, re.I):
             continue
         trial = list(arrays)
-        trial[i] = array.reshape(-1, 1)
+        trial[i] = column = array.reshape(-1, 1)
         try:
             results = _compile(file, layer_xml, inputs, trial, outputs).run({})
         except IRError:
             continue
         return results, (f"input port {inputs[i].id}: as declared ({list(array.shape)}) the layer cannot run; "
-                         f"read as {list(trial[i].shape)}")
+                         f"read as {list(column.shape)}")
     return None
 
 
@@ -326,6 +326,8 @@ def _without_outputs(root: etree._Element, dropped: list[_Port]) -> etree._Eleme
     """A copy of `root` without the output ports `dropped`."""
     root = copy.deepcopy(root)
     group = root.find("output")
+    if group is None:
+        return root  # (no outputs to drop)
     for element in list(group.iterchildren("port")):
         if int(element.get("id", "0")) in {p.id for p in dropped}:
             group.remove(element)
@@ -383,7 +385,9 @@ def run_example(file: str, index: int, line: int, snippet: str, default_version:
         node = root.find(group)
         if node is not None:
             for c in list(node.iter(etree.Comment)):
-                c.getparent().remove(c)
+                parent = c.getparent()
+                if parent is not None:  # (always: the comment is below `node`)
+                    parent.remove(c)
     root.set("id", "0")
     root, outputs = _drop_surplus_outputs(file, root, inputs, outputs, ex.repairs)
     layer_xml = etree.tostring(root, encoding="unicode")

@@ -208,3 +208,47 @@ def test_no_module_outside_the_runtime_reads_a_compiled_models_internals():
              if module.startswith("irscatter.targets") or _layer(module) > LAYERS["irscatter.runtime"]]
     wrong = [f"{module} {read}" for module, path in tools for read in _private_reads(path.read_text(), privates)]
     assert wrong == []
+
+
+# Where the library may write a command-line flag, by module and flag: command lines it builds for
+# irscatter itself, and text worded for the command that prints it. Anything else the library
+# says speaks of a Python argument (`errors.Argument`); the CLI puts the flag in its place.
+FLAGS_ALLOWED = {
+    # the `irscatter reduce` command a campaign's worker runs on a diverging model
+    ("debug/campaign/judge.py", "--inputs"), ("debug/campaign/judge.py", "--random"),
+    ("debug/campaign/judge.py", "--seed"), ("debug/campaign/judge.py", "--target"),
+    ("debug/campaign/judge.py", "--target-precision"),
+    # the reproducer's README: the command that shows the fault again
+    ("debug/reduce.py", "--inputs"), ("debug/reduce.py", "--whole"), ("debug/reduce.py", "--target"),
+    ("debug/reduce.py", "--target-precision"),
+    # the summary lines of a report, which the commands print as they are
+    ("debug/verdicts.py", "--all"), ("debug/verdicts.py", "--bisect"), ("debug/onnx_compare.py", "--all"),
+    ("debug/attribution.py", "--all"), ("runtime/inputs.py", "--atol"), ("runtime/inputs.py", "--ulps"),
+}
+_FLAG = re.compile(r"(?:^|[\s(;])(--[a-z][a-z-]*)")
+
+
+def _flags_written(path: Path):
+    """(line, flag) of every flag a string of `path` spells, docstrings aside: string constants
+    and the literal parts of f-strings alike."""
+    text = path.read_text()
+    if "--" not in text:
+        return
+    tree = ast.parse(text)
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            for flag in _FLAG.findall(node.value):
+                yield node.lineno, flag
+
+
+def test_the_library_names_no_flag():
+    """A Python caller reads about its own arguments, never about `--target`: outside cli/, no
+    string starts a word with a flag, but where `FLAGS_ALLOWED` says why it may."""
+    written = [(path.relative_to(PACKAGE).as_posix(), line, flag) for _, path in _modules()
+               if "cli" not in path.parts for line, flag in _flags_written(path)]
+    found = [f"{module}:{line}: {flag}" for module, line, flag in written if (module, flag) not in FLAGS_ALLOWED]
+    assert not found, "\n".join(found)
+    assert FLAGS_ALLOWED <= {(module, flag) for module, _, flag in written}  # no entry outlives its flag

@@ -1,4 +1,5 @@
-"""The console script, run in a subprocess: outputs, exit codes and one-line errors."""
+"""The console script, run in a subprocess: outputs, exit codes and one-line errors (and, where a
+refusal is set beside the library's own words for it, its `main` in process)."""
 
 import json
 import os
@@ -8,6 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers import add, cli, layer, net, param, port, result, write
+
+import irscatter
+from irscatter.cli import main
+from irscatter.debug import compare
+from irscatter.runtime import inputs as model_inputs
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 
@@ -507,3 +513,26 @@ def test_a_pattern_re_cannot_compile_is_a_usage_error(args):
     proc = cli(*[a.replace("{model}", str(MODELS / "affine_chain" / "model.xml")) for a in args])
     _assert_one_line_error(proc, 2)
     assert len(proc.stderr) < 400
+
+
+def _library_refusal(call):
+    with pytest.raises(irscatter.UsageError) as caught:
+        call()
+    return caught.value
+
+
+@pytest.mark.parametrize("argv, call, argument, flag", [
+    (["run", "{model}", "--random", "--range", "x=1"],
+     lambda compiled: model_inputs.gather_feeds(compiled, random=True, ranges=["x=1"]), "ranges", "--range"),
+    (["compare", "{model}", "--random", "--target", "nope"],
+     lambda _: compare.open_target("nope"), "target", "--target"),
+])
+def test_a_library_refusal_names_its_argument_and_the_command_line_its_flag(argv, call, argument, flag, capsys):
+    """The library speaks of the Python argument it was given, never of a flag; the command line
+    says the same refusal with the flag that fed that argument (in process: no subprocess)."""
+    model = MODELS / "affine_chain" / "model.xml"
+    error = _library_refusal(lambda: call(irscatter.read_model(model).compile()))
+    assert error.argument == argument and str(error).startswith(f"{argument} ") and "--" not in str(error)
+    assert main([part.format(model=model) for part in argv]) == 2
+    said = capsys.readouterr().err
+    assert said.startswith(f"irscatter: error: {flag} ") and said.strip().endswith(str(error)[len(argument):])

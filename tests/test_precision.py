@@ -455,6 +455,6 @@ def test_compare_layer_by_layer_at_f16_leaves_the_kept_layers_to_the_whole_model
         return
     kept = kept_names(xml, "f16") & set(records)
     assert kept and all(records[name]["status"] == "not compared" for name in kept)
-    assert "--whole judges it" in records["exp"]["reason"]
+    assert "the whole model's comparison judges it" in records["exp"]["reason"]
     assert any(r["status"] in ("passed", "failed") for r in records.values())  # the others are judged
 

@@ -2,6 +2,7 @@
 
 Every error the library raises is printed as one line on stderr,
     irscatter: error: <file>: layer <id> "<name>" (<Type>-<version>): <what>
+where a usage error's arguments are named by the flags that feed them (`arguments.FLAGS`),
 with exit code 1 for an invalid model or a failed run and 2 for usage errors or unreadable
 files. Anything else is a bug in irscatter and is reported as an internal error.
 
@@ -21,7 +22,7 @@ from collections.abc import Sequence
 
 from irscatter import __version__
 from irscatter.cli import campaign, compare, examples, extract, info, keep_f32, ops, reduce, run, validate
-from irscatter.cli.arguments import GlobalOptions
+from irscatter.cli.arguments import GlobalOptions, in_flags
 from irscatter.cli.output import PROG, show_note
 from irscatter.errors import MESSAGE_LIMIT, IRError, elide
 
@@ -52,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except IRError as e:
         if args.debug:
             traceback.print_exc()
-        print(f"{PROG}: error: {e}", file=sys.stderr)
+        print(f"{PROG}: error: {in_flags(e)}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)

@@ -8,6 +8,9 @@ that names the flags.
     FeedArguments     the model's inputs: --inputs, -i, --random, --seed, --shape, --range
     TargetArguments   the runtime judged and the tolerances: --target, --target-precision,
                       --rtol, --atol, --tol
+
+and `FLAGS`, the flag that feeds each argument of the library calls the commands make, which
+`in_flags` words a library's usage error with.
 """
 
 from __future__ import annotations
@@ -20,8 +23,26 @@ from typing import Any
 from irscatter import limits
 from irscatter.api import read_model
 from irscatter.cli.output import count, note, progress, tolerance
-from irscatter.errors import ExecutionError, UsageError
+from irscatter.errors import ExecutionError, IRError, UsageError
 from irscatter.runtime import inputs as model_inputs
+
+# The flag each argument of a library call comes from, by the argument's keyword: a library's
+# usage error speaks of the arguments by keyword (`UsageError.parts`), the command line of its
+# flags. A keyword here means the same in every call a command makes with it.
+FLAGS = {
+    "file": "--inputs", "arrays": "-i", "shapes": "--shape", "ranges": "--range",  # runtime.inputs.gather_feeds
+    "target": "--target", "precision": "--target-precision", "properties": "--target-config",  # compare.open_target
+    "overrides": "--tol",  # tolerances.Tolerances.parse
+    "layer_name": "--around", "hops": "--hops",  # extract.around
+    "command": "--check", "pattern": "--fail-regex",  # reduce.CommandCheck
+    "ray": "--ray",  # campaign.run_campaign
+}
+
+
+def in_flags(error: IRError) -> str:
+    """The error's line as the command line says it: the arguments a usage error speaks of
+    named by their flags."""
+    return error.worded(FLAGS) if isinstance(error, UsageError) else str(error)
 
 
 class GlobalOptions:
@@ -128,7 +149,7 @@ class FeedArguments:
                                              seed=args.seed or 0, shapes=shapes, ranges=args.range or [],
                                              required=not getattr(args, "steps", 1) > 1, on_defaults=_note_defaults)
         except model_inputs.FeedRequestError as e:
-            raise UsageError(_in_flags(e)) from None
+            raise UsageError(_feed_request_in_flags(e), argument=e.argument, value=e.value) from None
 
     @staticmethod
     def checked(feeds: dict[str, Any], compiled) -> dict[str, Any]:
@@ -145,7 +166,6 @@ class FeedArguments:
 
 
 _FEED_LABELS = ("unknown-input", "missing-input", "fed-twice", "feed-dtype", "feed-shape")
-_FEED_FLAGS = {"file": "--inputs", "array": "-i", "shape": "--shape", "range": "--range"}
 
 
 def _parse_shape(text: str) -> tuple[str, tuple[int, ...]]:
@@ -158,9 +178,9 @@ def _parse_shape(text: str) -> tuple[str, tuple[int, ...]]:
         raise UsageError(f'--shape {text}: dimensions must be integers') from None
 
 
-def _in_flags(e: model_inputs.FeedRequestError) -> str:
+def _feed_request_in_flags(e: model_inputs.FeedRequestError) -> str:
     """A refused request for feeds, in the terms of the flags that made it."""
-    flag = _FEED_FLAGS.get(e.part, "")
+    flag = FLAGS.get(e.argument or "", "")
     if e.reason == "not-one-input":
         return f"{flag} {e.subject}: {e.detail}: give -i NAME=FILE.npy or an .npz"
     if e.reason == "twice":
@@ -168,7 +188,7 @@ def _in_flags(e: model_inputs.FeedRequestError) -> str:
     if e.reason == "unknown-input":
         return f"{flag} names no input of the model: {e.subject} ({e.detail})"
     if e.reason == "fed":
-        does = "sizes" if e.part == "shape" else "bounds"
+        does = "sizes" if e.argument == "shapes" else "bounds"
         return f"{flag} {e.subject}: that input is fed (--inputs or -i); {flag} {does} what --random draws"
     return f"{e.detail}: give --inputs FILE.npz, -i NAME=FILE.npy, or --random"
 

@@ -113,7 +113,11 @@ def report_path(name: str) -> str:
         raise UsageError(f"--report {name} is a directory; give a file name, e.g. {path / 'report.html'}")
     if not path.parent.is_dir():
         raise UsageError(f"--report {name}: the folder {path.parent} does not exist")
-    html.require_matplotlib()
+    try:
+        html.require_matplotlib()
+    except UsageError:
+        missing = f"--report draws its chart with matplotlib, which is not installed: {html.INSTALL_HINT}"
+        raise UsageError(missing) from None
     return name
 
 

@@ -252,7 +252,8 @@ def compare_against(compiled: CompiledModel, feeds: Any, target: Target, toleran
     if decompression is not None and (not whole or bisect):
         raise UsageError("decompression= applies to a whole model without bisect=: a layer run alone on the target "
                          "is fed its weight already decompressed, and a prefix may end inside a decompression "
-                         "chain, whose values in f32 are not of the types the graph declares")
+                         "chain, whose values in f32 are not of the types the graph declares", argument="decompression",
+                         value=decompression)
     matched, unmatched = resolve(compiled, list(expected)) if expected is not None else ({}, {})
     keep = needed(compiled, every=not whole or bisect, also=matched.values())
     with ValueStore.for_model(compiled, budget) as values:

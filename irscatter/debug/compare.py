@@ -35,7 +35,7 @@ from irscatter.debug.extract import BOUNDARY, Written, first_holding, prefix, te
 from irscatter.debug.held import needed
 from irscatter.debug.tolerances import Tolerances, at_device_precision
 from irscatter.debug.verdicts import LayerResult, Report, TensorResult
-from irscatter.errors import UsageError, elide
+from irscatter.errors import Argument, UsageError, elide
 from irscatter.ir.graph import Layer
 from irscatter.ir.writer import IRWriter
 from irscatter.metrics import diff
@@ -55,42 +55,47 @@ _NO_STANDALONE_FORM = {
     "Multinomial": "it draws from the target's own random generator",
 }
 PRECISIONS = ("f32", "f16", "bf16")
+# The arguments of `open_target` its messages speak of.
+_TARGET, _PROPERTIES = Argument("target"), Argument("properties")
 
 
 
-def open_target(spec: str, precision: str = "f32", timeout: float = 120.0,
+def open_target(target: str, precision: str = "f32", timeout: float = 120.0,
                 properties: Mapping[str, str] | None = None) -> Target:
-    """A target from its command-line spelling: `python:MODULE:NAME`, a user's runtime
-    (targets/user.py), or `openvino` or `openvino:DEVICE`, compiled with
-    `properties` (OpenVINO's, as `--target-config KEY=VALUE` gives them). A device this machine
-    does not have, or an OpenVINO that is not installed, is refused here, once."""
-    kind, _, device = spec.partition(":")
+    """A target from its spelling: `python:MODULE:NAME`, a user's runtime (targets/user.py),
+    or `openvino` or `openvino:DEVICE`, compiled with `properties` (OpenVINO's, KEY: VALUE).
+    A device this machine does not have, or an OpenVINO that is not installed, is refused
+    here, once."""
+    kind, _, device = target.partition(":")
     if precision not in PRECISIONS:
-        raise UsageError(f"--target-precision must be one of {', '.join(PRECISIONS)}, got {precision}")
-    if spec.startswith(user.PREFIX):
+        raise UsageError(Argument("precision"), f" must be one of {', '.join(PRECISIONS)}, got {precision}",
+                         value=precision)
+    if target.startswith(user.PREFIX):
         try:
-            return user.load(spec, precision, properties or {})
+            return user.load(target, precision, properties or {})
         except ValueError as e:
-            raise UsageError(f"--target {e}") from None
+            raise UsageError(_TARGET, f" {e}", value=target) from None
     if kind != "openvino":
-        raise UsageError(f'--target {spec}: the targets are "openvino", "openvino:DEVICE" and a runtime of '
-                         f'your own, "python:MODULE:NAME"')
+        raise UsageError(_TARGET, f' {target}: the targets are "openvino", "openvino:DEVICE" and a runtime of '
+                         f'your own, "python:MODULE:NAME"', value=target)
     if properties and "INFERENCE_PRECISION_HINT" in properties:
-        raise UsageError("--target-config INFERENCE_PRECISION_HINT: give the precision with --target-precision")
-    target = OpenVINOTarget(device or "CPU", precision, timeout, properties)
+        raise UsageError(_PROPERTIES, " INFERENCE_PRECISION_HINT: give the precision with ", Argument("precision"),
+                         value=dict(properties))
+    opened = OpenVINOTarget(device or "CPU", precision, timeout, properties)
     try:
-        target.check_device()
+        opened.check_device()
         if properties:
-            target.ran_precision()  # compiles a probe with them: a property the device refuses is refused here
+            opened.ran_precision()  # compiles a probe with them: a property the device refuses is refused here
     except TargetFailure as e:
-        target.close()
+        opened.close()
         if e.kind == "unavailable":
-            raise UsageError(f"--target {spec}: {e.message}") from None
+            raise UsageError(_TARGET, f" {target}: {e.message}", value=target) from None
         if e.kind == "refused" and properties:
             said = [line.strip() for line in e.message.splitlines() if line.strip()]  # its last line says why
-            raise UsageError(f"--target-config: OpenVINO refuses it: {elide(said[-1] if said else e.message)}") from None
+            raise UsageError(_PROPERTIES, f": OpenVINO refuses it: {elide(said[-1] if said else e.message)}",
+                             value=dict(properties)) from None
         raise
-    return target
+    return opened
 
 
 # --- irscatter's values ---------------------------------------------------------------------------
@@ -153,7 +158,7 @@ def compare_layers(compiled: CompiledModel, feeds: Any, target: Target, toleranc
         record = _record(compiled, lid, position)
         reason = _no_standalone_form(compiled, lid, values) or (
             f"the device keeps it in f32 within the model, but run alone it computes it in {tolerances.precision}: "
-            "--whole judges it" if lid in kept else None)
+            "the whole model's comparison judges it" if lid in kept else None)
         if reason:
             record.status, record.reason = "not compared", reason
         else:

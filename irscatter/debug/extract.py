@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from irscatter.errors import UsageError
+from irscatter.errors import Argument, UsageError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Model, output_name
 from irscatter.ir.loader import read_model
@@ -168,7 +168,7 @@ def around(compiled: CompiledModel, layer_name: str, hops: int) -> Cut:
     graph = compiled.graph
     matches = graph.named(layer_name)
     if not matches:
-        raise UsageError(f'--around: the model has no layer named "{layer_name}"')
+        raise UsageError(Argument("layer_name"), f': the model has no layer named "{layer_name}"', value=layer_name)
     inside = {matches[0]}
     frontier = set(inside)
     for _ in range(hops):
@@ -270,7 +270,8 @@ def _check_state_pairs(compiled: CompiledModel, cut: Cut) -> None:
     for layer in kinds.values():
         if layer.type == "Assign" and layer.attrs.get("variable_id") not in read:
             raise UsageError(f'the cut holds {layer.ref}, which writes variable "{layer.attrs.get("variable_id")}", '
-                             "but not the ReadValue that declares it: widen the cut (--hops) or cut elsewhere")
+                             "but not the ReadValue that declares it: widen the cut (", Argument("hops"),
+                             ") or cut elsewhere", argument="cut")
 
 
 def _output_names(model: Model) -> list[str]:

@@ -40,7 +40,7 @@ def require_matplotlib() -> None:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        raise UsageError(f"--report draws its chart with matplotlib, which is not installed: {INSTALL_HINT}") from None
+        raise UsageError(f"a report's chart is drawn with matplotlib, which is not installed: {INSTALL_HINT}") from None
 
 
 def write(report: Report, path: str | Path, *, command: str, graph: Graph | None = None) -> Path:

@@ -34,7 +34,7 @@ from irscatter.debug.compare import judge, sides_of
 from irscatter.debug.extract import BOUNDARY, Cut, Written, first_holding, plan, prefix, write
 from irscatter.debug.tolerances import Tolerances, at_device_precision
 from irscatter.debug.verdicts import TensorResult
-from irscatter.errors import PATTERN_ERRORS, UsageError, elide
+from irscatter.errors import PATTERN_ERRORS, Argument, UsageError, elide
 from irscatter.runtime.interpreter import CompiledModel
 from irscatter.targets.protocol import Target
 from irscatter.targets.worker import TargetFailure
@@ -82,12 +82,13 @@ class CommandCheck:
         import re
 
         if "{model}" not in command:
-            raise UsageError('--check: the command must name the candidate model as {model}')
+            raise UsageError(Argument("command"), ": the command must name the candidate model as {model}",
+                             value=command)
         self.command, self.timeout = command, timeout
         try:
             self.pattern = re.compile(pattern) if pattern else None
         except PATTERN_ERRORS as e:
-            raise UsageError(f"--fail-regex {elide(pattern)}: {e}") from None
+            raise UsageError(Argument("pattern"), f" {elide(pattern)}: {e}", value=pattern) from None
 
     def describe(self) -> str:
         return f"the command {self.command!r}"

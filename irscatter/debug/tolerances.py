@@ -1,5 +1,5 @@
 """How tensors are judged: the tolerance presets of the precision a target computes in, the
-`--tol` overrides that replace them for the tensors a pattern picks, and the precision a target
+overrides that replace them for the tensors a pattern picks, and the precision a target
 really ran, which the presets and irscatter's emulation follow.
 
 The rule itself (what is within a tolerance) is `irscatter.metrics`; this is which tolerance
@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from irscatter.debug.extract import tensor_key
-from irscatter.errors import PATTERN_ERRORS, UsageError, elide
+from irscatter.errors import PATTERN_ERRORS, Argument, UsageError, elide
 from irscatter.ir.element_types import ElementType
 from irscatter.metrics import PRESETS, TensorDiff, Tolerance, diff, mismatch, precision_of, preset_for, ulp_distance
 from irscatter.runtime.interpreter import CompiledModel
@@ -70,27 +70,31 @@ class Tolerances:
         return chosen
 
 
+_OVERRIDES = Argument("overrides")  # the argument of `Tolerances.parse` its messages speak of
+
+
 def parse_override(text: str) -> tuple[re.Pattern[str], Tolerance]:
-    """`PATTERN=RTOL[,ATOL]`, as `--tol` takes it."""
+    """`PATTERN=RTOL[,ATOL]`, one of the `overrides` of `Tolerances.parse`."""
     pattern, sep, numbers = text.rpartition("=")
     try:
         values = [float(v) for v in numbers.split(",")] if sep else []
         compiled = re.compile(pattern)
     except (ValueError, *PATTERN_ERRORS) as e:
-        raise UsageError(f'--tol {elide(text)}: expected PATTERN=RTOL[,ATOL] ({e})') from None
+        raise UsageError(_OVERRIDES, f" {elide(text)}: expected PATTERN=RTOL[,ATOL] ({e})", value=text) from None
     if not sep or not pattern or not 1 <= len(values) <= 2 or not all(v >= 0 and np.isfinite(v) for v in values):
-        raise UsageError(f'--tol {text}: expected PATTERN=RTOL[,ATOL] with tolerances of at least 0')
+        raise UsageError(_OVERRIDES, f" {text}: expected PATTERN=RTOL[,ATOL] with tolerances of at least 0",
+                         value=text)
     return compiled, Tolerance(values[0], values[1] if len(values) > 1 else values[0])
 
 
 def check_overrides(tolerances: Tolerances, keys: Iterable[str]) -> None:
-    """Refuse a `--tol` pattern that picks none of `keys` (the tensors to be judged): a typo
+    """Refuse an override's pattern that picks none of `keys` (the tensors to be judged): a typo
     would otherwise leave the tensor it meant under the preset, silently."""
     keys = list(keys)
     for pattern, _ in tolerances.overrides:
         if not any(pattern.search(key) for key in keys):
-            raise UsageError(f'--tol {pattern.pattern}=...: the pattern matches no tensor ("<layer name>:<port id>") '
-                             "to be compared")
+            raise UsageError(_OVERRIDES, f' {pattern.pattern}=...: the pattern matches no tensor ("<layer name>:'
+                             '<port id>") to be compared', value=pattern.pattern)
 
 
 def check_model_overrides(tolerances: Tolerances, compiled: CompiledModel) -> None:

@@ -10,8 +10,8 @@ constructors, so both readers make the same graph of the same document.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol, cast
 
 from lxml import etree
 
@@ -40,7 +40,27 @@ LAYER_KEYS = ("id", "name", "type", "version")
 BODY_TAGS = {"body": "port_map", "then_body": "then_port_map", "else_body": "else_port_map"}
 
 
-def _elements(node: etree._Element, tag: str | None = None):
+class Element(Protocol):
+    """The part of lxml's element interface the shared builders read, which the event reader's
+    kept elements have too."""
+
+    @property
+    def tag(self) -> object: ...
+    @property
+    def sourceline(self) -> int | None: ...
+    def get(self, key: str) -> str | None: ...
+    def iterchildren(self, tag: Any = ...) -> Iterator[Element]: ...
+
+
+def tag_of(node: Element) -> str:
+    """An element's tag as the str it is: lxml reads every parsed element's tag as str, and an
+    element the event reader kept has expat's (lxml's stubs also allow the bytes or QName a
+    program may assign, which lxml turns into str; a comment's tag, a function, is never asked
+    for here)."""
+    return cast(str, node.tag)
+
+
+def _elements(node: Element, tag: str | None = None) -> Iterator[Element]:
     """Child elements, skipping comments; optionally only those with `tag` (filtered in C)."""
     return node.iterchildren(tag if tag is not None else etree.Element)
 
@@ -59,7 +79,7 @@ def attributes_of(node: Any, source: str | None = None) -> dict[str, str]:
         return dict(attrib)
     limit = current_limits().xml_attributes
     if count > limit:
-        raise SecurityError(f"<{node.tag}> has {count} attributes, more than the limit of {limit} "
+        raise SecurityError(f"<{tag_of(node)}> has {count} attributes, more than the limit of {limit} "
                             f"(irscatter.limits: xml_attributes)", file=source, line=node.sourceline,
                             label="xml-attributes")
     if isinstance(attrib, dict):  # (an element the event reader kept)
@@ -83,11 +103,11 @@ def _first_children(ctx: ReadContext, node: etree._Element, once: frozenset[str]
     a second child of a tag in `once` is a defect (recovered from by reading the first)."""
     first: dict[str, etree._Element] = {}
     for child in node.iterchildren(etree.Element):
-        tag = child.tag
+        tag = tag_of(child)
         if tag not in first:
             first[tag] = child
         elif tag in once:
-            where = "<layer>" if layer is not None else f"<{node.tag}>"
+            where = "<layer>" if layer is not None else f"<{tag_of(node)}>"
             ctx.recover(ctx.error(f"{where} has a second <{tag}> (the first is on line {first[tag].sourceline}); "
                                   f"it may hold one", child, layer=_ref(layer) if layer is not None else None,
                                   label="duplicate-element"))
@@ -116,7 +136,7 @@ class ReadContext:
         self.plain_ports: dict[tuple, Port] = {}  # see `make_port`
         self.texts: dict[str, str] = {}  # see `make_layer`
 
-    def error(self, message: str, node: etree._Element | None = None, **kw: Any) -> LoadError:
+    def error(self, message: str, node: Element | None = None, **kw: Any) -> LoadError:
         line = node.sourceline if node is not None else None
         return LoadError(message, file=self.source, line=line, **kw)
 
@@ -130,20 +150,21 @@ class ReadContext:
 _ATTRIBUTE_LABELS = {"layer": "layer-attribute", "port": "port-attribute", "edge": "edge-attribute"}
 
 
-def _uint(ctx: ReadContext, node: etree._Element, key: str, what: str) -> int:
-    label = _ATTRIBUTE_LABELS[node.tag]
+def _uint(ctx: ReadContext, node: Element, key: str, what: str) -> int:
+    tag = tag_of(node)
+    label = _ATTRIBUTE_LABELS[tag]
     text = node.get(key)
     if text is None:
-        raise ctx.error(f"<{node.tag}> {what}is missing mandatory attribute \"{key}\"", node,
+        raise ctx.error(f"<{tag}> {what}is missing mandatory attribute \"{key}\"", node,
                         label=label)
     t = text.strip()
     if not is_decimal(t):
         raise ctx.error(
-            f'<{node.tag}> {what}has {key}="{elide(text)}", which is not a non-negative integer', node,
+            f'<{tag}> {what}has {key}="{elide(text)}", which is not a non-negative integer', node,
             label=label,
         )
     if len(t) > MAX_DIGITS:
-        raise ctx.error(f'<{node.tag}> {what}has {key}="{elide(text, 24)}", {len(t)} digits: more than any id '
+        raise ctx.error(f'<{tag}> {what}has {key}="{elide(text, 24)}", {len(t)} digits: more than any id '
                         f"or port number could need", node, label=label)
     return int(t)
 
@@ -160,7 +181,7 @@ def small_decimal(text: str | None) -> int | None:
     return int(text) if text is not None and len(text) <= MAX_DIGITS and is_decimal(text) else None
 
 
-def _int(ctx: ReadContext, node: etree._Element, key: str) -> int | None:
+def _int(ctx: ReadContext, node: Element, key: str) -> int | None:
     text = node.get(key)
     if text is None:
         return None
@@ -170,17 +191,16 @@ def _int(ctx: ReadContext, node: etree._Element, key: str) -> int | None:
             raise ValueError(t)
         return int(t)
     except ValueError:
-        raise ctx.error(f'<{node.tag}> has {key}="{elide(text)}", which is not an integer that fits', node) from None
+        raise ctx.error(f'<{tag_of(node)}> has {key}="{elide(text)}", which is not an integer that fits', node) from None
 
 
-def read_rt_info(node: etree._Element | None, source: str | None = None) -> dict[str, Any]:
+def read_rt_info(node: Element | None, source: str | None = None) -> dict[str, Any]:
     """`<rt_info>`: `<attribute name=...>` / `<info name= value=>` / legacy `<k value=>` children."""
     if node is None:
         return {}
     out: dict[str, Any] = {}
     for child in _elements(node):
-        if child.tag in ("attribute", "info") and child.get("name") is not None:
-            key = child.get("name")
+        if child.tag in ("attribute", "info") and (key := child.get("name")) is not None:
             fields = attributes_of(child, source)
             del fields["name"]
             nested = list(_elements(child))
@@ -192,7 +212,8 @@ def read_rt_info(node: etree._Element | None, source: str | None = None) -> dict
                 out[key] = fields
         else:
             nested = list(_elements(child))
-            out[child.tag] = read_rt_info(child, source) if nested or child.get("value") is None else child.get("value")
+            value = child.get("value")
+            out[tag_of(child)] = read_rt_info(child, source) if nested or value is None else value
     return out
 
 
@@ -374,14 +395,17 @@ def plain_edge(cls: type[Edge] | type[BackEdge], raw: list[str | None]) -> Edge 
     """The edge of an element's values for `cls`'s fields, in their order, when every one is a
     plain number; None sends the caller to the path that says what is wrong."""
     # Every value present and non-empty, and all of them digits: one test of their join.
-    if not all(raw) or not (joined := "".join(raw)).isdigit() or not joined.isascii():  # type: ignore[arg-type]
+    if not all(raw):
         return None
-    if len(joined) > MAX_DIGITS and max(map(len, raw)) > MAX_DIGITS:  # type: ignore[arg-type]
+    values = cast("list[str]", raw)  # (none is None: `all` saw each)
+    if not (joined := "".join(values)).isdigit() or not joined.isascii():
+        return None
+    if len(joined) > MAX_DIGITS and max(map(len, values)) > MAX_DIGITS:
         return None
     if cls is Edge:  # (the common class, its fields named: a dict built from names costs twice as much)
-        from_layer, from_port, to_layer, to_port = map(int, raw)  # type: ignore[arg-type]
+        from_layer, from_port, to_layer, to_port = map(int, values)
         return new_edge(from_layer, from_port, to_layer, to_port)
-    return cls(*map(int, raw))  # type: ignore[arg-type]  # (a back edge, of a loop body: rare)
+    return cls(*map(int, values))  # (a back edge, of a loop body: rare)
 
 
 _EDGE_FIELDS = {cls: tuple(f.name for f in dataclasses.fields(cls)) for cls in (Edge, BackEdge)}
@@ -433,7 +457,7 @@ def read_graph(ctx: ReadContext, node: etree._Element, cls: type[Graph], **field
     children = _first_children(ctx, node, GRAPH_PARTS)
     layers_node = children.get("layers")
     layers = []
-    for n in _elements(layers_node, "layer") if layers_node is not None else ():
+    for n in layers_node.iterchildren("layer") if layers_node is not None else ():
         try:
             layers.append(parse_layer_element(ctx, n))
         except LoadError as err:

@@ -100,7 +100,7 @@ def read_net(data: bytes, ctx: ReadContext) -> Model:
         # The parser's handlers are the reader's methods, and the reader holds the parser and
         # the model: broken here, that cycle leaves the model to be freed when its last user
         # lets go of it rather than by a pass of the garbage collector.
-        reader.parser = None
+        del reader.parser
     if reader.model is None or reader.layers_read != len(reader.lines):
         raise Unread()  # (or a "<layer" in a comment, which would have shifted the lines)
     return reader.model

@@ -324,4 +324,4 @@ class Model(Graph):
 
 
 Body.model_rebuild()
-rebuild_dataclass(Layer)
+rebuild_dataclass(Layer)  # type: ignore[arg-type]  # (mypy sees the class undecorated, not a PydanticDataclass)

@@ -34,6 +34,7 @@ from irscatter.ir.building import (
     parse_layer_element,
     read_graph,
     read_rt_info,
+    tag_of,
 )
 from irscatter.ir.element_types import ElementType, decode
 from irscatter.ir.files import WeightsFile, read_stream, require_regular
@@ -320,8 +321,8 @@ def _explained_const(ctx: ReadContext, layer: Layer, weights: np.ndarray | None,
 
 
 def _net_model(ctx: ReadContext, root: etree._Element) -> Model:
-    if root.tag.lower() != "net":
-        raise ctx.error(f"the root element is <{root.tag}>, expected <net>", root, label="net-root")
+    if tag_of(root).lower() != "net":
+        raise ctx.error(f"the root element is <{tag_of(root)}>, expected <net>", root, label="net-root")
     version_text = root.get("version")
     if version_text is None:
         ctx.recover(ctx.error("<net> has no version attribute (IR v10 or v11 expected)", root, label="net-version"))
@@ -333,7 +334,8 @@ def _net_model(ctx: ReadContext, root: etree._Element) -> Model:
     _check_layers_placed(ctx, root)
     rt_node = first_child(root, "rt_info")
     rt = read_rt_info(rt_node if rt_node is not None else first_child(root, "meta_data"), ctx.source)
-    return read_graph(ctx, root, ctx.model_class, name=root.get("name", ""), ir_version=ctx.ir_version, rt_info=rt)  # type: ignore[return-value]
+    model = read_graph(ctx, root, ctx.model_class, name=root.get("name", ""), ir_version=ctx.ir_version, rt_info=rt)
+    return model  # type: ignore[return-value]  # (an instance of ctx.model_class, a Model)
 
 
 # A layer stands in the <layers> of the model or of a body; what rt_info (and what an IR v10 net
@@ -405,7 +407,7 @@ def _return_freed_heap() -> None:
         trim(0)
 
 
-def read_model(xml_path: str | os.PathLike, bin_path: str | os.PathLike | None = None, *,
+def read_model(xml_path: str | bytes | os.PathLike, bin_path: str | os.PathLike | None = None, *,
                model_class: type[Model] = Model, progress: Callable[[int, int], None] | None = None) -> Model:
     """Load an IR model. The `.bin` defaults to the xml's sibling with the `.bin` suffix.
 
@@ -502,10 +504,9 @@ def parse_layer(xml: bytes | str, *, source: str = "<memory>") -> Layer:
     ctx = ReadContext(source)
     root = parse_xml(data, source)
     if root.tag != "layer":
-        raise ctx.error(f"expected a <layer> element, found <{root.tag}>", root)
-    if root.get("type"):
-        for key, default in (("id", "0"), ("name", root.get("type")),
-                             ("version", opsets.newest_opset_holding(root.get("type")))):
+        raise ctx.error(f"expected a <layer> element, found <{tag_of(root)}>", root)
+    if type_name := root.get("type"):
+        for key, default in (("id", "0"), ("name", type_name), ("version", opsets.newest_opset_holding(type_name))):
             if root.get(key) is None:
                 root.set(key, default)
     return parse_layer_element(ctx, root)

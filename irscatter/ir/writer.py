@@ -83,10 +83,10 @@ class IRWriter:
         else:
             dims = None if shape is None else list(shape)
             text = "..." if dims is None else ",".join("?" if d < 0 else str(d) for d in dims)
-        node = self._layer_element(name, "Parameter", "opset1", {"shape": text, "element_type": etype.value},
+        node, layer_id = self._layer_element(name, "Parameter", "opset1", {"shape": text, "element_type": etype.value},
                                    rt_info=rt_info)
         self._ports(node, "output", [(0, etype, dims, tensor_names, port_rt_info)])
-        return Tensor(int(node.get("id")), 0)
+        return Tensor(layer_id, 0)
 
     def const(self, name: str, value: np.ndarray, etype: ElementType | None = None,
               tensor_names: tuple[str, ...] = ()) -> Tensor:
@@ -94,18 +94,18 @@ class IRWriter:
         value = np.asarray(value)
         etype = etype or ElementType.from_dtype(value.dtype)
         offset, size = self._store(value, etype)
-        node = self._layer_element(name, "Const", "opset1", {
+        node, layer_id = self._layer_element(name, "Const", "opset1", {
             "element_type": etype.value, "shape": ",".join(map(str, value.shape)),
             "offset": str(offset), "size": str(size)})
         self._ports(node, "output", [(0, etype, list(value.shape), tensor_names, None)])
-        return Tensor(int(node.get("id")), 0)
+        return Tensor(layer_id, 0)
 
     def result(self, name: str, source: Tensor, etype: ElementType | None, shape: tuple[int, ...] | None) -> int:
         """A network output fed by `source`; returns the Result's id."""
-        node = self._layer_element(name, "Result", "opset1", {})
+        node, layer_id = self._layer_element(name, "Result", "opset1", {})
         self._ports(node, "input", [(0, etype, None if shape is None else list(shape), (), None)])
-        self._edges.append((source.layer, source.port, int(node.get("id")), 0))
-        return int(node.get("id"))
+        self._edges.append((source.layer, source.port, layer_id, 0))
+        return layer_id
 
     # --- copied layers ------------------------------------------------------------------------
 
@@ -117,7 +117,7 @@ class IRWriter:
         a port unconnected), its ports declared with the given (element type, shape) pairs;
         returns its outputs in port order. `output_names` replaces the tensor names of its
         output ports (a runtime reports an output by them)."""
-        node = self._layer_element(name or layer.name, layer.type, layer.version, layer.attrs, extra=layer.extra,
+        node, new_id = self._layer_element(name or layer.name, layer.type, layer.version, layer.attrs, extra=layer.extra,
                                    rt_info=layer.rt_info)
         self._ports(node, "input", [(p.id, et, None if sh is None else list(sh), (), p.rt_info)
                                     for p, (et, sh) in zip(layer.inputs, input_types)])
@@ -126,7 +126,6 @@ class IRWriter:
                                      for p, (et, sh), n in zip(layer.outputs, output_types, names)])
         for tag, body in layer.bodies.items():
             self._body(node, tag, body)
-        new_id = int(node.get("id"))
         for port, source in zip(layer.inputs, sources):
             if source is not None:
                 self._edges.append((source.layer, source.port, new_id, port.id))
@@ -143,7 +142,7 @@ class IRWriter:
         with the given (element type, shape) pairs and fed by `sources` (None leaves a port
         unconnected). `children` are appended as given after the ports: a `<body>` made by
         `region().body()`, say. Returns its outputs in port order."""
-        node = self._layer_element(name, type_name, version, dict(attrs or {}))
+        node, new_id = self._layer_element(name, type_name, version, dict(attrs or {}))
         count = len(input_types)
         self._ports(node, "input", [(k, et, None if sh is None else list(sh), (), None)
                                     for k, (et, sh) in enumerate(input_types)])
@@ -151,7 +150,6 @@ class IRWriter:
         self._ports(node, "output", [(count + k, et, None if sh is None else list(sh), n, None)
                                      for k, ((et, sh), n) in enumerate(zip(output_types, names))])
         node.extend(children)
-        new_id = int(node.get("id"))
         for k, source in enumerate(sources):
             if source is not None:
                 self._edges.append((source.layer, source.port, new_id, k))
@@ -216,16 +214,17 @@ class IRWriter:
 
     def _layer_element(self, name: str, type_name: str, version: str, attrs: dict[str, str], *,
                        extra: dict[str, str] | None = None, parent: etree._Element | None = None,
-                       layer_id: int | None = None, rt_info: RtInfo | None = None) -> etree._Element:
+                       layer_id: int | None = None, rt_info: RtInfo | None = None) -> tuple[etree._Element, int]:
+        """The `<layer>` element, made in `parent` (by default the network's layers), and its id
+        (the next free one unless `layer_id` is given)."""
         if layer_id is None:
             layer_id, self._next_id = self._next_id, self._next_id + 1
-        node = etree.SubElement(self._layers if parent is None else parent, "layer",
-                                {"id": str(layer_id), "name": name, "type": type_name, "version": version,
-                                 **(extra or {})})
+        attrib = {"id": str(layer_id), "name": name, "type": type_name, "version": version, **(extra or {})}
+        node = etree.SubElement(self._layers if parent is None else parent, "layer", attrib)
         if attrs or type_name in ("Parameter", "Const"):
             etree.SubElement(node, "data", dict(attrs))
         _attributes(node, rt_info)
-        return node
+        return node, layer_id
 
     @staticmethod
     def _ports(node: etree._Element, tag: str,
@@ -267,7 +266,7 @@ class IRWriter:
                 value = layer.const_value
                 offset, size = self._store(value, layer.const_data.etype)
                 attrs.update(offset=str(offset), size=str(size))
-            node = self._layer_element(layer.name, layer.type, layer.version, attrs, extra=layer.extra,
+            node, _ = self._layer_element(layer.name, layer.type, layer.version, attrs, extra=layer.extra,
                                        parent=layers, layer_id=layer.id, rt_info=layer.rt_info)
             self._declared_ports(node, "input", layer.inputs)
             self._declared_ports(node, "output", layer.outputs)

@@ -30,7 +30,7 @@ import math
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -74,7 +74,7 @@ def fuse_compressed(steps: Sequence[Any], ops: Mapping[int, Op], infos: Mapping[
             readers.setdefault(slot, []).append(i)
     for i, chain in weight_chains(steps, ops, consts):
         step, op = steps[i], ops[steps[i].layer.id]
-        if not (op.attrs.transpose_b and not op.attrs.transpose_a):
+        if not (isinstance(op, MatMul) and op.attrs.transpose_b and not op.attrs.transpose_a):
             continue
         if not _exclusive(steps, chain, i, readers, result_slots):
             continue
@@ -154,13 +154,14 @@ class _Codebook:
             if table is None:
                 table = np.empty((self.rows * self.fibers, part.shape[1]), part.dtype)
             table[start * self.fibers:start * self.fibers + len(part)] = part
+        assert table is not None  # (a codebook has rows: `_codebook` takes no weight of none)
         return codes, table, _widened(self.widening, self.widened_types) if self.widening else None
 
     def _table_rows(self, values: dict[int, Any], shape: tuple[int, ...], start: int, stop: int) -> np.ndarray:
         """The tables of weight rows [start, stop): the main steps run on the alphabet, with
         the zero points and scales of those rows."""
         rank = len(shape)
-        current = self.alphabet.reshape((1,) * (rank - 1) + (-1,))
+        current: np.ndarray = self.alphabet.reshape((1,) * (rank - 1) + (-1,))
         path = {self.codes_slot}
         for step in self.main:
             if step.layer.type in ELEMENTWISE:  # a Reshape keeps the rows, and the table has no other axis
@@ -210,7 +211,9 @@ def _codebook(steps: Sequence[Any], ops: Mapping[int, Op], chain: list[int], inf
         return None
     codes_slot = codes[0]
     shape = infos[codes_slot].shape.to_tuple()
-    path, side, main = {codes_slot}, [], []
+    path = {codes_slot}
+    side: list[Any] = []
+    main: list[Any] = []
     for i in chain:
         step = steps[i]
         if any(s in path for s in step.inputs):
@@ -246,11 +249,11 @@ def _alphabet(etype: ElementType) -> np.ndarray | None:
     return values[order] if np.array_equal(held[order], np.arange(len(values))) else None
 
 
-def _static(info: TensorInfo | None) -> bool:
+def _static(info: TensorInfo | None) -> TypeGuard[TensorInfo]:
     return info is not None and info.shape.is_static and info.etype is not ElementType.dynamic
 
 
-def _is_code_type(info: TensorInfo | None) -> bool:
+def _is_code_type(info: TensorInfo | None) -> TypeGuard[TensorInfo]:
     return _static(info) and info.etype.is_integral and info.etype.bitwidth <= 8
 
 
@@ -351,4 +354,5 @@ class _LookedUp:
             if out is None:
                 out = np.empty(product.shape[:-1] + (rows,), product.dtype)
             out[..., start:start + n] = product
+        assert out is not None  # (a codebook has rows)
         return out

@@ -65,7 +65,7 @@ def checked_decompression(decompression: str | None) -> str | None:
     if decompression is None or decompression in DECOMPRESSIONS:
         return decompression
     raise UsageError(f"decompression must be one of {', '.join(DECOMPRESSIONS)} (or None for the layers as "
-                     f"written), got {decompression!r}")
+                     f"written), got {decompression!r}", argument="decompression", value=decompression)
 
 
 def decompressing(decompression: str | None) -> AbstractContextManager[None]:

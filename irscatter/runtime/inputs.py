@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from irscatter.errors import FileAccessError, LoadError, UsageError
+from irscatter.errors import Argument, FileAccessError, LoadError, UsageError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.files import require_regular
 from irscatter.limits import current as current_limits
@@ -22,20 +22,24 @@ from irscatter.metrics import Tolerance, diff, preset_for, ulp_distance
 from irscatter.runtime.graph_view import GraphView
 from irscatter.runtime.interpreter import CompiledModel, InputSpec
 
+# The arguments of `gather_feeds` (and `random_inputs`) that messages speak of.
+_SHAPES, _RANGES = Argument("shapes"), Argument("ranges")
+
 
 def concrete_shape(spec: InputSpec, override: Sequence[int] | None) -> tuple[int, ...]:
-    """The shape to draw for an input: its static shape, or the override for dynamic dims."""
+    """The shape to draw for an input: its static shape, or the override for dynamic dims
+    (what `shapes` gives it, as the messages say)."""
     if override is not None:
         if not spec.shape.accepts(override):
-            raise UsageError(f'--shape {spec.name}={",".join(map(str, override))} does not fit the Parameter shape {spec.shape}')
+            raise UsageError(_SHAPES, f' {spec.name}={",".join(map(str, override))} does not fit the Parameter '
+                             f'shape {spec.shape}', value=override)
         itemsize = 8 if spec.etype in (ElementType.string, ElementType.dynamic) else spec.etype.nbytes(1)
         if (problem := tensor_size_problem(override, itemsize)) is not None:
-            raise UsageError(f"--shape {spec.name}: {problem}")
+            raise UsageError(_SHAPES, f" {spec.name}: {problem}", value=override)
         return tuple(override)
     if not spec.shape.is_static:
-        raise UsageError(
-            f'input "{spec.name}" has the dynamic shape {spec.shape}: give one with --shape {spec.name}=d0,d1,...'
-        )
+        raise UsageError(f'input "{spec.name}" has the dynamic shape {spec.shape}: give one with ', _SHAPES,
+                         f" {spec.name}=d0,d1,...")
     return spec.shape.to_tuple()
 
 
@@ -94,7 +98,7 @@ def random_inputs(
     shapes, ranges = shapes or {}, ranges or {}
     unknown = set(shapes) - {s.name for s in inputs}
     if unknown:
-        raise UsageError(f"--shape names unknown inputs: {', '.join(sorted(unknown))}")
+        raise UsageError(_SHAPES, f" names unknown inputs: {', '.join(sorted(unknown))}", value=dict(shapes))
     out = {}
     for spec in inputs:
         shape = concrete_shape(spec, shapes.get(spec.name))
@@ -142,25 +146,28 @@ def _reader_ranges(graph: GraphView, source: tuple[int, int]) -> list[Bounds]:
 
 
 def parse_ranges(texts: Sequence[str], inputs: Sequence[InputSpec]) -> dict[str, Bounds]:
-    """`--range NAME=LO,HI` values by input name, checked: a known input of a type that takes
-    a range, two numbers (integers for an integer input, within its type), LO <= HI."""
+    """`NAME=LO,HI` values by input name, checked: a known input of a type that takes a range,
+    two numbers (integers for an integer input, within its type), LO <= HI. Its messages call
+    `texts` by the keyword `gather_feeds` takes them as, `ranges`."""
     by_name = {s.name: s for s in inputs}
     out: dict[str, Bounds] = {}
     for text in texts:
         name, sep, rest = text.partition("=")
         bounds = rest.split(",")
         if not sep or not name or len(bounds) != 2:
-            raise UsageError(f'--range expects NAME=LO,HI, got "{text}"')
+            raise UsageError(_RANGES, f' expects NAME=LO,HI, got "{text}"', value=text)
         if name not in by_name:
-            raise UsageError(f"--range names no input of the model: {name} (its inputs: {', '.join(by_name)})")
+            raise UsageError(_RANGES, f" names no input of the model: {name} (its inputs: {', '.join(by_name)})",
+                             value=text)
         if name in out:
-            raise UsageError(f'--range gives input "{name}" twice')
+            raise UsageError(_RANGES, f' gives input "{name}" twice', value=text)
         spec = by_name[name]
         if not _takes_range(spec.etype):
-            raise UsageError(f"--range {text}: input {name} is {spec.etype}, whose values have no range to set")
+            raise UsageError(_RANGES, f" {text}: input {name} is {spec.etype}, whose values have no range to set",
+                             value=text)
         lo, hi = (_range_bound(b, spec, text) for b in bounds)
         if lo > hi:
-            raise UsageError(f"--range {text}: LO is above HI")
+            raise UsageError(_RANGES, f" {text}: LO is above HI", value=text)
         out[name] = (lo, hi)
     return out
 
@@ -170,13 +177,14 @@ def _range_bound(text: str, spec: InputSpec, whole: str) -> float:
         value = float(text) if spec.etype.is_float else int(text)
     except ValueError:
         kind = "numbers" if spec.etype.is_float else f"integers (input {spec.name} is {spec.etype})"
-        raise UsageError(f"--range {whole}: LO and HI must be {kind}") from None
+        raise UsageError(_RANGES, f" {whole}: LO and HI must be {kind}", value=whole) from None
     if not spec.etype.is_float:
         lowest, highest = _integer_limits(spec.etype)
         if not lowest <= value <= highest:
-            raise UsageError(f"--range {whole}: {value} does not fit {spec.etype} ([{lowest}, {highest}])")
+            raise UsageError(_RANGES, f" {whole}: {value} does not fit {spec.etype} ([{lowest}, {highest}])",
+                             value=whole)
     elif not math.isfinite(value):
-        raise UsageError(f"--range {whole}: LO and HI must be finite")
+        raise UsageError(_RANGES, f" {whole}: LO and HI must be finite", value=whole)
     return value
 
 
@@ -197,8 +205,8 @@ def array_within(spec: InputSpec, shape: tuple[int, ...], bounds: Bounds, rng: n
     range given with --range. A range clipped to the type's own is drawn within what is left."""
     lo, hi = bounds
     if lo > hi:
-        raise UsageError(f'the layers reading input "{spec.name}" accept no value in common: give it with -i, '
-                         f"or a range with --range {spec.name}=LO,HI")
+        raise UsageError(f'the layers reading input "{spec.name}" accept no value in common: give it with ',
+                         Argument("arrays"), ", or a range with ", _RANGES, f" {spec.name}=LO,HI")
     if spec.etype.is_float and not (float(lo).is_integer() and float(hi).is_integer()):
         return rng.uniform(lo, hi, shape).astype(spec.etype.dtype)
     if not spec.etype.is_float:
@@ -209,14 +217,16 @@ def array_within(spec: InputSpec, shape: tuple[int, ...], bounds: Bounds, rng: n
 
 class FeedRequestError(UsageError):
     """A request for feeds that `gather_feeds` refuses, said in parts so that a caller can put it
-    in the terms it was asked in (the CLI: its flags): `part` is the part of the request at fault
-    ("file", "array", "shape", "range", or "" for the request as a whole), `reason` what is wrong
-    ("not-one-input", "twice", "unknown-input", "fed", "nothing-fed"), `subject` the path or
-    input names concerned and `detail` the rest of what the message says."""
+    in the terms it was asked in (the CLI: its flags): `argument` is the keyword of the part of
+    the request at fault ("file", "arrays", "shapes", "ranges", or None for the request as a
+    whole), `reason` what is wrong ("not-one-input", "twice", "unknown-input", "fed",
+    "nothing-fed"), `subject` the path or input names concerned and `detail` the rest of what
+    the message says."""
 
-    def __init__(self, message: str, *, part: str, reason: str, subject: str = "", detail: str = "") -> None:
-        super().__init__(message)
-        self.part, self.reason, self.subject, self.detail = part, reason, subject, detail
+    def __init__(self, message: str, *, argument: str | None, reason: str, subject: str = "",
+                 detail: str = "") -> None:
+        super().__init__(message, argument=argument, value=subject or None)
+        self.reason, self.subject, self.detail = reason, subject, detail
 
 
 def gather_feeds(compiled: CompiledModel, *, file: str | None = None, arrays: Sequence[tuple[str | None, str]] = (),
@@ -237,9 +247,9 @@ def gather_feeds(compiled: CompiledModel, *, file: str | None = None, arrays: Se
         feeds.update(load_npz(file))
     given: set[str] = set()  # (an array may replace an input of the file, but not one of its own)
     for name, path in arrays:
-        name = _only_input(compiled, "array", path) if name is None else name
+        name = _only_input(compiled, "arrays", path) if name is None else name
         if name in given:
-            raise FeedRequestError(f'input "{name}" is given twice', part="array", reason="twice", subject=name)
+            raise FeedRequestError(f'input "{name}" is given twice', argument="arrays", reason="twice", subject=name)
         given.add(name)
         feeds[name] = load_npy(path)
     if random:
@@ -249,7 +259,7 @@ def gather_feeds(compiled: CompiledModel, *, file: str | None = None, arrays: Se
         more = ", ..." if len(compiled.inputs) > 4 else ""
         detail = (f"the model has {len(compiled.inputs)} input{'s' if len(compiled.inputs) != 1 else ''} "
                   f"({listed}{more}) and nothing was fed")
-        raise FeedRequestError(detail, part="", reason="nothing-fed", detail=detail)
+        raise FeedRequestError(detail, argument=None, reason="nothing-fed", detail=detail)
     return feeds
 
 
@@ -261,31 +271,31 @@ def _drawn_feeds(compiled: CompiledModel, feeds: Mapping[str, Any], seed: int, s
     unknown = sorted(set(shapes) - {s.name for s in compiled.inputs})
     if unknown:
         raise FeedRequestError(f"a shape is given for no input of the model: {', '.join(unknown)} (its inputs: "
-                               f"{names})", part="shape", reason="unknown-input", subject=", ".join(unknown),
+                               f"{names})", argument="shapes", reason="unknown-input", subject=", ".join(unknown),
                                detail=f"its inputs: {names}")
     missing = [s for s in compiled.inputs if s.name not in feeds and not any(n in feeds for n in s.names)]
-    _refuse_fed(sorted(set(shapes) - {s.name for s in missing}), "shape")
+    _refuse_fed(sorted(set(shapes) - {s.name for s in missing}), "shapes")
     defaulted = default_shapes(missing, shapes)
     if defaulted and on_defaults is not None:
         on_defaults(defaulted)
     given = parse_ranges(ranges, compiled.inputs)
-    _refuse_fed(sorted(set(given) - {s.name for s in missing}), "range")
+    _refuse_fed(sorted(set(given) - {s.name for s in missing}), "ranges")
     return random_inputs(missing, seed, {**shapes, **defaulted}, {**accepted_ranges(compiled), **given})
 
 
-def _refuse_fed(fed: list[str], part: str) -> None:
-    """A shape or range is for an input drawn at random, not one fed."""
+def _refuse_fed(fed: list[str], argument: str) -> None:
+    """A shape or range (of `shapes` or `ranges`) is for an input drawn at random, not one fed."""
     if fed:
-        raise FeedRequestError(f'input "{fed[0]}" is fed: a {part} applies only to an input drawn at random',
-                               part=part, reason="fed", subject=fed[0])
+        raise FeedRequestError(f'input "{fed[0]}" is fed: a {argument.removesuffix("s")} applies only to an input '
+                               "drawn at random", argument=argument, reason="fed", subject=fed[0])
 
 
-def _only_input(compiled: CompiledModel, part: str, path: str) -> str:
+def _only_input(compiled: CompiledModel, argument: str, path: str) -> str:
     """The input one array with no name feeds: that of a one-input model."""
     if len(compiled.inputs) != 1:
         detail = (f"one array feeds a model of one input; this one has {len(compiled.inputs)} "
                   f"({', '.join(s.name for s in compiled.inputs)})")
-        raise FeedRequestError(f"{path}: {detail}", part=part, reason="not-one-input", subject=path, detail=detail)
+        raise FeedRequestError(f"{path}: {detail}", argument=argument, reason="not-one-input", subject=path, detail=detail)
     return compiled.inputs[0].name
 
 

@@ -229,9 +229,11 @@ class CompiledModel:
         compressed weights' decompression layers in f32, as OpenVINO's CPU plugin does (see
         `runtime/decompression.py`)."""
         if hook is not None and not callable(hook):
-            raise UsageError(f"hook= must be callable as hook(layer, inputs, outputs); got {type(hook).__name__}")
+            raise UsageError(f"hook= must be callable as hook(layer, inputs, outputs); got {type(hook).__name__}",
+                             argument="hook", value=hook)
         if timings is not None and not callable(getattr(timings, "append", None)):
-            raise UsageError(f"timings= must be a list to append to; got {type(timings).__name__}")
+            raise UsageError(f"timings= must be a list to append to; got {type(timings).__name__}",
+                             argument="timings", value=timings)
         self._check_weights()
         if precision is None:
             precision = self.default_precision

@@ -27,7 +27,7 @@ def compile_model(model: Model) -> CompiledModel:
     runnable = isinstance(model, RunnableModel)
     with gc_paused():
         compiled = CompiledModel(_plain_view(model) if runnable else model)
-    if runnable:
+    if isinstance(model, RunnableModel):
         model._compiled = compiled
     return compiled
 
@@ -59,13 +59,13 @@ class RunnableModel(Model):
         return cached if cached is not None else compile_model(self)
 
     @property
-    def inputs(self) -> list[InputSpec]:  # type: ignore[override]
+    def inputs(self) -> list[InputSpec]:  # type: ignore[override]  # (OpenVINO's ports, not the Parameter layers)
         """The model's inputs in Parameter order, with their inferred types and shapes (the
         same objects as the compiled model's; asking compiles the model)."""
         return self.compile().inputs
 
     @property
-    def outputs(self) -> list[OutputSpec]:  # type: ignore[override]
+    def outputs(self) -> list[OutputSpec]:  # type: ignore[override]  # (OpenVINO's ports, not the Result layers)
         """The model's outputs in Result order, with their inferred types and shapes."""
         return self.compile().outputs
 
@@ -118,7 +118,7 @@ class RunnableModel(Model):
         # pydantic deprecates on instances.
         return [name for name in super().__dir__() if name not in _HIDDEN]
 
-    def validate(self, *, strict: bool = False) -> Report:  # type: ignore[override]
+    def validate(self, *, strict: bool = False) -> Report:  # type: ignore[override]  # (over pydantic's deprecated one)
         """Every conformance finding about this model (`irscatter.validate`); `strict=True` adds
         the strict-mode findings its constants decide."""
         return conformance.validate(self, strict=strict)

@@ -25,7 +25,7 @@ from irscatter.checks.infer import itemsize
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Layer, Model, output_name
 from irscatter.ir.topology import Source
-from irscatter.ops.base import Op
+from irscatter.ops.base import Op, TensorInfo
 from irscatter.runtime.compressed import fuse_compressed
 from irscatter.runtime.folding import FoldPlan, keep_once
 from irscatter.runtime.ports import InputSpec, OutputSpec
@@ -128,7 +128,7 @@ def _steps(plan: Plan, analysis: Analysis) -> list[Step]:
     readers: dict[int, int] = {}
     step_inputs = []
     for i, lid in enumerate(steps_layers):
-        inputs = tuple(slot_of[s] for s in sources[lid])  # type: ignore[index]
+        inputs = tuple(slot_of[s] for s in sources[lid])  # type: ignore[index]  # (compiling refused an unwired input)
         step_inputs.append(inputs)
         counted = not ops[lid].shape_only
         for slot in inputs:
@@ -164,19 +164,21 @@ def _plan_folding(plan: Plan, analysis: Analysis) -> FoldPlan:
     """What of the layers that depend on Consts alone to compute once (runtime/folding.py),
     within `limits.folded_bytes`, beside the MatMuls that look their compressed weights up by
     blocks instead (runtime/compressed.py)."""
-    slot_bytes: dict[int, int | None] = {}
-    for (lid, pos), slot in plan.slot_of.items():
-        info = analysis.infos.get((lid, pos))
-        static = (info is not None and info.shape.is_static
-                  and info.etype not in (ElementType.dynamic, ElementType.string))
-        slot_bytes[slot] = math.prod(info.shape.to_tuple()) * itemsize(info.etype) if static else None
+    slot_bytes = {slot: _static_bytes(analysis.infos.get(key)) for key, slot in plan.slot_of.items()}
+    infos = {slot: info for key, slot in plan.slot_of.items() if (info := analysis.infos.get(key)) is not None}
     budget = limits.current().folded_bytes
-    fused = fuse_compressed(plan.steps, analysis.ops, {slot: analysis.infos.get(key) for key, slot in plan.slot_of.items()},
-                            dict(plan.const_slots), set(plan.output_slots), budget)
+    fused = fuse_compressed(plan.steps, analysis.ops, infos, dict(plan.const_slots), set(plan.output_slots), budget)
     slot_bytes.update(dict.fromkeys(fused.weights))  # looked up by blocks on each run instead
     return fused.into(keep_once(plan.steps, lambda step: analysis.ops[step.layer.id].foldable,
                                 {s for s, _ in plan.const_slots}, set(plan.output_slots), slot_bytes,
                                 budget - fused.cost))
+
+
+def _static_bytes(info: TensorInfo | None) -> int | None:
+    """The bytes of a value of a static shape and a fixed-size type; None for any other."""
+    if info is None or not info.shape.is_static or info.etype in (ElementType.dynamic, ElementType.string):
+        return None
+    return math.prod(info.shape.to_tuple()) * itemsize(info.etype)
 
 
 def _unused_outputs(op: Op, outputs: tuple[int, ...], keep: set[int], last_reader: dict[int, int]) -> frozenset[int]:
@@ -220,7 +222,7 @@ def plain_entries(steps: list[Step]) -> list[tuple]:
     release, None, step), or (None, None, None, slots to release, step, step) for a step the
     loop hands to the general call: one that may reuse a buffer, leave outputs out or write a
     donated input, with other than one output, or without inputs."""
-    plain = []
+    plain: list[tuple] = []
     for step in steps:
         if step.reuse_slot is None and not step.unused and not step.writable and len(step.outputs) == 1 and step.inputs:
             fetch = operator.itemgetter(*step.inputs) if len(step.inputs) > 1 else _one(step.inputs[0])

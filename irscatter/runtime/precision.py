@@ -120,7 +120,8 @@ def checked_precision(precision: str | None) -> str | None:
     """`precision` if it names an emulated precision (or is None); a UsageError otherwise."""
     if precision is None or precision in PRECISIONS:
         return precision
-    raise UsageError(f"precision must be one of {', '.join(PRECISIONS)} (or None for plain f32), got {precision!r}")
+    raise UsageError(f"precision must be one of {', '.join(PRECISIONS)} (or None for plain f32), got {precision!r}",
+                     argument="precision", value=precision)
 
 
 class _Emulation(AbstractContextManager[None]):

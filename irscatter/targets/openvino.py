@@ -291,7 +291,8 @@ class _Handler:
         self.internal_ops_loaded = True
         return self.core.read_model(xml)
 
-    def infer(self, request: dict[str, Any]) -> list[np.ndarray]:
+    def infer(self, request: dict[str, Any]) -> list[np.ndarray] | list[list[np.ndarray]]:
+        """The outputs of a run on the request's `feeds`, or of each step of `steps`."""
         ov = self.ov
         model = self.read(request["xml"])
         config = dict(request["config"])

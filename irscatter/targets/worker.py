@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from typing import Any, BinaryIO, TypeVar
+from typing import IO, Any, TypeVar
 
 _HEADER = struct.Struct("<Q")
 _MAX_FRAME = 1 << 36  # 64 GiB: a length beyond this is a corrupted channel, not data
@@ -81,7 +81,7 @@ def serve_runtime(make_handler: Callable[[], Any], missing: str) -> None:
     serve(handler)
 
 
-def _write_frame(stream: BinaryIO, obj: Any) -> None:
+def _write_frame(stream: IO[bytes], obj: Any) -> None:
     payload = pickle.dumps(obj, protocol=5)
     stream.write(_HEADER.pack(len(payload)))
     stream.write(payload)

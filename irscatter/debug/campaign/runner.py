@@ -26,7 +26,7 @@ from irscatter.debug.campaign.corpus import ModelCase, content_hash, find_models
 from irscatter.debug.campaign.isolate import isolated
 from irscatter.debug.campaign.store import CaseRecord, Store
 from irscatter.debug.campaign.task import Settings, TargetFactory, Task, irscatter_version
-from irscatter.errors import UsageError
+from irscatter.errors import Argument, UsageError
 from irscatter.targets.protocol import Target
 from irscatter.targets.worker import TargetFailure
 
@@ -131,6 +131,7 @@ class LocalPool:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
+_RAY = Argument("ray")  # the argument of `run_campaign` that names the cluster
 _IN_FLIGHT = 4  # Ray tasks submitted per CPU of the cluster ahead of their results
 
 
@@ -143,7 +144,8 @@ class RayCluster:
         try:
             import ray
         except ImportError:
-            raise UsageError("--ray needs Ray, which is not installed: pip install irscatter[ray]") from None
+            raise UsageError(_RAY, " needs Ray, which is not installed: pip install irscatter[ray]",
+                             value=address) from None
         self._ray = ray
         self._started = not ray.is_initialized()
         if self._started:
@@ -151,7 +153,8 @@ class RayCluster:
             try:
                 ray.init(address=address, log_to_driver=False, configure_logging=False, **started_here)
             except (ConnectionError, ValueError, RuntimeError) as e:
-                raise UsageError(f"--ray {address}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+                said = str(e).splitlines()[0] if str(e) else type(e).__name__
+                raise UsageError(_RAY, f" {address}: {said}", value=address) from None
         self._remote = ray.remote(run_task).options(num_cpus=1, max_retries=0)
         self.workers = int(ray.cluster_resources().get("CPU", 1))
 

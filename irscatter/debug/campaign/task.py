@@ -17,7 +17,7 @@ from typing import Any
 
 from irscatter.debug.compare import PRECISIONS, open_target
 from irscatter.debug.tolerances import Tolerances, parse_override
-from irscatter.errors import UsageError
+from irscatter.errors import Argument, UsageError
 from irscatter.targets.protocol import Target
 
 
@@ -92,10 +92,12 @@ def check_spelling(settings: Settings) -> None:
     """Refuse a target or precision `openvino_target` would refuse, before any work (whether
     the device is there, a worker finds out)."""
     if settings.target.partition(":")[0] != "openvino":
-        raise UsageError(f'--target {settings.target}: the targets are "openvino" and "openvino:DEVICE"')
+        raise UsageError(Argument("target"), f' {settings.target}: the targets are "openvino" and "openvino:DEVICE"',
+                         value=settings.target)
     if settings.precision not in PRECISIONS:
-        raise UsageError(f"--target-precision must be one of {', '.join(PRECISIONS)}, got {settings.precision}")
-    settings.tolerances()  # a --tol that does not parse
+        raise UsageError(Argument("precision"), f" must be one of {', '.join(PRECISIONS)}, got {settings.precision}",
+                         value=settings.precision)
+    settings.tolerances()  # a tolerance override that does not parse
 
 
 def openvino_target(settings: Settings) -> Target:
