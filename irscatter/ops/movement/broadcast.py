@@ -122,8 +122,9 @@ class Broadcast1(Op):
             raise ExecutionError(str(e), port=self.port("target_shape"), label="broadcast-shape") from None
         if self.attrs.mode != "explicit":
             return out_shape, None
+        assert mapping is not None  # broadcast_target refuses explicit mode without one
         view = [1] * len(out_shape)
-        for d, a in zip(data_shape, mapping):  # type: ignore[arg-type]
+        for d, a in zip(data_shape, mapping):
             view[a] = d
         return out_shape, view
 

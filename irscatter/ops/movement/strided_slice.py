@@ -127,10 +127,10 @@ class StridedSlice(Op):
         the same, and lies between the two otherwise (unbounded above when an input dim is). A
         plan the smallest sizes cannot take (a shrunk index past an axis of maybe 0) leaves the
         rank unknown."""
-        dims = shape.dims
-        bounded = all(d.max is not None for d in dims)  # type: ignore[union-attr]
-        low = tuple(d.min for d in dims)  # type: ignore[union-attr]
-        high = tuple(d.max if d.max is not None else max(d.min, _LARGE) for d in dims)  # type: ignore[union-attr]
+        dims = shape.ranked_dims
+        bounded = all(d.max is not None for d in dims)
+        low = tuple(d.min for d in dims)
+        high = tuple(d.max if d.max is not None else max(d.min, _LARGE) for d in dims)
         try:
             small, large = (indexed_shape(s, strided_index(s, begin, end, stride, self.attrs)) for s in (low, high))
         except PlanError:
