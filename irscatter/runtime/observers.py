@@ -1,0 +1,162 @@
+"""What watches a run, as observers around each step of the interpreter's watched loop.
+
+A run that something watches (a hook, a record of values, timings, strict mode, precision
+emulation) runs its steps in one loop (`CompiledModel._watched`) that calls, for each step,
+every observer's `before` in order, the kernel, then every `after` in the reverse order, so
+that the first observer's work surrounds all the others' and the last one's surrounds the
+kernel alone. `start` is called in order once the inputs and Consts are in their slots, and
+`finish` in reverse order once every step has run. The run builds its list
+(`CompiledModel._step_observers`) in this order:
+
+    Hook, Record, Rounding, Strict, Timing
+
+so timings measure the kernel call alone, outputs are rounded before the hook sees them, and
+the record is read after the model's outputs are rounded. A run nothing watches has no
+observer and takes the plain loop, which does nothing but call the kernels.
+
+Each observer says what it needs of the run: `sees_values` (every layer runs, none is read
+from the values kept for Const-only layers), `holds_arguments` (no kernel may write into an
+input's buffer or leave an output out, since the observer may still hold or read them after
+the step) and `keeps_values` (no slot is freed during the run). What needs a different list of
+steps (decompression, `runtime/decompression.py`) is a choice of steps, not an observer.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from irscatter.ir.graph import Layer
+from irscatter.ops.common.strict import Collector
+from irscatter.runtime.plan import Step
+from irscatter.runtime.precision import RoundingPlan
+
+LayerHook = Callable[[Layer, tuple[np.ndarray, ...], tuple[np.ndarray, ...]], None]
+
+
+class StepObserver:
+    """Work around each step of a watched run. Every method does nothing here; the loop calls
+    only the ones a subclass overrides (`overriding`)."""
+
+    sees_values = True
+    holds_arguments = False
+    keeps_values = False
+
+    def start(self, values: list[Any]) -> None:
+        """The run's inputs and Consts are in `values`; no step has run yet."""
+
+    def before(self, step: Step, args: list[Any], keywords: dict[str, Any]) -> list[Any]:
+        """`step`'s kernel is about to be called on `args` with `keywords`; returns the
+        arguments to call it with."""
+        return args
+
+    def after(self, step: Step, args: list[Any], out: Any) -> Any:
+        """`step`'s kernel returned `out` (a tuple for several outputs); returns what the run
+        stores in the step's output slots."""
+        return out
+
+    def finish(self, values: list[Any]) -> None:
+        """Every step has run; `values` holds the slots the run has not freed."""
+
+
+def overriding(observers: Sequence[StepObserver], method: str) -> list[Callable[..., Any]]:
+    """The bound `method` of each observer whose class overrides it, in the order given."""
+    plain = getattr(StepObserver, method)
+    return [getattr(o, method) for o in observers if getattr(type(o), method) is not plain]
+
+
+class Hook(StepObserver):
+    """The user's hook, called after each layer with read-only views of its inputs and outputs."""
+
+    holds_arguments = True  # a hook may keep what it is shown
+
+    def __init__(self, hook: LayerHook) -> None:
+        self.hook = hook
+
+    def after(self, step: Step, args: list[Any], out: Any) -> Any:
+        outputs = out if isinstance(out, tuple) else (out,) if step.outputs else ()
+        self.hook(step.layer, tuple(map(read_only, args)), tuple(map(read_only, outputs[:len(step.outputs)])))
+        return out
+
+
+class Record(StepObserver):
+    """The record of every value a run computes (`run(intermediate=True)`, and the bodies of a
+    watched run), read once the run is over: no slot is freed nor written into meanwhile."""
+
+    holds_arguments = True
+    keeps_values = True
+
+    def __init__(self, into: dict[str, np.ndarray], recorded: Callable[[list[Any]], dict[str, np.ndarray]]) -> None:
+        self.into, self.recorded = into, recorded
+
+    def finish(self, values: list[Any]) -> None:
+        self.into.update(self.recorded(values))
+
+
+class Rounding(StepObserver):
+    """Precision emulation (`runtime/precision.py`): fed inputs and Consts rounded at the start,
+    each layer's inputs and outputs as the plan says, the model's outputs at the end."""
+
+    def __init__(self, plan: RoundingPlan, param_slots: Sequence[int], donated: frozenset[int]) -> None:
+        self.plan, self.param_slots, self.donated = plan, param_slots, donated
+
+    def start(self, values: list[Any]) -> None:
+        self.plan.round_boundary(values, self.param_slots, self.donated)
+
+    def before(self, step: Step, args: list[Any], keywords: dict[str, Any]) -> list[Any]:
+        self.plan.round_inputs(step.layer.id, args, step.inputs)
+        return args
+
+    def after(self, step: Step, args: list[Any], out: Any) -> Any:
+        return self.plan.round_outputs(step.layer.id, out, args)
+
+    def finish(self, values: list[Any]) -> None:
+        self.plan.round_results(values)
+
+
+class Strict(StepObserver):
+    """Strict mode (`ops/common/strict.py`): tells the collector which layer's kernel runs, so
+    that its findings name the layer."""
+
+    def __init__(self, collector: Collector) -> None:
+        self.collector = collector
+
+    def before(self, step: Step, args: list[Any], keywords: dict[str, Any]) -> list[Any]:
+        self.collector.layer = step.layer
+        return args
+
+
+class Timing(StepObserver):
+    """Appends (layer, seconds, whether the kernel was asked to write in place) for each
+    kernel call, timing the call alone. It sees no value, so a timed run computes what a plain
+    run computes (the values kept for Const-only layers read, not computed again)."""
+
+    sees_values = False
+
+    def __init__(self, timings: list[tuple[Layer, float, bool]]) -> None:
+        self.timings = timings
+        self.started = 0.0
+        self.in_place = False
+
+    def before(self, step: Step, args: list[Any], keywords: dict[str, Any]) -> list[Any]:
+        self.in_place = "inplace" in keywords
+        self.started = time.perf_counter()
+        return args
+
+    def after(self, step: Step, args: list[Any], out: Any) -> Any:
+        self.timings.append((step.layer, time.perf_counter() - self.started, self.in_place))
+        return out
+
+
+def read_only(value: Any) -> np.ndarray:
+    """A view of a value the run goes on using, for a hook to look at: writing into it would
+    change a caller's fed array, or what later layers read."""
+    view = np.asarray(value).view()
+    view.flags.writeable = False
+    return view
+
+
+__all__ = ["Hook", "LayerHook", "Record", "Rounding", "StepObserver", "Strict", "Timing", "overriding", "read_only"]
