@@ -55,9 +55,10 @@ from irscatter.runtime.variables import VariableState
 
 @dataclass(frozen=True)
 class Observer:
-    """Who watches a run from outside, handed down into the bodies of If, Loop and
-    TensorIterator: the user's hook, the record of intermediate values (or None), and the path
-    of the body being run (`"loop/body[2]/"`), which prefixes the names of its layers."""
+    """Who watches a run from outside, handed down (the run context's `observer`) into the
+    bodies of If, Loop and TensorIterator: the user's hook, the record of intermediate values
+    (or None), and the path of the body being run (`"loop/body[2]/"`), which prefixes the names
+    of its layers."""
 
     hook: LayerHook | None
     record: dict[str, np.ndarray] | None
@@ -341,19 +342,18 @@ class CompiledModel:
     def _run_bound(self, bound: list[np.ndarray], donated: frozenset[int], intermediate: bool,
                    hook: LayerHook | None, timings: list | None) -> dict[str, Any]:
         watching = Observer(hook, {} if intermediate else None) if (intermediate or hook is not None) else None
-        record: dict[str, np.ndarray] = {}
+        record = Record({}, self._recorded) if intermediate else None
         token = context.enter(observer=watching, recycler=self._recycler, iterations=IterationBudget())
         try:
             # A float that overflows to inf or turns NaN is a value the model computes, as on any
             # device, not a Python warning (`run --check-numerics` says where one first appears).
             with state.using(self.variables, exclusive=bool(self.variable_infos)), np.errstate(all="ignore"):
-                values = self._execute(bound, donated, hook, timings, Record(record, self._recorded)
-                                       if intermediate else None)
+                values = self._execute(bound, donated, hook, timings, record)
         finally:
             context.leave(token)
-        if intermediate:
-            record.update(watching.record)  # type: ignore[union-attr]
-            return record
+        if record is not None:
+            record.into.update(watching.record)  # type: ignore[union-attr]
+            return record.into
         plan = self.plan
         return {spec.name: values[slot] for spec, slot in zip(plan.outputs, plan.output_slots)}
 
@@ -487,8 +487,12 @@ class CompiledModel:
                 raise
             for after in afters:
                 out = after(step, args, out)
-            _store(step, values, out)
-            args = out = None  # drop local references: the next step may reuse a buffer
+            if isinstance(out, tuple):  # stored as `_store` stores it, without a call per step
+                for slot, array in zip(step.outputs, out):
+                    values[slot] = array
+            elif step.outputs:
+                values[step.outputs[0]] = out
+            args = out = array = None  # drop local references: the next step may reuse a buffer
             if release:
                 for slot in step.release:
                     values[slot] = None

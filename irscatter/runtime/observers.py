@@ -34,6 +34,8 @@ from irscatter.ops.common.strict import Collector
 from irscatter.runtime.plan import Step
 from irscatter.runtime.precision import RoundingPlan
 
+_clock = time.perf_counter
+
 LayerHook = Callable[[Layer, tuple[np.ndarray, ...], tuple[np.ndarray, ...]], None]
 
 
@@ -41,6 +43,7 @@ class StepObserver:
     """Work around each step of a watched run. Every method does nothing here; the loop calls
     only the ones a subclass overrides (`overriding`)."""
 
+    __slots__ = ()
     sees_values = True
     holds_arguments = False
     keeps_values = False
@@ -71,6 +74,7 @@ def overriding(observers: Sequence[StepObserver], method: str) -> list[Callable[
 class Hook(StepObserver):
     """The user's hook, called after each layer with read-only views of its inputs and outputs."""
 
+    __slots__ = ("hook",)
     holds_arguments = True  # a hook may keep what it is shown
 
     def __init__(self, hook: LayerHook) -> None:
@@ -86,6 +90,7 @@ class Record(StepObserver):
     """The record of every value a run computes (`run(intermediate=True)`, and the bodies of a
     watched run), read once the run is over: no slot is freed nor written into meanwhile."""
 
+    __slots__ = ("into", "recorded")
     holds_arguments = True
     keeps_values = True
 
@@ -99,6 +104,8 @@ class Record(StepObserver):
 class Rounding(StepObserver):
     """Precision emulation (`runtime/precision.py`): fed inputs and Consts rounded at the start,
     each layer's inputs and outputs as the plan says, the model's outputs at the end."""
+
+    __slots__ = ("donated", "param_slots", "plan")
 
     def __init__(self, plan: RoundingPlan, param_slots: Sequence[int], donated: frozenset[int]) -> None:
         self.plan, self.param_slots, self.donated = plan, param_slots, donated
@@ -121,6 +128,8 @@ class Strict(StepObserver):
     """Strict mode (`ops/common/strict.py`): tells the collector which layer's kernel runs, so
     that its findings name the layer."""
 
+    __slots__ = ("collector",)
+
     def __init__(self, collector: Collector) -> None:
         self.collector = collector
 
@@ -134,6 +143,7 @@ class Timing(StepObserver):
     kernel call, timing the call alone. It sees no value, so a timed run computes what a plain
     run computes (the values kept for Const-only layers read, not computed again)."""
 
+    __slots__ = ("in_place", "started", "timings")
     sees_values = False
 
     def __init__(self, timings: list[tuple[Layer, float, bool]]) -> None:
@@ -143,11 +153,11 @@ class Timing(StepObserver):
 
     def before(self, step: Step, args: list[Any], keywords: dict[str, Any]) -> list[Any]:
         self.in_place = "inplace" in keywords
-        self.started = time.perf_counter()
+        self.started = _clock()
         return args
 
     def after(self, step: Step, args: list[Any], out: Any) -> Any:
-        self.timings.append((step.layer, time.perf_counter() - self.started, self.in_place))
+        self.timings.append((step.layer, _clock() - self.started, self.in_place))
         return out
 
 
