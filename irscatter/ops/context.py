@@ -66,10 +66,10 @@ _FIELDS = frozenset(f.name for f in fields(RunContext))
 _CONTEXT: ContextVar[RunContext] = ContextVar("irscatter_run_context", default=RunContext())
 
 
-
-def current() -> RunContext:
-    """The context of the run in progress (every field None outside a run)."""
-    return _CONTEXT.get()
+# `current()`: the context of the run in progress (every field None outside a run). It is the
+# variable's own `get`, not a function around it: kernels ask on every call, and a frame would
+# cost more than the lookup.
+current = _CONTEXT.get
 
 
 def enter(**changes: Any) -> Token[RunContext]:

@@ -45,7 +45,7 @@ from irscatter.runtime.binding import Binding, ShapeChecks
 from irscatter.runtime.decompression import decompressing, decompression_steps
 from irscatter.runtime.feeds import checked_feed
 from irscatter.runtime.folding import read_only
-from irscatter.runtime.observers import Hook, LayerHook, Record, Rounding, StepObserver, Strict, Timing, overriding
+from irscatter.runtime.observers import Around, Hook, LayerHook, Record, Rounding, StepObserver, Strict, Timing
 from irscatter.runtime.plan import Plan, Step, plain_entries
 from irscatter.runtime.ports import InputSpec, OutputSpec
 from irscatter.runtime.precision import active_plan, emulating
@@ -467,25 +467,26 @@ class CompiledModel:
 
     def _watched(self, values: list[Any], steps: list[Step], observers: list[StepObserver],
                  donated: frozenset[int]) -> list[Any]:
-        """The loop of a watched run: each kernel called between the `before` of the observers,
-        in order, and their `after`, in reverse order."""
-        befores, afters = overriding(observers, "before"), overriding(observers[::-1], "after")
+        """The loop of a watched run: each kernel called between what the observers do before
+        it and after it (`runtime/observers.py`)."""
+        around = Around.of(observers)
+        before, call, after = around.before, around.call, around.after
         # A buffer is reused only when nothing can observe the overwritten input afterwards.
         reuse_allowed = not any(o.holds_arguments for o in observers)
         release = not any(o.keeps_values for o in observers)
-        for start in overriding(observers, "start"):
-            start(values)
+        if around.start is not None:
+            around.start(values)
         for step in steps:
             keywords = _keywords(step, values, donated, reuse_allowed)
             args = [values[s] for s in step.inputs]
-            for before in befores:
-                args = before(step, args, keywords)
+            if before is not None:
+                args = before(step, args)
             try:
-                out = step.compute(*args, **keywords)
+                out = step.compute(*args, **keywords) if call is None else call(step, args, keywords)
             except _KERNEL_ERRORS as error:
                 self._kernel_failed(step, args, error)
                 raise
-            for after in afters:
+            if after is not None:
                 out = after(step, args, out)
             if isinstance(out, tuple):  # stored as `_store` stores it, without a call per step
                 for slot, array in zip(step.outputs, out):
@@ -496,8 +497,8 @@ class CompiledModel:
             if release:
                 for slot in step.release:
                     values[slot] = None
-        for finish in overriding(observers[::-1], "finish"):
-            finish(values)
+        if around.finish is not None:
+            around.finish(values)
         return values
 
 

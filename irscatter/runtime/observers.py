@@ -1,30 +1,36 @@
 """What watches a run, as observers around each step of the interpreter's watched loop.
 
 A run that something watches (a hook, a record of values, timings, strict mode, precision
-emulation) runs its steps in one loop (`CompiledModel._watched`) that calls, for each step,
-every observer's `before` in order, the kernel, then every `after` in the reverse order, so
-that the first observer's work surrounds all the others' and the last one's surrounds the
-kernel alone. `start` is called in order once the inputs and Consts are in their slots, and
-`finish` in reverse order once every step has run. The run builds its list
+emulation) runs its steps in one loop (`CompiledModel._watched`). For each step it calls the
+observers' `before` in order, the kernel (through the observer's `call` if one times it), then
+their `after` in the reverse order, so that the first observer's work surrounds all the others'.
+`start` is called in order once the inputs and Consts are in their slots, and `finish` in
+reverse order once every step has run. The run builds its list
 (`CompiledModel._step_observers`) in this order:
 
     Hook, Record, Rounding, Strict, Timing
 
-so timings measure the kernel call alone, outputs are rounded before the hook sees them, and
-the record is read after the model's outputs are rounded. A run nothing watches has no
-observer and takes the plain loop, which does nothing but call the kernels.
+so outputs are rounded before the hook sees them, and the record is read after the model's
+outputs are rounded. Timing calls the kernel itself (`call`), which is how it times the call
+alone, in one Python call per step. A run nothing watches has no observer and takes the plain
+loop, which does nothing but call the kernels.
 
 Each observer says what it needs of the run: `sees_values` (every layer runs, none is read
 from the values kept for Const-only layers), `holds_arguments` (no kernel may write into an
 input's buffer or leave an output out, since the observer may still hold or read them after
 the step) and `keeps_values` (no slot is freed during the run). What needs a different list of
 steps (decompression, `runtime/decompression.py`) is a choice of steps, not an observer.
+
+The loop pays a Python call per step for each method an observer overrides, and nothing for
+the others (`Around`): on a model of many small layers that call is what a watched run costs
+beyond the plain one.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -41,7 +47,7 @@ LayerHook = Callable[[Layer, tuple[np.ndarray, ...], tuple[np.ndarray, ...]], No
 
 class StepObserver:
     """Work around each step of a watched run. Every method does nothing here; the loop calls
-    only the ones a subclass overrides (`overriding`)."""
+    only the ones a subclass overrides."""
 
     __slots__ = ()
     sees_values = True
@@ -51,10 +57,15 @@ class StepObserver:
     def start(self, values: list[Any]) -> None:
         """The run's inputs and Consts are in `values`; no step has run yet."""
 
-    def before(self, step: Step, args: list[Any], keywords: dict[str, Any]) -> list[Any]:
-        """`step`'s kernel is about to be called on `args` with `keywords`; returns the
-        arguments to call it with."""
+    def before(self, step: Step, args: list[Any]) -> list[Any]:
+        """`step`'s kernel is about to be called on `args`; returns the arguments to call it
+        with."""
         return args
+
+    def call(self, step: Step, args: list[Any], keywords: dict[str, Any]) -> Any:
+        """Calls `step`'s kernel, for an observer that must be there when it runs (one per run,
+        and it may raise nothing but what the kernel raises)."""
+        return step.compute(*args, **keywords)
 
     def after(self, step: Step, args: list[Any], out: Any) -> Any:
         """`step`'s kernel returned `out` (a tuple for several outputs); returns what the run
@@ -65,10 +76,56 @@ class StepObserver:
         """Every step has run; `values` holds the slots the run has not freed."""
 
 
-def overriding(observers: Sequence[StepObserver], method: str) -> list[Callable[..., Any]]:
+@dataclass(slots=True)
+class Around:
+    """The observers of a run as the loop calls them: per step at most one `before`, `call`
+    and `after` (None where no observer does anything), each doing every observer's work."""
+
+    start: Callable[[list[Any]], None] | None
+    before: Callable[[Step, list[Any]], list[Any]] | None
+    call: Callable[[Step, list[Any], dict[str, Any]], Any] | None
+    after: Callable[[Step, list[Any], Any], Any] | None
+    finish: Callable[[list[Any]], None] | None
+
+    @classmethod
+    def of(cls, observers: Sequence[StepObserver]) -> Around:
+        calls = _overriding(observers, "call")
+        if len(calls) > 1:
+            raise ValueError("only one observer of a run may call the kernels")
+        backwards = observers[::-1]
+        return cls(_each(_overriding(observers, "start")), _threaded(_overriding(observers, "before")),
+                   calls[0] if calls else None, _threaded(_overriding(backwards, "after")),
+                   _each(_overriding(backwards, "finish")))
+
+
+def _overriding(observers: Sequence[StepObserver], method: str) -> list[Callable[..., Any]]:
     """The bound `method` of each observer whose class overrides it, in the order given."""
     plain = getattr(StepObserver, method)
     return [getattr(o, method) for o in observers if getattr(type(o), method) is not plain]
+
+
+def _threaded(methods: list[Callable[..., Any]]) -> Callable[..., Any] | None:
+    """One callable for `methods` called in turn, each given what the one before returned as its
+    last argument (the arguments, or the outputs); the method itself when there is one."""
+    if len(methods) < 2:
+        return methods[0] if methods else None
+
+    def each(step: Step, *rest: Any) -> Any:
+        *given, value = rest
+        for method in methods:
+            value = method(step, *given, value)
+        return value
+    return each
+
+
+def _each(methods: list[Callable[[list[Any]], None]]) -> Callable[[list[Any]], None] | None:
+    if len(methods) < 2:
+        return methods[0] if methods else None
+
+    def each(values: list[Any]) -> None:
+        for method in methods:
+            method(values)
+    return each
 
 
 class Hook(StepObserver):
@@ -113,7 +170,7 @@ class Rounding(StepObserver):
     def start(self, values: list[Any]) -> None:
         self.plan.round_boundary(values, self.param_slots, self.donated)
 
-    def before(self, step: Step, args: list[Any], keywords: dict[str, Any]) -> list[Any]:
+    def before(self, step: Step, args: list[Any]) -> list[Any]:
         self.plan.round_inputs(step.layer.id, args, step.inputs)
         return args
 
@@ -133,7 +190,7 @@ class Strict(StepObserver):
     def __init__(self, collector: Collector) -> None:
         self.collector = collector
 
-    def before(self, step: Step, args: list[Any], keywords: dict[str, Any]) -> list[Any]:
+    def before(self, step: Step, args: list[Any]) -> list[Any]:
         self.collector.layer = step.layer
         return args
 
@@ -143,21 +200,16 @@ class Timing(StepObserver):
     kernel call, timing the call alone. It sees no value, so a timed run computes what a plain
     run computes (the values kept for Const-only layers read, not computed again)."""
 
-    __slots__ = ("in_place", "started", "timings")
+    __slots__ = ("timings",)
     sees_values = False
 
     def __init__(self, timings: list[tuple[Layer, float, bool]]) -> None:
         self.timings = timings
-        self.started = 0.0
-        self.in_place = False
 
-    def before(self, step: Step, args: list[Any], keywords: dict[str, Any]) -> list[Any]:
-        self.in_place = "inplace" in keywords
-        self.started = _clock()
-        return args
-
-    def after(self, step: Step, args: list[Any], out: Any) -> Any:
-        self.timings.append((step.layer, _clock() - self.started, self.in_place))
+    def call(self, step: Step, args: list[Any], keywords: dict[str, Any]) -> Any:
+        started = _clock()
+        out = step.compute(*args, **keywords)
+        self.timings.append((step.layer, _clock() - started, "inplace" in keywords))
         return out
 
 
@@ -169,4 +221,4 @@ def read_only(value: Any) -> np.ndarray:
     return view
 
 
-__all__ = ["Hook", "LayerHook", "Record", "Rounding", "StepObserver", "Strict", "Timing", "overriding", "read_only"]
+__all__ = ["Around", "Hook", "LayerHook", "Record", "Rounding", "StepObserver", "Strict", "Timing", "read_only"]
