@@ -424,7 +424,7 @@ class CompiledModel:
         values = self._filled(bound)
         observers = self._step_observers(hook, timings, record, donated)
         steps = decompression_steps(self)  # None unless asked for, on a model with compressed weights
-        if steps is None and not any(o.sees_values for o in observers):
+        if steps is None and not (observers and any(o.sees_values for o in observers)):
             # A run that sees no layer's values reads the kept values of Const-only layers;
             # timings too, since they time what a plain run computes.
             if self.plan.fold.kept:
@@ -469,11 +469,9 @@ class CompiledModel:
                  donated: frozenset[int]) -> list[Any]:
         """The loop of a watched run: each kernel called between what the observers do before
         it and after it (`runtime/observers.py`)."""
-        around = Around.of(observers)
-        before, call, after = around.before, around.call, around.after
-        # A buffer is reused only when nothing can observe the overwritten input afterwards.
-        reuse_allowed = not any(o.holds_arguments for o in observers)
-        release = not any(o.keeps_values for o in observers)
+        around = Around(observers)
+        before, call, after, reuse_allowed, release = (around.before, around.call, around.after,
+                                                       around.reuse_allowed, around.release)
         if around.start is not None:
             around.start(values)
         for step in steps:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -53,6 +52,11 @@ class StepObserver:
     sees_values = True
     holds_arguments = False
     keeps_values = False
+    overrides: frozenset[str] = frozenset()  # which of the methods below the class overrides
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.overrides = frozenset(name for name in _METHODS if getattr(cls, name) is not getattr(StepObserver, name))
 
     def start(self, values: list[Any]) -> None:
         """The run's inputs and Consts are in `values`; no step has run yet."""
@@ -76,32 +80,31 @@ class StepObserver:
         """Every step has run; `values` holds the slots the run has not freed."""
 
 
-@dataclass(slots=True)
+_METHODS = ("start", "before", "call", "after", "finish")
+
+
 class Around:
     """The observers of a run as the loop calls them: per step at most one `before`, `call`
-    and `after` (None where no observer does anything), each doing every observer's work."""
+    and `after` (None where no observer does anything), each doing every observer's work, and
+    what the observers allow the run (`reuse_allowed`: kernels may write into an input's buffer
+    or leave outputs out; `release`: slots are freed after their last reader). Made once per
+    watched run, in one pass over the observers."""
 
-    start: Callable[[list[Any]], None] | None
-    before: Callable[[Step, list[Any]], list[Any]] | None
-    call: Callable[[Step, list[Any], dict[str, Any]], Any] | None
-    after: Callable[[Step, list[Any], Any], Any] | None
-    finish: Callable[[list[Any]], None] | None
+    __slots__ = ("after", "before", "call", "finish", "release", "reuse_allowed", "start")
 
-    @classmethod
-    def of(cls, observers: Sequence[StepObserver]) -> Around:
-        calls = _overriding(observers, "call")
-        if len(calls) > 1:
+    def __init__(self, observers: Sequence[StepObserver]) -> None:
+        found: dict[str, list[Callable[..., Any]]] = {name: [] for name in _METHODS}
+        self.reuse_allowed = self.release = True
+        for observer in observers:  # one pass, no generator: bodies make one of these per iteration
+            for name in observer.overrides:
+                found[name].append(getattr(observer, name))
+            self.reuse_allowed &= not observer.holds_arguments
+            self.release &= not observer.keeps_values
+        if len(found["call"]) > 1:
             raise ValueError("only one observer of a run may call the kernels")
-        backwards = observers[::-1]
-        return cls(_each(_overriding(observers, "start")), _threaded(_overriding(observers, "before")),
-                   calls[0] if calls else None, _threaded(_overriding(backwards, "after")),
-                   _each(_overriding(backwards, "finish")))
-
-
-def _overriding(observers: Sequence[StepObserver], method: str) -> list[Callable[..., Any]]:
-    """The bound `method` of each observer whose class overrides it, in the order given."""
-    plain = getattr(StepObserver, method)
-    return [getattr(o, method) for o in observers if getattr(type(o), method) is not plain]
+        self.start, self.finish = _each(found["start"]), _each(found["finish"][::-1])
+        self.before, self.after = _threaded(found["before"]), _threaded(found["after"][::-1])
+        self.call = found["call"][0] if found["call"] else None
 
 
 def _threaded(methods: list[Callable[..., Any]]) -> Callable[..., Any] | None:
