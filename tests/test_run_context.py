@@ -97,3 +97,35 @@ def test_every_observer_at_once_does_what_each_does_alone(tmp_path):
         assert np.array_equal(value, out[f"{name}:2"]) and np.array_equal(value, value.astype(np.float16))
     assert np.array_equal(out["a3:2"], compiled.run({"x": x}, precision="f16")["out"])
     assert out.findings == [] and out["a3:2"][0, 0] == 8
+
+
+def test_observers_are_joined_first_around_last_and_only_what_they_override_is_called():
+    from irscatter.runtime.observers import Around, StepObserver, Timing
+
+    calls = []
+
+    class Named(StepObserver):
+        __slots__ = ("name",)
+
+        def __init__(self, name):
+            self.name = name
+
+        def before(self, step, args):
+            calls.append(f"before {self.name}")
+            return [*args, self.name]
+
+        def after(self, step, args, out):
+            calls.append(f"after {self.name}")
+            return out + self.name
+
+    class Finishing(StepObserver):
+        def finish(self, values):
+            calls.append("finish")
+
+    around = Around([Named("a"), Finishing(), Named("b")])
+    assert around.start is None and around.call is None and around.finish.__self__.__class__ is Finishing
+    assert around.before(None, []) == ["a", "b"] and around.after(None, [], "") == "ba"
+    assert calls == ["before a", "before b", "after b", "after a"]
+    assert Named.overrides == {"before", "after"} and Timing.overrides == {"call"}
+    with pytest.raises(ValueError, match="one observer"):
+        Around([Timing([]), Timing([])])
