@@ -7,20 +7,22 @@ a region) sees its outer run's context, and a thread sees only what it set itsel
 starts from the empty context; irscatter's own kernel threads, `ops/common/threads.py`, read
 none of it). `current()` reads it; `using(**changes)` replaces some fields for a `with` block.
 
-| field         | set by                                              | read by                           |
-|---------------|-----------------------------------------------------|-----------------------------------|
-| recycler      | the interpreter, for each run (`recycle.recycling`) | `recycle.recycled`: scatters      |
-| backend       | `accel.use`, for a block of code                    | `accel.mode`: the scatter kernels |
-| strict        | `CompiledModel.run(strict=)`, `validate --strict`,  | `strict.active`/`report`: kernels |
-|               | inference (off: `strict.collecting`)                |                                   |
-| iterations    | the interpreter, for each run; a Loop run alone     | Loop and TensorIterator           |
-|               | (`control.core.start_iteration_budget`)             |                                   |
-| variables     | the interpreter, for each run (`state.using`)       | ReadValue, Assign                 |
-| precision     | `run(precision=)` (`runtime/precision.emulating`)   | the interpreter's rounding        |
-| decompression | `run(decompression=)` (`runtime/decompression`)     | the interpreter's choice of steps |
-| observer      | the interpreter, for a watched run or body          | the runtime's sub-graph bodies    |
+| field         | set by                                                | read by                           |
+|---------------|-------------------------------------------------------|-----------------------------------|
+| recycler      | the interpreter, for each run (`recycle.recycling`)   | `recycle.recycled`: scatters      |
+| backend       | `accel.use`, for a block of code                      | `accel.mode`: the scatter kernels |
+| strict        | `run(strict=True)`, the conformance checks' strict    | `strict.active`/`report`: kernels |
+|               | pass; off for inference and folding (`collecting`)    |                                   |
+| iterations    | the interpreter, for each run; a Loop run on its own  | Loop and TensorIterator           |
+|               | (`control.core.start_iteration_budget`)               |                                   |
+| variables     | the interpreter, for each run (`state.using`)         | ReadValue, Assign                 |
+| precision     | `run(precision=)` (`runtime/precision.emulating`)     | the interpreter's rounding        |
+| decompression | `run(decompression=)` (`runtime/decompression`)       | the interpreter's choice of steps |
+| observer      | the interpreter, for each run (None when no hook or   | If, Loop, TensorIterator bodies   |
+|               | record watches it) and each body run inside one       | (`runtime/subgraph.py`)           |
 
-The last three are the runtime's and typed `Any` here, since ops/ does not import the runtime.
+The last three belong to the runtime; the observer is typed `Any` here, since ops/ does not
+import the runtime.
 """
 
 from __future__ import annotations
