@@ -37,9 +37,8 @@ values are rounded to the emulated precision like any other layer's.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
-from contextvars import ContextVar
+from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from typing import Any
 
@@ -48,6 +47,7 @@ import numpy as np
 
 from irscatter.errors import UsageError
 from irscatter.ir.element_types import ElementType
+from irscatter.ops import context
 from irscatter.ops.base import Op
 from irscatter.ops.common.numeric import convert_array
 from irscatter.ops.conversion.convert import Convert
@@ -56,8 +56,7 @@ from irscatter.runtime.compressed import reads_codes, weight_chains
 DECOMPRESSIONS = ("f32",)
 _NARROW_FLOATS = frozenset({np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)})
 
-_ASKED: ContextVar[str | None] = ContextVar("irscatter_decompression", default=None)
-_AS_WRITTEN: AbstractContextManager[None] = nullcontext()
+_AS_WRITTEN: AbstractContextManager[object] = nullcontext()
 
 
 def checked_decompression(decompression: str | None) -> str | None:
@@ -68,26 +67,17 @@ def checked_decompression(decompression: str | None) -> str | None:
                      f"written), got {decompression!r}", argument="decompression", value=decompression)
 
 
-def decompressing(decompression: str | None) -> AbstractContextManager[None]:
+def decompressing(decompression: str | None) -> AbstractContextManager[object]:
     """Runs inside the block decompress compressed weights as `decompression` says ("f32": as
     OpenVINO's CPU plugin does); with None, the block is left as it is."""
     if checked_decompression(decompression) is None:
         return _AS_WRITTEN
-    return _asking(decompression)
-
-
-@contextmanager
-def _asking(decompression: str | None) -> Iterator[None]:
-    token = _ASKED.set(decompression)
-    try:
-        yield
-    finally:
-        _ASKED.reset(token)
+    return context.using(decompression=decompression)
 
 
 def asked_decompression() -> str | None:
     """The decompression the run in progress was asked for, if any."""
-    return _ASKED.get()
+    return context.current().decompression
 
 
 _STEPS: weakref.WeakKeyDictionary[Any, list[Any] | None] = weakref.WeakKeyDictionary()
@@ -97,7 +87,7 @@ def decompression_steps(compiled: Any) -> list[Any] | None:
     """The steps of `compiled` with its decompression chains computed in f32, when a run asks
     for that and the model has such a chain; None otherwise (the run is unchanged). Made once
     per compiled model."""
-    if _ASKED.get() is None:
+    if context.current().decompression is None:
         return None
     if compiled not in _STEPS:
         _STEPS[compiled] = _widened_steps(compiled)

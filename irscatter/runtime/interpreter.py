@@ -9,9 +9,9 @@ nothing else reads or views, or a donated feed): the rule is `ops/common/buffers
 
 The steps run in one of two loops. A run nothing watches takes `_execute_plain`, which only
 calls the kernels; a run with a hook, a record of values, timings, strict mode or precision
-emulation takes the loop of `_execute`, which does that work around each step. Both choose how
-to call a kernel with `_keywords` and turn its failure into the layer's error with
-`_kernel_failed`.
+emulation takes `_watched`, whose loop calls the observers of the run around each step
+(`runtime/observers.py`). Both choose how to call a kernel with `_keywords` and turn its failure
+into the layer's error with `_kernel_failed`.
 
 With dynamic Parameter shapes, inference runs again for each new combination of input
 shapes (kept in a small cache) so that shape errors are still reported before any kernel
@@ -22,10 +22,9 @@ from __future__ import annotations
 
 import copy
 import operator
-import time
-from collections.abc import Callable, Iterable, Mapping
-from contextvars import ContextVar
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -34,31 +33,32 @@ from irscatter.checks.analysis import analyze
 from irscatter.errors import ExecutionError, IRError, UsageError
 from irscatter.findings import Finding
 from irscatter.ir.graph import Layer, Model
+from irscatter.ops import context
 from irscatter.ops.base import TensorInfo
 from irscatter.ops.common import recycle
 from irscatter.ops.common import strict as strict_mode
 from irscatter.ops.common.references import unshared
-from irscatter.ops.control.core import end_iteration_budget, start_iteration_budget
+from irscatter.ops.control.core import IterationBudget
 from irscatter.ops.state import core as state
 from irscatter.runtime.binding import Binding, ShapeChecks
 from irscatter.runtime.decompression import decompressing, decompression_steps
 from irscatter.runtime.feeds import checked_feed
 from irscatter.runtime.folding import read_only
 from irscatter.runtime.graph_view import GraphView
+from irscatter.runtime.observers import Around, Hook, LayerHook, Record, Rounding, StepObserver, Strict, Timing
 from irscatter.runtime.plan import Plan, Step, plain_entries
 from irscatter.runtime.ports import InputSpec, OutputSpec
 from irscatter.runtime.precision import active_plan, emulating
 from irscatter.runtime.request import InferRequest
 from irscatter.runtime.variables import VariableState
 
-LayerHook = Callable[[Layer, tuple[np.ndarray, ...], tuple[np.ndarray, ...]], None]
-
 
 @dataclass(frozen=True)
 class Observer:
-    """Who watches a run from outside, handed down into the bodies of If, Loop and
-    TensorIterator: the user's hook, the record of intermediate values (or None), and the path
-    of the body being run (`"loop/body[2]/"`), which prefixes the names of its layers."""
+    """Who watches a run from outside, handed down (the run context's `observer`) into the
+    bodies of If, Loop and TensorIterator: the user's hook, the record of intermediate values
+    (or None), and the path of the body being run (`"loop/body[2]/"`), which prefixes the names
+    of its layers."""
 
     hook: LayerHook | None
     record: dict[str, np.ndarray] | None
@@ -77,12 +77,9 @@ class Observer:
         return renamed
 
 
-_OBSERVER: ContextVar[Observer | None] = ContextVar("irscatter_observer", default=None)
-
-
 def observer() -> Observer | None:
-    """The observer of the run in progress, if anyone watches it."""
-    return _OBSERVER.get()
+    """The observer of the run in progress (the run context's), if anyone watches it."""
+    return context.current().observer
 
 
 class Outputs(dict):
@@ -263,7 +260,7 @@ class CompiledModel:
     def _execute_plain(self, values: list[Any], donated: frozenset[int],
                        entries: list[tuple] | None = None) -> list[Any]:
         """The steps of a run nothing watches (no hook, record, timing, strict mode or precision
-        emulation), or the given `entries` of `plan.plain_entries`: what `_execute`'s loop does,
+        emulation), or the given `entries` of `plan.plain_entries`: what `_watched`'s loop does,
         with each step's inputs fetched by one prepared getter and the rare cases (a buffer to
         reuse, outputs to leave out, several outputs) sent to `_call`. Nothing but the call is
         done per step here, which is what a model of thousands of small layers spends its time
@@ -343,21 +340,18 @@ class CompiledModel:
     def _run_bound(self, bound: list[np.ndarray], donated: frozenset[int], intermediate: bool,
                    hook: LayerHook | None, timings: list | None) -> dict[str, Any]:
         watching = Observer(hook, {} if intermediate else None) if (intermediate or hook is not None) else None
-        token, recycling = _OBSERVER.set(watching), recycle.activate(self._recycler)
-        iterations = start_iteration_budget()
+        record = Record({}, self._recorded) if intermediate else None
+        token = context.enter(observer=watching, recycler=self._recycler, iterations=IterationBudget())
         try:
             # A float that overflows to inf or turns NaN is a value the model computes, as on any
             # device, not a Python warning (`run --check-numerics` says where one first appears).
             with state.using(self.variables, exclusive=bool(self.variable_infos)), np.errstate(all="ignore"):
-                values = self._execute(bound, intermediate, hook, donated, timings)
+                values = self._execute(bound, donated, hook, timings, record)
         finally:
-            end_iteration_budget(iterations)
-            recycle.deactivate(recycling)
-            _OBSERVER.reset(token)
-        if intermediate:
-            record = self._recorded(values)
-            record.update(watching.record)  # type: ignore[union-attr]
-            return record
+            context.leave(token)
+        if record is not None:
+            record.into.update(watching.record)  # type: ignore[union-attr]
+            return record.into
         plan = self.plan
         return {spec.name: values[slot] for spec, slot in zip(plan.outputs, plan.output_slots)}
 
@@ -406,15 +400,12 @@ class CompiledModel:
             raise ExecutionError(f"{len(inputs)} inputs expected, {len(arrays)} given", file=self.model.source)
         bound = [checked_feed(spec, a, self.model.source) for spec, a in zip(inputs, arrays)]
         if observe is None:
-            values = self._execute(bound, False, None)
+            values = self._execute(bound)
         else:
-            token = _OBSERVER.set(observe)
-            try:
-                values = self._execute(bound, observe.record is not None, observe.layer_hook())
-            finally:
-                _OBSERVER.reset(token)
-            if observe.record is not None:
-                observe.record.update(self._recorded(values, observe.prefix))
+            record = None if observe.record is None else Record(observe.record,
+                                                               partial(self._recorded, prefix=observe.prefix))
+            with context.using(observer=observe):
+                values = self._execute(bound, hook=observe.layer_hook(), record=record)
         return [values[slot] for slot in self.plan.output_slots]
 
     def _const(self, layer: Layer) -> np.ndarray:
@@ -423,8 +414,25 @@ class CompiledModel:
         except IRError as e:
             raise e.add_context(file=self.model.source, layer=layer.ref, line=layer.line) from None
 
-    def _execute(self, bound: list[np.ndarray], intermediate: bool, hook: LayerHook | None,
-                 donated: frozenset[int] = frozenset(), timings: list | None = None) -> list[Any]:
+    def _execute(self, bound: list[np.ndarray], donated: frozenset[int] = frozenset(),
+                 hook: LayerHook | None = None, timings: list | None = None,
+                 record: Record | None = None) -> list[Any]:
+        values = self._filled(bound)
+        observers = self._step_observers(hook, timings, record, donated)
+        steps = decompression_steps(self)  # None unless asked for, on a model with compressed weights
+        if steps is None and not (observers and any(o.sees_values for o in observers)):
+            # A run that sees no layer's values reads the kept values of Const-only layers;
+            # timings too, since they time what a plain run computes.
+            if self.plan.fold.kept:
+                self._fill_kept(values)
+            if not observers:
+                return self._execute_plain(values, donated)
+            steps = self.plan.run_steps
+        return self._watched(values, self.plan.steps if steps is None else steps, observers, donated)
+
+    def _filled(self, bound: list[np.ndarray]) -> list[Any]:
+        """The slots of a run, the fed inputs and the Consts in theirs (checked first against the
+        shapes inference saw, when those may change)."""
         plan = self.plan
         if not plan.is_static:
             self._shapes.check(bound)
@@ -435,59 +443,57 @@ class CompiledModel:
             self._consts = [(slot, self._const(layer)) for slot, layer in plan.const_slots]
         for slot, array in self._consts:
             values[slot] = array
+        return values
+
+    def _step_observers(self, hook: LayerHook | None, timings: list | None, record: Record | None,
+                        donated: frozenset[int]) -> list[StepObserver]:
+        """What watches this run, in the order `runtime/observers.py` gives; empty for a plain run."""
+        observers: list[StepObserver] = [] if hook is None else [Hook(hook)]
+        if record is not None:
+            observers.append(record)
         rounding = active_plan(self)  # None unless a run emulates f16 or bf16
-        decompressed = decompression_steps(self)  # None unless asked for, on a model with compressed weights
-        strict = strict_mode.collector()  # looked up once per run: strict mode off costs nothing per step
-        # A run that sees no layer's values reads the kept values of Const-only layers; timings
-        # too, since they time what a plain run computes.
-        unwatched = rounding is None and decompressed is None and strict is None and hook is None and not intermediate
-        if unwatched and plan.fold.kept:
-            self._fill_kept(values)
-        if unwatched and timings is None:
-            return self._execute_plain(values, donated)
         if rounding is not None:
-            rounding.round_boundary(values, plan.param_slots, donated)
-        # Buffers are reused only when nothing can observe the overwritten input afterwards.
-        reuse_allowed = not intermediate and hook is None
-        for step in plan.run_steps if unwatched else decompressed or plan.steps:
+            observers.append(Rounding(rounding, self.plan.param_slots, donated))
+        collector = strict_mode.collector()
+        if collector is not None:
+            observers.append(Strict(collector))
+        if timings is not None:
+            observers.append(Timing(timings))
+        return observers
+
+    def _watched(self, values: list[Any], steps: list[Step], observers: list[StepObserver],
+                 donated: frozenset[int]) -> list[Any]:
+        """The loop of a watched run: each kernel called between what the observers do before
+        it and after it (`runtime/observers.py`)."""
+        around = Around(observers)
+        before, call, after, reuse_allowed, release = (around.before, around.call, around.after,
+                                                       around.reuse_allowed, around.release)
+        if around.start is not None:
+            around.start(values)
+        for step in steps:
             keywords = _keywords(step, values, donated, reuse_allowed)
             args = [values[s] for s in step.inputs]
-            if rounding is not None:
-                rounding.round_inputs(step.layer.id, args, step.inputs)
-            if strict is not None:
-                strict.layer = step.layer
-            start = time.perf_counter() if timings is not None else 0.0
+            if before is not None:
+                args = before(step, args)
             try:
-                out = step.compute(*args, **keywords)
+                out = step.compute(*args, **keywords) if call is None else call(step, args, keywords)
             except _KERNEL_ERRORS as error:
                 self._kernel_failed(step, args, error)
                 raise
-            if timings is not None:
-                timings.append((step.layer, time.perf_counter() - start, keywords is _INPLACE))
-            if rounding is not None:
-                out = rounding.round_outputs(step.layer.id, out, args)
-            if isinstance(out, tuple):  # stored as `_call` stores it, without a call per step
+            if after is not None:
+                out = after(step, args, out)
+            if isinstance(out, tuple):  # stored as `_store` stores it, without a call per step
                 for slot, array in zip(step.outputs, out):
                     values[slot] = array
-            elif step.outputs:  # a sink (Assign) may be written without an output port
+            elif step.outputs:
                 values[step.outputs[0]] = out
-            if hook is not None:
-                hook(step.layer, tuple(map(_read_only, args)), tuple(_read_only(values[s]) for s in step.outputs))
             args = out = array = None  # drop local references: the next step may reuse a buffer
-            if not intermediate:
+            if release:
                 for slot in step.release:
                     values[slot] = None
-        if rounding is not None:
-            rounding.round_results(values)
+        if around.finish is not None:
+            around.finish(values)
         return values
-
-
-def _read_only(value: Any) -> np.ndarray:
-    """A view of a value the run goes on using, for a hook to look at: writing into it would
-    change a caller's fed array, or what later layers read."""
-    view = np.asarray(value).view()
-    view.flags.writeable = False
-    return view
 
 
 # What a kernel call may fail with and still be the layer's error to report (`_kernel_failed`).
@@ -519,9 +525,13 @@ def _keywords(step: Step, values: list[Any], donated: frozenset[int], reuse_allo
 
 
 def _call(step: Step, values: list[Any], donated: frozenset[int]) -> None:
-    """One step of `_execute_plain` that is not a simple call, called as `_execute` calls it."""
+    """One step of `_execute_plain` that is not a simple call, called as `_watched` calls it."""
     keywords = _keywords(step, values, donated, True)
-    out = step.compute(*[values[s] for s in step.inputs], **keywords)
+    _store(step, values, step.compute(*[values[s] for s in step.inputs], **keywords))
+
+
+def _store(step: Step, values: list[Any], out: Any) -> None:
+    """Put what `step`'s kernel returned in its output slots."""
     if isinstance(out, tuple):
         for slot, array in zip(step.outputs, out):
             values[slot] = array

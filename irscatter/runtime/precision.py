@@ -37,7 +37,7 @@ it whole), and in f16 the model's outputs are rounded too. In bf16 a Const read 
 heavy layer, a Concat or a convolution's fused post-op stays f32, as the CPU keeps an
 element-wise layer's constant operand.
 
-The emulated precision is a context variable, so the bodies of If, Loop and TensorIterator (and
+The emulated precision is the run context's `precision` (`ops/context.py`), so the bodies of If, Loop and TensorIterator (and
 the scalar regions of scatter combiners) that run during an emulated run are rounded as well.
 """
 
@@ -46,7 +46,6 @@ from __future__ import annotations
 import weakref
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +55,7 @@ import numpy as np
 from irscatter.errors import UsageError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.topology import Source
+from irscatter.ops import context
 from irscatter.runtime.graph_view import GraphView
 
 PRECISIONS = ("f16", "bf16")
@@ -112,8 +112,7 @@ _CONST_OPERAND_OPS = frozenset({"Add", "Subtract", "Multiply"})
 
 # --- choosing the precision ----------------------------------------------------------------------
 
-_EMULATED: ContextVar[str | None] = ContextVar("irscatter_precision", default=None)
-_NOT_EMULATING: AbstractContextManager[None] = nullcontext()
+_NOT_EMULATING: AbstractContextManager[object] = nullcontext()
 
 
 def checked_precision(precision: str | None) -> str | None:
@@ -124,28 +123,17 @@ def checked_precision(precision: str | None) -> str | None:
                      argument="precision", value=precision)
 
 
-class _Emulation(AbstractContextManager[None]):
-    def __init__(self, precision: str) -> None:
-        self.precision = precision
-
-    def __enter__(self) -> None:
-        self._token = _EMULATED.set(self.precision)
-
-    def __exit__(self, *exc: object) -> None:
-        _EMULATED.reset(self._token)
-
-
-def emulating(precision: str | None) -> AbstractContextManager[None]:
+def emulating(precision: str | None) -> AbstractContextManager[object]:
     """Runs inside the block round as a device inferring in `precision` would; with None, the
     block is left as it is (a run inside an outer emulation stays emulated)."""
     if checked_precision(precision) is None:
         return _NOT_EMULATING
-    return _Emulation(precision)  # type: ignore[arg-type]
+    return context.using(precision=precision)
 
 
 def emulated_precision() -> str | None:
     """The precision the run in progress emulates, if any."""
-    return _EMULATED.get()
+    return context.current().precision
 
 
 # --- rounding ----------------------------------------------------------------------------------
@@ -564,7 +552,7 @@ _PLANS: weakref.WeakKeyDictionary[Any, dict[str, RoundingPlan]] = weakref.WeakKe
 def active_plan(compiled: Any) -> RoundingPlan | None:
     """The rounding plan of `compiled` for the precision being emulated; None when no precision
     is (the plain run, unchanged). Plans are made once per compiled model and precision."""
-    precision = _EMULATED.get()
+    precision = context.current().precision
     if precision is None:
         return None
     plans = _PLANS.get(compiled)

@@ -10,8 +10,8 @@ Which path runs is chosen per call:
 * unset or `auto` (the default): numba when it can be imported, for calls large enough to gain
   from threads; smaller ones stay in numpy, where nothing needs compiling.
 
-`use("numpy" | "numba" | "auto")` overrides the variable for a block of code (a context
-variable, so one test can run both paths side by side), and `enabled()` tells whether large
+`use("numpy" | "numba" | "auto")` overrides the variable for a block of code (the run context's
+`backend`, `ops/context.py`, so one test can run both paths side by side), and `enabled()` tells whether large
 scatters go through numba.
 
 Identical bits. Threads never share a target element: the element scatter along an axis runs
@@ -42,17 +42,15 @@ import contextlib
 import importlib.util
 import os
 from collections.abc import Iterator
-from contextvars import ContextVar
 from functools import cache
 
 import numpy as np
 
+from irscatter.ops import context
+
 BACKENDS = ("numpy", "numba", "auto")
 
 ENVIRONMENT_VARIABLE = "IRSCATTER_BACKEND"
-
-_chosen: ContextVar[str | None] = ContextVar("irscatter_scatter_backend", default=None)
-
 
 # In `auto`, calls smaller than these stay in numpy: below them, waking a second thread costs
 # about what it saves.
@@ -66,7 +64,7 @@ MIN_TILE_COLUMNS = 256
 
 def mode() -> str:
     """The backend asked for: `use`'s, else the environment variable's, else `auto`."""
-    chosen = _chosen.get() or os.environ.get(ENVIRONMENT_VARIABLE, "").strip().lower() or "auto"
+    chosen = context.current().backend or os.environ.get(ENVIRONMENT_VARIABLE, "").strip().lower() or "auto"
     if chosen not in BACKENDS:
         raise ValueError(f"{ENVIRONMENT_VARIABLE} must be one of {', '.join(BACKENDS)}, not {chosen!r}")
     return chosen
@@ -94,11 +92,8 @@ def use(backend: str) -> Iterator[None]:
     """Run the block with `backend` ("numpy", "numba" or "auto") whatever the environment says."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
-    token = _chosen.set(backend)
-    try:
+    with context.using(backend=backend):
         yield
-    finally:
-        _chosen.reset(token)
 
 
 def _worth_it(elements: int) -> bool:

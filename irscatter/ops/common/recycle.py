@@ -16,8 +16,8 @@ rule). The arrays of the last two runs are kept, so a loop written `out = model.
 before that. What stays mapped after the caller has let go is at most those two runs' large
 outputs; `CompiledModel.release_buffers()` lets them go.
 
-The recycler of the run in progress is a context variable, as strict mode's collector is: kernels
-ask for a buffer without the ops importing the runtime.
+The recycler of the run in progress is a field of the run context (`ops/context.py`), as strict
+mode's collector is: kernels ask for a buffer without the ops importing the runtime.
 """
 
 from __future__ import annotations
@@ -27,11 +27,12 @@ import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar, Token
+from contextvars import Token
 from typing import Any
 
 import numpy as np
 
+from irscatter.ops import context
 from irscatter.ops.common.references import unshared
 
 # Smaller arrays come from the allocator's free lists, already mapped: nothing to gain.
@@ -75,32 +76,26 @@ class Recycler:
         return sum(len(run) for run in self._runs)
 
 
-_CURRENT: ContextVar[Recycler | None] = ContextVar("irscatter_recycler", default=None)
-
-
 @contextmanager
 def recycling(recycler: Recycler | None) -> Iterator[None]:
     """Runs inside the block may take buffers from `recycler` (None: from none)."""
-    token = activate(recycler)
-    try:
+    with context.using(recycler=recycler):
         yield
-    finally:
-        deactivate(token)
 
 
 def activate(recycler: Recycler | None) -> Token:
     """`recycling` for a caller that already has a try/finally of its own: undo with `deactivate`."""
-    return _CURRENT.set(recycler)
+    return context.enter(recycler=recycler)
 
 
 def deactivate(token: Token) -> None:
-    _CURRENT.reset(token)
+    context.leave(token)
 
 
 def recycled(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray | None:
     """An array of `shape` and `dtype` whose contents are garbage, from the recycler of the run in
     progress; None outside a run, for a small array, or when none is free."""
-    recycler = _CURRENT.get()
+    recycler = context.current().recycler
     if recycler is None or np.dtype(dtype).itemsize * math.prod(shape) < MIN_BYTES:
         return None
     return recycler.take(tuple(shape), np.dtype(dtype))

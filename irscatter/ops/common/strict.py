@@ -4,8 +4,8 @@ kernel reports the occurrence instead of silently applying irscatter's documente
 A model that runs clean in strict mode computes the same on any conforming runtime; a finding
 says which layer, port and positions rely on behaviour another runtime may compute otherwise.
 
-The mode is a context variable holding a `Collector` (None when off). A kernel asks `active()`
-(one context-variable lookup) and only then does the extra array work of detection, then calls
+The mode is the run context's `strict` field (`ops/context.py`), a `Collector` or None when
+off. A kernel asks `active()` (one context lookup) and only then does the extra array work of detection, then calls
 `report(...)`. The interpreter turns the collector on for a run and tells it which layer is
 running (`Collector.layer`); a body run (If, Loop, TensorIterator, a region) is entered with
 `Collector.inside(scope)`, so a finding inside names the outer layer, the body and the inner
@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from contextvars import ContextVar
 
 import numpy as np
 
 from irscatter.findings import Finding
 from irscatter.ir.graph import Layer
+from irscatter.ops import context
 
 SHOWN = 3  # how many occurrences a message spells out; the rest are counted
 
@@ -78,33 +78,27 @@ def _where(layer: Layer | None, port: str | None) -> str:
     return f"{layer.ref}" + (f" {port}" if port else "") + (f" (line {layer.line})" if layer.line is not None else "")
 
 
-_COLLECTOR: ContextVar[Collector | None] = ContextVar("irscatter_strict", default=None)
-
-
 def active() -> bool:
     """Whether strict mode is on: the one lookup a kernel pays when it is off."""
-    return _COLLECTOR.get() is not None
+    return context.current().strict is not None
 
 
 def collector() -> Collector | None:
     """The collector of the strict run in progress (None when strict mode is off)."""
-    return _COLLECTOR.get()
+    return context.current().strict
 
 
 @contextmanager
 def collecting(chosen: Collector | None) -> Iterator[Collector | None]:
     """Strict mode on with `chosen` (or off, with None) for the duration of the block."""
-    token = _COLLECTOR.set(chosen)
-    try:
+    with context.using(strict=chosen):
         yield chosen
-    finally:
-        _COLLECTOR.reset(token)
 
 
 @contextmanager
 def inside(scope: str) -> Iterator[None]:
     """A body is entered (see `Collector.inside`); nothing at all when strict mode is off."""
-    current = _COLLECTOR.get()
+    current = context.current().strict
     if current is None:
         yield
         return
@@ -118,7 +112,7 @@ def report(label: str, message: str, *, port: str | None = None, evidence: Seque
     `port` is where the message points (the input holding the offending values). `evidence`
     lists the inputs whose values alone decide the finding, shapes aside; it defaults to `port`,
     and a finding that needs every input's values passes `evidence=None` with no `port`."""
-    current = _COLLECTOR.get()
+    current = context.current().strict
     if current is not None:
         current.add(label, message, port, evidence if evidence is not None else ((port,) if port else None))
 

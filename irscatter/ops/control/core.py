@@ -17,7 +17,7 @@ the run spends from one budget (`IterationBudget`), which the compiled model sta
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextvars import ContextVar, Token
+from contextvars import Token
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +28,7 @@ from irscatter.ir.graph import Body, Layer, PortMapEntry
 from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.limits import current as current_limits
 from irscatter.limits import tensor_size_problem
+from irscatter.ops import context
 from irscatter.ops.base import Op, TensorInfo, check, compile_subgraph
 
 
@@ -378,12 +379,12 @@ class Iterating(Op):
     # --- running ------------------------------------------------------------------------------
 
     def iterate(self, arrays: Sequence[np.ndarray], limit: int | None, first: dict[int, np.ndarray]) -> tuple:
-        budget = _BUDGET.get()
+        budget = context.current().iterations
         if budget is not None:
             return self._iterate(arrays, limit, first, budget)
         token = start_iteration_budget()  # a loop run on its own (ops.functional): its own budget
         try:
-            return self._iterate(arrays, limit, first, _BUDGET.get())  # type: ignore[arg-type]
+            return self._iterate(arrays, limit, first, context.current().iterations)  # type: ignore[arg-type]
         finally:
             end_iteration_budget(token)
 
@@ -509,13 +510,11 @@ class IterationBudget:
         self.left -= 1
 
 
-_BUDGET: ContextVar[IterationBudget | None] = ContextVar("irscatter_iterations", default=None)
-
-
 def start_iteration_budget() -> Token:
-    """A new budget for the loops of a model run (the bodies it runs share it)."""
-    return _BUDGET.set(IterationBudget())
+    """A new budget for the loops of a model run (the bodies it runs share it), in the run
+    context until `end_iteration_budget`."""
+    return context.enter(iterations=IterationBudget())
 
 
 def end_iteration_budget(token: Token) -> None:
-    _BUDGET.reset(token)
+    context.leave(token)

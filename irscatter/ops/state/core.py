@@ -1,7 +1,7 @@
 """The variables of a stateful model: what ReadValue reads and Assign writes.
 
-A compiled model owns one `Variables` store and makes it current while it runs (a context
-variable, so nested bodies and other threads see the right one). ReadValue reads the value
+A compiled model owns one `Variables` store and makes it current while it runs (the run
+context's `variables`, `ops/context.py`, so nested bodies and other threads see the right one). ReadValue reads the value
 committed by an earlier run. Assign only stages its value: the run commits every staged value
 when it has finished, so a run that fails leaves the variables as they were, and a ReadValue
 ordered after the Assign of its variable still sees the previous run's value, as it does in
@@ -11,7 +11,6 @@ OpenVINO, where the pair shares one buffer that the Assign overwrites for the ne
 from __future__ import annotations
 
 import threading
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,6 +18,7 @@ import numpy as np
 from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import PartialShape
+from irscatter.ops import context
 
 
 @dataclass(frozen=True)
@@ -61,12 +61,9 @@ class Variables:
             self.values.pop(variable_id, None)
 
 
-_CURRENT: ContextVar[Variables | None] = ContextVar("irscatter_variables", default=None)
-
-
 def current() -> Variables | None:
     """The store of the model being run (None outside a run: inference, the functional API)."""
-    return _CURRENT.get()
+    return context.current().variables
 
 
 class using:  # noqa: N801 - used as a function: `with state.using(store):`
@@ -92,7 +89,7 @@ class using:  # noqa: N801 - used as a function: `with state.using(store):`
                                      "of its own (new_request())", label="state-busy")
             store.turn.acquire()
             store.holder = me
-        self.token = _CURRENT.set(store)
+        self.token = context.enter(variables=store)
         return store
 
     def __exit__(self, kind, error, trace) -> None:
@@ -102,7 +99,7 @@ class using:  # noqa: N801 - used as a function: `with state.using(store):`
             else:
                 self.store.discard()
         finally:
-            _CURRENT.reset(self.token)
+            context.leave(self.token)
             if self.exclusive:
                 self.store.holder = None
                 self.store.turn.release()
