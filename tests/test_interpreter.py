@@ -256,6 +256,18 @@ def test_a_kernel_failing_on_inputs_inference_accepts_is_not_disguised(tmp_path,
             model.run({"x": np.ones((2, 2), np.float32)}, hook=hook)
 
 
+def test_a_failure_before_the_first_step_is_not_hidden_behind_a_missing_layer(tmp_path, monkeypatch):
+    """The plain loop makes a kernel's failure its layer's error; one raised before any step has
+    begun (in the loop's own preparation) belongs to no layer and surfaces as it is."""
+    compiled = _chain(tmp_path, 2).compile()
+
+    def broken():
+        raise IndexError("a preparation bug")
+    monkeypatch.setattr(compiled, "_plain_steps", broken)
+    with pytest.raises(IndexError, match="a preparation bug"):
+        compiled.run({"x": np.ones((2, 2), np.float32)})
+
+
 def test_an_integer_list_attribute_past_64_bits_is_an_attribute_error(tmp_path):
     xml = write(tmp_path, net([param(0, "x", [1, 1, 4, 4]),
                                layer(1, "pool", "MaxPool", data={"kernel": "99999999999999999999,2", "strides": "2,2",

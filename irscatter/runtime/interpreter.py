@@ -25,7 +25,7 @@ import operator
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -265,7 +265,7 @@ class CompiledModel:
         reuse, outputs to leave out, several outputs) sent to `_call`. Nothing but the call is
         done per step here, which is what a model of thousands of small layers spends its time
         on: keep it so."""
-        step = None
+        step: Step | None = None
         try:
             for compute, fetch, out, release, call, step in self._plain_steps() if entries is None else entries:
                 if call is not None:
@@ -277,7 +277,8 @@ class CompiledModel:
                 for slot in release:
                     values[slot] = None
         except _KERNEL_ERRORS as error:
-            self._kernel_failed(step, [values[s] for s in step.inputs], error)
+            if step is not None:  # (None: it failed before the first step, and is no layer's error)
+                self._kernel_failed(step, [values[s] for s in step.inputs], error)
             raise
         return values
 
@@ -320,7 +321,7 @@ class CompiledModel:
         fold, steps = self.plan.fold, self.plan.steps
         if fold.values is None:
             scratch: list[Any] = [None] * self.plan.n_slots
-            for slot, array in self._consts:  # type: ignore[union-attr]
+            for slot, array in self._const_arrays():
                 scratch[slot] = array
             once = [replace(steps[i], release=tuple(s for s in steps[i].release if s not in fold.kept),
                             reuse_slot=None if steps[i].reuse_slot in fold.kept else steps[i].reuse_slot)
@@ -339,7 +340,10 @@ class CompiledModel:
 
     def _run_bound(self, bound: list[np.ndarray], donated: frozenset[int], intermediate: bool,
                    hook: LayerHook | None, timings: list | None) -> dict[str, Any]:
-        watching = Observer(hook, {} if intermediate else None) if (intermediate or hook is not None) else None
+        bodies_recorded: dict[str, np.ndarray] = {}  # the values of the layers inside If, Loop, ... bodies
+        watching = None
+        if intermediate or hook is not None:
+            watching = Observer(hook, bodies_recorded if intermediate else None)
         record = Record({}, self._recorded) if intermediate else None
         token = context.enter(observer=watching, recycler=self._recycler, iterations=IterationBudget())
         try:
@@ -350,7 +354,7 @@ class CompiledModel:
         finally:
             context.leave(token)
         if record is not None:
-            record.into.update(watching.record)  # type: ignore[union-attr]
+            record.into.update(bodies_recorded)
             return record.into
         plan = self.plan
         return {spec.name: values[slot] for spec, slot in zip(plan.outputs, plan.output_slots)}
@@ -439,11 +443,15 @@ class CompiledModel:
         values: list[Any] = [None] * plan.n_slots
         for slot, array in zip(plan.param_slots, bound):
             values[slot] = array
-        if self._consts is None:
-            self._consts = [(slot, self._const(layer)) for slot, layer in plan.const_slots]
-        for slot, array in self._consts:
+        for slot, array in self._const_arrays():
             values[slot] = array
         return values
+
+    def _const_arrays(self) -> list[tuple[int, np.ndarray]]:
+        """(slot, value) of every Const, decoded on the first run that needs them."""
+        if self._consts is None:
+            self._consts = [(slot, self._const(layer)) for slot, layer in self.plan.const_slots]
+        return self._consts
 
     def _step_observers(self, hook: LayerHook | None, timings: list | None, record: Record | None,
                         donated: frozenset[int]) -> list[StepObserver]:
@@ -470,6 +478,7 @@ class CompiledModel:
                                                        around.reuse_allowed, around.release)
         if around.start is not None:
             around.start(values)
+        args: list[Any] | None  # None between steps (see below)
         for step in steps:
             keywords = _keywords(step, values, donated, reuse_allowed)
             args = [values[s] for s in step.inputs]
@@ -546,7 +555,10 @@ def _with_findings(outputs: Outputs, collector: strict_mode.Collector | None) ->
     return outputs
 
 
-def _the_only(specs: list[Any], what: str) -> Any:
+_Spec = TypeVar("_Spec")
+
+
+def _the_only(specs: list[_Spec], what: str) -> _Spec:
     if len(specs) != 1:
         raise UsageError(f"{what}() without an index or name needs a model of one {what}; this one has {len(specs)}")
     return specs[0]

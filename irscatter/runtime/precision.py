@@ -47,7 +47,7 @@ import weakref
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import ml_dtypes
 import numpy as np
@@ -57,6 +57,9 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ir.topology import Source
 from irscatter.ops import context
 from irscatter.runtime.graph_view import GraphView
+
+if TYPE_CHECKING:
+    from irscatter.runtime.interpreter import CompiledModel
 
 PRECISIONS = ("f16", "bf16")
 _STORAGE = {"f16": np.dtype(np.float16), "bf16": np.dtype(ml_dtypes.bfloat16)}
@@ -151,7 +154,7 @@ def round_in_place(array: np.ndarray, precision: str) -> None:
         np.copyto(array, array.astype(_STORAGE[precision]), casting="unsafe")
 
 
-def _roundable(value: Any) -> bool:
+def _roundable(value: object) -> TypeGuard[np.ndarray]:
     return isinstance(value, np.ndarray) and value.dtype == _ROUNDED_TYPE
 
 
@@ -207,7 +210,8 @@ def _shape_computations(graph: GraphView) -> set[int]:
     for lid in graph.order:
         positions = _SHAPE_INPUTS.get(graph.type_of(lid), ())
         sources = graph.sources.get(lid, ())
-        stack = [sources[p][0] for p in positions if p < len(sources) and sources[p] is not None]  # type: ignore[index]
+        read = [sources[p] for p in positions if p < len(sources)]
+        stack = [source[0] for source in read if source is not None]
         while stack:
             producer = stack.pop()
             if producer in marked:
@@ -409,7 +413,7 @@ class StepRounding:
 class RoundingPlan:
     """How one compiled model rounds in one precision: built once, then applied to each run."""
 
-    def __init__(self, compiled: Any, precision: str) -> None:
+    def __init__(self, compiled: CompiledModel, precision: str) -> None:
         self.precision = precision
         graph, plan = compiled.graph, compiled.plan
         self.kept = kept_in_f32(graph, precision)
@@ -438,7 +442,8 @@ class RoundingPlan:
         for step in plan.steps:
             lid = step.layer.id
             sources = graph.sources[lid]
-            floats = [i for i, source in enumerate(sources) if source is not None and _is_float(graph, source)]
+            floats = {i: source for i, source in enumerate(sources)  # the float inputs, by position
+                      if source is not None and _is_float(graph, source)}
             moves_values = graph.type_of(lid) in _MOVES_VALUES
             if lid in self.kept or lid in fused:  # in f32, or the f32 accumulator of a fused kernel
                 self.steps[lid] = StepRounding((), False)
@@ -447,7 +452,7 @@ class RoundingPlan:
                 continue
             to_round = tuple(i for i in floats
                              if step.inputs[i] not in rounded_slots
-                             and fused.get(sources[i][0]) != lid  # a value inside one kernel stays whole
+                             and fused.get(floats[i][0]) != lid  # a value inside one kernel stays whole
                              and self._reads_rounded(graph, lid, step.inputs[i]))
             already_rounded = moves_values and all(step.inputs[i] in rounded_slots or i in to_round for i in floats)
             self.steps[lid] = StepRounding(to_round, not already_rounded)
@@ -546,10 +551,10 @@ class RoundingPlan:
                 values[slot] = rounded(values[slot], self.precision)
 
 
-_PLANS: weakref.WeakKeyDictionary[Any, dict[str, RoundingPlan]] = weakref.WeakKeyDictionary()
+_PLANS: weakref.WeakKeyDictionary[CompiledModel, dict[str, RoundingPlan]] = weakref.WeakKeyDictionary()
 
 
-def active_plan(compiled: Any) -> RoundingPlan | None:
+def active_plan(compiled: CompiledModel) -> RoundingPlan | None:
     """The rounding plan of `compiled` for the precision being emulated; None when no precision
     is (the plain run, unchanged). Plans are made once per compiled model and precision."""
     precision = context.current().precision

@@ -123,6 +123,14 @@ def _opcode(reduction: str, dtype: np.dtype) -> int | None:
     return (_BOOL_OPS if dtype == np.bool_ else _NUMERIC_OPS).get(reduction)
 
 
+def _covered_opcode(reduction: str, dtype: np.dtype) -> int:
+    """`_opcode` for a call `takes_tiles` has accepted, so known to be covered."""
+    op = _opcode(reduction, dtype)
+    if op is None:
+        raise ValueError(f"the fast backend does not cover a {reduction!r} scatter into {dtype}: ask takes_tiles first")
+    return op
+
+
 def _constants(reduction: str, dtype: np.dtype, identity: object) -> np.ndarray:
     """[the reduction's identity, the NaN a NaN update leaves behind], in the output's dtype
     (so the kernels compare and store them without a conversion of their own)."""
@@ -165,7 +173,7 @@ def scatter_tiles(source: np.ndarray, out: np.ndarray, indices: np.ndarray, upda
                   identity: object) -> None:
     """`core.scatter_along_axis`'s tiles through numba (when `takes_tiles`), the arrays seen as
     (outer, axis, inner) and `out` possibly `source` itself."""
-    op = _opcode(reduction, out.dtype)
+    op = _covered_opcode(reduction, out.dtype)
     inner = source.shape[2]
     if p_step == 1 and q_step < inner:  # wide tiles: see MIN_TILE_COLUMNS
         q_step = min(inner, max(q_step, MIN_TILE_COLUMNS))

@@ -28,7 +28,6 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import Token
-from typing import Any
 
 import numpy as np
 
@@ -48,7 +47,7 @@ class Recycler:
         self._runs: deque[list[np.ndarray]] = deque(maxlen=RUNS_KEPT)
         self._lock = threading.Lock()
 
-    def keep(self, outputs: Iterable[Any]) -> None:
+    def keep(self, outputs: Iterable[object]) -> None:
         """Remember the arrays a run returns that are worth recycling: large, owning their
         memory (a view's memory belongs to its base), contiguous and writable."""
         kept = [a for a in outputs if isinstance(a, np.ndarray) and type(a) is np.ndarray and a.nbytes >= MIN_BYTES

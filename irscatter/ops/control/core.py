@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextvars import Token
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -29,7 +30,7 @@ from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.limits import current as current_limits
 from irscatter.limits import tensor_size_problem
 from irscatter.ops import context
-from irscatter.ops.base import Op, TensorInfo, check, compile_subgraph
+from irscatter.ops.base import Op, TensorInfo, check, compile_subgraph, required
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ class Slicing:
         if not shape.rank_is_static:
             return shape
         axis = self.normalized_axis(shape.rank, port)
-        dims = list(shape.dims)  # type: ignore[arg-type]
+        dims = list(shape.ranked_dims)
         if dims[axis].is_static:
             self.begins(dims[axis].min, port)  # the parts fit the axis: known before any run
         dims[axis] = Dimension.static(self.part_size)
@@ -130,7 +131,7 @@ class Slicing:
         self.check_steps(port)
         if not shape.rank_is_static:
             return shape
-        dims = list(shape.dims) if shape.rank else [Dimension.static(1)]  # type: ignore[arg-type]
+        dims = list(shape.ranked_dims) if shape.rank else [Dimension.static(1)]
         axis = self.normalized_axis(len(dims), port)
         d = dims[axis]
         dims[axis] = Dimension.static(iterations * d.min) if iterations is not None and d.is_static \
@@ -173,9 +174,7 @@ class OutputMap:
 
 
 def body_of(op: Op, name: str) -> Body:
-    body = op.layer.bodies.get(name)
-    check(body is not None, "no-body", f"the layer has no <{name}>")
-    return body  # type: ignore[return-value]
+    return required(op.layer.bodies.get(name), "no-body", f"the layer has no <{name}>")
 
 
 def _kinds(body: Body) -> dict[int, str]:
@@ -189,12 +188,11 @@ def input_maps(layer: Layer, body: Body, name: str) -> list[InputMap]:
         if entry.external_port_id == -1:
             position = -1  # fed by the owner itself (a Loop's current iteration)
         else:
-            position = layer.input_position(entry.external_port_id)
-            check(position is not None, "port-map", f"<{name}>'s port map names input port "
-                  f"{entry.external_port_id}, which the layer lacks")
+            position = required(layer.input_position(entry.external_port_id), "port-map",
+                                f"<{name}>'s port map names input port {entry.external_port_id}, which the layer lacks")
         check(kinds.get(entry.internal_layer_id) == "Parameter", "port-map",
               f"<{name}>'s port map feeds layer {entry.internal_layer_id}, which is not a Parameter of the body")
-        out.append(InputMap(position, entry.internal_layer_id, Slicing.of(entry), entry.purpose))  # type: ignore[arg-type]
+        out.append(InputMap(position, entry.internal_layer_id, Slicing.of(entry), entry.purpose))
     return out
 
 
@@ -202,11 +200,10 @@ def output_maps(layer: Layer, body: Body, name: str) -> list[OutputMap]:
     kinds = _kinds(body)
     out = []
     for entry in body.outputs:
-        position = None
+        position: int | None = None
         if entry.external_port_id != -1:
-            position = layer.output_position(entry.external_port_id)
-            check(position is not None, "port-map", f"<{name}>'s port map fills output port "
-                  f"{entry.external_port_id}, which the layer lacks")
+            position = required(layer.output_position(entry.external_port_id), "port-map",
+                                f"<{name}>'s port map fills output port {entry.external_port_id}, which the layer lacks")
         check(kinds.get(entry.internal_layer_id) == "Result", "port-map",
               f"<{name}>'s port map reads layer {entry.internal_layer_id}, which is not a Result of the body")
         out.append(OutputMap(position, entry.internal_layer_id, Slicing.of(entry), entry.purpose))
@@ -245,6 +242,18 @@ def every_parameter_fed(parameters: Sequence[int], maps: list[InputMap], name: s
 def check_parameter_type(declared: ElementType, given: ElementType, port: str, pid: int) -> None:
     check(ElementType.dynamic in (declared, given) or declared is given, "body-input-type",
           f"{given} is mapped onto body Parameter {pid}, which is {declared}", port=port)
+
+
+_Output = TypeVar("_Output")
+
+# What a kernel returns: its one output alone, several as a tuple.
+LayerOutputs = np.ndarray | tuple[np.ndarray, ...]
+
+
+def by_position(outputs: dict[int, _Output], count: int) -> tuple[_Output, ...]:
+    """The values of the owner's `count` outputs, from a map that fills each of them (as
+    `every_output_filled` checked the port map does)."""
+    return tuple(outputs[position] for position in range(count))
 
 
 def merge_shapes(a: PartialShape, b: PartialShape) -> PartialShape:
@@ -362,7 +371,7 @@ class Iterating(Op):
         too (alone when no iteration runs, merged with the Result's when that is not known)."""
         initial = self._parameter_infos(inputs) if iterations in (None, 0) else {}
         carried = dict(self.back)
-        infos: list[TensorInfo | None] = [None] * len(self.layer.outputs)
+        infos: dict[int, TensorInfo] = {}
         for m in self.outs:
             if m.position is None:
                 continue
@@ -370,26 +379,27 @@ class Iterating(Op):
             port = f"output {m.position}"
             if m.slicing:
                 info = TensorInfo(info.etype, m.slicing.joined_shape(info.shape, iterations, port))
-            elif (first := initial.get(carried.get(m.result))) is not None:  # type: ignore[arg-type]
+            elif (fed := carried.get(m.result)) is not None and (first := initial.get(fed)) is not None:
                 info = first if iterations == 0 else TensorInfo(
                     merge_types(first.etype, info.etype) or info.etype, merge_shapes(first.shape, info.shape))
             infos[m.position] = TensorInfo(info.etype, info.shape)
-        return tuple(infos)  # type: ignore[arg-type]
+        return by_position(infos, len(self.layer.outputs))
 
     # --- running ------------------------------------------------------------------------------
 
-    def iterate(self, arrays: Sequence[np.ndarray], limit: int | None, first: dict[int, np.ndarray]) -> tuple:
+    def iterate(self, arrays: Sequence[np.ndarray], limit: int | None, first: dict[int, np.ndarray]) -> LayerOutputs:
         budget = context.current().iterations
         if budget is not None:
             return self._iterate(arrays, limit, first, budget)
-        token = start_iteration_budget()  # a loop run on its own (ops.functional): its own budget
+        budget = IterationBudget()  # a loop run on its own (ops.functional): its own budget
+        token = start_iteration_budget(budget)
         try:
-            return self._iterate(arrays, limit, first, context.current().iterations)  # type: ignore[arg-type]
+            return self._iterate(arrays, limit, first, budget)
         finally:
             end_iteration_budget(token)
 
     def _iterate(self, arrays: Sequence[np.ndarray], limit: int | None, first: dict[int, np.ndarray],
-                 budget: IterationBudget) -> tuple:
+                 budget: IterationBudget) -> LayerOutputs:
         """Run the body up to `limit` times (None: until `go_on` says stop) and build the outputs.
         `first` holds the owner's own Parameters (a Loop's current iteration), updated by
         `advance` after each iteration."""
@@ -457,8 +467,8 @@ class Iterating(Op):
         return False
 
     def _outputs(self, last: dict[int, np.ndarray] | None, joined: dict[int, list[np.ndarray]],
-                 feeds: dict[int, np.ndarray], arrays: Sequence[np.ndarray]) -> tuple:
-        outs: list[np.ndarray | None] = [None] * len(self.layer.outputs)
+                 feeds: dict[int, np.ndarray], arrays: Sequence[np.ndarray]) -> LayerOutputs:
+        outs: dict[int, np.ndarray] = {}
         empty_results = None
         for m in self.outs:
             if m.position is None:
@@ -481,7 +491,8 @@ class Iterating(Op):
                 outs[m.position] = last[m.result]
             else:
                 outs[m.position] = self._value_without_iterations(m, feeds, port)
-        return tuple(outs) if len(outs) != 1 else outs[0]
+        values = by_position(outs, len(self.layer.outputs))
+        return values if len(values) != 1 else values[0]
 
     def _value_without_iterations(self, m: OutputMap, feeds: dict[int, np.ndarray], port: str) -> np.ndarray:
         """An output of the last iteration when none ran: the value a back edge would have fed
@@ -510,10 +521,10 @@ class IterationBudget:
         self.left -= 1
 
 
-def start_iteration_budget() -> Token:
-    """A new budget for the loops of a model run (the bodies it runs share it), in the run
+def start_iteration_budget(budget: IterationBudget) -> Token:
+    """`budget` for the loops of a model run (the bodies it runs share it), in the run
     context until `end_iteration_budget`."""
-    return context.enter(iterations=IterationBudget())
+    return context.enter(iterations=budget)
 
 
 def end_iteration_budget(token: Token) -> None:

@@ -14,7 +14,7 @@ import numpy as np
 from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import PartialShape
-from irscatter.ops.base import ElementTypeAttr, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.base import ElementTypeAttr, Op, OpAttrs, TensorInfo, check, required
 from irscatter.ops.registry import register
 from irscatter.ops.state import core
 
@@ -23,6 +23,10 @@ def _frozen(array: np.ndarray) -> np.ndarray:
     view = np.asarray(array).view()
     view.flags.writeable = False
     return view
+
+
+# ReadValue-3's input is not optional (the op's input count is checked before this is reached).
+_NO_INITIAL_VALUE = "ReadValue-3 takes its variable's type, shape and first value from its input, the layer has none"
 
 
 @register("ReadValue", 3)
@@ -41,7 +45,7 @@ class ReadValue(Op):
 
     def variable(self, init: TensorInfo | None) -> core.VariableInfo:
         """What the variable holds; ReadValue-3 takes it from its initial value."""
-        assert init is not None
+        init = required(init, "input-count", _NO_INITIAL_VALUE)
         return core.VariableInfo(self.attrs.variable_id, init.etype, init.shape)
 
     def infer(self, init: TensorInfo | None = None) -> TensorInfo:
@@ -49,8 +53,7 @@ class ReadValue(Op):
         return TensorInfo(info.etype, info.shape)
 
     def initial(self, init: np.ndarray | None) -> np.ndarray:
-        assert init is not None
-        return init
+        return required(init, "input-count", _NO_INITIAL_VALUE)
 
     def compute(self, init: np.ndarray | None = None) -> np.ndarray:
         store = core.current()
@@ -62,8 +65,7 @@ class ReadValue(Op):
 
 @register("ReadValue", 6)
 class ReadValue6(ReadValue):
-    class Attrs(OpAttrs):
-        variable_id: str
+    class Attrs(ReadValue.Attrs):
         variable_type: ElementTypeAttr
         variable_shape: PartialShape
     attrs: Attrs
