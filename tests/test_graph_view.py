@@ -36,6 +36,7 @@ def test_the_view_lists_what_its_contract_says(compiled):
     assert graph.outputs_of(divide) == ((divide, 0),)
     assert graph.readers((divide, 0)) == ((convert, 0), (ids["Result_12"], 0))
     assert graph.producer(compiled.outputs[1].layer.id) == (convert, 0)  # what the model returns
+    assert graph.returned(compiled.outputs[1].layer.id) == (convert, 0)
     assert graph.op(divide).label() == "Divide-1"
     assert graph.named("Divide_10") == (divide,) and graph.named("nothing") == ()
     assert graph.of_type("Result") == tuple(spec.layer.id for spec in compiled.outputs)

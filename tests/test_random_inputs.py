@@ -263,3 +263,14 @@ def test_a_loop_trip_count_is_drawn_small_and_positive():
     # (-1, which the default draw gives, runs the loop until its condition turns false)
     trips = [int(feeds["trip"]) for feeds in _draws(ROOT / "tests" / "data" / "control" / "loop_while.xml")]
     assert min(trips) >= 1 and max(trips) <= 4
+
+
+@pytest.mark.parametrize("name", ["file", "allow_pickle"])
+def test_an_output_named_like_an_argument_of_numpy_savez_is_saved(tmp_path, name):
+    # np.savez(path, **outputs) would take such an output for its own argument: a crash for
+    # "file", a silently missing array for "allow_pickle"
+    xml = write(tmp_path, net([param(0, name, (2,)), result(1, "out", (2,))], [(0, 0, 1, 0)]))
+    saved = tmp_path / "out.npz"
+    assert main(["run", str(xml), "--random", "--output", str(saved)]) == 0
+    with np.load(saved) as outputs:
+        assert outputs.files == [name] and outputs[name].shape == (2,)

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+
+import numpy as np
 
 from irscatter.cli.arguments import FeedArguments, ModelArguments
 from irscatter.cli.output import count, output_path, writing
@@ -37,7 +40,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
     else:
         cut = extract.plan(compiled, extract.resolve(compiled, _names(args.outputs), "--outputs"),
                            extract.resolve(compiled, _names(args.cut_from or ""), "--from"))
-    values = None
+    values: Mapping[extract.Source, np.ndarray] | None = None
     if args.values:
         values = extract.values_from_dump(compiled, model_inputs.load_npz(args.values))
     elif FeedArguments.given(args):

@@ -48,6 +48,7 @@ def _reduce_into(args: argparse.Namespace, out: Path) -> int:
     feeds = FeedArguments.checked(FeedArguments.feeds(args, compiled), compiled)
     values = compare.reference_values(compiled, feeds)
     target = None
+    check: reduce.TargetCheck | reduce.CommandCheck
     if args.check:
         check = reduce.CommandCheck(args.check, args.fail_regex, args.timeout)
     else:
@@ -73,7 +74,9 @@ def _reduce_into(args: argparse.Namespace, out: Path) -> int:
         if target is not None:
             target.close()
     graph = compiled.graph
-    kept = [graph.layers[lid].name for lid in reduction.cut.layers if graph.type_of(lid) not in ("Parameter", "Const")]
+    cut = reduction.cut
+    assert cut is not None  # (a reproducible reduction holds the cut it found)
+    kept = [graph.layers[lid].name for lid in cut.layers if graph.type_of(lid) not in ("Parameter", "Const")]
     print(f"reduced to {len(kept)} layer{'s' if len(kept) != 1 else ''} ({', '.join(kept[:8])}"
           f"{', ...' if len(kept) > 8 else ''}) in {reduction.checks} checks, {reduction.seconds:.1f} s; "
           f"wrote the reproducer to {out}/")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +63,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             outputs = compiled.run(feeds, donate=donate, strict=args.strict)
     if written:
         with writing("--output", written):
-            np.savez(written, **outputs)
+            model_inputs.save_npz(written, outputs)
         print(f"wrote {len(outputs)} output{'s' if len(outputs) != 1 else ''} to {written}")
     elif args.stats or args.check_numerics:
         pass  # the statistics or the numerics report is what was asked for; --output keeps the values
@@ -266,11 +267,12 @@ def _run_debugging(compiled, feeds: dict[str, Any], args: argparse.Namespace) ->
     selection = dump.select(compiled, args.layers, args.types)
     outputs: dict[str, Any] | None = None
     stats = None
+    picked: Mapping[str, object]  # the tensors the selection took: dumped, or only measured
     if args.dump:
         result = dump.dump_tensors(compiled, feeds, selection)
         path = output_path(args.dump, "--dump")
         with writing("--dump", path):
-            np.savez(path, **result.arrays())
+            model_inputs.save_npz(path, result.arrays())
         print(f"wrote {len(result.tensors)} tensor{'s' if len(result.tensors) != 1 else ''} and "
               f"{len(result.outputs)} output{'s' if len(result.outputs) != 1 else ''} to {path}",
               file=sys.stderr if args.json else sys.stdout)  # --json keeps stdout one JSON document

@@ -56,10 +56,10 @@ def resolve(compiled: CompiledModel, keys: list[str]) -> tuple[dict[str, Source]
     tensors: dict[str, Source] = {}
     for name, src, is_address in port_names(compiled):
         (ports if is_address else tensors).setdefault(name, src)
-    outputs = {spec.name: compiled.graph.producer(spec.layer.id) for spec in compiled.outputs}
+    outputs = {spec.name: compiled.graph.returned(spec.layer.id) for spec in compiled.outputs}
     matched, unmatched = {}, {}
     for key in keys:
-        if outputs.get(key) is not None:
+        if key in outputs:
             matched[key] = outputs[key]
             continue
         kind, _, rest = key.partition(":")
@@ -266,7 +266,7 @@ def compare_against(compiled: CompiledModel, feeds: Any, target: Target, toleran
         records = judge_framework(compiled, values, expected, matched, at_reference) if expected is not None else []
     attribution = None
     if expected is not None:
-        outputs = frozenset(compiled.graph.producer(spec.layer.id) for spec in compiled.outputs)
+        outputs = frozenset(compiled.graph.returned(spec.layer.id) for spec in compiled.outputs)
         attribution = Attribution(expected_file, records, matched, unmatched, outputs, report)
     kept = {f.name: getattr(report, f.name) for f in dataclasses.fields(report)}
     return AttributedReport(**kept, held=values.to_json(), held_line=values.summary(), attribution=attribution)

@@ -37,7 +37,7 @@ from irscatter.debug.tolerances import Tolerances, at_device_precision
 from irscatter.debug.verdicts import LayerResult, Report, TensorResult
 from irscatter.errors import Argument, UsageError, elide
 from irscatter.ir.graph import Layer
-from irscatter.ir.writer import IRWriter
+from irscatter.ir.writer import IRWriter, Tensor
 from irscatter.metrics import diff
 from irscatter.runtime.interpreter import CompiledModel
 from irscatter.runtime.precision import kept_in_f32
@@ -145,7 +145,7 @@ class Batching:
 
 
 def compare_layers(compiled: CompiledModel, feeds: Any, target: Target, tolerances: Tolerances, *,
-                   values: dict[Source, np.ndarray] | None = None, batching: Batching = Batching(),
+                   values: Mapping[Source, np.ndarray] | None = None, batching: Batching = Batching(),
                    progress: Callable[[int, int | None], None] | None = None) -> Report:
     """Every layer of `compiled` run alone on `target`, fed irscatter's values of its inputs."""
     start = time.perf_counter()
@@ -232,7 +232,7 @@ def _batches(records: list[LayerResult], compiled: CompiledModel, values: Mappin
 class _LayerRunner:
     """Runs batches of layers on the target, halving a batch that fails."""
 
-    def __init__(self, compiled: CompiledModel, values: dict[Source, np.ndarray], target: Target,
+    def __init__(self, compiled: CompiledModel, values: Mapping[Source, np.ndarray], target: Target,
                  tolerances: Tolerances, folder: Path) -> None:
         self.compiled, self.values, self.target, self.tolerances, self.folder = (
             compiled, values, target, tolerances, folder)
@@ -266,7 +266,7 @@ class _LayerRunner:
         for record in batch:
             lid = record.id
             layer = graph.layers[lid]
-            sources = []
+            sources: list[Tensor | None] = []
             for i, src in enumerate(graph.sources[lid]):
                 if src is None:
                     sources.append(None)
@@ -303,7 +303,7 @@ def _constant_on_target(compiled: CompiledModel, src: Source) -> bool:
 
 
 def compare_whole(compiled: CompiledModel, feeds: Any, target: Target, tolerances: Tolerances, *,
-                  bisect: bool = False, values: dict[Source, np.ndarray] | None = None,
+                  bisect: bool = False, values: Mapping[Source, np.ndarray] | None = None,
                   xml: str | Path | None = None) -> Report:
     """The model file as the target compiles it, its outputs against irscatter's; with
     `bisect`, then the first layer whose value diverges. `xml` runs another file of the same
@@ -321,7 +321,7 @@ def compare_whole(compiled: CompiledModel, feeds: Any, target: Target, tolerance
         report.outputs = _failed_outputs(compiled, failure)
         report.seconds = time.perf_counter() - start
         return report
-    report.outputs = [_judged_output(compiled, i, values[compiled.graph.producer(spec.layer.id)], got, names, tolerances,
+    report.outputs = [_judged_output(compiled, i, values[compiled.graph.returned(spec.layer.id)], got, names, tolerances,
                                      spec.name, report.sides) for i, spec in enumerate(compiled.outputs)]
     if bisect and not report.ok:
         with tempfile.TemporaryDirectory(prefix="irscatter-bisect-") as folder:
@@ -349,7 +349,7 @@ def _judged_output(compiled: CompiledModel, i: int, want: np.ndarray, got: Seque
         return record
     want = np.asarray(want)
     theirs = exactly_as(got[j], want.dtype) if compiled.model.ir_version == 10 else got[j]
-    src = compiled.graph.producer(spec.layer.id)
+    src = compiled.graph.returned(spec.layer.id)
     record.tensors.append(judged_tensor(compiled, src, theirs, want, tolerances, sides, key))
     record.status = "passed" if record.tensors[0].diff.passed else "failed"
     return record
@@ -404,7 +404,7 @@ def _match_output(names: tuple[str, ...], name: str, target_names: list[list[str
 def _output_record(compiled: CompiledModel, i: int, status: str, reason: str | None = None) -> LayerResult:
     spec = compiled.outputs[i]
     graph = compiled.graph
-    lid, _ = graph.producer(spec.layer.id)
+    lid, _ = graph.returned(spec.layer.id)
     layer = graph.layers[lid]
     position = graph.kernels.index(lid) if layer.type not in BOUNDARY else -1
     return LayerResult(position, lid, layer.name, graph.op(lid).label(), layer.line, status, reason)
@@ -438,7 +438,7 @@ def judged_tensor(compiled: CompiledModel, src: Source, theirs: np.ndarray, ours
     return TensorResult(key or own, judged, tuple(compiled.graph.layers[src[0]].outputs[src[1]].names))
 
 
-def _bisect(compiled: CompiledModel, values: dict[Source, np.ndarray], target: Target, tolerances: Tolerances,
+def _bisect(compiled: CompiledModel, values: Mapping[Source, np.ndarray], target: Target, tolerances: Tolerances,
             folder: Path) -> tuple[LayerResult | None, str]:
     """The first prefix of the topological order whose cut tensors diverge on the target, by
     halving; returns its last layer (with the tensors that diverged) and a note on the search."""
@@ -446,9 +446,10 @@ def _bisect(compiled: CompiledModel, values: dict[Source, np.ndarray], target: T
     outcomes: dict[int, LayerResult | None] = {}
 
     def diverging(end: int) -> bool:
-        outcomes[end] = _run_prefix(compiled, values, target, tolerances, order, end,
-                                    folder / f"prefix{len(outcomes) + 1}" / "model.xml")
-        return outcomes[end] is not None and outcomes[end].status == "failed"
+        outcome = _run_prefix(compiled, values, target, tolerances, order, end,
+                              folder / f"prefix{len(outcomes) + 1}" / "model.xml")
+        outcomes[end] = outcome
+        return outcome is not None and outcome.status == "failed"
 
     if not diverging(len(order) - 1):
         note = ("the whole graph as irscatter writes it runs clean on the target; the divergence depends on "
@@ -459,7 +460,7 @@ def _bisect(compiled: CompiledModel, values: dict[Source, np.ndarray], target: T
     return outcomes[first], note
 
 
-def _run_prefix(compiled: CompiledModel, values: dict[Source, np.ndarray], target: Target, tolerances: Tolerances,
+def _run_prefix(compiled: CompiledModel, values: Mapping[Source, np.ndarray], target: Target, tolerances: Tolerances,
                 order: Sequence[int], end: int, xml: Path) -> LayerResult | None:
     """Layers order[0..end] run on the target, returning every tensor a later layer or a
     Result reads: the record of order[end], holding the tensors that diverged. None when the

@@ -239,7 +239,7 @@ def _watch_recorded(compiled: CompiledModel, feeds: Any, selection: Selection, v
             visit(key, ref, record[key])
     outputs = {}
     for spec in compiled.outputs:
-        outputs[spec.name] = record[compiled.graph.tensor_key(compiled.graph.producer(spec.layer.id))]  # type: ignore[arg-type]
+        outputs[spec.name] = record[compiled.graph.tensor_key(compiled.graph.returned(spec.layer.id))]
     return Outputs(zip(outputs, _copies(list(outputs.values()))))
 
 
@@ -362,12 +362,13 @@ def _float_stats(base: Stats, array: np.ndarray) -> Stats:
     nan = int(np.count_nonzero(np.isnan(values)))
     pos_inf = int(np.count_nonzero(values == np.inf))
     neg_inf = int(np.count_nonzero(values == -np.inf))
-    counts = dict(nan=nan, pos_inf=pos_inf, neg_inf=neg_inf, zeros=int(np.count_nonzero(values == 0)))
+    counted = dataclasses.replace(base, nan=nan, pos_inf=pos_inf, neg_inf=neg_inf,
+                                  zeros=int(np.count_nonzero(values == 0)))
     finite = values if nan + pos_inf + neg_inf == 0 else values[np.isfinite(values)]
     if finite.size == 0:
-        return dataclasses.replace(base, **counts)
-    return dataclasses.replace(base, min=float(finite.min()), max=float(finite.max()), mean=float(finite.mean()),
-                               std=float(finite.std()), **counts)
+        return counted
+    return dataclasses.replace(counted, min=float(finite.min()), max=float(finite.max()), mean=float(finite.mean()),
+                               std=float(finite.std()))
 
 
 def _integer_stats(base: Stats, array: np.ndarray) -> Stats:
@@ -415,7 +416,7 @@ STATS_HEADER = ("tensor", "type", "shape", "min", "max", "mean", "std", "nan", "
 def stats_rows(stats: Mapping[str, Stats]) -> list[tuple[str, ...]]:
     """One row of text per tensor under `STATS_HEADER` (a boolean's `true` count stands in its mean
     column as "true=N")."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for key, s in stats.items():
         mean = f"true={s.true}" if s.true is not None else _number(s.mean)
         rows.append((key, s.element_type, _shape(s.shape), _number(s.min), _number(s.max), mean, _number(s.std),
@@ -532,8 +533,10 @@ def find_nonfinite(compiled: CompiledModel, feeds: Any, first_only: bool = True)
             if mask is None:
                 continue
             clean = False
-            producer = graph.layers[source[0]] if source is not None else None
-            if producer is None or (id(graph), producer.id) in reported:
+            if source is None:
+                continue
+            producer = graph.layers[source[0]]
+            if (id(graph), producer.id) in reported:
                 continue
             origin = "input" if producer.type == "Parameter" and graph is compiled.graph else \
                 "constant" if producer.type == "Const" else None

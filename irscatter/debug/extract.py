@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import overload
 
 import numpy as np
 
@@ -26,6 +27,7 @@ from irscatter.ir.graph import Model, output_name
 from irscatter.ir.loader import read_model
 from irscatter.ir.writer import IRWriter, Tensor
 from irscatter.runtime.graph_view import BOUNDARY
+from irscatter.runtime.inputs import save_npz
 from irscatter.runtime.interpreter import CompiledModel
 
 Source = tuple[int, int]
@@ -67,9 +69,7 @@ def tensor_index(compiled: CompiledModel) -> dict[str, Source]:
     for name, src, _ in port_names(compiled):
         index.setdefault(name, src)
     for spec in compiled.outputs:
-        src = compiled.graph.producer(spec.layer.id)
-        if src is not None:
-            index.setdefault(spec.name, src)
+        index.setdefault(spec.name, compiled.graph.returned(spec.layer.id))
     return index
 
 
@@ -258,8 +258,8 @@ def write(compiled: CompiledModel, cut: Cut, xml: str | Path, values: Mapping[So
     # another name there, or none): read back, which also proves the reproducer loads.
     output_names = dict(zip(cut.outputs, _output_names(read_model(xml))))
     if values is not None:
-        np.savez(xml.parent / "inputs.npz", **{n: values[s] for s, n in input_names.items()})
-        np.savez(xml.parent / "expected.npz", **{n: values[s] for s, n in output_names.items()})
+        save_npz(xml.parent / "inputs.npz", {n: values[s] for s, n in input_names.items()})
+        save_npz(xml.parent / "expected.npz", {n: values[s] for s, n in output_names.items()})
     return Written(xml, input_names, output_names)
 
 
@@ -291,10 +291,21 @@ def _unique(name: str, taken: set[str]) -> str:
     return name
 
 
+@overload
+def typed(compiled: CompiledModel, values: Mapping[Source, np.ndarray] | None,
+          src: Source) -> tuple[ElementType, tuple[int, ...] | None]: ...
+
+
+@overload
+def typed(compiled: CompiledModel, values: Mapping[Source, np.ndarray] | None,
+          src: Source | None) -> tuple[ElementType | None, tuple[int, ...] | None]: ...
+
+
 def typed(compiled: CompiledModel, values: Mapping[Source, np.ndarray] | None,
           src: Source | None) -> tuple[ElementType | None, tuple[int, ...] | None]:
     """A tensor's element type and shape as a written port declares them: the shape of its
-    value when there is one, else the inferred shape when static (None: unknown)."""
+    value when there is one, else the inferred shape when static (None: unknown). Only an
+    input no edge reaches (`src` None) has no element type."""
     if src is None:
         return None, None
     info = compiled.graph.infos[src]

@@ -19,8 +19,12 @@ from __future__ import annotations
 import html
 import io
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from irscatter.debug import graph_drawing
 from irscatter.debug.tolerances import type_name
@@ -186,9 +190,9 @@ def _draw_points(ax, points: list[_Point], target: str) -> None:
         if chosen:
             ax.scatter(*zip(*chosen), s=14, color=colour, label=label, zorder=3, linewidths=0)
     for kind, marker, colour, label in _OFF_SCALE:
-        chosen = [p.position for p in ordered if p.kind == kind]
-        if chosen:
-            ax.scatter(chosen, [top] * len(chosen), s=46, marker=marker, color=colour,
+        off_scale = [p.position for p in ordered if p.kind == kind]
+        if off_scale:
+            ax.scatter(off_scale, [top] * len(off_scale), s=46, marker=marker, color=colour,
                        label=label.format(target=target), zorder=4)
     _label_scale(ax, bottom, top)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
@@ -268,7 +272,8 @@ def _rows(report: Report) -> list[_Row]:
     records = [(r, False) for r in report.records] + ([(report.bisect, True)] if report.bisect is not None else [])
     for record, bisect in records:
         marked = record is first
-        for tensor in record.tensors or [None]:
+        tensors: Sequence[TensorResult | None] = record.tensors or [None]  # a record of no tensor: one row
+        for tensor in tensors:
             rows.append(_Row(record, tensor, marked, bisect))
             marked = False
     return rows
@@ -291,10 +296,10 @@ def _row_html(report: Report, row: _Row) -> str:
     if tensor is not None and status in ("passed", "failed"):
         status = "passed" if tensor.diff.passed else "failed"
     classes = [status.replace(" ", "-")] + (["first"] if row.first else [])
-    position = "" if record.position < 0 or report.mode == "dumps" else record.position
+    numbered = record.position >= 0 and report.mode != "dumps"
     mark = '<span class="mark" title="first divergence">\u25b6</span> ' if row.first else ""
     tag = ' <span class="tag">bisect</span>' if row.bisect else ""
-    cells = [_cell(position, position if position != "" else None, mark),
+    cells = [_cell(record.position if numbered else "", record.position if numbered else None, mark),
              _cell(record.name, None, "", tag), _cell(record.op), _cell(_tensor_name(report, tensor)),
              _cell(_shape(tensor)), _cell(VERDICT[status])]
     cells += _number_cells(tensor.diff) if tensor is not None else [_cell("") for _ in range(9)]
@@ -327,8 +332,9 @@ def _number_cells(d: TensorDiff) -> list[str]:
             _cell("" if d.worst is None else list(d.worst)), _value_cell(d.worst_reference), _value_cell(d.worst_target)]
 
 
-def _value_cell(value: object) -> str:
-    """One side's value at the worst element, as the summary prints it, sorting as a number."""
+def _value_cell(value: Any) -> str:
+    """One side's value at the worst element (whatever element the tensor holds: float() says
+    whether it is a number), as the summary prints it, sorting as a number."""
     if value is None:
         return _cell("")
     try:
@@ -358,7 +364,7 @@ def _tensor_name(report: Report, tensor: TensorResult | None) -> str:
 def _shape(tensor: TensorResult | None) -> str:
     if tensor is None:
         return ""
-    return f"{list(tensor.diff.shape)} {type_name(tensor.diff.dtype)}"
+    return f"{list(tensor.diff.shape)} {type_name(np.dtype(tensor.diff.dtype))}"
 
 
 def _reason(record: LayerResult, tensor: TensorResult | None) -> str:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,7 +87,7 @@ class OnnxReport(Report):
 
 
 def compare_onnx(compiled: CompiledModel, feeds: Any, onnx_path: str | os.PathLike, tolerances: Tolerances = Tolerances(),
-                 *, runtime: OnnxRuntimeTarget | None = None, values: dict[Source, np.ndarray] | None = None,
+                 *, runtime: OnnxRuntimeTarget | None = None, values: Mapping[Source, np.ndarray] | None = None,
                  timeout: float = 300.0) -> OnnxReport:
     """The IR in `compiled` run by irscatter on `feeds` against the ONNX model it was converted
     from, run by onnxruntime (`runtime`, or one started and closed here) on the same feeds.
@@ -122,7 +123,7 @@ def compare_onnx(compiled: CompiledModel, feeds: Any, onnx_path: str | os.PathLi
     return report
 
 
-def _match(compiled: CompiledModel, values: dict[Source, np.ndarray], graph: dict[str, Any],
+def _match(compiled: CompiledModel, values: Mapping[Source, np.ndarray], graph: dict[str, Any],
            report: OnnxReport) -> list[tuple[LayerResult, int, str]]:
     """The records of the layers to report, in topological order, and the (record, output
     position, ONNX value) pairs to judge; fills in what matches nothing."""
@@ -159,7 +160,7 @@ def _match(compiled: CompiledModel, values: dict[Source, np.ndarray], graph: dic
     return pairs
 
 
-def _onnx_feeds(compiled: CompiledModel, values: dict[Source, np.ndarray], inputs: list[str]) -> dict[str, np.ndarray]:
+def _onnx_feeds(compiled: CompiledModel, values: Mapping[Source, np.ndarray], inputs: list[str]) -> dict[str, np.ndarray]:
     """irscatter's value of each input, under the ONNX input's name that the IR input carries."""
     fed = {}
     for name in inputs:
@@ -171,7 +172,7 @@ def _onnx_feeds(compiled: CompiledModel, values: dict[Source, np.ndarray], input
     return fed
 
 
-def _judge(compiled: CompiledModel, values: dict[Source, np.ndarray], pairs: list[tuple[LayerResult, int, str]],
+def _judge(compiled: CompiledModel, values: Mapping[Source, np.ndarray], pairs: list[tuple[LayerResult, int, str]],
            got: dict[str, np.ndarray], tolerances: Tolerances, sides: tuple[str, str]) -> None:
     for record, pos, name in pairs:
         key, want = tensor_key(compiled, (record.id, pos)), np.asarray(values[(record.id, pos)])

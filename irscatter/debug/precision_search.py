@@ -32,7 +32,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,7 +87,7 @@ def f32_values(compiled: CompiledModel, feeds: Any) -> dict[Source, np.ndarray]:
     outputs = compiled.run(feeds, precision=None)
     values = {(spec.layer.id, 0): array for spec, array in zip(compiled.inputs, compiled.feed_arrays(feeds))}
     for spec in compiled.outputs:
-        values[compiled.graph.producer(spec.layer.id)] = outputs[spec.name]
+        values[compiled.graph.returned(spec.layer.id)] = outputs[spec.name]
     return values
 
 
@@ -122,7 +122,7 @@ class _Trials:
     """Runs each set of marks on the target once, and remembers the verdict."""
 
     def __init__(self, compiled: CompiledModel, feeds: Any, target: Target, tolerances: Tolerances,
-                 values: dict[Source, np.ndarray], folder: Path,
+                 values: Mapping[Source, np.ndarray], folder: Path,
                  progress: Callable[[int, int | None], None] | None) -> None:
         self.compiled, self.feeds, self.target, self.tolerances = compiled, feeds, target, tolerances
         self.values, self.folder, self.progress = values, folder, progress

@@ -35,6 +35,7 @@ from irscatter.debug.extract import BOUNDARY, Cut, Written, first_holding, plan,
 from irscatter.debug.tolerances import Tolerances, at_device_precision
 from irscatter.debug.verdicts import TensorResult
 from irscatter.errors import PATTERN_ERRORS, Argument, UsageError, elide
+from irscatter.runtime.inputs import save_npz
 from irscatter.runtime.interpreter import CompiledModel
 from irscatter.targets.protocol import Target
 from irscatter.targets.worker import TargetFailure
@@ -85,10 +86,12 @@ class CommandCheck:
             raise UsageError(Argument("command"), ": the command must name the candidate model as {model}",
                              value=command)
         self.command, self.timeout = command, timeout
-        try:
-            self.pattern = re.compile(pattern) if pattern else None
-        except PATTERN_ERRORS as e:
-            raise UsageError(Argument("pattern"), f" {elide(pattern)}: {e}", value=pattern) from None
+        self.pattern: re.Pattern[str] | None = None
+        if pattern:
+            try:
+                self.pattern = re.compile(pattern)
+            except PATTERN_ERRORS as e:
+                raise UsageError(Argument("pattern"), f" {elide(pattern)}: {e}", value=pattern) from None
 
     def describe(self) -> str:
         return f"the command {self.command!r}"
@@ -241,7 +244,7 @@ def reduce_model(compiled: CompiledModel, values: Mapping[Source, np.ndarray], c
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="irscatter-reduce-") as folder:
         search = _Search(compiled, values, check, Path(folder), progress)
-        whole = search._plan([compiled.graph.producer(spec.layer.id) for spec in compiled.outputs], search.params)
+        whole = search._plan([compiled.graph.returned(spec.layer.id) for spec in compiled.outputs], search.params)
         if not search.fails(whole):
             return Reduction(False, checks=search.checks, seconds=time.perf_counter() - start,
                              note="the check passes on the whole model: the failure does not reproduce")
@@ -273,7 +276,7 @@ def write_reproducer(compiled: CompiledModel, values: Mapping[Source, np.ndarray
     written = write(compiled, reduction.cut, out / "model.xml", values, frozen=frozen)
     verdict = check(written, values)
     if verdict.actual is not None:
-        np.savez(out / "actual.npz", **verdict.actual)
+        save_npz(out / "actual.npz", verdict.actual)
     (out / "README.md").write_text(_readme(compiled, reduction, verdict, check, command), encoding="utf-8")
     return out
 

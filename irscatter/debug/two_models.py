@@ -123,18 +123,18 @@ def feeds_for(b: CompiledModel, a: CompiledModel, arrays: Sequence[np.ndarray]) 
     """A's fed arrays (in A's input order) as B's feeds: each input of B takes A's input of a
     shared name, else, when both have as many inputs, the one at its position; converted to
     B's element type where it differs (said in the notes returned)."""
-    index = {}
+    index: dict[str, int] = {}
     for i, spec in enumerate(a.inputs):
         for name in (spec.name, *spec.names):
             index.setdefault(name, i)
     feeds, notes = {}, []
     for j, spec in enumerate(b.inputs):
-        i = next((index[n] for n in (spec.name, *spec.names) if n in index), None)
-        if i is None and len(a.inputs) == len(b.inputs):
-            i = j
-        if i is None:
+        from_a = next((index[n] for n in (spec.name, *spec.names) if n in index), None)
+        if from_a is None and len(a.inputs) == len(b.inputs):
+            from_a = j
+        if from_a is None:
             raise UsageError(f'B\'s input "{spec.name}" has no input of its name in A, so the two cannot be fed alike')
-        array = arrays[i]
+        array = arrays[from_a]
         if spec.etype not in (ElementType.dynamic, ElementType.string) and array.dtype != spec.etype.dtype:
             notes.append(f'input "{spec.name}" fed to B as {spec.etype} (A takes {ElementType.from_dtype(array.dtype)})')
             array = array.astype(spec.etype.dtype)

@@ -109,9 +109,9 @@ class IRWriter:
 
     # --- copied layers ------------------------------------------------------------------------
 
-    def copy(self, layer: Layer, sources: list[Tensor | None],
-             input_types: list[tuple[ElementType | None, tuple[int, ...] | None]],
-             output_types: list[tuple[ElementType | None, tuple[int, ...] | None]], *,
+    def copy(self, layer: Layer, sources: Sequence[Tensor | None],
+             input_types: Sequence[tuple[ElementType | None, tuple[int, ...] | None]],
+             output_types: Sequence[tuple[ElementType | None, tuple[int, ...] | None]], *,
              name: str | None = None, output_names: list[tuple[str, ...]] | None = None) -> list[Tensor]:
         """`layer` as written, fed by `sources` (one per input port, in port order; None leaves
         a port unconnected), its ports declared with the given (element type, shape) pairs;

@@ -313,11 +313,11 @@ class Op:
             fail("output-count",
                  f"has {self.outputs} output{'s' if self.outputs != 1 else ''}, the layer declares {n_outputs}")
 
-    def input_range(self, position: int, infos: Sequence[TensorInfo]) -> tuple[int, int] | None:
+    def input_range(self, position: int, infos: Sequence[TensorInfo | None]) -> tuple[int, int] | None:
         """The integers input `position` may hold, (lo, hi) inclusive, given what inference
-        knows of the layer's inputs (`infos`): the index, length and count inputs an op refuses
-        out of range declare it, so that drawn inputs (`--random`) are ones it accepts. None:
-        no bound is known."""
+        knows of the layer's inputs (`infos`, None for an optional input left unconnected): the
+        index, length and count inputs an op refuses out of range declare it, so that drawn
+        inputs (`--random`) are ones it accepts. None: no bound is known."""
         return None
 
     # Every op irscatter registers overrides both. A custom op registered from user code without

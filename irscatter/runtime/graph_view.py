@@ -14,8 +14,8 @@ everything that inspects a compiled model (debug/, the CLI, a user's script):
 * `kernels`: the layers of `order` that run a kernel (every one but Parameters, Consts and
   Results), in the order they run.
 * `op(id)`, `type_of(id)`, `inputs_of(id)`, `outputs_of(id)`, `producer(id, position)`,
-  `readers(output)`, `tensors()`, `named(name)`, `of_type(*types)`, `tensor_key(output)` and
-  `infer(overrides)`, each described where it is defined.
+  `returned(result id)`, `readers(output)`, `tensors()`, `named(name)`, `of_type(*types)`,
+  `tensor_key(output)` and `infer(overrides)`, each described where it is defined.
 
 A view never changes: its mappings are read-only (`types.MappingProxyType`), its sequences
 tuples, and every answer a new tuple or value, so no tool can change what the compiled model
@@ -81,6 +81,14 @@ class GraphView:
         """What feeds input `position` of a layer (for a Result, what the model returns)."""
         feeding = self.sources[lid]
         return feeding[position] if position < len(feeding) else None
+
+    def returned(self, result: int) -> Source:
+        """The output a Result of `order` returns. Compiling refuses an input port no edge
+        reaches on a layer that runs, so a Result of a compiled model always has one."""
+        src = self.producer(result)
+        if src is None:
+            raise ValueError(f"{self.layers[result].ref} returns nothing: no edge reaches its input")
+        return src
 
     def readers(self, src: Source) -> tuple[tuple[int, int], ...]:
         """Every input port of the layers in `order` that reads output `src`, as (layer id,

@@ -1,5 +1,6 @@
-"""Making and reading model inputs: random draws that fit each Parameter, `.npz`/`.npy` files,
-the feeds of a run gathered from both, and comparing outputs with expected values."""
+"""Making and reading model inputs: random draws that fit each Parameter, `.npz`/`.npy` files
+(and arrays saved as one), the feeds of a run gathered from both, and comparing outputs with
+expected values."""
 
 from __future__ import annotations
 
@@ -129,7 +130,8 @@ def accepted_ranges(compiled: CompiledModel) -> dict[str, Bounds]:
 
 def _reader_ranges(graph: GraphView, source: tuple[int, int]) -> list[Bounds]:
     """The ranges the layers reading `source` declare, and those reading what passes it on."""
-    found, pending, seen = [], [source], {source}
+    found: list[Bounds] = []
+    pending, seen = [source], {source}
     while pending:
         for lid, position in graph.readers(pending.pop()):
             op = graph.op(lid)
@@ -339,6 +341,16 @@ def load_npy(path: str | Path) -> np.ndarray:
         raise FileAccessError("input file not found", file=str(path)) from None
     except (OSError, ValueError, EOFError, MemoryError) as e:
         raise LoadError(f"not a readable .npy file: {e or type(e).__name__}", file=str(path)) from None
+
+
+def save_npz(path: str | Path, arrays: Mapping[str, Any]) -> None:
+    """`arrays` as an .npz archive at `path`, a member per name, as `np.load` reads them back.
+    Written member by member rather than through `np.savez(path, **arrays)`, which would take
+    an array named "file" or "allow_pickle" for its own argument of that name."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for name, value in arrays.items():
+            with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(value), allow_pickle=True)
 
 
 # Element types a tensor of a model never has, and that nothing downstream (feeds, metrics,

@@ -89,6 +89,7 @@ def _child(function: Callable[[Any], Any], argument: Any, channel: int, log: int
             _, hard = resource.getrlimit(resource.RLIMIT_AS)
             resource.setrlimit(resource.RLIMIT_AS, (allowed if hard == resource.RLIM_INFINITY else min(allowed, hard),
                                                     hard))
+        reply: tuple[Any, ...]
         try:
             reply = ("done", function(argument))
         except MemoryError:
@@ -121,7 +122,7 @@ def _mapped_bytes() -> int:
 
 def _read_until(fd: int, deadline: float) -> tuple[bytes, bool]:
     """Everything written to `fd` until it closes (True) or the deadline passes (False)."""
-    chunks = []
+    chunks: list[bytes] = []
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import shlex
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,7 @@ def judge_model(work: tuple[Task, Target]) -> dict[str, Any]:
         return {**record, "status": "failed", "message": f"irscatter: {e}"}
     whole = compare.compare_whole(compiled, feeds, target, tolerances, values=values)
     record.update(verdict(whole))
-    ours = {spec.name: values[compiled.graph.producer(spec.layer.id)] for spec in compiled.outputs}
+    ours = {spec.name: values[compiled.graph.returned(spec.layer.id)] for spec in compiled.outputs}
     _check_expected(record, ours, Path(task.folder), tolerances)
     if record["status"] == "diverged":
         _locate(record, compiled, feeds, values, target, tolerances)
@@ -148,7 +149,7 @@ def _check_expected(record: dict[str, Any], ours: dict[str, np.ndarray], folder:
 
 
 def _locate(record: dict[str, Any], compiled: CompiledModel, feeds: dict[str, np.ndarray],
-            values: dict, target: Target, tolerances: Tolerances) -> None:
+            values: Mapping[compare.Source, np.ndarray], target: Target, tolerances: Tolerances) -> None:
     """The first layer at fault: each layer alone on the target, else a bisection over prefixes."""
     layers = compare.compare_layers(compiled, feeds, target, tolerances, values=values)
     record["target_failed"] = record.get("target_failed") or any(r.status in _TARGET_TROUBLE for r in layers.layers)
@@ -161,8 +162,8 @@ def _locate(record: dict[str, Any], compiled: CompiledModel, feeds: dict[str, np
         record["message"] = f"{record.get('message') or ''}; first diverging layer ({how}): {first.name}".lstrip("; ")
 
 
-def _reduce(record: dict[str, Any], task: Task, compiled: CompiledModel, values: dict, target: Target,
-            tolerances: Tolerances) -> None:
+def _reduce(record: dict[str, Any], task: Task, compiled: CompiledModel, values: Mapping[compare.Source, np.ndarray],
+            target: Target, tolerances: Tolerances) -> None:
     check = reduce.TargetCheck(compiled, target, tolerances)
     reduction = reduce.reduce_model(compiled, values, check)
     if not reduction.reproducible:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +70,7 @@ def signatures(work: tuple[Task, Target]) -> list[dict[str, Any]] | tuple[str, s
 def signature_text(compiled: CompiledModel, lid: int) -> str:
     graph = compiled.graph
     layer, op = graph.layers[lid], graph.op(lid)
-    inputs = []
+    inputs: list[list[Any] | None] = []  # None: an input left unconnected
     for src in graph.sources[lid]:
         if src is None:
             inputs.append(None)
@@ -113,7 +114,7 @@ def prepare(work: tuple[Task, Target]) -> dict[str, str | None]:
     return out
 
 
-def write_layer(compiled: CompiledModel, lid: int, values: dict, folder: Path) -> None:
+def write_layer(compiled: CompiledModel, lid: int, values: Mapping[compare.Source, np.ndarray], folder: Path) -> None:
     """The layer alone, its constant inputs kept constant (values irscatter's inference folds
     written as Consts), the others fed irscatter's values: model.xml, inputs.npz, expected.npz."""
     graph = compiled.graph

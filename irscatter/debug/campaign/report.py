@@ -28,7 +28,7 @@ def _metric(value: float | None) -> str:
     return "inf" if math.isinf(value) else f"{value:.3g}"
 
 
-def _aligned(header: Sequence[str], rows: list[Sequence[str]]) -> list[str]:
+def _aligned(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
     return ["  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in [header, *rows]]
 
@@ -162,7 +162,7 @@ def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _table(header: Sequence[str], rows: list[tuple[str, Sequence[str]]]) -> str:
+def _table(header: Sequence[str], rows: Sequence[tuple[str, Sequence[str]]]) -> str:
     """`rows` are (css class, cells already escaped)."""
     if not rows:
         return '<p class="none">none</p>'
@@ -215,8 +215,8 @@ def _by_model(records: Sequence[CaseRecord], base: Path) -> str:
 
 
 def _worst(records: Sequence[CaseRecord], base: Path) -> str:
-    ranked = sorted((r for r in records if not r.passed and r.metric is not None),
-                    key=lambda r: -r.metric)[:_WORST]
+    measured = [(r.metric, r) for r in records if not r.passed and r.metric is not None]
+    ranked = [r for _, r in sorted(measured, key=lambda pair: -pair[0])][:_WORST]
     rows = [(_css(r), [_e(r.name), _e(r.status), _e(_metric(r.metric)), _e(r.tensor or ""), _e(r.layer or ""),
                        _link(r.reproducer, base)]) for r in ranked]
     return _table(("case", "status", "error / tolerance", "tensor", "first diverging layer", "reproducer"), rows)

@@ -52,11 +52,11 @@ def run_task(task: Task) -> Any:
         return _failed(task, "failed", f"{TARGET_DOWN}: {message}", 0.0, None)
     outcome = isolated(_WORK[task.kind], (task, target), seconds=task.settings.timeout,
                        memory_mb=task.settings.memory_mb)
-    value = outcome.value if outcome.status == "done" else None
-    if outcome.status != "done" or (isinstance(value, dict) and value.get("target_failed")):
+    if outcome.status != "done" or (isinstance(outcome.value, dict) and outcome.value.get("target_failed")):
         _drop_target()  # it may be in the middle of a request, or was replaced inside the case
     if outcome.status != "done":
         return _failed(task, _OUTCOMES[outcome.status], outcome.message or "", outcome.seconds, outcome.peak_mb)
+    value = outcome.value
     if task.kind not in ("model", "op"):
         return value
     value.pop("target_failed", None)
@@ -328,8 +328,9 @@ def _op_cases(models: list[ModelCase], identities: dict[str, str], settings: Set
 def _keep(store: Store, record: CaseRecord) -> None:
     """Store a case's record; a target that cannot start ends the campaign (every case would
     say the same)."""
-    if (record.message or "").startswith(TARGET_DOWN):
-        raise TargetFailure("unavailable", record.message.removeprefix(TARGET_DOWN + ": "))
+    message = record.message or ""
+    if message.startswith(TARGET_DOWN):
+        raise TargetFailure("unavailable", message.removeprefix(TARGET_DOWN + ": "))
     store.put(record)
 
 

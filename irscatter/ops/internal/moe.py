@@ -124,9 +124,10 @@ class MOE(Op):
         "moe-attribute": "expert_alpha is negative for gemm2_bias_swiglu_clamp, or a GELU activation is asked of it",
     }
 
-    def input_range(self, position: int, infos: Sequence[TensorInfo]) -> Bounds | None:
-        if position == 2 and len(infos) > 3:
-            return indices_within(extent(infos[3], 0))  # the experts weight_0 holds
+    def input_range(self, position: int, infos: Sequence[TensorInfo | None]) -> Bounds | None:
+        weight_0 = infos[3] if len(infos) > 3 else None
+        if position == 2 and weight_0 is not None:
+            return indices_within(extent(weight_0, 0))  # the experts weight_0 holds
         return None
 
     def _roles(self, count: int) -> dict[str, int]:
