@@ -85,8 +85,7 @@ class Subgraph:
             infos = self.model.graph.infer(overrides)
         except IRError as e:
             raise inside(e, scope) from None
-        return {spec.layer.id: infos[self.model.graph.producer(spec.layer.id)]  # type: ignore[index]
-                for spec in self.model.outputs}
+        return {spec.layer.id: infos[self.model.graph.returned(spec.layer.id)] for spec in self.model.outputs}
 
     def run(self, feeds: Mapping[int, np.ndarray], owner: str, scope: str) -> dict[int, np.ndarray]:
         """Run once. `owner` is the outer layer's name, `scope` which body and iteration this is
