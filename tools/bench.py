@@ -42,7 +42,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_llm
-from make_irscatter1_models import IRWriter
+
+from irscatter.ir.element_types import ElementType
+from irscatter.ir.writer import IRWriter, Tensor
 
 F32, I64 = np.dtype(np.float32), np.dtype(np.int64)
 MODELS = Path(__file__).resolve().parent.parent / "models"
@@ -64,24 +66,38 @@ class Workload:
     peak_from_load: bool = False  # memory: the peak from before loading the model, not from before the call
 
 
-def _wire(w: IRWriter, layer_id: int, sources: list[int | tuple[int, int]]) -> None:
-    """Edges into `layer_id`'s inputs from each source layer (its port 0 unless given)."""
-    for port, src in enumerate(sources):
-        src_id, src_port = src if isinstance(src, tuple) else (src, 0)
-        w.edge(src_id, src_port, layer_id, port)
+def _port(shape: tuple[int, ...], dtype) -> tuple[ElementType, tuple[int, ...]]:
+    """A port's declared (element type, shape), as the writer takes it."""
+    return ElementType.from_dtype(np.dtype(dtype)), tuple(shape)
+
+
+def _parameter(w: IRWriter, name: str, shape: tuple[int, ...], dtype) -> Tensor:
+    return w.parameter(name, ElementType.from_dtype(np.dtype(dtype)), tuple(shape), (name,))
+
+
+def _one_op(w: IRWriter, type_: str, version: str, attrs: dict | None, sources: list[Tensor],
+            inputs: list[tuple[tuple[int, ...], np.dtype]], out: tuple[tuple[int, ...], np.dtype, str],
+            name: str = "op") -> Tensor:
+    """One layer fed by `sources`, its output named, returned."""
+    return w.layer(type_, version, sources, [_port(*spec) for spec in inputs], [_port(out[0], out[1])], name=name,
+                   attrs={k: str(v) for k, v in (attrs or {}).items()}, output_names=[(out[2],)])[0]
+
+
+def _save(w: IRWriter, folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    w.save(folder / "model.xml")
 
 
 def _single_op(folder: Path, name: str, op: tuple[str, str, dict | None], inputs: list[tuple[str, np.ndarray, bool]],
                onnx=None, feeds: dict | None = None) -> None:
     """A one-layer IR: `inputs` are (name, value, is_parameter); Consts go into the `.bin`."""
     w = IRWriter(name)
-    ids = [w.parameter(n, v.shape, v.dtype) if is_param else w.const(n, v) for n, v, is_param in inputs]
+    ids = [_parameter(w, n, v.shape, v.dtype) if is_param else w.const(n, v) for n, v, is_param in inputs]
     data = inputs[0][1]
-    w.layer(op[0], "op", op[1], op[2], inputs=[(v.shape, v.dtype) for _, v, _ in inputs],
-            outputs=[(data.shape, data.dtype, "out")])
-    _wire(w, w.next_id - 1, ids)
-    w.edge(w.next_id - 1, len(inputs), w.result("out/sink", data.shape, data.dtype), 0)
-    w.save(folder)
+    out = _one_op(w, op[0], op[1], op[2], ids, [(v.shape, v.dtype) for _, v, _ in inputs],
+                  (data.shape, data.dtype, "out"))
+    w.result("out/sink", out, *_port(data.shape, data.dtype))
+    _save(w, folder)
     np.savez(folder / "feeds.npz", **(feeds or {n: v for n, v, is_param in inputs if is_param}))
     if onnx is not None:
         (folder / "model.onnx").write_bytes(onnx.SerializeToString())
@@ -161,13 +177,12 @@ def paged_scatter_update(folder: Path, small: bool) -> None:
     slots = rng.permutation(blocks * block_size)[: b * s].astype(np.int64).reshape(b, s)
     src = rng.standard_normal((b, s, 1, d), dtype=np.float32)
     w = IRWriter("paged_scatter_update")
-    ids = [w.parameter("cache", cache.shape, F32), w.parameter("slots", slots.shape, I64),
-           w.parameter("src", src.shape, F32)]
-    w.layer("PagedScatterUpdate", "op", "irscatter1", {"dim": -2},
-            inputs=[(cache.shape, F32), (slots.shape, I64), (src.shape, F32)], outputs=[(cache.shape, F32, "out")])
-    _wire(w, w.next_id - 1, ids)
-    w.edge(w.next_id - 1, 3, w.result("out/sink", cache.shape, F32), 0)
-    w.save(folder)
+    ids = [_parameter(w, "cache", cache.shape, F32), _parameter(w, "slots", slots.shape, I64),
+           _parameter(w, "src", src.shape, F32)]
+    out = _one_op(w, "PagedScatterUpdate", "irscatter1", {"dim": -2}, ids,
+                  [(cache.shape, F32), (slots.shape, I64), (src.shape, F32)], (cache.shape, F32, "out"))
+    w.result("out/sink", out, *_port(cache.shape, F32))
+    _save(w, folder)
     np.savez(folder / "feeds.npz", cache=cache, slots=slots, src=src)
 
     flat = slots.reshape(-1)
@@ -179,16 +194,13 @@ def paged_scatter_update(folder: Path, small: bool) -> None:
                [("cache", cache, True), ("indices", pairs, True), ("updates", rows, True)], onnx)
 
 
-def _chain_of_adds(w: IRWriter, shape: tuple[int, ...], n: int, addend: Callable[[int], int]) -> None:
+def _chain_of_adds(w: IRWriter, shape: tuple[int, ...], n: int, addend: Callable[[int], Tensor]) -> None:
     """Parameter x, then n Adds of the running value and Const `addend(i)`, then a Result."""
-    prev = (w.parameter("x", shape, F32), 0)
+    prev = _parameter(w, "x", shape, F32)
     for i in range(n):
-        c = addend(i)
-        w.layer("Add", f"add{i}", "opset1", {"auto_broadcast": "numpy"}, inputs=[(shape, F32)] * 2,
-                outputs=[(shape, F32, f"t{i}")])
-        _wire(w, w.next_id - 1, [prev, c])
-        prev = (w.next_id - 1, 2)
-    w.edge(*prev, w.result("out/sink", shape, F32), 0)
+        prev = _one_op(w, "Add", "opset1", {"auto_broadcast": "numpy"}, [prev, addend(i)], [(shape, F32)] * 2,
+                       (shape, F32, f"t{i}"), name=f"add{i}")
+    w.result("out/sink", prev, *_port(shape, F32))
 
 
 def add_chain(layers: int):
@@ -198,7 +210,7 @@ def add_chain(layers: int):
         shape = (4,)
         one = w.const("one", np.ones(shape, F32))  # shared by every Add
         _chain_of_adds(w, shape, n, lambda i: one)
-        w.save(folder)
+        _save(w, folder)
         np.savez(folder / "feeds.npz", x=np.arange(4, dtype=np.float32))
         (folder / "layers.txt").write_text(str(n))
         try:
@@ -223,9 +235,9 @@ def big_model(folder: Path, small: bool) -> None:
     shape = (width,)
     _chain_of_adds(w, shape, pairs,
                    lambda i: w.const(f"w{i}", rng.standard_normal(shape, dtype=np.float32) * np.float32(1e-3)))
-    w.save(folder)
+    _save(w, folder)
     np.savez(folder / "feeds.npz", x=np.zeros(shape, F32))
-    (folder / "layers.txt").write_text(str(w.next_id))
+    (folder / "layers.txt").write_text(str(w.layer_count))
 
 
 def _bundled(folder: Path, name: str) -> Path:

@@ -36,7 +36,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench
-from make_irscatter1_models import IRWriter
+
+from irscatter.ir.writer import IRWriter
 
 F32 = np.dtype(np.float32)
 BASELINE = "irscatter (baseline)"
@@ -108,13 +109,11 @@ def write(shape: Shape, batch: int, folder: Path) -> None:
              "pads_end": pads, "auto_pad": "explicit"}
     out_shape = (batch, shape.out_channels, *shape.out_spatial())
     w = IRWriter(f"conv_{shape.key}")
-    ids = [w.parameter("data", data.shape, F32), w.const("filters", filters)]
-    w.layer(op, "conv", "opset1", attrs, inputs=[(data.shape, F32), (filters.shape, F32)],
-            outputs=[(out_shape, F32, "out")])
-    conv = w.next_id - 1
-    bench._wire(w, conv, ids)
-    w.edge(conv, 2, w.result("out/sink", out_shape, F32), 0)
-    w.save(folder)
+    ids = [bench._parameter(w, "data", data.shape, F32), w.const("filters", filters)]
+    conv = bench._one_op(w, op, "opset1", attrs, ids, [(data.shape, F32), (filters.shape, F32)],
+                         (out_shape, F32, "out"), name="conv")
+    w.result("out/sink", conv, *bench._port(out_shape, F32))
+    bench._save(w, folder)
     np.savez(folder / "feeds.npz", data=data)
 
 

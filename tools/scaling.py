@@ -60,9 +60,9 @@ def _layers(folder: Path, pairs: int) -> None:
     shape = (2048,)
     bench._chain_of_adds(w, shape, pairs,
                          lambda i: w.const(f"w{i}", rng.standard_normal(shape, dtype=np.float32) * np.float32(1e-3)))
-    w.save(folder)
+    bench._save(w, folder)
     np.savez(folder / "feeds.npz", x=np.zeros(shape, np.float32))
-    (folder / "layers.txt").write_text(str(w.next_id))
+    (folder / "layers.txt").write_text(str(w.layer_count))
 
 
 SIZED = [
