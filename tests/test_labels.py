@@ -1,6 +1,6 @@
 """Every label an error or finding carries has one home and a meaning, and every declared label is used.
 
-Labels are found in the source: the label argument of `check(...)`, of `same_element_type`,
+Labels are found in the source: the label argument of `check(...)`, `fail(...)`, `required(...)`, of `same_element_type`,
 `check_integral` and `Finding(...)`, and every `label=`/`code=`/`*_label=` keyword. A label passed
 on from a variable is fine; one built at run time (an f-string) is not, since no table could list it.
 """
@@ -13,7 +13,7 @@ from irscatter import labels
 from irscatter.ops import registry
 
 PACKAGE = Path(irscatter.__file__).parent
-LABEL_POSITION = {"check": 1, "same_element_type": 3, "check_integral": 3, "Finding": 1, "fail": 1}
+LABEL_POSITION = {"check": 1, "same_element_type": 3, "check_integral": 3, "Finding": 1, "fail": 0, "required": 1, "const_error": 1}
 LABEL_KEYWORDS = {"label", "code", "type_label", "rank_label"}
 
 

@@ -274,32 +274,32 @@ def _const_shape(text: str) -> tuple[int, ...]:
 
 
 def _explained_const(ctx: ReadContext, layer: Layer, weights: np.ndarray | None, bin_label: str) -> ConstData:
-    def fail(message: str, label: str) -> LoadError:
+    def const_error(message: str, label: str) -> LoadError:
         return LoadError(message, file=ctx.source, line=layer.line, layer=layer.ref, label=label)
 
     a = layer.attrs
     missing = [k for k in ("element_type", "shape", "offset", "size") if k not in a]
     if missing:
-        raise fail("<data> is missing " + ", ".join(f'"{k}"' for k in missing), "const-attribute")
+        raise const_error("<data> is missing " + ", ".join(f'"{k}"' for k in missing), "const-attribute")
     try:
         etype = ElementType.from_attribute(a["element_type"])
         shape = parse_static_shape(a["shape"])
     except ValueError as e:
-        raise fail(str(e), "const-attribute") from None
+        raise const_error(str(e), "const-attribute") from None
     if etype is ElementType.dynamic:
-        raise fail("a constant cannot have element type dynamic", "const-attribute")
+        raise const_error("a constant cannot have element type dynamic", "const-attribute")
     if math.prod(shape) == 0 and (problem := tensor_size_problem(shape, etype.bitwidth / 8)) is not None:
-        raise fail(problem, "tensor-limit")  # no bytes to check it by: its other dims may be past numpy's reach
+        raise const_error(problem, "tensor-limit")  # no bytes to check it by: its other dims may be past numpy's reach
     for key in ("offset", "size"):
         if not is_decimal(a[key].strip()):
-            raise fail(f'{key}="{elide(a[key])}" is not a non-negative integer', "const-attribute")
+            raise const_error(f'{key}="{elide(a[key])}" is not a non-negative integer', "const-attribute")
     try:
         offset, size = read_count(a["offset"].strip(), "offset"), read_count(a["size"].strip(), "size")
     except ValueError as e:  # a number past any file's size: the weights lie past its end
-        raise fail(f"{e}: the weights lie past the end of {bin_label}", "const-range") from None
+        raise const_error(f"{e}: the weights lie past the end of {bin_label}", "const-range") from None
     count = math.prod(shape)
     if weights is None:
-        raise fail(f"needs {size} bytes at offset {offset} but there is no weights file ({bin_label})", "no-weights")
+        raise const_error(f"needs {size} bytes at offset {offset} but there is no weights file ({bin_label})", "no-weights")
     real = len(weights)
     if etype is not ElementType.string:
         expected = etype.nbytes(count)
@@ -309,10 +309,10 @@ def _explained_const(ctx: ReadContext, layer: Layer, weights: np.ndarray | None,
             if offset + size <= real:
                 return ConstData(weights, offset, 0, etype, shape)
         elif size != expected:
-            raise fail(f"size={size} bytes at offset {offset} does not match {etype.value} "
+            raise const_error(f"size={size} bytes at offset {offset} does not match {etype.value} "
                        f"{list(shape)}, which needs {expected} bytes ({bin_label} has {real} bytes)", "const-size")
     if offset + size > real:
-        raise fail(f"weights [offset {offset}, size {size}] end at byte {offset + size}, "
+        raise const_error(f"weights [offset {offset}, size {size}] end at byte {offset + size}, "
                    f"past the end of {bin_label}, which has {real} bytes", "const-range")
     return ConstData(weights, offset, size, etype, shape)
 
