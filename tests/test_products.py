@@ -42,10 +42,12 @@ def test_products_keep_np_matmul_bits_under_every_policy(every_product_split, mo
         a = generator.standard_normal(a_shape).astype(dtype)
         b = generator.standard_normal(b_shape).astype(dtype)
         before = a.copy(), b.copy()
-        got = products.matmul(a, b)
-        expected = _reference(a, b, policy)
-        assert got.dtype == expected.dtype and got.shape == expected.shape, (a_shape, b_shape)
-        assert np.array_equal(got, expected), (a_shape, b_shape)
+        # and a transposed view, as MatMul's transpose_b and attention's key^T hand it over
+        for right in (b, np.swapaxes(np.swapaxes(b, -1, -2).copy(), -1, -2) if b.ndim > 1 else b):
+            got = products.matmul(a, right)
+            expected = _reference(a, right, policy)
+            assert got.dtype == expected.dtype and got.shape == expected.shape, (a_shape, b_shape)
+            assert np.array_equal(got, expected), (a_shape, b_shape)
         assert np.array_equal(a, before[0]) and np.array_equal(b, before[1])
 
 

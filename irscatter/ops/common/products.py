@@ -1,10 +1,10 @@
 """Matrix products under the thread policy (`threads.py`): every batched product of the op
-library (MatMul, ScaledDotProductAttention, GroupedMatMul) goes through `matmul` or
-`matmul_each`.
+library (MatMul, ScaledDotProductAttention, GroupedMatMul, the sparse attention ops) goes
+through `matmul` or `matmul_each`; the convolutions split their own (`convolution/plans.py`).
 
 numpy's matmul makes one BLAS call per matrix of the batch, and under the `blas` policy each
 call wakes OpenBLAS's spinning threads: on a machine where another process holds a core, a
-product of many small matrices took a hundred times as long as on one thread. Under `split`
+product of many small matrices took many times as long as on one thread. Under `split`
 and `one`, a product with enough work runs with BLAS held to one thread; under `split` it goes
 in independent parts on irscatter's threads, each writing a disjoint block of one output.
 
@@ -68,13 +68,12 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     work = math.prod(batch) * rows * inner * columns
     if work < threads.SPLIT_WORK:
         return np.matmul(a, b)
-    out = np.empty((*batch, rows, columns), dtype)
     with threads.one_blas_thread(work):
         count = threads.parts(work)
         if count == 1:
-            np.matmul(left, right, out=out)
-        else:
-            _run_parts(_parts(_leading(left, len(batch)), _leading(right, len(batch)), out, count))
+            return np.matmul(a, b)
+        out = np.empty((*batch, rows, columns), dtype)
+        _run_parts(_parts(_leading(left, len(batch)), _leading(right, len(batch)), out, count))
     if b.ndim == 1:
         return out[..., 0]
     return out[..., 0, :] if a.ndim == 1 else out
