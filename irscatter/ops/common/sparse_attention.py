@@ -17,7 +17,7 @@ and hands them to `attend`:
   sometimes multiplies unselected values by a zero weight, which would spread a NaN; irscatter
   reads them as the gathering kernels they describe.)
 * Logits, softmax and sums run in f32 for the narrow float types, f64 for f64; the result is
-  rounded once.
+  rounded once. The products run under the thread policy (`products.matmul`).
 
 Query heads map to key/value heads by groups (`h // (H / Hkv)`), and a mask given per `d`
 heads (one, the selection heads, or all query heads) maps head h to `h // (H / d)`.
@@ -35,6 +35,7 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.limits import tensor_size_problem
 from irscatter.ops.base import Op, TensorInfo, check
+from irscatter.ops.common.products import matmul
 from irscatter.ops.common.types import check_float, same_element_type
 
 Expected = int | Dimension | None  # a dimension an input must have (None: any)
@@ -210,7 +211,7 @@ def attend(query: np.ndarray, key: np.ndarray, value: np.ndarray, weight: np.nda
     work = query.dtype
     present = weight if weight.dtype == np.bool_ else weight != 0
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        logits = np.matmul(query, np.swapaxes(key, -1, -2)[:, :, None]) * factor
+        logits = matmul(query, np.swapaxes(key, -1, -2)[:, :, None]) * factor
         if bias is not None:
             logits += bias
         logits = np.where(present, logits, work.type(-np.inf))
@@ -231,13 +232,13 @@ def _weighted(probs: np.ndarray, present: np.ndarray, value: np.ndarray) -> np.n
     any sum), and no other row (where a plain product would give 0 * NaN = NaN)."""
     finite = np.isfinite(value)
     if finite.all():
-        return np.matmul(probs, value[:, :, None])
-    out = np.matmul(probs, np.where(finite, value, 0)[:, :, None])
+        return matmul(probs, value[:, :, None])
+    out = matmul(probs, np.where(finite, value, 0)[:, :, None])
     present = np.broadcast_to(present, probs.shape)
     work = probs.dtype
 
     def reached(rows: np.ndarray, test: np.ndarray) -> np.ndarray:
-        return np.matmul(rows.astype(work), test[:, :, None].astype(work)) > 0
+        return matmul(rows.astype(work), test[:, :, None].astype(work)) > 0
 
     weighted, unweighted = present & (probs > 0), present & (probs == 0)
     high, low = reached(weighted, value == np.inf), reached(weighted, value == -np.inf)

@@ -19,7 +19,8 @@ OpenVINO departs from this spec page: its GroupedMatMul-17 takes mat_b as [G, N,
 weights transposed, as PyTorch stores them), has an optional fourth input (a bias) and no
 2-D x 2-D form; its core reference in turn reads mat_b as [G, K, N]. irscatter follows the spec
 page. T is any floating-point or integer type; f16, bf16 and the f8 types multiply and add in
-f32 and round once, integers wrap.
+f32 and round once, integers wrap. The groups' products run under the thread policy
+(`ops/common/products.py`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.ops.base import Op, TensorInfo, check, required
 from irscatter.ops.common.numeric import compute_dtype, convert_array, from_compute
+from irscatter.ops.common.products import matmul, matmul_each
 from irscatter.ops.common.types import arithmetic_float, same_element_type
 from irscatter.ops.registry import register
 
@@ -122,15 +124,13 @@ class GroupedMatMul(Op):
     @staticmethod
     def _products(a: np.ndarray, b: np.ndarray, offsets: np.ndarray | None, work: np.dtype) -> np.ndarray:
         if offsets is None:
-            return np.matmul(a, b)
+            return matmul(a, b)
         ends = [int(e) for e in offsets.reshape(-1)]
         starts = [0, *ends[:-1]]
         if b.ndim == 3:  # tokens past the last offset are in no group: their rows stay 0
             out = np.zeros((a.shape[0], b.shape[2]), work)
-            for g, (start, end) in enumerate(zip(starts, ends)):
-                np.matmul(a[start:end], b[g], out=out[start:end])
+            matmul_each([(a[start:end], b[g], out[start:end]) for g, (start, end) in enumerate(zip(starts, ends))])
             return out
         out = np.empty((len(ends), a.shape[0], b.shape[1]), work)
-        for g, (start, end) in enumerate(zip(starts, ends)):
-            np.matmul(a[:, start:end], b[start:end], out=out[g])
+        matmul_each([(a[:, start:end], b[start:end], out[g]) for g, (start, end) in enumerate(zip(starts, ends))])
         return out

@@ -1,6 +1,7 @@
 """MatMul-1: numpy's matmul semantics (1-D operands are promoted and the added axis dropped,
 leading axes broadcast), with `transpose_a`/`transpose_b` swapping the last two axes of an
-operand of rank 2 or more. f16/bf16 multiply and accumulate in f32; integers wrap.
+operand of rank 2 or more. f16/bf16 multiply and accumulate in f32; integers wrap. The product
+runs under the thread policy (`ops/common/products.py`), with np.matmul's bits on one BLAS thread.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common.numeric import compute_dtype, from_compute
+from irscatter.ops.common.products import matmul
 from irscatter.ops.common.types import same_element_type
 from irscatter.ops.registry import register
 
@@ -63,4 +65,4 @@ class MatMul(Op):
             b = np.swapaxes(b, -1, -2)
         etype = ElementType.from_dtype(a.dtype)
         work = compute_dtype(etype) if etype.is_float else a.dtype
-        return from_compute(np.matmul(a.astype(work, copy=False), b.astype(work, copy=False)), etype)
+        return from_compute(matmul(a.astype(work, copy=False), b.astype(work, copy=False)), etype)

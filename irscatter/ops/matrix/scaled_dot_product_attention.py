@@ -25,7 +25,8 @@ key's E must equal query's and value's S key's: OpenVINO's shape inference would
 be 1 and broadcast, which the pseudo-code's MatMul does not; irscatter follows the pseudo-code.
 
 T is any floating-point type; f16, bf16 and the f8 types compute in f32 and round once,
-f64 computes in f64. The mask is T or boolean, scale T (a scalar or one element in 1-D).
+f64 computes in f64. The mask is T or boolean, scale T (a scalar or one element in 1-D). Both
+products run under the thread policy (`ops/common/products.py`).
 
 OpenVINO's core has no reference kernel for the op (it decomposes it). Its CPU plugin agrees
 with the above except where a mask adds batch dimensions to the output (it then reads the wrong
@@ -45,6 +46,7 @@ from irscatter.limits import tensor_size_problem
 from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check, fail
 from irscatter.ops.common.many_axes import broadcast_shape
 from irscatter.ops.common.numeric import compute_dtype, from_compute
+from irscatter.ops.common.products import matmul
 from irscatter.ops.common.types import check_float, same_element_type
 from irscatter.ops.registry import register
 
@@ -141,7 +143,7 @@ class ScaledDotProductAttention(Op):
                 factor = work.type(1) / np.sqrt(work.type(query.shape[-1]))
             else:
                 factor = scale.astype(work).reshape(())
-            logits = np.matmul(q, np.swapaxes(k, -1, -2)) * factor
+            logits = matmul(q, np.swapaxes(k, -1, -2)) * factor
             logits = self._biased(logits, attention_mask, work)
             if logits.shape[-1] == 0:
                 weights = logits
@@ -149,7 +151,7 @@ class ScaledDotProductAttention(Op):
                 shifted = logits - logits.max(axis=-1, keepdims=True)
                 np.exp(shifted, out=shifted)
                 weights = shifted / shifted.sum(axis=-1, keepdims=True)
-            out = np.matmul(weights, v)
+            out = matmul(weights, v)
         return from_compute(out, etype)
 
     def _check_logits_size(self, query: tuple[int, ...], key: tuple[int, ...], mask: np.ndarray | None,

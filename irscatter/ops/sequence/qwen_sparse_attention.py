@@ -35,6 +35,7 @@ from irscatter.limits import tensor_size_problem
 from irscatter.ops.base import ElementTypeAttr, Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common import sparse_attention as sparse
 from irscatter.ops.common.numeric import compute_dtype, from_compute
+from irscatter.ops.common.products import matmul
 from irscatter.ops.registry import register
 
 
@@ -120,7 +121,7 @@ class QwenSparseAttention(Op):
         length, blocks = index_query.shape[2], key_blocks.shape[1]
         sparse.check_size((*index_query.shape[:3], blocks), index_query.dtype, self.port("index_key_blocks"))
         with np.errstate(invalid="ignore", over="ignore"):
-            scores = np.maximum(np.matmul(index_query, np.swapaxes(key_blocks, -1, -2)[:, None]), 0).sum(axis=1)
+            scores = np.maximum(matmul(index_query, np.swapaxes(key_blocks, -1, -2)[:, None]), 0).sum(axis=1)
         ends = source - length + np.arange(length) + 1  # p + 1 of each query
         visible = ends // r
         seen = np.arange(blocks) < visible[:, None]

@@ -1,0 +1,161 @@
+"""Matrix products under the thread policy (`threads.py`): every batched product of the op
+library (MatMul, ScaledDotProductAttention, GroupedMatMul, the sparse attention ops) goes
+through `matmul` or `matmul_each`; the convolutions split their own (`convolution/plans.py`).
+
+numpy's matmul makes one BLAS call per matrix of the batch, and under the `blas` policy each
+call wakes OpenBLAS's spinning threads: on a machine where another process holds a core, a
+product of many small matrices took many times as long as on one thread. Under `split`
+and `one`, a product with enough work runs with BLAS held to one thread; under `split` it goes
+in independent parts on irscatter's threads, each writing a disjoint block of one output.
+
+Bits. A part must compute exactly what the one call computed for its rows or matrices, and a
+BLAS does not promise that for every cut:
+
+* np.matmul's own bits depend on BLAS's thread count (f32 products differ between one thread
+  and two with this machine's OpenBLAS), so the reference for `split` is the unsplit call on
+  one thread, which is what `one` computes; `blas` gives numpy's default.
+* A cut along the batch keeps the bits by construction: numpy already calls BLAS once per
+  matrix, and a part makes the same calls on the same matrices.
+* A cut through the rows of one product changes which of the kernel's tiles cover a row:
+  OpenBLAS's f32 kernel here takes rows 24 at a time, with narrower kernels for the remainder
+  that sum in another order, so rows cut at multiples of 64 came out differently, and a block
+  of one row turns the call into a matrix-vector product. Cuts at multiples of `QUANTUM` (48
+  rows: a multiple of the tile heights of the kernels met), with the remainder left to the
+  last block, kept the bits on every shape tried, in f32 and f64. Since that rests on the
+  BLAS's kernels, the cut is also tried once per process and element type on a small product
+  (`_rows_cut_keeps_bits`), and not taken where it changes a bit.
+* A cut through the columns does not keep them: in f32 the kernels group columns by the
+  width and the row count of the call (a block of 48 of 101 columns differed, of one row or
+  of 40), at no multiple found. So a product of few rows and one matrix (a decoder's step,
+  [1, 1, 896] x [896, 4864]) is not split; it runs on one BLAS thread.
+* Folding the leading axes of `a` into one product when `b` is 2-D would be faster, but it
+  changes the rows' tiles as well ([1, 56, 56, 96] x [96, 384] in f32 differs in its last
+  bits), so it is not done.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from functools import partial
+
+import numpy as np
+
+from irscatter.ops.common import threads
+
+# Rows of one product are cut at multiples of this many, the last block keeping
+# the remainder: tile heights of BLAS kernels divide it.
+QUANTUM = 48
+_BLAS_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_rows_cut_kept: dict[str, bool] = {}
+
+Product = tuple[np.ndarray, np.ndarray, np.ndarray]  # a, b, and the output block it writes
+
+
+def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """np.matmul(a, b), under the thread policy when the work is large enough."""
+    dtype = np.result_type(a, b)
+    if dtype not in _BLAS_TYPES or min(a.ndim, b.ndim) < 1 or a.ndim + b.ndim < 3 or threads.policy() == "blas":
+        return np.matmul(a, b)
+    left, right = (a[None] if a.ndim == 1 else a), (b[:, None] if b.ndim == 1 else b)
+    try:
+        batch = np.broadcast_shapes(left.shape[:-2], right.shape[:-2])
+    except ValueError:
+        batch = None
+    if batch is None or left.shape[-1] != right.shape[-2]:
+        return np.matmul(a, b)  # numpy's own error
+    rows, inner, columns = left.shape[-2], left.shape[-1], right.shape[-1]
+    work = math.prod(batch) * rows * inner * columns
+    if work < threads.SPLIT_WORK:
+        return np.matmul(a, b)
+    with threads.one_blas_thread(work):
+        count = threads.parts(work)
+        if count == 1:
+            return np.matmul(a, b)
+        out = np.empty((*batch, rows, columns), dtype)
+        _run_parts(_parts(_leading(left, len(batch)), _leading(right, len(batch)), out, count))
+    if b.ndim == 1:
+        return out[..., 0]
+    return out[..., 0, :] if a.ndim == 1 else out
+
+
+def matmul_each(products: Sequence[Product]) -> None:
+    """np.matmul(a, b, out=out) for each product, all independent (each writes its own block),
+    under the thread policy: split into parts of near-equal work, BLAS held to one thread."""
+    work = sum(a.shape[0] * a.shape[1] * b.shape[1] for a, b, _ in products)
+    if threads.policy() == "blas" or work < threads.SPLIT_WORK:
+        for a, b, out in products:
+            np.matmul(a, b, out=out)
+        return
+    with threads.one_blas_thread(work):
+        _run_parts(_balanced(products, threads.parts(work)))
+
+
+def _run_parts(parts: Sequence[Sequence[Product]]) -> None:
+    threads.run([partial(_products, part) for part in parts])
+
+
+def _products(part: Sequence[Product]) -> None:
+    for a, b, out in part:
+        np.matmul(a, b, out=out)
+
+
+def _leading(x: np.ndarray, batch_rank: int) -> np.ndarray:
+    """`x` with size-1 axes in front, so that its batch has `batch_rank` axes (a view)."""
+    return x.reshape((1,) * (batch_rank + 2 - x.ndim) + x.shape)
+
+
+def _parts(a: np.ndarray, b: np.ndarray, out: np.ndarray, count: int) -> list[list[Product]]:
+    """At most `count` parts of out = a @ b: ranges of the longest batch axis when it has a
+    matrix per part, else blocks of rows where the cut keeps the bits (see the module's
+    docstring); one part otherwise."""
+    batch = out.shape[:-2]
+    if batch:
+        axis = max(range(len(batch)), key=batch.__getitem__)
+        if batch[axis] >= count:
+            return [[(_cut(a, axis, lo, hi), _cut(b, axis, lo, hi), _cut(out, axis, lo, hi))]
+                    for lo, hi in threads.spans(batch[axis], count)]
+    rows = out.shape[-2]
+    # numpy may take another BLAS routine for the product of an array and its own transpose
+    if rows >= 2 * QUANTUM and not np.may_share_memory(a, b) and _rows_cut_keeps_bits(out.dtype):
+        return [[(a[..., lo:hi, :], b, out[..., lo:hi, :])] for lo, hi in _blocks(rows, count)]
+    return [[(a, b, out)]]
+
+
+def _cut(x: np.ndarray, axis: int, lo: int, hi: int) -> np.ndarray:
+    """Matrices lo..hi along batch `axis`, or all of `x` where it broadcasts along it."""
+    return x if x.shape[axis] == 1 else x[(slice(None),) * axis + (slice(lo, hi),)]
+
+
+def _blocks(total: int, count: int) -> list[tuple[int, int]]:
+    """At most `count` consecutive blocks of `total` rows, each starting at a multiple of
+    QUANTUM and at least QUANTUM long, the last holding the remainder."""
+    starts = sorted({round(total * i / count / QUANTUM) * QUANTUM for i in range(count)})
+    starts = [s for s in starts if s <= total - QUANTUM]
+    return list(zip(starts, [*starts[1:], total]))
+
+
+def _balanced(products: Sequence[Product], count: int) -> list[list[Product]]:
+    """`products` in at most `count` consecutive parts of near-equal work."""
+    work = np.cumsum([a.shape[0] * a.shape[1] * b.shape[1] for a, b, _ in products])
+    total = int(work[-1]) if len(work) else 0
+    ends = [int(np.searchsorted(work, total * i / count, side="left")) + 1 for i in range(1, count)]
+    bounds = sorted({0, *[min(e, len(products)) for e in ends], len(products)})
+    return [list(products[lo:hi]) for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
+
+
+def _rows_cut_keeps_bits(dtype: np.dtype) -> bool:
+    """Whether blocks of rows at multiples of QUANTUM give the unsplit product's bits with this
+    process's BLAS, tried once per element type on a small product of random values (where a
+    kernel sums in another order, some element differs). Called with BLAS on one thread."""
+    if dtype.str not in _rows_cut_kept:
+        generator = np.random.default_rng(7)
+        rows = 2 * QUANTUM + 5
+        a = generator.standard_normal((rows, 160)).astype(dtype)
+        b = generator.standard_normal((160, 120)).astype(dtype)
+        whole = np.matmul(a, b)
+        cut = np.empty_like(whole)
+        for lo, hi in _blocks(rows, 2):
+            np.matmul(a[lo:hi], b, out=cut[lo:hi])
+        _rows_cut_kept[dtype.str] = bool(np.array_equal(whole, cut))
+    return _rows_cut_kept[dtype.str]

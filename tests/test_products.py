@@ -1,0 +1,75 @@
+"""Matrix products under the thread policy (`ops/common/products.py`): whatever the policy and
+however a product is cut (by batch matrices, by blocks of rows, or not at all), the result has
+the bits of np.matmul on one BLAS thread (`split`, `one`) or of np.matmul itself (`blas`)."""
+
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_limits
+
+from irscatter.ops.common import products, threads
+
+SHAPES = [
+    ((2, 3, 40, 24), (2, 3, 24, 30)),  # cut by batch matrices
+    ((3, 1, 40, 24), (1, 4, 24, 30)),  # broadcast batches
+    ((1, 5, 40, 24), (24, 30)),  # a 2-D weight under a batch: not folded into one product
+    ((1, 197, 64), (64, 50)),  # one matrix: cut by blocks of rows
+    ((197, 64), (64, 50)),
+    ((1, 1, 64), (64, 300)),  # one row: not cut
+    ((64,), (2, 64, 50)),  # 1-D operands
+    ((2, 150, 64), (64,)),
+]
+
+
+def _reference(a, b, policy):
+    if policy == "blas":
+        return np.matmul(a, b)
+    with threadpool_limits(1, "blas"):
+        return np.matmul(a, b)
+
+
+@pytest.fixture
+def every_product_split(monkeypatch):
+    monkeypatch.setattr(threads, "SPLIT_WORK", 0)
+    monkeypatch.setattr(threads, "CORES", 3)
+
+
+@pytest.mark.parametrize("policy", threads.POLICIES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_products_keep_np_matmul_bits_under_every_policy(every_product_split, monkeypatch, policy, dtype):
+    monkeypatch.setattr(threads, "_policy", policy)
+    generator = np.random.default_rng(5)
+    for a_shape, b_shape in SHAPES:
+        a = generator.standard_normal(a_shape).astype(dtype)
+        b = generator.standard_normal(b_shape).astype(dtype)
+        before = a.copy(), b.copy()
+        # and a transposed view, as MatMul's transpose_b and attention's key^T hand it over
+        for right in (b, np.swapaxes(np.swapaxes(b, -1, -2).copy(), -1, -2) if b.ndim > 1 else b):
+            got = products.matmul(a, right)
+            expected = _reference(a, right, policy)
+            assert got.dtype == expected.dtype and got.shape == expected.shape, (a_shape, b_shape)
+            assert np.array_equal(got, expected), (a_shape, b_shape)
+        assert np.array_equal(a, before[0]) and np.array_equal(b, before[1])
+
+
+def test_independent_products_keep_their_bits(every_product_split, monkeypatch):
+    """GroupedMatMul's groups, uneven and one of them empty, each written into its own block."""
+    monkeypatch.setattr(threads, "_policy", "split")
+    generator = np.random.default_rng(6)
+    a = generator.standard_normal((120, 32)).astype(np.float32)
+    b = generator.standard_normal((4, 32, 20)).astype(np.float32)
+    bounds = [(0, 70), (70, 70), (70, 100), (100, 120)]
+    out = np.zeros((120, 20), np.float32)
+    products.matmul_each([(a[lo:hi], b[g], out[lo:hi]) for g, (lo, hi) in enumerate(bounds)])
+    with threadpool_limits(1, "blas"):
+        expected = np.concatenate([a[lo:hi] @ b[g] for g, (lo, hi) in enumerate(bounds)])
+    assert np.array_equal(out, expected)
+
+
+def test_rows_are_cut_at_multiples_of_the_quantum_with_the_remainder_last():
+    q = products.QUANTUM
+    for total, count in [(2 * q + 5, 2), (197, 2), (128, 2), (10 * q + 1, 3), (2 * q, 8)]:
+        blocks = products._blocks(total, count)
+        assert blocks[0][0] == 0 and blocks[-1][1] == total and len(blocks) <= count
+        assert all(lo % q == 0 and hi - lo >= q for lo, hi in blocks)
+        assert all(hi == lo2 for (_, hi), (lo2, _) in zip(blocks, blocks[1:]))
+    assert products._rows_cut_keeps_bits(np.dtype(np.float32)) in (True, False)
