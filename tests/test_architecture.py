@@ -43,16 +43,12 @@ def _modules():
 
 
 def _imports(path: Path, module: str):
-    """(imported irscatter module, at module level?) for every import outside TYPE_CHECKING."""
+    """(imported irscatter module, at module level?) for every import, those of a function and
+    those only type checkers read (under TYPE_CHECKING) included: a circle a type checker closes
+    is still a circle in the design."""
     tree = ast.parse(path.read_text())
-    skip = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            skip.update(id(n) for n in ast.walk(node))
     top = {id(n) for n in tree.body}
     for node in ast.walk(tree):
-        if id(node) in skip:
-            continue
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module:
@@ -252,3 +248,27 @@ def test_the_library_names_no_flag():
     found = [f"{module}:{line}: {flag}" for module, line, flag in written if (module, flag) not in FLAGS_ALLOWED]
     assert not found, "\n".join(found)
     assert FLAGS_ALLOWED <= {(module, flag) for module, _, flag in written}  # no entry outlives its flag
+
+
+def _is_stub(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    body = [n for n in function.body
+            if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str))]
+    return len(body) == 1 and (isinstance(body[0], ast.Pass) or (
+        isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and body[0].value.value is Ellipsis))
+
+
+def test_a_body_of_pass_or_ellipsis_is_only_an_overload_or_a_protocol_member():
+    """No function a user can reach does nothing: a body of `pass` or `...` is a signature of
+    `typing.overload` or a member of a Protocol, which the implementation or the implementer fills."""
+    stubs = []
+    for module, path in _modules():
+        tree = ast.parse(path.read_text())
+        protocols = [c for c in ast.walk(tree) if isinstance(c, ast.ClassDef)
+                     and any(ast.unparse(b).endswith("Protocol") for b in c.bases)]
+        in_protocol = {id(f) for c in protocols for f in c.body}
+        for node in ast.walk(tree):
+            if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _is_stub(node)
+                    and id(node) not in in_protocol
+                    and not any(ast.unparse(d).endswith("overload") for d in node.decorator_list)):
+                stubs.append(f"{module}:{node.lineno} {node.name}")
+    assert stubs == []

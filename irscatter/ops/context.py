@@ -29,24 +29,21 @@ from __future__ import annotations
 
 from contextvars import ContextVar, Token
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from irscatter.ops.common.recycle import Recycler
-    from irscatter.ops.common.strict import Collector
-    from irscatter.ops.control.core import IterationBudget
-    from irscatter.ops.state.core import Variables
+from typing import Any
 
 
 @dataclass(frozen=True)
 class RunContext:
     """What the run in progress hands down (see the module's table); None where it has none."""
 
-    recycler: Recycler | None = None
+    # The modules that define the recycler, the collector, the budget and the variables import
+    # this one, so their fields are typed here as Any and by each owner's accessor, which says
+    # what it returns (`recycle.recycled() -> Recycler | None`, `strict.collector()`, ...).
+    recycler: Any = None
     backend: str | None = None
-    strict: Collector | None = None
-    iterations: IterationBudget | None = None
-    variables: Variables | None = None
+    strict: Any = None
+    iterations: Any = None
+    variables: Any = None
     precision: str | None = None
     decompression: str | None = None
     observer: Any = None

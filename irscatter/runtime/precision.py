@@ -47,7 +47,7 @@ import weakref
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import Any, Protocol, TypeGuard
 
 import ml_dtypes
 import numpy as np
@@ -57,9 +57,17 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ir.topology import Source
 from irscatter.ops import context
 from irscatter.runtime.graph_view import GraphView
+from irscatter.runtime.plan import Plan
 
-if TYPE_CHECKING:
-    from irscatter.runtime.interpreter import CompiledModel
+
+class Compiled(Protocol):
+    """What rounding reads of a compiled model (`runtime.interpreter.CompiledModel`, which imports
+    this module): its graph and its plan."""
+
+    plan: Plan
+
+    @property
+    def graph(self) -> GraphView: ...
 
 PRECISIONS = ("f16", "bf16")
 _STORAGE = {"f16": np.dtype(np.float16), "bf16": np.dtype(ml_dtypes.bfloat16)}
@@ -413,7 +421,7 @@ class StepRounding:
 class RoundingPlan:
     """How one compiled model rounds in one precision: built once, then applied to each run."""
 
-    def __init__(self, compiled: CompiledModel, precision: str) -> None:
+    def __init__(self, compiled: Compiled, precision: str) -> None:
         self.precision = precision
         graph, plan = compiled.graph, compiled.plan
         self.kept = kept_in_f32(graph, precision)
@@ -423,7 +431,7 @@ class RoundingPlan:
         # An input every reader takes rounded is rounded once, as it comes in; one that a layer
         # kept in f32 reads too stays whole, and each other reader rounds it as it reads it.
         self.feeds: list[int] = []  # positions of the inputs to round
-        for position, (spec, slot) in enumerate(zip(compiled.inputs, plan.param_slots)):
+        for position, (spec, slot) in enumerate(zip(plan.inputs, plan.param_slots)):
             takers = [self._reader_rounds(graph, r) for r, _ in readers.get(spec.layer.id, ())]
             if takers and all(takers):
                 self.feeds.append(position)
@@ -551,10 +559,10 @@ class RoundingPlan:
                 values[slot] = rounded(values[slot], self.precision)
 
 
-_PLANS: weakref.WeakKeyDictionary[CompiledModel, dict[str, RoundingPlan]] = weakref.WeakKeyDictionary()
+_PLANS: weakref.WeakKeyDictionary[Compiled, dict[str, RoundingPlan]] = weakref.WeakKeyDictionary()
 
 
-def active_plan(compiled: CompiledModel) -> RoundingPlan | None:
+def active_plan(compiled: Compiled) -> RoundingPlan | None:
     """The rounding plan of `compiled` for the precision being emulated; None when no precision
     is (the plain run, unchanged). Plans are made once per compiled model and precision."""
     precision = context.current().precision

@@ -27,7 +27,6 @@ import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from contextvars import Token
 
 import numpy as np
 
@@ -82,19 +81,10 @@ def recycling(recycler: Recycler | None) -> Iterator[None]:
         yield
 
 
-def activate(recycler: Recycler | None) -> Token:
-    """`recycling` for a caller that already has a try/finally of its own: undo with `deactivate`."""
-    return context.enter(recycler=recycler)
-
-
-def deactivate(token: Token) -> None:
-    context.leave(token)
-
-
 def recycled(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray | None:
     """An array of `shape` and `dtype` whose contents are garbage, from the recycler of the run in
     progress; None outside a run, for a small array, or when none is free."""
-    recycler = context.current().recycler
+    recycler: Recycler | None = context.current().recycler
     if recycler is None or np.dtype(dtype).itemsize * math.prod(shape) < MIN_BYTES:
         return None
     return recycler.take(tuple(shape), np.dtype(dtype))

@@ -98,7 +98,7 @@ def collecting(chosen: Collector | None) -> Iterator[Collector | None]:
 @contextmanager
 def inside(scope: str) -> Iterator[None]:
     """A body is entered (see `Collector.inside`); nothing at all when strict mode is off."""
-    current = context.current().strict
+    current = collector()
     if current is None:
         yield
         return
@@ -112,7 +112,7 @@ def report(label: str, message: str, *, port: str | None = None, evidence: Seque
     `port` is where the message points (the input holding the offending values). `evidence`
     lists the inputs whose values alone decide the finding, shapes aside; it defaults to `port`,
     and a finding that needs every input's values passes `evidence=None` with no `port`."""
-    current = context.current().strict
+    current = collector()
     if current is not None:
         current.add(label, message, port, evidence if evidence is not None else ((port,) if port else None))
 

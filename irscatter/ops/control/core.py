@@ -388,7 +388,7 @@ class Iterating(Op):
     # --- running ------------------------------------------------------------------------------
 
     def iterate(self, arrays: Sequence[np.ndarray], limit: int | None, first: dict[int, np.ndarray]) -> LayerOutputs:
-        budget = context.current().iterations
+        budget: IterationBudget | None = context.current().iterations
         if budget is not None:
             return self._iterate(arrays, limit, first, budget)
         budget = IterationBudget()  # a loop run on its own (ops.functional): its own budget
