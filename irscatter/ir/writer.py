@@ -50,12 +50,6 @@ class Tensor:
 
 
 @dataclass
-class _Written:
-    element: etree._Element
-    output_ports: list[int]
-
-
-@dataclass
 class IRWriter:
     """A network written layer by layer; `save(path)` writes the `.xml` and its `.bin`."""
 

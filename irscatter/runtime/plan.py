@@ -28,9 +28,8 @@ from irscatter.ir.topology import Source
 from irscatter.ops.base import Op, TensorInfo
 from irscatter.runtime.compressed import fuse_compressed
 from irscatter.runtime.folding import FoldPlan, keep_once
+from irscatter.runtime.graph_view import BOUNDARY
 from irscatter.runtime.ports import InputSpec, OutputSpec
-
-_BOUNDARY = ("Parameter", "Const", "Result")
 
 
 @dataclass(slots=True, eq=False)  # slots: a model of 20000 layers builds 20000 of these, and runs read them
@@ -122,7 +121,7 @@ def _outputs(results: list[Layer], analysis: Analysis,
 
 def _steps(plan: Plan, analysis: Analysis) -> list[Step]:
     layers, ops, sources, slot_of = analysis.wiring.by_id, analysis.ops, analysis.wiring.sources, plan.slot_of
-    steps_layers = [lid for lid in analysis.order if layers[lid].type not in _BOUNDARY]
+    steps_layers = [lid for lid in analysis.order if layers[lid].type not in BOUNDARY]
     keep = set(plan.output_slots) | {s for s, _ in plan.const_slots}
     last_reader: dict[int, int] = {}
     readers: dict[int, int] = {}
