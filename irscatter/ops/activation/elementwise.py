@@ -42,6 +42,7 @@ from pydantic import Field, ValidationInfo, field_validator
 
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import Lower, OpAttrs
+from irscatter.ops.common import blocks
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.common.special import ndtr
 from irscatter.ops.elementwise.table import Row, declare
@@ -95,6 +96,7 @@ def _softplus_exact(x):
     return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
 
 
+@blocks.by_blocks
 @_float_kernel
 def mish(x):
     return x * np.tanh(_softplus_exact(x))
@@ -104,6 +106,7 @@ def mish(x):
 _SOFTPLUS_THRESHOLD = {ElementType.f32: 20.0, ElementType.f16: 11.0}
 
 
+@blocks.by_blocks
 def softplus(x: np.ndarray) -> np.ndarray:
     etype = ElementType.from_dtype(x.dtype)
     threshold = _SOFTPLUS_THRESHOLD.get(etype)
@@ -127,6 +130,7 @@ class EluAttrs(OpAttrs):
     alpha: Annotated[float, Field(ge=0)]  # the spec: a non-negative number, required
 
 
+@blocks.by_blocks
 @_float_kernel
 def elu(x, *, alpha: float):
     return np.where(x > 0, x, np.asarray(alpha, x.dtype) * np.expm1(x))
@@ -174,6 +178,7 @@ def clamp(x: np.ndarray, *, min: float, max: float) -> np.ndarray:
     return out if etype.is_integral else from_compute(np.asarray(out, dtype=work.dtype), etype)
 
 
+@blocks.by_blocks
 def gelu_erf(x: np.ndarray) -> np.ndarray:
     """x * Phi(x) = x * erfc(-x / sqrt 2) / 2, computed in f64 and rounded once."""
     etype = ElementType.from_dtype(x.dtype)
@@ -186,6 +191,7 @@ def gelu_erf(x: np.ndarray) -> np.ndarray:
     return from_compute(out.astype(compute_dtype(etype)), etype)
 
 
+@blocks.by_blocks
 @_float_kernel
 def gelu_tanh(x):
     # 0.5 * (1 + tanh u) == 1 / (1 + e^(-2u)), which keeps its digits where tanh u is near -1.

@@ -21,6 +21,7 @@ below `SPLIT_WORK` runs as it is, where BLAS would not start its threads anyway.
 
 from __future__ import annotations
 
+import contextvars
 import os
 import threading
 import warnings
@@ -103,12 +104,13 @@ if hasattr(os, "register_at_fork"):
 
 def run(tasks: Sequence[Callable[[], None]]) -> None:
     """Run independent tasks, the first on the caller's thread and the rest on the helpers;
-    returns when all are done (re-raising the first error)."""
+    returns when all are done (re-raising the first error). Each helper's task runs in a copy of
+    the caller's context, so it sees the caller's run context and numpy's error state."""
     if len(tasks) <= 1 or CORES == 1:
         for task in tasks:
             task()
         return
-    pending = [_helpers().submit(task) for task in tasks[1:]]
+    pending = [_helpers().submit(contextvars.copy_context().run, task) for task in tasks[1:]]
     try:
         tasks[0]()
     finally:

@@ -58,6 +58,7 @@ import numpy as np
 
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import IRBool, Lower, OpAttrs, TensorInfo
+from irscatter.ops.common import blocks
 from irscatter.ops.common.special import erf, erfinv
 from irscatter.ops.elementwise.table import Row, TableOp, declare
 
@@ -126,6 +127,7 @@ def real(fn: Callable[[np.ndarray], np.ndarray], integers: str = "round") -> Cal
     type; integers in f64, rounded to the nearest (`round`) or toward zero (`trunc`), converted
     as `_x86_int` says."""
 
+    @blocks.by_blocks
     def kernel(x: np.ndarray) -> np.ndarray:
         with np.errstate(all="ignore"):
             r = fn(_float64(x))
@@ -139,6 +141,7 @@ def real(fn: Callable[[np.ndarray], np.ndarray], integers: str = "round") -> Cal
 _erf_of_f64 = real(erf)
 
 
+@blocks.by_blocks
 def erf_kernel(x: np.ndarray) -> np.ndarray:
     """f32 and f64 straight through scipy's erf, which rounds its f64 value once as `real` does
     but skips the two conversions; other types as `real` computes them."""
@@ -148,6 +151,7 @@ def erf_kernel(x: np.ndarray) -> np.ndarray:
     return _erf_of_f64(x)
 
 
+@blocks.by_blocks
 def atanh(x: np.ndarray) -> np.ndarray:
     """Floats: atanh; integers: the type's max for x > 0, min for x < 0, 0 for 0."""
     if not _is_int(x):

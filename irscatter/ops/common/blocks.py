@@ -1,0 +1,67 @@
+"""Element-wise kernels over large arrays: block by block, and on the thread policy's parts.
+
+A kernel written as whole-array numpy makes a temporary per step (Gelu's f64 copy, its erfc
+and the product; Sigmoid's negation, exp, sum and quotient), and on a large array each
+temporary is a pass through main memory. Run on blocks of `BLOCK` elements, the temporaries stay
+in a core's cache; and a large array is cut into one part per core (`threads.parts`), each part
+writing its own range of one output on irscatter's threads.
+
+Bits. An output element depends on its input element alone, and numpy's loops give an element
+the same bits wherever it sits in an array (their vector loops and the masked or scalar tails
+compute the same function), so the result does not depend on the cut; only a NaN's sign and
+payload may differ, as they already do between numpy's vector loop and its tail. tests/test_blocks.py
+holds every kernel of the element-wise tables to that, on every element type it takes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial, wraps
+
+import numpy as np
+
+from irscatter.ops.common import threads
+
+BLOCK = 1 << 14  # elements: a block's f64 temporaries (128 KiB each) stay in a core's L2 cache
+SMALLEST = 1 << 16  # elements below which the kernel runs on the whole array at once
+# What one element of a kernel weighs against a multiply-add when choosing the parts: an
+# element-wise kernel does a few passes, some through a transcendental function.
+ELEMENT_WORK = 16
+
+Kernel = Callable[..., np.ndarray]
+
+
+def by_blocks(kernel: Kernel) -> Kernel:
+    """`kernel` (of one array, and keyword attributes) run by `elementwise`: for kernels whose
+    temporaries cost more than the pass of a cheap one (a transcendental function, a wider
+    compute type). A cheap kernel (Abs, Relu) stays a whole-array call: per block, numpy's call
+    overhead costs more than the cache saves, and one core already keeps up with memory."""
+
+    @wraps(kernel)
+    def blocked(x: np.ndarray, **attributes: object) -> np.ndarray:
+        return elementwise(partial(kernel, **attributes) if attributes else kernel, x)
+
+    return blocked
+
+
+def elementwise(kernel: Kernel, x: np.ndarray) -> np.ndarray:
+    """kernel(x) for a kernel that computes each output element from the input element at its
+    position alone, with an output of x's shape: by blocks and parts when `x` is large."""
+    if x.size < SMALLEST or not x.flags.c_contiguous:
+        return kernel(x)
+    flat = x.reshape(-1)
+    first = np.asarray(kernel(flat[:BLOCK]))
+    if first.shape != (BLOCK,):  # not element-wise after all: the kernel's own whole-array call
+        return kernel(x)
+    out = np.empty(flat.size, first.dtype)
+    out[:BLOCK] = first
+    blocks = -(-flat.size // BLOCK)
+    parts = threads.spans(blocks - 1, threads.parts(flat.size * ELEMENT_WORK))
+    threads.run([partial(_blocks, kernel, flat, out, 1 + lo, 1 + hi) for lo, hi in parts])
+    return out.reshape(x.shape)
+
+
+def _blocks(kernel: Kernel, x: np.ndarray, out: np.ndarray, first: int, last: int) -> None:
+    """out = kernel(x) over blocks first..last - 1."""
+    for start in range(first * BLOCK, min(last * BLOCK, x.size), BLOCK):
+        out[start:start + BLOCK] = kernel(x[start:start + BLOCK])
