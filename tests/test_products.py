@@ -72,4 +72,4 @@ def test_rows_are_cut_at_multiples_of_the_quantum_with_the_remainder_last():
         assert blocks[0][0] == 0 and blocks[-1][1] == total and len(blocks) <= count
         assert all(lo % q == 0 and hi - lo >= q for lo, hi in blocks)
         assert all(hi == lo2 for (_, hi), (lo2, _) in zip(blocks, blocks[1:]))
-    assert products._rows_cut_keeps_bits(np.dtype(np.float32)) in (True, False)
+    assert products.rows_cut_keeps_bits(np.dtype(np.float32)) in (True, False)

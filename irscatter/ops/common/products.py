@@ -23,7 +23,7 @@ BLAS does not promise that for every cut:
   rows: a multiple of the tile heights of the kernels met), with the remainder left to the
   last block, kept the bits on every shape tried, in f32 and f64. Since that rests on the
   BLAS's kernels, the cut is also tried once per process and element type on a small product
-  (`_rows_cut_keeps_bits`), and not taken where it changes a bit.
+  (`rows_cut_keeps_bits`), and not taken where it changes a bit.
 * A cut through the columns does not keep them: in f32 the kernels group columns by the
   width and the row count of the call (a block of 48 of 101 columns differed, of one row or
   of 40), at no multiple found. So a product of few rows and one matrix (a decoder's step,
@@ -117,7 +117,7 @@ def _parts(a: np.ndarray, b: np.ndarray, out: np.ndarray, count: int) -> list[li
                     for lo, hi in threads.spans(batch[axis], count)]
     rows = out.shape[-2]
     # numpy may take another BLAS routine for the product of an array and its own transpose
-    if rows >= 2 * QUANTUM and not np.may_share_memory(a, b) and _rows_cut_keeps_bits(out.dtype):
+    if rows >= 2 * QUANTUM and not np.may_share_memory(a, b) and rows_cut_keeps_bits(out.dtype):
         return [[(a[..., lo:hi, :], b, out[..., lo:hi, :])] for lo, hi in _blocks(rows, count)]
     return [[(a, b, out)]]
 
@@ -144,7 +144,7 @@ def _balanced(products: Sequence[Product], count: int) -> list[list[Product]]:
     return [list(products[lo:hi]) for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
 
 
-def _rows_cut_keeps_bits(dtype: np.dtype) -> bool:
+def rows_cut_keeps_bits(dtype: np.dtype) -> bool:
     """Whether blocks of rows at multiples of QUANTUM give the unsplit product's bits with this
     process's BLAS, tried once per element type on a small product of random values (where a
     kernel sums in another order, some element differs). Called with BLAS on one thread."""

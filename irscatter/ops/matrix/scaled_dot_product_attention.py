@@ -26,7 +26,8 @@ be 1 and broadcast, which the pseudo-code's MatMul does not; irscatter follows t
 
 T is any floating-point type; f16, bf16 and the f8 types compute in f32 and round once,
 f64 computes in f64. The mask is T or boolean, scale T (a scalar or one element in 1-D). Both
-products run under the thread policy (`ops/common/products.py`).
+products run under the thread policy (`ops/common/products.py`); large logits go by blocks of
+query rows, with the same bits (`attention_blocks.py`).
 
 OpenVINO's core has no reference kernel for the op (it decomposes it). Its CPU plugin agrees
 with the above except where a mask adds batch dimensions to the output (it then reads the wrong
@@ -48,6 +49,7 @@ from irscatter.ops.common.many_axes import broadcast_shape
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.common.products import matmul
 from irscatter.ops.common.types import check_float, same_element_type
+from irscatter.ops.matrix import attention_blocks
 from irscatter.ops.registry import register
 
 
@@ -143,6 +145,10 @@ class ScaledDotProductAttention(Op):
                 factor = work.type(1) / np.sqrt(work.type(query.shape[-1]))
             else:
                 factor = scale.astype(work).reshape(())
+            mask = None if self.attrs.causal else attention_mask
+            if attention_blocks.usable(q, k, v, mask):
+                return from_compute(attention_blocks.attend(q, k, v, factor, self._bias(mask, work), self.attrs.causal),
+                                    etype)
             logits = matmul(q, np.swapaxes(k, -1, -2)) * factor
             logits = self._biased(logits, attention_mask, work)
             if logits.shape[-1] == 0:
@@ -178,11 +184,15 @@ class ScaledDotProductAttention(Op):
         if mask is None:
             return logits
         self._check_mask_fits(logits.shape, mask.shape)
-        if mask.dtype == np.bool_:
-            bias = np.where(mask, work.type(0), work.type(-np.inf))
-        else:
-            bias = mask.astype(work, copy=False)
-        return logits + bias
+        return logits + self._bias(mask, work)
+
+    @staticmethod
+    def _bias(mask: np.ndarray | None, work: np.dtype) -> np.ndarray | None:
+        """What a mask adds to the logits: 0 where a boolean mask is true and -inf where false; a
+        float mask as it is."""
+        if mask is None or mask.dtype != np.bool_:
+            return None if mask is None else mask.astype(work, copy=False)
+        return np.where(mask, work.type(0), work.type(-np.inf))
 
     def _check_mask_fits(self, logits: tuple[int, ...], mask: tuple[int, ...]) -> None:
         """The inference checks again on the shapes of a run: a mask whose shape inference could

@@ -1,0 +1,110 @@
+"""ScaledDotProductAttention's arithmetic by blocks of query rows, for large logits.
+
+The pseudo-code makes the logits [N, ..., L, S] whole, then passes over them five times (scale,
+bias, maximum, exp, sum and quotient): with a long source (a UNet's 64x64 feature map attends to
+4096 positions) the logits are hundreds of megabytes, and each pass goes through main memory.
+Here each matrix of the batch goes in blocks of query rows: a block's logits are made, biased,
+turned into weights and multiplied by value while they are still in a core's cache, and the
+blocks run on the thread policy's parts (`threads.py`), BLAS held to one thread.
+
+Bits: the same as the whole-array arithmetic of `scaled_dot_product_attention.py`, taken only
+where they are:
+
+* The products are cut through the query rows at multiples of `products.QUANTUM`, the cut the
+  batched products already make (and check on this process's BLAS); each block is the product
+  one BLAS thread makes, which is what `products.matmul` gives for work this large.
+* Scaling, biasing, exp and the quotient are element-wise; the maximum and the sum reduce
+  each row along its own contiguous S values, the same loop whichever rows sit beside it.
+* Not taken: under the `blas` policy (numpy's threaded products have other bits), for work
+  below `threads.SPLIT_WORK` (products that small keep numpy's threading too), where a
+  mask adds batch dimensions, and where query and key share memory (numpy may then use another
+  BLAS routine for the product of an array with its own transpose).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+
+import numpy as np
+
+from irscatter.ops.common import products, threads
+
+# Logits per block: a block of 128 K elements (512 KiB in f32) stays in a core's L2 cache.
+BLOCK_LOGITS = 1 << 17
+
+
+def usable(query: np.ndarray, key: np.ndarray, value: np.ndarray, mask: np.ndarray | None) -> bool:
+    """Whether the blocks give the whole arithmetic's bits for these operands (see above)."""
+    if threads.policy() == "blas" or query.dtype not in (np.float32, np.float64):
+        return False
+    batch = query.shape[:-2]
+    if key.shape[:-2] != batch or value.shape[:-2] != batch or 0 in key.shape[-2:]:
+        return False
+    rows, inner, source, width = query.shape[-2], query.shape[-1], key.shape[-2], value.shape[-1]
+    matrices = math.prod(batch)
+    if min(matrices * rows * inner * source, matrices * rows * source * width) < threads.SPLIT_WORK:
+        return False
+    if mask is not None:
+        if mask.ndim == 1:
+            return False  # refused, with its label, by the whole arithmetic's check
+        try:
+            if np.broadcast_shapes((*batch, rows, source), mask.shape) != (*batch, rows, source):
+                return False
+        except ValueError:
+            return False  # refused, with its label, by the whole arithmetic's check
+    return not np.may_share_memory(query, key)
+
+
+def attend(query: np.ndarray, key: np.ndarray, value: np.ndarray, factor: np.ndarray | np.generic,
+           bias: np.ndarray | None, causal: bool) -> np.ndarray:
+    """softmax(query @ key^T * factor + bias) @ value for operands `usable` accepted; `bias` is
+    the mask as the logits add it (of the logits' type, broadcasting to them)."""
+    batch, rows = query.shape[:-2], query.shape[-2]
+    queries, keys, values = (x.reshape(-1, *x.shape[-2:]) for x in (query, key, value))
+    biases = None if bias is None else _per_matrix(bias, batch, rows, key.shape[-2])
+    out = np.empty((len(queries), rows, value.shape[-1]), query.dtype)
+    work = len(queries) * rows * key.shape[-2] * (query.shape[-1] + value.shape[-1])
+    with threads.one_blas_thread(work):
+        tasks = [(m, lo, hi) for m in range(len(queries)) for lo, hi in _row_blocks(rows, key.shape[-2], query.dtype)]
+        parts = threads.spans(len(tasks), threads.parts(work))
+        threads.run([partial(_blocks, tasks[lo:hi], queries, keys, values, factor, biases, causal, out)
+                     for lo, hi in parts])
+    return out.reshape(*batch, rows, value.shape[-1])
+
+
+def _per_matrix(bias: np.ndarray, batch: tuple[int, ...], rows: int, source: int) -> list[np.ndarray]:
+    """The bias as one [L or 1, S] view per matrix of the batch, in the batch's order."""
+    height = bias.shape[-2] if bias.ndim >= 2 else 1
+    stretched = np.broadcast_to(bias, (*batch, height, source))
+    return [stretched[index] for index in np.ndindex(*batch)]
+
+
+def _row_blocks(rows: int, source: int, dtype: np.dtype) -> list[tuple[int, int]]:
+    """Blocks of query rows, each starting at a multiple of QUANTUM and at least QUANTUM long,
+    of about BLOCK_LOGITS logits; one block where the rows are too few to cut, or a cut would
+    change the product's bits. Called with BLAS on one thread."""
+    quantum = products.QUANTUM
+    if rows < 2 * quantum or not products.rows_cut_keeps_bits(dtype):
+        return [(0, rows)]
+    step = max(1, BLOCK_LOGITS // (source * quantum)) * quantum
+    starts = list(range(0, rows - quantum + 1, step))
+    return list(zip(starts, [*starts[1:], rows]))
+
+
+def _blocks(tasks: list[tuple[int, int, int]], queries: np.ndarray, keys: np.ndarray, values: np.ndarray,
+            factor: np.ndarray | np.generic, biases: list[np.ndarray] | None, causal: bool, out: np.ndarray) -> None:
+    zero, minus_infinity = queries.dtype.type(0), queries.dtype.type(-np.inf)
+    for matrix, lo, hi in tasks:
+        logits = np.matmul(queries[matrix, lo:hi], keys[matrix].T)
+        logits *= factor
+        if causal:
+            above = np.arange(logits.shape[1])[None, :] > np.arange(lo, hi)[:, None]
+            logits += np.where(above, minus_infinity, zero)
+        elif biases is not None:
+            bias = biases[matrix]
+            logits += bias if bias.shape[0] == 1 else bias[lo:hi]
+        logits -= logits.max(axis=-1, keepdims=True)
+        np.exp(logits, out=logits)
+        logits /= logits.sum(axis=-1, keepdims=True)
+        np.matmul(logits, values[matrix], out=out[matrix, lo:hi])

@@ -1,0 +1,92 @@
+"""ScaledDotProductAttention by blocks of query rows (ops/matrix/attention_blocks.py) gives the
+bits of the whole-array arithmetic, for every kind of mask, and falls back to it where it would
+not."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import irscatter
+from irscatter.ops.common import threads
+from irscatter.ops.matrix import attention_blocks
+
+
+def _sdpa(causal: bool, inputs: int):
+    ports = "".join(f'<port id="{i}" precision="FP32"/>' for i in range(inputs))
+    return irscatter.ops.registry.instantiate(irscatter.parse_layer(
+        f'<layer id="0" name="sdpa" type="ScaledDotProductAttention" version="opset13">'
+        f'<data causal="{str(causal).lower()}"/><input>{ports}</input>'
+        f'<output><port id="{inputs}" precision="FP32"/></output></layer>'))
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Blocks, parts and several helpers on small operands."""
+    monkeypatch.setattr(threads, "SPLIT_WORK", 0)
+    monkeypatch.setattr(threads, "CORES", 3)
+    monkeypatch.setattr(threads, "_policy", "split")
+    monkeypatch.setattr(attention_blocks, "BLOCK_LOGITS", 1)  # one QUANTUM of rows a block
+
+
+def _both(op, arrays, monkeypatch):
+    """The op's output by blocks, then by the whole arithmetic."""
+    taken = []
+    usable = attention_blocks.usable
+    monkeypatch.setattr(attention_blocks, "usable", lambda *a: taken.append(usable(*a)) or taken[-1])
+    blocked = op.compute(*arrays)
+    monkeypatch.setattr(attention_blocks, "usable", lambda *a: False)
+    return taken, blocked, op.compute(*arrays)
+
+
+MASKS = {
+    "none": None,
+    "boolean [L, S]": lambda g, b, L, S: g.random((L, S)) < 0.8,
+    "boolean [N, 1, L, S] with a fully masked row": lambda g, b, L, S: np.concatenate(
+        [np.zeros((*b[:-1], 1, 1, S), bool), g.random((*b[:-1], 1, L - 1, S)) < 0.7], axis=-2),
+    "float [1, S]": lambda g, b, L, S: g.standard_normal((1, S)).astype(np.float32),
+    "float [N, H, L, S]": lambda g, b, L, S: g.standard_normal((*b, L, S)).astype(np.float32),
+    "scalar": lambda g, b, L, S: np.float32(0.25),
+}
+
+
+@pytest.mark.parametrize("mask", list(MASKS))
+@pytest.mark.parametrize(("batch", "rows", "source"), [((2, 3), 150, 70), ((1, 2), 97, 33), ((3,), 40, 64),
+                                                       ((1, 1), 200, 1)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_blocks_give_the_whole_arithmetics_bits(small_blocks, monkeypatch, mask, batch, rows, source, dtype):
+    generator = np.random.default_rng(rows + source)
+    q = generator.standard_normal((*batch, rows, 16)).astype(dtype) * 2
+    k = generator.standard_normal((*batch, source, 16)).astype(dtype)
+    v = generator.standard_normal((*batch, source, 24)).astype(dtype)
+    arrays = [q, k, v]
+    if MASKS[mask] is not None:
+        m = np.asarray(MASKS[mask](generator, batch, rows, source))
+        arrays.append(m if m.dtype == bool else m.astype(dtype))
+    before = [a.copy() for a in arrays]
+    taken, blocked, whole = _both(_sdpa(False, len(arrays)), arrays, monkeypatch)
+    assert taken == [True]
+    assert blocked.dtype == whole.dtype and blocked.shape == whole.shape
+    assert np.array_equal(blocked, whole, equal_nan=True)
+    assert all(np.array_equal(a, b) for a, b in zip(arrays, before))
+
+
+@pytest.mark.parametrize("rows", [150, 7])
+def test_causal_blocks_give_the_whole_arithmetics_bits(small_blocks, monkeypatch, rows):
+    generator = np.random.default_rng(3)
+    q, k, v = (generator.standard_normal((2, 2, n, 8)).astype(np.float32) for n in (rows, 120, 120))
+    taken, blocked, whole = _both(_sdpa(True, 3), [q, k, v], monkeypatch)
+    assert taken == [True] and np.array_equal(blocked, whole, equal_nan=True)
+
+
+def test_where_blocks_would_change_bits_the_whole_arithmetic_runs(small_blocks, monkeypatch):
+    generator = np.random.default_rng(4)
+    q = generator.standard_normal((2, 100, 8)).astype(np.float32)
+    k = generator.standard_normal((1, 100, 8)).astype(np.float32)  # broadcast batch
+    assert not attention_blocks.usable(q, k, k, None)
+    assert not attention_blocks.usable(q, q, q, None)  # query is key
+    assert not attention_blocks.usable(q, q.copy(), q.copy(), np.zeros((3, 2, 100, 100), np.float32))  # adds a batch
+    assert not attention_blocks.usable(q, q.copy(), q.copy(), np.zeros((3,), np.float32))  # a 1-D mask is refused
+    assert not attention_blocks.usable(q.astype(np.float16), q.astype(np.float16), q.astype(np.float16), None)
+    monkeypatch.setattr(threads, "_policy", "blas")
+    assert not attention_blocks.usable(q, q.copy(), q.copy(), None)
