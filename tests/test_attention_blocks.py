@@ -26,7 +26,7 @@ def small_blocks(monkeypatch):
     monkeypatch.setattr(threads, "SPLIT_WORK", 0)
     monkeypatch.setattr(threads, "CORES", 3)
     monkeypatch.setattr(threads, "_policy", "split")
-    monkeypatch.setattr(attention_blocks, "BLOCK_LOGITS", 1)  # one QUANTUM of rows a block
+    monkeypatch.setattr(attention_blocks, "BLOCK_LOGITS", 1)  # one quantum of rows a block
 
 
 def _both(op, arrays, monkeypatch):

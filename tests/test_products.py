@@ -66,10 +66,30 @@ def test_independent_products_keep_their_bits(every_product_split, monkeypatch):
 
 
 def test_rows_are_cut_at_multiples_of_the_quantum_with_the_remainder_last():
-    q = products.QUANTUM
-    for total, count in [(2 * q + 5, 2), (197, 2), (128, 2), (10 * q + 1, 3), (2 * q, 8)]:
-        blocks = products._blocks(total, count)
-        assert blocks[0][0] == 0 and blocks[-1][1] == total and len(blocks) <= count
-        assert all(lo % q == 0 and hi - lo >= q for lo, hi in blocks)
-        assert all(hi == lo2 for (_, hi), (lo2, _) in zip(blocks, blocks[1:]))
-    assert products.rows_cut_keeps_bits(np.dtype(np.float32)) in (True, False)
+    for q in products.QUANTA:
+        for total, count in [(2 * q + 5, 2), (197, 2), (128, 2), (10 * q + 1, 3), (2 * q, 8)]:
+            blocks = products.row_blocks(total, count, q)
+            assert blocks[0][0] == 0 and blocks[-1][1] == total and len(blocks) <= count
+            assert all(lo % q == 0 and hi - lo >= q for lo, hi in blocks)
+            assert all(hi == lo2 for (_, hi), (lo2, _) in zip(blocks, blocks[1:]))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_quantum_keeps_the_bits_of_products_of_any_row_count(dtype):
+    """Whatever quantum this process's BLAS got, cutting at it keeps the whole product's bits
+    on row counts and widths the probe did not try."""
+    with threadpool_limits(1, "blas"):
+        q = products.quantum(np.dtype(dtype))
+        assert q in (0, *products.QUANTA)
+        if not q:
+            return
+        generator = np.random.default_rng(9)
+        for rows, inner, columns in [(128, 96, 77), (197, 64, 300), (7 * q + 1, 33, 5)]:
+            a = generator.standard_normal((rows, inner)).astype(dtype)
+            b = generator.standard_normal((columns, inner)).astype(dtype).T
+            whole = a @ b
+            for count in (2, 3):
+                cut = np.empty_like(whole)
+                for lo, hi in products.row_blocks(rows, count, q):
+                    np.matmul(a[lo:hi], b, out=cut[lo:hi])
+                assert np.array_equal(cut, whole), (rows, count)

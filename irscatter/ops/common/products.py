@@ -16,14 +16,15 @@ BLAS does not promise that for every cut:
   one thread, which is what `one` computes; `blas` gives numpy's default.
 * A cut along the batch keeps the bits by construction: numpy already calls BLAS once per
   matrix, and a part makes the same calls on the same matrices.
-* A cut through the rows of one product changes which of the kernel's tiles cover a row:
-  OpenBLAS's f32 kernel here takes rows 24 at a time, with narrower kernels for the remainder
-  that sum in another order, so rows cut at multiples of 64 came out differently, and a block
-  of one row turns the call into a matrix-vector product. Cuts at multiples of `QUANTUM` (48
-  rows: a multiple of the tile heights of the kernels met), with the remainder left to the
-  last block, kept the bits on every shape tried, in f32 and f64. Since that rests on the
-  BLAS's kernels, the cut is also tried once per process and element type on a small product
-  (`rows_cut_keeps_bits`), and not taken where it changes a bit.
+* A cut through the rows of one product changes which of the kernel's tiles cover a row: an
+  OpenBLAS f32 kernel takes rows 12 or 24 at a time (by the processor it was built for), with
+  narrower kernels for the remainder that sum in another order, so rows cut elsewhere come out
+  differently, and a block of one row turns the call into a matrix-vector product. Cuts at
+  multiples of the kernel's tile height, with the remainder left to the last block, keep the
+  bits. The height is the BLAS's, so each process finds it once per element type
+  (`quantum`): the smallest of `QUANTA` whose cuts keep every bit of a few small products of
+  random values (where a cut falls inside a tile, some element differs); with none, rows are
+  not cut.
 * A cut through the columns does not keep them: in f32 the kernels group columns by the
   width and the row count of the call (a block of 48 of 101 columns differed, of one row or
   of 40), at no multiple found. So a product of few rows and one matrix (a decoder's step,
@@ -43,11 +44,11 @@ import numpy as np
 
 from irscatter.ops.common import threads
 
-# Rows of one product are cut at multiples of this many, the last block keeping
-# the remainder: tile heights of BLAS kernels divide it.
-QUANTUM = 48
+# Row counts tried as the quantum of row cuts, smallest first: multiples of the tile heights of
+# BLAS kernels (4, 8, 12, 16, 24).
+QUANTA = (8, 12, 16, 24, 48)
 _BLAS_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
-_rows_cut_kept: dict[str, bool] = {}
+_quantum: dict[str, int] = {}
 
 Product = tuple[np.ndarray, np.ndarray, np.ndarray]  # a, b, and the output block it writes
 
@@ -117,8 +118,9 @@ def _parts(a: np.ndarray, b: np.ndarray, out: np.ndarray, count: int) -> list[li
                     for lo, hi in threads.spans(batch[axis], count)]
     rows = out.shape[-2]
     # numpy may take another BLAS routine for the product of an array and its own transpose
-    if rows >= 2 * QUANTUM and not np.may_share_memory(a, b) and rows_cut_keeps_bits(out.dtype):
-        return [[(a[..., lo:hi, :], b, out[..., lo:hi, :])] for lo, hi in _blocks(rows, count)]
+    step = quantum(out.dtype)
+    if step and rows >= 2 * step and not np.may_share_memory(a, b):
+        return [[(a[..., lo:hi, :], b, out[..., lo:hi, :])] for lo, hi in row_blocks(rows, count, step)]
     return [[(a, b, out)]]
 
 
@@ -127,11 +129,11 @@ def _cut(x: np.ndarray, axis: int, lo: int, hi: int) -> np.ndarray:
     return x if x.shape[axis] == 1 else x[(slice(None),) * axis + (slice(lo, hi),)]
 
 
-def _blocks(total: int, count: int) -> list[tuple[int, int]]:
+def row_blocks(total: int, count: int, step: int) -> list[tuple[int, int]]:
     """At most `count` consecutive blocks of `total` rows, each starting at a multiple of
-    QUANTUM and at least QUANTUM long, the last holding the remainder."""
-    starts = sorted({round(total * i / count / QUANTUM) * QUANTUM for i in range(count)})
-    starts = [s for s in starts if s <= total - QUANTUM]
+    `step` and at least `step` long, the last holding the remainder."""
+    starts = sorted({round(total * i / count / step) * step for i in range(count)})
+    starts = [s for s in starts if s <= total - step]
     return list(zip(starts, [*starts[1:], total]))
 
 
@@ -144,18 +146,28 @@ def _balanced(products: Sequence[Product], count: int) -> list[list[Product]]:
     return [list(products[lo:hi]) for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
 
 
-def rows_cut_keeps_bits(dtype: np.dtype) -> bool:
-    """Whether blocks of rows at multiples of QUANTUM give the unsplit product's bits with this
-    process's BLAS, tried once per element type on a small product of random values (where a
-    kernel sums in another order, some element differs). Called with BLAS on one thread."""
-    if dtype.str not in _rows_cut_kept:
-        generator = np.random.default_rng(7)
-        rows = 2 * QUANTUM + 5
+def quantum(dtype: np.dtype) -> int:
+    """The multiple of rows at which this process's BLAS keeps a product's bits when its rows
+    are cut (0: at none of QUANTA), found once per element type. Called with BLAS on one
+    thread."""
+    if dtype.str not in _quantum:
+        _quantum[dtype.str] = next((q for q in QUANTA if _cuts_keep_bits(dtype, q)), 0)
+    return _quantum[dtype.str]
+
+
+def _cuts_keep_bits(dtype: np.dtype, step: int) -> bool:
+    """Whether products cut into blocks of `step` rows (the remainder last) have the bits of the
+    whole product, on random values and a few row counts (so that some cut falls inside a
+    tile where `step` is not a multiple of the tile height)."""
+    generator = np.random.default_rng(7)
+    b = generator.standard_normal((160, 120)).astype(dtype)
+    for rows in (2 * step + 5, 5 * step + 3):
         a = generator.standard_normal((rows, 160)).astype(dtype)
-        b = generator.standard_normal((160, 120)).astype(dtype)
         whole = np.matmul(a, b)
         cut = np.empty_like(whole)
-        for lo, hi in _blocks(rows, 2):
+        for lo in range(0, rows - step + 1, step):
+            hi = rows if lo + 2 * step > rows else lo + step
             np.matmul(a[lo:hi], b, out=cut[lo:hi])
-        _rows_cut_kept[dtype.str] = bool(np.array_equal(whole, cut))
-    return _rows_cut_kept[dtype.str]
+        if not np.array_equal(whole, cut):
+            return False
+    return True

@@ -10,8 +10,8 @@ blocks run on the thread policy's parts (`threads.py`), BLAS held to one thread.
 Bits: the same as the whole-array arithmetic of `scaled_dot_product_attention.py`, taken only
 where they are:
 
-* The products are cut through the query rows at multiples of `products.QUANTUM`, the cut the
-  batched products already make (and check on this process's BLAS); each block is the product
+* The products are cut through the query rows at multiples of `products.quantum`, the cut the
+  batched products already make (found on this process's BLAS); each block is the product
   one BLAS thread makes, which is what `products.matmul` gives for work this large.
 * Scaling, biasing, exp and the quotient are element-wise; the maximum and the sum reduce
   each row along its own contiguous S values, the same loop whichever rows sit beside it.
@@ -81,11 +81,11 @@ def _per_matrix(bias: np.ndarray, batch: tuple[int, ...], rows: int, source: int
 
 
 def _row_blocks(rows: int, source: int, dtype: np.dtype) -> list[tuple[int, int]]:
-    """Blocks of query rows, each starting at a multiple of QUANTUM and at least QUANTUM long,
-    of about BLOCK_LOGITS logits; one block where the rows are too few to cut, or a cut would
-    change the product's bits. Called with BLAS on one thread."""
-    quantum = products.QUANTUM
-    if rows < 2 * quantum or not products.rows_cut_keeps_bits(dtype):
+    """Blocks of query rows, each starting at a multiple of the BLAS's quantum and at least that
+    long, of about BLOCK_LOGITS logits; one block where the rows are too few to cut, or no cut
+    keeps the product's bits. Called with BLAS on one thread."""
+    quantum = products.quantum(dtype)
+    if not quantum or rows < 2 * quantum:
         return [(0, rows)]
     step = max(1, BLOCK_LOGITS // (source * quantum)) * quantum
     starts = list(range(0, rows - quantum + 1, step))
