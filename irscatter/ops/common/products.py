@@ -1,6 +1,8 @@
 """Matrix products under the thread policy (`threads.py`): every batched product of the op
-library (MatMul, ScaledDotProductAttention, GroupedMatMul, the sparse attention ops) goes
-through `matmul` or `matmul_each`; the convolutions split their own (`convolution/plans.py`).
+library (MatMul, ScaledDotProductAttention, GroupedMatMul, the sparse attention ops, the input
+products of the recurrent cells and sequences) goes through `matmul` or `matmul_each`; the
+convolutions split their own (`convolution/plans.py`). Einsum makes no BLAS call (numpy's
+einsum sums in its own loops), so it has nothing to hold.
 
 numpy's matmul makes one BLAS call per matrix of the batch, and under the `blas` policy each
 call wakes OpenBLAS's spinning threads: on a machine where another process holds a core, a

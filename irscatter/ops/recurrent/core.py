@@ -48,6 +48,7 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.ops.base import FloatList, Lower, Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common.numeric import compute_dtype, from_compute
+from irscatter.ops.common.products import matmul
 from irscatter.ops.common.ranges import Bounds, extent, lengths_within
 from irscatter.ops.common.types import check_float, check_integral, same_element_type
 
@@ -195,7 +196,7 @@ def run_cell(step: Step, x: np.ndarray, states: Sequence[np.ndarray], w: np.ndar
     """One step of a cell: x [batch, input], states [batch, hidden], w, r 2-D, b 1-D, all in the
     compute dtype; `columns` [batch, k], when given, are appended to X W^T for the step to read
     (AUGRU's attention score). Returns the new states."""
-    xw = (x @ w.T)[None]
+    xw = matmul(x, w.T)[None]
     if columns is not None:
         xw = np.concatenate([xw, columns[None]], axis=-1)
     new = step(xw, tuple(s[None] for s in states), r.T[None], b[None, None])
@@ -213,9 +214,10 @@ def run_sequence(step: Step, x: np.ndarray, states: Sequence[np.ndarray], length
     [batch, dirs, hidden]."""
     batch, seq = x.shape[:2]
     dirs, hidden = w.shape[0], states[0].shape[-1]
-    # X W^T of every step at once: [dirs, batch, seq, gates*hidden] (2-D products go through BLAS)
+    # X W^T of every step at once: [dirs, batch, seq, gates*hidden], a product under the thread
+    # policy (a step's own products are small, and a BLAS limit per step would cost more)
     rows = x.reshape(batch * seq, x.shape[2])
-    xw = np.stack([rows @ w[d].T for d in range(dirs)]).reshape(dirs, batch, seq, w.shape[1])
+    xw = np.stack([matmul(rows, w[d].T) for d in range(dirs)]).reshape(dirs, batch, seq, w.shape[1])
     if columns is not None:
         xw = np.concatenate([xw, np.broadcast_to(columns, (dirs, *columns.shape))], axis=-1)
     steps = np.arange(seq)
