@@ -11,8 +11,9 @@ bf16), rounding once at the end, so inf - inf gives NaN from that point on.
 
 Departure from the spec: boolean data is accepted, where the spec names numeric types only.
 OpenVINO writes it for a converted `mask.cumsum(...)` (torch counts in i64; the converter keeps
-the boolean type), its core op gives the output the data's boolean type, and both its reference
-and its CPU plugin keep a boolean in one byte and add those bytes: each output byte holds the
+the boolean type). Its core op types the output boolean and does not fold it (its evaluate takes
+f32 alone); its reference kernel, as the template plugin runs it, and its CPU plugin, which holds
+booleans as u8, both keep a boolean in one byte and add those bytes: each output byte holds the
 running count of true elements modulo 256. A boolean here holds true or false only, so the
 output is true where that byte is not 0: what OpenVINO's own readers of the output as a truth
 value see (a Result, Select, the logical and bitwise ops), so a count of 256 reads false there
