@@ -13,6 +13,8 @@ from helpers import cli, layer, net, one_layer_ir, param, port, result, write
 
 import irscatter
 from irscatter.checks.conformance import finding_line
+from irscatter.ir.element_types import ElementType as ET
+from irscatter.ir.writer import IRWriter
 from irscatter.ops.common import strict
 
 I32_MIN = np.iinfo(np.int32).min
@@ -273,6 +275,33 @@ def test_a_sequence_length_of_zero_runs_and_is_reported_as_a_departure(tmp_path)
     [finding] = out.findings
     assert finding.code == "seq_lengths-zero" and finding.port == "input 1" and "0 at [0]" in finding.message
     assert out[0].tolist() == [[0, 1, 2], [5, 4, 3]]
+
+
+def test_a_boolean_cum_sum_runs_and_is_reported_as_a_departure(tmp_path):
+    """A converted `mask.cumsum(...)` keeps the boolean type, which the spec does not allow; the
+    counts above 1 are where OpenVINO's byte holds what irscatter's boolean cannot."""
+    data = np.array([[False, True, False, True, True], [False, False, True, False, False]])
+    out = run_strict(tmp_path, "CumSum", "opset3", {}, [("data", data), ("axis", np.array(1, np.int64))],
+                     (2, 5), np.bool_)
+    assert [(f.code, f.port) for f in out.findings] == [("boolean-data", "input 0"), ("boolean-count", "input 0")]
+    assert "running count 2 at [0, 3], 3 at [0, 4];" in out.findings[1].message
+    assert out[0].tolist() == [[False, True, True, True, True], [False, False, True, True, True]]
+    one_each = run_strict(tmp_path, "CumSum", "opset3", {}, [("data", data[1:]), ("axis", np.array(1, np.int64))],
+                          (1, 5), np.bool_)
+    assert codes(one_each) == ["boolean-data"]
+
+
+def test_validate_strict_reports_a_boolean_cum_sum_by_its_type(tmp_path):
+    """The data is unknown and the axis a Const, as converted models write it: the type decides."""
+    writer = IRWriter("mask")
+    x = writer.parameter("x", ET.boolean, (2, 3), ("x",))
+    [sums] = writer.layer("CumSum", "opset3", [x, writer.const("axis", np.array(-1, np.int64))],
+                          [(ET.boolean, (2, 3)), (ET.i64, ())], [(ET.boolean, (2, 3))], name="under_test")
+    writer.result("out", sums, ET.boolean, (2, 3))
+    xml = writer.save(tmp_path / "mask.xml")
+    assert irscatter.validate(xml).findings == []
+    report = irscatter.validate(xml, strict=True)
+    assert [(f.code, f.layer.name) for f in report.strict_findings] == [("boolean-data", "under_test")]
 
 
 def test_validate_strict_reports_a_constant_scalar_prelu_slope(tmp_path):
