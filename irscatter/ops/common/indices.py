@@ -29,31 +29,34 @@ def normalize_indices(
     if idx.size == 0:
         return idx
     per_component = sizes_arr.ndim > 0 and idx.ndim > 0
-    lowest = _check_range(idx, sizes_arr, tuple(range(idx.ndim - 1)) if per_component else None,
-                          allow_negative, port, what)
+    lowest, _ = _check_range(idx, sizes_arr, tuple(range(idx.ndim - 1)) if per_component else None,
+                             allow_negative, port, what)
     if allow_negative and np.any(lowest < 0):
         idx = np.where(idx < 0, idx + sizes_arr, idx)
     return idx
 
 
-def check_indices(indices: np.ndarray, size: int, *, allow_negative: bool, port: str) -> tuple[np.ndarray, int]:
-    """Indices into one dimension as int64, range-checked but not wrapped, and their
-    smallest value (negative when some need wrapping): for kernels that wrap piece by piece."""
+def check_indices(indices: np.ndarray, size: int, *, allow_negative: bool,
+                  port: str) -> tuple[np.ndarray, int, int]:
+    """Indices into one dimension as int64, range-checked but not wrapped, with their smallest
+    value (negative when some need wrapping: for kernels that wrap piece by piece) and their
+    largest (together, the part of the dimension a kernel can reach)."""
     idx = indices.astype(np.int64, copy=False)
     if idx.size == 0:
-        return idx, 0
-    return idx, int(_check_range(idx, np.int64(size), None, allow_negative, port, "index"))
+        return idx, 0, 0
+    lowest, highest = _check_range(idx, np.int64(size), None, allow_negative, port, "index")
+    return idx, int(lowest), int(highest)
 
 
 def _check_range(idx: np.ndarray, sizes: np.ndarray, axes: tuple[int, ...] | None, allow_negative: bool,
-                 port: str, what: str) -> np.ndarray:
+                 port: str, what: str) -> tuple[np.ndarray, np.ndarray]:
     """Two reductions decide; the element-wise search for the culprit runs only on failure.
-    Returns the smallest index (per component when `axes` is given)."""
+    Returns the smallest and the largest index (per component when `axes` is given)."""
     lowest, highest = idx.min(axis=axes), idx.max(axis=axes)
     floor = -sizes if allow_negative else 0
     if np.any(lowest < floor) or np.any(highest >= sizes):
         _raise_out_of_range(idx, sizes, allow_negative, port, what)
-    return lowest
+    return lowest, highest
 
 
 def _raise_out_of_range(idx: np.ndarray, sizes: np.ndarray, allow_negative: bool, port: str, what: str) -> None:
