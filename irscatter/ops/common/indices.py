@@ -4,9 +4,12 @@ negatives wrapped where the op allows them, and an error naming the first index 
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from irscatter.errors import ExecutionError
+from irscatter.ops.common import threads
 
 
 def normalize_indices(
@@ -52,11 +55,29 @@ def _check_range(idx: np.ndarray, sizes: np.ndarray, axes: tuple[int, ...] | Non
                  port: str, what: str) -> tuple[np.ndarray, np.ndarray]:
     """Two reductions decide; the element-wise search for the culprit runs only on failure.
     Returns the smallest and the largest index (per component when `axes` is given)."""
-    lowest, highest = idx.min(axis=axes), idx.max(axis=axes)
+    lowest, highest = (idx.min(axis=axes), idx.max(axis=axes)) if axes is not None else _bounds(idx)
     floor = -sizes if allow_negative else 0
     if np.any(lowest < floor) or np.any(highest >= sizes):
         _raise_out_of_range(idx, sizes, allow_negative, port, what)
     return lowest, highest
+
+
+def _bounds(idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The smallest and largest of all of `idx`: a large array in one part per core
+    (`threads.parts`), each part's two reductions on its own thread, as they pass over memory."""
+    count = threads.parts(idx.size) if idx.flags.c_contiguous else 1
+    if count == 1:
+        return idx.min(), idx.max()
+    flat = idx.reshape(-1)
+    spans = threads.spans(flat.size, count)
+    found = [(flat[0], flat[0])] * len(spans)
+
+    def part(k: int) -> None:
+        lo, hi = spans[k]
+        found[k] = (flat[lo:hi].min(), flat[lo:hi].max())
+
+    threads.run([partial(part, k) for k in range(len(spans))])
+    return np.asarray(min(low for low, _ in found)), np.asarray(max(high for _, high in found))
 
 
 def _raise_out_of_range(idx: np.ndarray, sizes: np.ndarray, allow_negative: bool, port: str, what: str) -> None:

@@ -296,9 +296,10 @@ def scatter_along_axis(
                                   inplace=inplace, use_init_val=use_init_val, incomparable=incomparable)
         if out is not None:  # the fast backend ran the same tiles on all cores
             return out
-    if spans and indices.size >= TILE_ELEMENTS and _few_targets(reduction, reach, size, inner):
+    reached = _few_rows_reached(reduction, reach, size, inner)
+    if spans and indices.size >= TILE_ELEMENTS and reached is not None:
         out = output_buffer(data, compute_dtype(etype), inplace=inplace)
-        _scatter_in_index_order(out, indices, updates, axis, reduction, wrap_negative=wrap_negative,
+        _scatter_in_index_order(out, indices, updates, axis, reduction, reached, wrap_negative=wrap_negative,
                                 use_init_val=use_init_val, incomparable=incomparable)
         return out
     if not tileable or indices.size < TILE_ELEMENTS:
@@ -345,20 +346,25 @@ def scatter_along_axis(
     return out
 
 
-def _few_targets(reduction: str, reach: tuple[int, int] | None, size: int, inner: int) -> bool:
-    """Whether a scatter along an axis of `size`, `inner` elements apart, takes the index-order
-    path: a min or max whose indices (`reach`: smallest, largest) reach at most REACH_ELEMENTS
-    of each fiber. Negative and non-negative indices together may reach both ends: all of it."""
+def _few_rows_reached(reduction: str, reach: tuple[int, int] | None, size: int, inner: int) -> slice | None:
+    """For a min or max along an axis of `size`, `inner` elements apart, whose indices go from
+    reach[0] to reach[1] (before wrapping): the part of the axis they reach, when that is at most
+    REACH_ELEMENTS of each fiber (the index-order path); None otherwise. Negative and
+    non-negative indices together may reach both ends once wrapped: all of it."""
     if reach is None or reduction not in ("min", "max"):
-        return False
+        return None
     lowest, highest = reach
-    rows = highest - lowest + 1 if lowest >= 0 or highest < 0 else size
-    return rows * inner <= REACH_ELEMENTS
+    if lowest >= 0:
+        reached = slice(lowest, highest + 1)
+    else:
+        reached = slice(size + lowest, size + highest + 1) if highest < 0 else slice(0, size)
+    return reached if (reached.stop - reached.start) * inner <= REACH_ELEMENTS else None
 
 
 def _scatter_in_index_order(out: np.ndarray, indices: np.ndarray, updates: np.ndarray, axis: int, reduction: str,
-                            *, wrap_negative: bool, use_init_val: bool, incomparable: str) -> None:
-    """`scatter_along_axis` into `out` (already holding data's values) without tiles: the updates
+                            reached: slice, *, wrap_negative: bool, use_init_val: bool, incomparable: str) -> None:
+    """`scatter_along_axis` into `out` (already holding data's values; its indices reach the
+    `reached` part of the axis) without tiles: the updates
     in row-major order, a block of whole rows of `indices` at a time (read in place, not copied),
     each block's flat positions computed into one reused buffer. Blocks follow each other in
     index order, so every target receives its updates in the sequential order; a block with a
@@ -368,10 +374,11 @@ def _scatter_in_index_order(out: np.ndarray, indices: np.ndarray, updates: np.nd
         identity = _identity(reduction, out.dtype)
         for rows, _ in _index_order_blocks(out, indices, updates, axis, wrap_negative):
             out.reshape(-1)[rows] = identity
-    # Whether a NaN may sit where a block's updates land (see scatter_rows): one look at the
-    # whole output first, then every NaN update landed under the "update" rule counts.
+    # Whether a NaN may sit where a block's updates land (see scatter_rows): one look at the part
+    # of the output the indices reach first, then every NaN update landed under the "update" rule.
     watch = incomparable == "update" and out.dtype.kind == "f"
-    nan_there = watch and _has_nan(out)
+    outer, size = math.prod(out.shape[:axis]), out.shape[axis]
+    nan_there = watch and _has_nan(out.reshape(outer, size, -1)[:, reached])
     for rows, values in _index_order_blocks(out, indices, updates, axis, wrap_negative):
         scatter_rows(out.reshape(-1), rows, values, reduction, incomparable=incomparable,
                      nan_at_targets=nan_there if watch else None)

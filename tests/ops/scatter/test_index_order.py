@@ -113,10 +113,11 @@ def test_use_init_val_false_starts_every_target_from_the_identity_once():
 
 
 def test_taken_only_when_the_indices_reach_few_rows():
-    few = scatter_core._few_targets
+    reached = scatter_core._few_rows_reached
     limit = scatter_core.REACH_ELEMENTS
-    assert few("max", (10, 10 + limit // 64 - 1), 1 << 30, 64)
-    assert not few("max", (10, 10 + limit // 64), 1 << 30, 64)
-    assert not few("min", (-1, 0), limit, 2)  # negative and non-negative: both ends of the axis
-    assert few("min", (-3, -1), limit, 2)
-    assert not few("sum", (0, 0), 4, 4) and not few("max", None, 4, 4)
+    assert reached("max", (10, 10 + limit // 64 - 1), 1 << 30, 64) == slice(10, 10 + limit // 64)
+    assert reached("max", (10, 10 + limit // 64), 1 << 30, 64) is None
+    assert reached("min", (-1, 0), 5, 2) == slice(0, 5)  # negative and non-negative: both ends of the axis
+    assert reached("min", (-1, 0), limit, 2) is None
+    assert reached("min", (-3, -1), limit, 2) == slice(limit - 3, limit)
+    assert reached("sum", (0, 0), 4, 4) is None and reached("max", None, 4, 4) is None
