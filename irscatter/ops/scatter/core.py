@@ -364,9 +364,9 @@ def _few_rows_reached(reduction: str, reach: tuple[int, int] | None, size: int, 
 def _scatter_in_index_order(out: np.ndarray, indices: np.ndarray, updates: np.ndarray, axis: int, reduction: str,
                             reached: slice, *, wrap_negative: bool, use_init_val: bool, incomparable: str) -> None:
     """`scatter_along_axis` into `out` (already holding data's values; its indices reach the
-    `reached` part of the axis) without tiles: the updates
-    in row-major order, a block of whole rows of `indices` at a time (read in place, not copied),
-    each block's flat positions computed into one reused buffer. Blocks follow each other in
+    `reached` part of the axis) without tiles: the updates in row-major order, a block of whole
+    rows of `indices` at a time (read in place, not copied), each block's flat positions
+    computed into one reused buffer. Blocks follow each other in
     index order, so every target receives its updates in the sequential order; a block with a
     NaN among its updates takes `scatter_rows`' NaN rules on its own, which start from whatever
     the earlier blocks left. `use_init_val=False` first sets every target to the identity."""
@@ -380,8 +380,7 @@ def _scatter_in_index_order(out: np.ndarray, indices: np.ndarray, updates: np.nd
     outer, size = math.prod(out.shape[:axis]), out.shape[axis]
     nan_there = watch and _has_nan(out.reshape(outer, size, -1)[:, reached])
     for rows, values in _index_order_blocks(out, indices, updates, axis, wrap_negative):
-        scatter_rows(out.reshape(-1), rows, values, reduction, incomparable=incomparable,
-                     nan_at_targets=nan_there if watch else None)
+        scatter_rows(out.reshape(-1), rows, values, reduction, incomparable=incomparable, nan_at_targets=nan_there)
         nan_there = nan_there or (watch and _has_nan(values))
 
 
@@ -392,14 +391,12 @@ def _index_order_blocks(out: np.ndarray, indices: np.ndarray, updates: np.ndarra
     until the next block. A block is whole rows of the last axes, or a part of one when a row
     alone is longer than BLOCK_ELEMENTS."""
     shape = out.shape
-    size, inner = shape[axis], math.prod(shape[axis + 1:])
+    outer, size, inner = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
     idx2, upd2 = indices.reshape(-1, inner), updates.reshape(-1, inner)
     rows_per_block, width = max(1, BLOCK_ELEMENTS // inner), min(inner, BLOCK_ELEMENTS)
     buffer = np.empty(rows_per_block * width, np.int64)
     columns = np.arange(width, dtype=np.int64)
-    # Row k of idx2 lies in fiber k // n, which starts at (k // n) * size * inner.
     n = indices.shape[axis]
-    fiber_start = (np.arange(len(idx2), dtype=np.int64) // n * (size * inner))[:, None] if axis > 0 else None
     for k in range(0, len(idx2), rows_per_block):
         for q in range(0, inner, width):
             block = idx2[k:k + rows_per_block, q:q + width]
@@ -411,8 +408,8 @@ def _index_order_blocks(out: np.ndarray, indices: np.ndarray, updates: np.ndarra
             rows += columns[:w]
             if q:
                 rows += q
-            if fiber_start is not None:
-                rows += fiber_start[k:k + b]
+            if outer > 1:  # row k of idx2 lies in fiber k // n, which starts at (k // n) * size * inner
+                rows += (np.arange(k, k + b, dtype=np.int64) // n * (size * inner))[:, None]
             yield rows.reshape(-1), upd2[k:k + b, q:q + w].astype(out.dtype, copy=False).reshape(-1)
 
 
