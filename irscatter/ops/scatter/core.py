@@ -29,7 +29,7 @@ reference evaluation does.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -132,8 +132,11 @@ def scatter_rows(
     *,
     use_init_val: bool = True,
     incomparable: str = "nan",
+    nan_at_targets: bool | None = None,
 ) -> None:
-    """Apply `updates[i]` to `out[rows[i]]` in place; `out` is (R, W) or (R,), `updates` (N, W) or (N,)."""
+    """Apply `updates[i]` to `out[rows[i]]` in place; `out` is (R, W) or (R,), `updates` (N, W) or (N,).
+    `nan_at_targets`: whether a targeted element of `out` may hold a NaN, when the caller knows
+    (None: looked at here, when the NaN rule needs it)."""
     if len(rows) == 0:
         return
     starts_from = None if use_init_val or reduction == "none" else _identity(reduction, out.dtype)
@@ -152,10 +155,16 @@ def scatter_rows(
     if reduction == "mean":
         _mean(out, rows, updates, use_init_val)
         return
-    if (incomparable != "nan" and reduction in ("min", "max") and out.dtype.kind == "f"
-            and (_has_nan(updates) or _has_nan(out if out.size <= updates.size else out[rows]))):
-        _fold_incomparable(out, rows, updates, reduction, incomparable)
-        return
+    if incomparable != "nan" and reduction in ("min", "max") and out.dtype.kind == "f":
+        if _has_nan(updates):
+            _fold_incomparable(out, rows, updates, reduction, incomparable)
+            return
+        # NaN-free updates: "keep" is then maximum's rule (a NaN already there stays), "update"
+        # fmax's (it is replaced), which only differs where a NaN is there, and runs slower.
+        if incomparable == "update" and (_has_nan(out if out.size <= updates.size else out[rows])
+                                         if nan_at_targets is None else nan_at_targets):
+            (np.fmax if reduction == "max" else np.fmin).at(out, rows, updates)
+            return
     table = _BOOL_UFUNCS if out.dtype == np.bool_ else _NUMERIC_UFUNCS
     table[reduction].at(out, rows, updates)
 
@@ -234,6 +243,14 @@ TILE_ELEMENTS = 1 << 18  # output elements one tile may touch: 1 MB of f32, abou
 MIN_TILE_WIDTH = 16  # narrower tiles (a huge axis) read too little per row to pay for themselves
 
 
+# Output elements the indices of a min/max scatter may reach in one fiber along the axis for it to
+# skip the tiles (`_scatter_in_index_order`): 4 MB of f32, which a last-level cache still holds.
+REACH_ELEMENTS = 1 << 20
+
+
+BLOCK_ELEMENTS = 1 << 16  # updates per block of the index-order scatter: its index block stays in L2
+
+
 def scatter_along_axis(
     data: np.ndarray,
     indices: np.ndarray,
@@ -246,11 +263,13 @@ def scatter_along_axis(
     use_init_val: bool = True,
     wrap_negative: bool = False,
     incomparable: str = "nan",
+    reach: tuple[int, int] | None = None,
 ) -> np.ndarray:
     """Element-wise scatter along `axis`, returning the result in the compute dtype: for
     every coordinate c of `indices`, the element at c with c[axis] replaced by indices[c]
     receives updates[c]. Indices must be range-checked already; `wrap_negative` wraps the
     negative ones. `inplace` lets the result overwrite `data` (see `buffers.output_buffer`).
+    `reach`, when the caller knows it: the smallest and largest index, before wrapping.
 
     Random targets spread over a large output miss the cache on every update. When the
     indices span the data everywhere but along the axis, the work is cut into tiles of
@@ -258,6 +277,11 @@ def scatter_along_axis(
     tile's updates stay in row-major order, and a target only ever receives updates from
     its own tile, so every reduction sees its updates in exactly the sequential order. The
     same property lets the fast backend (`ops/common/accel.py`) run the tiles on all cores at once.
+
+    Tiles cost copies: each reads its columns of `data`, `indices` and `updates` row by short
+    row. When the indices of a min or max reach only a few rows of each fiber (many updates per
+    target), the targets stay in cache without them, and the updates go in index order instead
+    (`_scatter_in_index_order`): the same order for every target, so the same bits.
     """
     shape = data.shape
     outer, size, inner = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
@@ -272,6 +296,12 @@ def scatter_along_axis(
                                   inplace=inplace, use_init_val=use_init_val, incomparable=incomparable)
         if out is not None:  # the fast backend ran the same tiles on all cores
             return out
+    reached = _few_rows_reached(reduction, reach, size, inner)
+    if spans and indices.size >= TILE_ELEMENTS and reached is not None:
+        out = output_buffer(data, compute_dtype(etype), inplace=inplace)
+        _scatter_in_index_order(out, indices, updates, axis, reduction, reached, wrap_negative=wrap_negative,
+                                use_init_val=use_init_val, incomparable=incomparable)
+        return out
     if not tileable or indices.size < TILE_ELEMENTS:
         out = output_buffer(data, compute_dtype(etype), inplace=inplace)
         idx = np.where(indices < 0, indices + size, indices) if wrap_negative else indices
@@ -314,6 +344,73 @@ def scatter_along_axis(
                          incomparable=incomparable)
             out3[window] = tile
     return out
+
+
+def _few_rows_reached(reduction: str, reach: tuple[int, int] | None, size: int, inner: int) -> slice | None:
+    """For a min or max along an axis of `size`, `inner` elements apart, whose indices go from
+    reach[0] to reach[1] (before wrapping): the part of the axis they reach, when that is at most
+    REACH_ELEMENTS of each fiber (the index-order path); None otherwise. Negative and
+    non-negative indices together may reach both ends once wrapped: all of it."""
+    if reach is None or reduction not in ("min", "max"):
+        return None
+    lowest, highest = reach
+    if lowest >= 0:
+        reached = slice(lowest, highest + 1)
+    else:
+        reached = slice(size + lowest, size + highest + 1) if highest < 0 else slice(0, size)
+    return reached if (reached.stop - reached.start) * inner <= REACH_ELEMENTS else None
+
+
+def _scatter_in_index_order(out: np.ndarray, indices: np.ndarray, updates: np.ndarray, axis: int, reduction: str,
+                            reached: slice, *, wrap_negative: bool, use_init_val: bool, incomparable: str) -> None:
+    """`scatter_along_axis` into `out` (already holding data's values; its indices reach the
+    `reached` part of the axis) without tiles: the updates in row-major order, a block of whole
+    rows of `indices` at a time (read in place, not copied), each block's flat positions
+    computed into one reused buffer. Blocks follow each other in
+    index order, so every target receives its updates in the sequential order; a block with a
+    NaN among its updates takes `scatter_rows`' NaN rules on its own, which start from whatever
+    the earlier blocks left. `use_init_val=False` first sets every target to the identity."""
+    if not use_init_val:
+        identity = _identity(reduction, out.dtype)
+        for rows, _ in _index_order_blocks(out, indices, updates, axis, wrap_negative):
+            out.reshape(-1)[rows] = identity
+    # Whether a NaN may sit where a block's updates land (see scatter_rows): one look at the part
+    # of the output the indices reach first, then every NaN update landed under the "update" rule.
+    watch = incomparable == "update" and out.dtype.kind == "f"
+    outer, size = math.prod(out.shape[:axis]), out.shape[axis]
+    nan_there = watch and _has_nan(out.reshape(outer, size, -1)[:, reached])
+    for rows, values in _index_order_blocks(out, indices, updates, axis, wrap_negative):
+        scatter_rows(out.reshape(-1), rows, values, reduction, incomparable=incomparable, nan_at_targets=nan_there)
+        nan_there = nan_there or (watch and _has_nan(values))
+
+
+def _index_order_blocks(out: np.ndarray, indices: np.ndarray, updates: np.ndarray, axis: int,
+                        wrap_negative: bool) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(flat positions in `out`, update values) for consecutive blocks of `indices` in row-major
+    order, `indices` spanning `out` away from `axis`; the positions live in one buffer, valid
+    until the next block. A block is whole rows of the last axes, or a part of one when a row
+    alone is longer than BLOCK_ELEMENTS."""
+    shape = out.shape
+    outer, size, inner = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
+    idx2, upd2 = indices.reshape(-1, inner), updates.reshape(-1, inner)
+    rows_per_block, width = max(1, BLOCK_ELEMENTS // inner), min(inner, BLOCK_ELEMENTS)
+    buffer = np.empty(rows_per_block * width, np.int64)
+    columns = np.arange(width, dtype=np.int64)
+    n = indices.shape[axis]
+    for k in range(0, len(idx2), rows_per_block):
+        for q in range(0, inner, width):
+            block = idx2[k:k + rows_per_block, q:q + width]
+            b, w = block.shape
+            rows = buffer[:b * w].reshape(b, w)
+            np.multiply(block, inner, out=rows)
+            if wrap_negative:
+                np.add(rows, size * inner, out=rows, where=block < 0)
+            rows += columns[:w]
+            if q:
+                rows += q
+            if outer > 1:  # row k of idx2 lies in fiber k // n, which starts at (k // n) * size * inner
+                rows += (np.arange(k, k + b, dtype=np.int64) // n * (size * inner))[:, None]
+            yield rows.reshape(-1), upd2[k:k + b, q:q + w].astype(out.dtype, copy=False).reshape(-1)
 
 
 def _scatter_tiles_fast(data: np.ndarray, indices: np.ndarray, updates: np.ndarray, axis: int,

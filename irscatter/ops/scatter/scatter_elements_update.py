@@ -83,7 +83,8 @@ class ScatterElementsUpdate3(Op):
         require_shape(updates.shape, indices.shape, "updates", self.port("updates"))
         if indices.ndim != data.ndim or any(n > m for d, (n, m) in enumerate(zip(indices.shape, data.shape)) if d != a):
             raise ExecutionError(f"indices shape {list(indices.shape)} does not fit data shape {list(data.shape)}", port=self.port("indices"))
-        idx, lowest = check_indices(indices, data.shape[a], allow_negative=self.allow_negative, port=self.port("indices"))
+        idx, lowest, highest = check_indices(indices, data.shape[a], allow_negative=self.allow_negative,
+                                             port=self.port("indices"))
         etype = ElementType.from_dtype(data.dtype)
         wrap = lowest < 0
         if self.reduction == "none" and strict.active():
@@ -91,7 +92,8 @@ class ScatterElementsUpdate3(Op):
             report_duplicate_rows(flat_rows_along_axis(wrapped, data.shape, a), indices.shape, data.shape, 0,
                                   port=self.port("indices"))
         out = scatter_along_axis(data, idx, updates, a, self.reduction, etype, inplace=inplace,
-                                 use_init_val=self.use_init_val, wrap_negative=wrap, incomparable="update")
+                                 use_init_val=self.use_init_val, wrap_negative=wrap, incomparable="update",
+                                 reach=(lowest, highest))
         return from_compute(out, etype)
 
 
