@@ -26,7 +26,7 @@ import numpy as np
 from lxml import etree
 
 from irscatter.errors import FileAccessError, LoadError, SecurityError, UsageError, elide
-from irscatter.ir import events, opsets
+from irscatter.ir import events, opsets, plain
 from irscatter.ir.building import (
     ReadContext,
     first_child,
@@ -354,15 +354,17 @@ def _check_layers_placed(ctx: ReadContext, root: etree._Element) -> None:
 
 
 def _read_net(ctx: ReadContext, data: bytes) -> Model:
-    """The model of a `<net>` document: read by the event reader, or by the tree reader when the
-    event reader leaves it (or when every defect is to be collected, which only the tree reader does)."""
+    """The model of a `<net>` document: read by the plain reader, else by the event reader, or by
+    the tree reader when both leave it (or when every defect is to be collected, which only the
+    tree reader does)."""
     _check_document(data, ctx.source)
     if ctx.problems is None:
-        attempt = ReadContext(ctx.source, model_class=ctx.model_class, progress=ctx.progress)
-        with contextlib.suppress(events.Unread):
-            model = events.read_net(data, attempt)
-            ctx.ir_version = attempt.ir_version
-            return model
+        for reader in (plain.read_net, events.read_net):
+            attempt = ReadContext(ctx.source, model_class=ctx.model_class, progress=ctx.progress)
+            with contextlib.suppress(events.Unread):
+                model = reader(data, attempt)
+                ctx.ir_version = attempt.ir_version
+                return model
     return _net_model(ctx, _parse_tree(data, ctx.source))
 
 
