@@ -72,6 +72,16 @@ def test_the_net_rt_info_and_declarations_are_read_alike():
     assert declared != SMALL and _agree(declared)
 
 
+@pytest.mark.parametrize("attributes", [b'names="a" names="b"', b'note=" names=" names="y"', b'names="" x="1"'])
+def test_port_names_are_read_as_the_tree_reader_reads_them(attributes):
+    data = SMALL.replace(b'names="x"', attributes, 1)
+    assert data != SMALL
+    if _plain(data) is not None:
+        assert _agree(data)
+    else:
+        assert attributes.startswith(b'names="a"')  # (malformed)
+
+
 def test_the_limits_leave_the_document_to_the_others():
     with limits.using(xml_depth=5):
         assert _plain(SMALL) is None

@@ -44,6 +44,9 @@ _DIM = f"<dim>{_S}*+-?[0-9]++{_S}*+</dim>"
 _PORT = f"{_S}*+<port{_ATTRIBUTES}{_S}*+(?:/>|>(?:{_S}*+{_DIM})*+{_S}*+</port>)"
 _PORTS = re.compile(f"<port({_ATTRIBUTES}){_S}*+(?:/>|>((?:{_S}*+{_DIM})*+){_S}*+</port>)")
 _DIM_TEXT = re.compile("<dim>([^<]*)</dim>")
+# The attributes before a port's first `names`, whole (a value may hold ' names="'), and its value.
+_NAMES = re.compile(f'((?:{_S}++(?!names[ \t\n=])[A-Za-z_][A-Za-z0-9_.-]*+{_S}*+={_S}*+"[^"]*+")*+)'
+                    f'{_S}++names{_S}*+={_S}*+"([^"]*+)"')
 
 # A layer as the writers write it: its four attributes in this order (others after them), then
 # <data>, <input> and <output>, each at most once; the empty group marks where its start tag ends.
@@ -147,6 +150,8 @@ class _Reader:
         self.ctx, self.text, self.max_attributes = ctx, text, max_attributes
         self.data: dict[str, dict[str, str]] = {}  # a <data>'s attributes by their text
         self.ports: dict[str, tuple[Port, ...]] = {}  # an <input>'s or <output>'s ports by its text
+        # A port's id, type and dims by the text of its other attributes and of its dims.
+        self.skeletons: dict[tuple[str, str | None], tuple[int, ElementType | None, list[int]]] = {}
 
     def attributes(self, text: str) -> dict[str, str]:
         pairs = _ATTRIBUTE.findall(text)
@@ -205,9 +210,24 @@ class _Reader:
         return list(ports)
 
     def _port(self, attributes: str, dims_text: str | None) -> Port:
+        names = None
+        if (named := _NAMES.match(attributes)) is not None:  # the rest of a named port mostly repeats
+            names = named.group(2)
+            attributes = named.group(1) + attributes[named.end():]
+        key = (attributes, dims_text)
+        known = self.skeletons.get(key)
+        if known is None:
+            known = self._skeleton(attributes, dims_text)
+            if len(self.skeletons) < 4096:
+                self.skeletons[key] = known
+        port_id, precision, dims = known
+        return make_port(self.ctx, port_id, precision, names, dims, None)
+
+    def _skeleton(self, attributes: str, dims_text: str | None) -> tuple[int, ElementType | None, list[int]]:
+        """A port's id, type and dims, of its attributes but `names`."""
         attrib = self.attributes(attributes)
         port_id = small_decimal(attrib.get("id"))
-        if port_id is None:
+        if port_id is None or "names" in attrib:  # (a second names: malformed)
             raise Unread()
         precision_text = attrib.get("precision")
         try:
@@ -217,4 +237,4 @@ class _Reader:
         dims = [int(d) for d in _DIM_TEXT.findall(dims_text)] if dims_text else []
         if dims and min(dims) < -1:
             raise Unread()
-        return make_port(self.ctx, port_id, precision, attrib.get("names"), dims, None)
+        return port_id, precision, dims
