@@ -41,6 +41,8 @@ def test_the_plain_reader_reads_the_writers_documents_as_the_tree_reader_does():
 # What the plain reader leaves to the others: each a change to a small model it reads.
 @pytest.mark.parametrize("change", [
     (b"<dim>", b"<dim><!-- four -->"),  # a comment
+    (b"<layers>", b"<layers><?pi x?>"),  # a processing instruction
+    (b"<layers>", b"<layers><![CDATA[x]]>"),
     (b"</layers>", b"<extra/></layers>"),  # an element the format does not have
     (b"<data ", b"<data/><data "),  # a second <data>
     (b"<input>", b"<input><port id=\"9\"/></input><input>"),
