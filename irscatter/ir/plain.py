@@ -36,7 +36,8 @@ from irscatter.limits import current as current_limits
 _S = "[ \t\n]"  # XML's white space, but a carriage return, which the reader refuses (XML rewrites it)
 # Every repetition is possessive (`*+`): what it took is never given back, so that the regular
 # expression engine keeps no stack of places to go back to, which it would grow layer by layer.
-_VALUE = '"[^"<&\t\n]*+"'  # (a tab or a line end in a value becomes a space in XML: refused too)
+_TEXT = '[^"<&\t\n]*+'  # (a tab or a line end in a value becomes a space in XML: refused too)
+_VALUE = f'"{_TEXT}"'
 _ATTRIBUTES = f"(?:{_S}++[A-Za-z_][A-Za-z0-9_.-]*+{_S}*+={_S}*+{_VALUE})*+"
 _ATTRIBUTE = re.compile(f'{_S}+([A-Za-z_][A-Za-z0-9_.-]*){_S}*={_S}*"([^"]*)"')
 _NUMBER = f"([0-9]{{1,{MAX_DIGITS}}}+)"
@@ -51,7 +52,8 @@ _NAMES = re.compile(f'((?:{_S}++(?!names[ \t\n=])[A-Za-z_][A-Za-z0-9_.-]*+{_S}*+
 # A layer as the writers write it: its four attributes in this order (others after them), then
 # <data>, <input> and <output>, each at most once; the empty group marks where its start tag ends.
 _LAYER = re.compile(
-    f'{_S}*+<layer{_S}++id="{_NUMBER}"{_S}++name=({_VALUE}){_S}++type=({_VALUE}){_S}++version=({_VALUE})({_ATTRIBUTES}){_S}*+>()'
+    f'{_S}*+<layer{_S}++id="{_NUMBER}"{_S}++name="({_TEXT})"{_S}++type="({_TEXT})"{_S}++version="({_TEXT})"'
+    f'({_ATTRIBUTES}){_S}*+>()'
     f"{_S}*+(?:<data({_ATTRIBUTES}){_S}*+/>{_S}*+)?+"
     f"(?:<input>((?:{_PORT})*+){_S}*+</input>{_S}*+)?+"
     f"(?:<output>((?:{_PORT})*+){_S}*+</output>{_S}*+)?+"
@@ -173,16 +175,15 @@ class _Reader:
             tag_end = m.end(6)
             line += text.count("\n", counted, tag_end)
             counted = tag_end
-            attrib = {"id": m.group(1), "name": m.group(2)[1:-1], "type": m.group(3)[1:-1],
-                      "version": m.group(4)[1:-1]}
-            extra_text, data_text, inputs_text, outputs_text = m.group(5, 7, 8, 9)
+            layer_id, name, type_name, version, extra_text, _, data_text, inputs_text, outputs_text = m.groups()
+            attrib = {"id": layer_id, "name": name, "type": type_name, "version": version}
             if extra_text:
                 attrib = self._with_extra(attrib, extra_text)
             attrs = {} if data_text is None else dict(self._data(data_text))
             inputs = self._ports(inputs_text) if inputs_text is not None else []
             outputs = self._ports(outputs_text) if outputs_text is not None else []
             try:
-                layers.append(make_layer(ctx, int(attrib["id"]), attrib, attrs, inputs, outputs, {}, None, line))
+                layers.append(make_layer(ctx, int(layer_id), attrib, attrs, inputs, outputs, {}, None, line))
             except IRError:
                 raise Unread() from None  # (two ports of one id: the tree reader says which)
             at = m.end()
