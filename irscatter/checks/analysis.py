@@ -210,10 +210,11 @@ class _Pass:
         infos: dict[Source, TensorInfo] = {}
         collector = strict.collector() if self.strict else None
         memo = InferenceMemo(share=collector is None)  # strict mode hears every layer's own inference
+        by_id, sources, findings = wiring.by_id, wiring.sources, self.findings
         for lid in order:
-            layer, op = wiring.by_id[lid], ops.get(lid)
+            layer, op = by_id[lid], ops.get(lid)
             try:
-                args = [infos[s] for s in wiring.sources[lid]]  # type: ignore[index]
+                args = [infos[s] for s in sources[lid]]  # type: ignore[index]
             except KeyError:  # an input without a producer, or one whose producer failed
                 continue  # already reported upstream: its outputs stay unknown
             if op is None:
@@ -235,7 +236,8 @@ class _Pass:
                                    [wiring.by_id[s[0]] for s in wiring.sources[lid]], outs)  # type: ignore[index]
             for pos, info in enumerate(outs):
                 infos[(lid, pos)] = info
-                self.findings += compare_declared(layer, pos, info)
+                if found := compare_declared(layer, pos, info):
+                    findings += found
         return infos
 
 
