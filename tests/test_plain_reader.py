@@ -87,6 +87,12 @@ def test_port_names_are_read_as_the_tree_reader_reads_them(attributes):
 def test_the_limits_leave_the_document_to_the_others():
     with limits.using(xml_depth=5):
         assert _plain(SMALL) is None
+    deep = SMALL.replace(b"</rt_info>", b"<a><b><c><d><e/></d></c></b></a></rt_info>", 1)
+    assert deep != SMALL and _agree(deep)
+    with limits.using(xml_depth=6):  # (<e> stands 7 deep)
+        assert _plain(deep) is None
+        with pytest.raises(IRError, match="nested more than 6 deep"):
+            _tree(deep)
     with limits.using(xml_attributes=1):
         assert _plain(SMALL) is None
 

@@ -70,7 +70,6 @@ _TAIL = re.compile(f"(?:(<rt_info{_S}*/>|<rt_info>.*</rt_info>){_S}*)?</net>{_S}
 # U+FFFE and U+FFFF (a carriage return is refused too: XML rewrites it).
 _FORBIDDEN = bytes(c for c in range(32) if c not in (9, 10))
 _NOT_CHARACTERS = (b"\xef\xbf\xbe", b"\xef\xbf\xbf")
-_LEFT_TO_OTHERS = ("&", "<!", "<?")  # entities, comments, CDATA, DOCTYPE and instructions
 # How deep the format's elements nest here (<net>, <layers>, <layer>, <output>, <port>, <dim>),
 # and how many attributes an edge or a layer has.
 _DEPTH = 6
@@ -101,7 +100,7 @@ def read_net(data: bytes, ctx: ReadContext) -> Model:
     tail = _TAIL.fullmatch(text, at)
     if tail is None:
         raise Unread()
-    rt_info = _rt_info(tail.group(1), ctx.source)
+    rt_info = _rt_info(tail.group(1), ctx.source, limits.xml_depth)
     if ctx.progress is not None:  # (only at the end: a document left to the event reader is read again from its start)
         ctx.progress(len(data), len(data))
     return ctx.model_class.model_construct(layers=layers, edges=edges, name=net.get("name", ""),
@@ -138,15 +137,24 @@ def _edges(text: str, at: int) -> tuple[list[Edge], int]:
     return [new_edge(int(a), int(b), int(c), int(d)) for a, b, c, d in values], section.end()
 
 
-def _rt_info(fragment: str | None, source: str) -> dict[str, Any]:
+def _rt_info(fragment: str | None, source: str, max_depth: int) -> dict[str, Any]:
     """The net's `<rt_info>`: a fragment of a document without entities or comments, so that
-    lxml reads it alone as it does in place (what it holds is free-form)."""
+    lxml reads it alone as it does in place (what it holds is free-form). Nested past the
+    document's depth limit (the fragment's root stands one below `<net>`), it is the tree
+    reader's to refuse."""
     if fragment is None:
         return {}
     try:
-        return read_rt_info(etree.fromstring(fragment), source)
+        root = etree.fromstring(fragment, _FRAGMENT_PARSER)
+        if root.xpath("boolean(/*" + "/*" * (max_depth - 1) + ")"):
+            raise Unread()
+        return read_rt_info(root, source)
     except (etree.XMLSyntaxError, IRError, ValueError):
         raise Unread() from None
+
+
+_FRAGMENT_PARSER = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False,
+                                   remove_blank_text=True, collect_ids=False)
 
 
 class _Reader:
