@@ -142,7 +142,8 @@ def _steps(plan: Plan, analysis: Analysis) -> list[Step]:
     steps = []
     for i, (lid, inputs) in enumerate(zip(steps_layers, step_inputs)):
         op, layer = ops[lid], layers[lid]
-        outputs = tuple(slot_of[(lid, p)] for p in range(len(layer.outputs)))
+        n_outputs = len(layer.outputs)
+        outputs = (slot_of[(lid, 0)],) if n_outputs == 1 else tuple(slot_of[(lid, p)] for p in range(n_outputs))
         step = Step(layer, op.compute, inputs, outputs, tuple(releases.get(i, ())))
         if op.inplace_input is not None:  # (most ops have none of the three: each is asked first)
             step.reuse_slot = reuse = _reusable(op, inputs, i, keep, last_reader, readers, param_input)
