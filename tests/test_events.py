@@ -16,7 +16,7 @@ from test_fuzz import mutated_model
 import irscatter
 from irscatter import limits
 from irscatter.errors import IRError
-from irscatter.ir import events, loader
+from irscatter.ir import events, loader, plain
 from irscatter.ir.building import ReadContext
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -186,14 +186,18 @@ def test_past_line_65535_the_event_reader_counts_on():
     assert fast.layers[0].line == _tree(SMALL).layers[0].line + 70_000
 
 
-def test_read_model_takes_the_event_reader_and_validation_the_tree_reader(monkeypatch):
+def test_read_model_takes_the_plain_then_the_event_reader_and_validation_the_tree_reader(monkeypatch):
     calls = []
-    real = events.read_net
-    monkeypatch.setattr(events, "read_net", lambda *a: calls.append(1) or real(*a))
+    for module in (plain, events):
+        real = module.read_net
+        monkeypatch.setattr(module, "read_net", lambda *a, module=module, real=real: calls.append(module) or real(*a))
     irscatter.read_model(ROOT / "models" / "affine_chain" / "model.xml")
-    assert calls == [1]
+    assert calls == [plain]
+    with_body = next(p for p in CORPUS if p.parent.name == "control" and b"<body>" in p.read_bytes())
+    irscatter.read_model(with_body)  # (a body is the event reader's)
+    assert calls == [plain, plain, events]
     irscatter.validate(ROOT / "models" / "affine_chain" / "model.xml")
-    assert calls == [1]
+    assert calls == [plain, plain, events]
 
 
 _PIECES = [b"<!-- c -->", b"<x/>", b"<layer/>", b"<dim>3</dim>", b"<rt_info/>", b"<port id=\"0\"/>", b"<data/>",

@@ -103,7 +103,9 @@ class _Pass:
     def _needed(wiring: Wiring) -> set[int]:
         """What the Results and the sinks (Assign) depend on."""
         needed: set[int] = set()
-        todo = [lid for lid, layer in wiring.by_id.items() if layer.type == "Result" or _is_sink(layer)]
+        sinks = _sink_kinds(wiring.by_id.values())
+        todo = [lid for lid, layer in wiring.by_id.items()
+                if layer.type == "Result" or (sinks and (layer.type, layer.version) in sinks)]
         while todo:
             lid = todo.pop()
             if lid not in needed:
@@ -208,10 +210,11 @@ class _Pass:
         infos: dict[Source, TensorInfo] = {}
         collector = strict.collector() if self.strict else None
         memo = InferenceMemo(share=collector is None)  # strict mode hears every layer's own inference
+        by_id, sources, findings = wiring.by_id, wiring.sources, self.findings
         for lid in order:
-            layer, op = wiring.by_id[lid], ops.get(lid)
+            layer, op = by_id[lid], ops.get(lid)
             try:
-                args = [infos[s] for s in wiring.sources[lid]]  # type: ignore[index]
+                args = [infos[s] for s in sources[lid]]  # type: ignore[index]
             except KeyError:  # an input without a producer, or one whose producer failed
                 continue  # already reported upstream: its outputs stay unknown
             if op is None:
@@ -233,7 +236,8 @@ class _Pass:
                                    [wiring.by_id[s[0]] for s in wiring.sources[lid]], outs)  # type: ignore[index]
             for pos, info in enumerate(outs):
                 infos[(lid, pos)] = info
-                self.findings += compare_declared(layer, pos, info)
+                if found := compare_declared(layer, pos, info):
+                    findings += found
         return infos
 
 
@@ -243,6 +247,7 @@ class _Pass:
         what the variable holds."""
         variables: dict[str, VariableInfo] = {}
         assigned: set[str] = set()
+        order = [lid for lid in order if isinstance(ops.get(lid), (ReadValue, Assign))]  # (most models have none)
         for lid in order:
             op, layer = ops.get(lid), wiring.by_id[lid]
             if isinstance(op, ReadValue) and (lid, 0) in infos:
@@ -293,8 +298,18 @@ class _Pass:
 
 
 def _is_sink(layer) -> bool:
-    found = registry.resolve(layer.type, layer.version)
+    return _names_sink(layer.type, layer.version)
+
+
+def _names_sink(type_name: str, version: str) -> bool:
+    found = registry.resolve(type_name, version)
     return found.cls is not None and found.cls.sink
+
+
+def _sink_kinds(layers: Iterable[Layer]) -> set[tuple[str, str]]:
+    """The (type, version) pairs of `layers` that name a sink, each pair asked once (a model
+    repeats a few pairs over thousands of layers)."""
+    return {kind for kind in {(layer.type, layer.version) for layer in layers} if _names_sink(*kind)}
 
 
 def analyze(model: Model, *, collect: bool = False, loaded_badly: Iterable[int | str] = (),

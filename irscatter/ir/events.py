@@ -89,7 +89,7 @@ class _Kept:
 def read_net(data: bytes, ctx: ReadContext) -> Model:
     """The model of a `<net>` document that has passed the loader's checks of its size, markup
     and prologue; raises `Unread` for anything the tree reader must read instead."""
-    if not _eligible(data):
+    if not eligible(data):
         raise Unread()
     reader = _Reader(ctx, _layer_lines(data))
     try:
@@ -143,7 +143,7 @@ def _layer_lines(data: bytes) -> list[int]:
     return lines
 
 
-def _eligible(data: bytes) -> bool:
+def eligible(data: bytes) -> bool:
     """A UTF-8 document without namespaces, within the element and depth limits by construction,
     and without a run of text long enough to pass one of libxml2's length limits."""
     if b"xmlns" in data or b"xml:" in data:

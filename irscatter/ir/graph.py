@@ -97,21 +97,21 @@ def new_port(id: int, precision: ElementType | None, names: tuple[str, ...], sha
              rt_info: RtInfo) -> Port:
     """A port of checked values (see `new_layer`)."""
     port = _new(Port)
-    _set(port, "id", id)
-    _set(port, "precision", precision)
-    _set(port, "names", names)
-    _set(port, "shape", shape)
-    _set(port, "rt_info", rt_info)
+    _PORT_ID(port, id)
+    _PORT_PRECISION(port, precision)
+    _PORT_NAMES(port, names)
+    _PORT_SHAPE(port, shape)
+    _PORT_RT_INFO(port, rt_info)
     return port
 
 
 def new_edge(from_layer: int, from_port: int, to_layer: int, to_port: int) -> Edge:
     """An edge of checked values (see `new_layer`)."""
     edge = _new(Edge)
-    _set(edge, "from_layer", from_layer)
-    _set(edge, "from_port", from_port)
-    _set(edge, "to_layer", to_layer)
-    _set(edge, "to_port", to_port)
+    _FROM_LAYER(edge, from_layer)
+    _FROM_PORT(edge, from_port)
+    _TO_LAYER(edge, to_layer)
+    _TO_PORT(edge, to_port)
     return edge
 
 
@@ -324,4 +324,16 @@ class Model(Graph):
 
 
 Body.model_rebuild()
+
+
+def _slot_setter(cls: type, name: str) -> Any:
+    """The setter of a frozen dataclass's slot (what `object.__setattr__` calls, without its
+    lookup of the name on every call)."""
+    return cls.__dict__[name].__set__
+
+
+_PORT_ID, _PORT_PRECISION, _PORT_NAMES, _PORT_SHAPE, _PORT_RT_INFO = (
+    _slot_setter(Port, name) for name in ("id", "precision", "names", "shape", "rt_info"))
+_FROM_LAYER, _FROM_PORT, _TO_LAYER, _TO_PORT = (
+    _slot_setter(Edge, name) for name in ("from_layer", "from_port", "to_layer", "to_port"))
 rebuild_dataclass(Layer)  # type: ignore[arg-type]  # (mypy sees the class undecorated, not a PydanticDataclass)

@@ -26,7 +26,7 @@ import numpy as np
 from lxml import etree
 
 from irscatter.errors import FileAccessError, LoadError, SecurityError, UsageError, elide
-from irscatter.ir import events, opsets
+from irscatter.ir import events, opsets, plain
 from irscatter.ir.building import (
     ReadContext,
     first_child,
@@ -234,43 +234,41 @@ def _plain_const(a: dict[str, str], weights: np.ndarray | None) -> ConstData | N
     """A Const whose attributes and weights are all in order, in few steps; None for anything
     else, which `_explained_const` goes through again for its message."""
     try:
-        etype, shape = _const_type(a["element_type"]), _const_shape(a["shape"])
-        offset_text, size_text = a["offset"], a["size"]
+        kind = _const_kind(a["element_type"], a["shape"], a["size"])
+        offset_text = a["offset"]
     except (KeyError, ValueError):
         return None
-    if (weights is None or etype is ElementType.dynamic or etype is ElementType.string
-            or not (is_decimal(offset_text) and is_decimal(size_text))
-            or max(len(offset_text), len(size_text)) > MAX_DIGITS):
+    if kind is None or weights is None or not is_decimal(offset_text) or len(offset_text) > MAX_DIGITS:
         return None
-    offset, size = int(offset_text), int(size_text)
-    count = math.prod(shape)
-    if size != etype.nbytes(count) or offset + size > len(weights) or (count == 0 and len(shape) > 1):
-        return None  # (an empty shape's other dims are checked there)
+    etype, shape, size = kind
+    offset = int(offset_text)
+    if offset + size > len(weights):
+        return None
     return ConstData(weights, offset, size, etype, shape)
 
 
 # Models repeat a few element types and shapes over thousands of Consts: each text is parsed once.
-_CONST_TYPES: dict[str, ElementType] = {}
-_CONST_SHAPES: dict[str, tuple[int, ...]] = {}
+_CONST_KINDS: dict[tuple[str, str, str], tuple[ElementType, tuple[int, ...], int] | None] = {}
 
 
-def _const_type(text: str) -> ElementType:
-    etype = _CONST_TYPES.get(text)
-    if etype is None:
-        etype = ElementType.from_attribute(text)
-        if len(_CONST_TYPES) < 256:
-            _CONST_TYPES[text] = etype
-    return etype
-
-
-def _const_shape(text: str) -> tuple[int, ...]:
-    shape = _CONST_SHAPES.get(text)
-    if shape is None:
-        shape = parse_static_shape(text)
-        if len(_CONST_SHAPES) >= 4096:
-            _CONST_SHAPES.clear()
-        _CONST_SHAPES[text] = shape
-    return shape
+def _const_kind(type_text: str, shape_text: str, size_text: str) -> tuple[ElementType, tuple[int, ...], int] | None:
+    """The element type, shape and size of a Const whose three attributes agree, with a size
+    in bytes that fits its values; None sends it to `_explained_const`. ValueError: a type or
+    shape that does not parse."""
+    key = (type_text, shape_text, size_text)
+    if key in _CONST_KINDS:
+        return _CONST_KINDS[key]
+    etype, shape = ElementType.from_attribute(type_text), parse_static_shape(shape_text)
+    kind = None
+    if (etype is not ElementType.dynamic and etype is not ElementType.string and is_decimal(size_text)
+            and len(size_text) <= MAX_DIGITS):
+        size, count = int(size_text), math.prod(shape)
+        if size == etype.nbytes(count) and not (count == 0 and len(shape) > 1):  # (an empty shape's other dims are checked there)
+            kind = (etype, shape, size)
+    if len(_CONST_KINDS) >= 4096:
+        _CONST_KINDS.clear()
+    _CONST_KINDS[key] = kind
+    return kind
 
 
 def _explained_const(ctx: ReadContext, layer: Layer, weights: np.ndarray | None, bin_label: str) -> ConstData:
@@ -354,15 +352,17 @@ def _check_layers_placed(ctx: ReadContext, root: etree._Element) -> None:
 
 
 def _read_net(ctx: ReadContext, data: bytes) -> Model:
-    """The model of a `<net>` document: read by the event reader, or by the tree reader when the
-    event reader leaves it (or when every defect is to be collected, which only the tree reader does)."""
+    """The model of a `<net>` document: read by the plain reader, else by the event reader, or by
+    the tree reader when both leave it (or when every defect is to be collected, which only the
+    tree reader does)."""
     _check_document(data, ctx.source)
     if ctx.problems is None:
-        attempt = ReadContext(ctx.source, model_class=ctx.model_class, progress=ctx.progress)
-        with contextlib.suppress(events.Unread):
-            model = events.read_net(data, attempt)
-            ctx.ir_version = attempt.ir_version
-            return model
+        for reader in (plain.read_net, events.read_net):
+            attempt = ReadContext(ctx.source, model_class=ctx.model_class, progress=ctx.progress)
+            with contextlib.suppress(events.Unread):
+                model = reader(data, attempt)
+                ctx.ir_version = attempt.ir_version
+                return model
     return _net_model(ctx, _parse_tree(data, ctx.source))
 
 

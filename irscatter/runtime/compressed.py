@@ -68,14 +68,13 @@ def fuse_compressed(steps: Sequence[Any], ops: Mapping[int, Op], infos: Mapping[
     type and shape; `consts`: the Const layer of each Const's slot), in the order they run,
     while their tables fit in `budget` bytes."""
     fused = Fused()
-    readers: dict[int, list[int]] = {}
-    for i, step in enumerate(steps):
-        for slot in step.inputs:
-            readers.setdefault(slot, []).append(i)
+    readers: dict[int, list[int]] | None = None  # (made for the first candidate: most models have none)
     for i, chain in weight_chains(steps, ops, consts):
         step, op = steps[i], ops[steps[i].layer.id]
         if not (isinstance(op, MatMul) and op.attrs.transpose_b and not op.attrs.transpose_a):
             continue
+        if readers is None:
+            readers = _readers(steps)
         if not _exclusive(steps, chain, i, readers, result_slots):
             continue
         book = _codebook(steps, ops, chain, infos, consts)
@@ -87,6 +86,15 @@ def fuse_compressed(steps: Sequence[Any], ops: Mapping[int, Op], infos: Mapping[
         fused.chains.update(chain)
         fused.weights.add(step.inputs[1])
     return fused
+
+
+def _readers(steps: Sequence[Any]) -> dict[int, list[int]]:
+    """The positions of the steps that read each slot."""
+    readers: dict[int, list[int]] = {}
+    for i, step in enumerate(steps):
+        for slot in step.inputs:
+            readers.setdefault(slot, []).append(i)
+    return readers
 
 
 def weight_chains(steps: Sequence[Any], ops: Mapping[int, Op], consts: Mapping[int, Any]) -> Iterator[tuple[int, list[int]]]:

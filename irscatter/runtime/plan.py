@@ -142,20 +142,18 @@ def _steps(plan: Plan, analysis: Analysis) -> list[Step]:
     steps = []
     for i, (lid, inputs) in enumerate(zip(steps_layers, step_inputs)):
         op, layer = ops[lid], layers[lid]
-        outputs = tuple(slot_of[(lid, p)] for p in range(len(layer.outputs)))
-        reuse = _reusable(op, inputs, i, keep, last_reader, readers, param_input)
-        steps.append(Step(
-            layer=layer,
-            compute=op.compute,
-            inputs=inputs,
-            outputs=outputs,
-            release=tuple(releases.get(i, ())),
-            reuse_slot=reuse,
-            reuse_input=param_input.get(reuse) if reuse is not None else None,
-            unused=_unused_outputs(op, outputs, keep, last_reader),
-            writable=tuple((pos, param_input[inputs[pos]]) for pos in op.writes_inputs
-                           if pos < len(inputs) and inputs[pos] in param_input),
-        ))
+        n_outputs = len(layer.outputs)
+        outputs = (slot_of[(lid, 0)],) if n_outputs == 1 else tuple(slot_of[(lid, p)] for p in range(n_outputs))
+        step = Step(layer, op.compute, inputs, outputs, tuple(releases.get(i, ())))
+        if op.inplace_input is not None:  # (most ops have none of the three: each is asked first)
+            step.reuse_slot = reuse = _reusable(op, inputs, i, keep, last_reader, readers, param_input)
+            step.reuse_input = param_input.get(reuse) if reuse is not None else None
+        if op.skips_unused_outputs:
+            step.unused = _unused_outputs(op, outputs, keep, last_reader)
+        if op.writes_inputs:
+            step.writable = tuple((pos, param_input[inputs[pos]]) for pos in op.writes_inputs
+                                  if pos < len(inputs) and inputs[pos] in param_input)
+        steps.append(step)
     return steps
 
 
@@ -163,7 +161,8 @@ def _plan_folding(plan: Plan, analysis: Analysis) -> FoldPlan:
     """What of the layers that depend on Consts alone to compute once (runtime/folding.py),
     within `limits.folded_bytes`, beside the MatMuls that look their compressed weights up by
     blocks instead (runtime/compressed.py)."""
-    slot_bytes = {slot: _static_bytes(analysis.infos.get(key)) for key, slot in plan.slot_of.items()}
+    sizes: dict[tuple[int, ElementType], tuple[Any, int | None]] = {}
+    slot_bytes = {slot: _static_bytes(analysis.infos.get(key), sizes) for key, slot in plan.slot_of.items()}
     infos = {slot: info for key, slot in plan.slot_of.items() if (info := analysis.infos.get(key)) is not None}
     budget = limits.current().folded_bytes
     fused = fuse_compressed(plan.steps, analysis.ops, infos, dict(plan.const_slots), set(plan.output_slots), budget)
@@ -173,11 +172,22 @@ def _plan_folding(plan: Plan, analysis: Analysis) -> FoldPlan:
                                 budget - fused.cost))
 
 
-def _static_bytes(info: TensorInfo | None) -> int | None:
-    """The bytes of a value of a static shape and a fixed-size type; None for any other."""
-    if info is None or not info.shape.is_static or info.etype in (ElementType.dynamic, ElementType.string):
+def _static_bytes(info: TensorInfo | None, sizes: dict[tuple[int, ElementType], tuple[Any, int | None]]) -> int | None:
+    """The bytes of a value of a static shape and a fixed-size type; None for any other.
+    `sizes` holds those found, by shape object and type: values of one shape mostly share its
+    object (shapes of plain dims are made once), and working a size out costs more than this."""
+    if info is None:
         return None
-    return math.prod(info.shape.to_tuple()) * itemsize(info.etype)
+    key = (id(info.shape), info.etype)
+    known = sizes.get(key)
+    if known is not None:
+        return known[1]
+    if not info.shape.is_static or info.etype in (ElementType.dynamic, ElementType.string):
+        size = None
+    else:
+        size = math.prod(info.shape.to_tuple()) * itemsize(info.etype)
+    sizes[key] = (info.shape, size)  # (the shape kept, so that its id stays its own)
+    return size
 
 
 def _unused_outputs(op: Op, outputs: tuple[int, ...], keep: set[int], last_reader: dict[int, int]) -> frozenset[int]:
