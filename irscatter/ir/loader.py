@@ -18,6 +18,7 @@ import functools
 import math
 import mmap
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ import numpy as np
 from lxml import etree
 
 from irscatter.errors import FileAccessError, LoadError, SecurityError, UsageError, elide
-from irscatter.ir import events, opsets, plain
+from irscatter.ir import events, opsets
 from irscatter.ir.building import (
     ReadContext,
     first_child,
@@ -42,6 +43,15 @@ from irscatter.ir.graph import Graph, Layer, Model, gc_paused
 from irscatter.ir.shapes import MAX_DIGITS, is_decimal, parse_static_shape, read_count
 from irscatter.limits import current as current_limits
 from irscatter.limits import tensor_size_problem
+
+# The plain reader's expressions are possessive (`*+`), which Python 3.11 brought; on 3.10 the
+# event reader reads every document.
+if sys.version_info >= (3, 11):
+    from irscatter.ir import plain
+
+    READERS = (plain, events)  # each module's read_net, in turn
+else:
+    READERS = (events,)
 
 # --- secure XML ---------------------------------------------------------------------------
 
@@ -357,10 +367,10 @@ def _read_net(ctx: ReadContext, data: bytes) -> Model:
     tree reader does)."""
     _check_document(data, ctx.source)
     if ctx.problems is None:
-        for reader in (plain.read_net, events.read_net):
+        for reader in READERS:
             attempt = ReadContext(ctx.source, model_class=ctx.model_class, progress=ctx.progress)
             with contextlib.suppress(events.Unread):
-                model = reader(data, attempt)
+                model = reader.read_net(data, attempt)
                 ctx.ir_version = attempt.ir_version
                 return model
     return _net_model(ctx, _parse_tree(data, ctx.source))
