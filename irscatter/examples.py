@@ -46,9 +46,9 @@ from irscatter.ops import registry
 
 # "**Versioned name**: *Gather-8*": the run of markup and spaces before the name is taken whole,
 # never given back (its parts, written as alternatives, made the search cubic in its length).
-_VERSIONED = re.compile(r"Versioned name\W*+([A-Za-z][A-Za-z0-9]*+)-(\d+)")
+_VERSIONED = re.compile(r"Versioned name\W*([A-Za-z][A-Za-z0-9]*)-(\d+)")
 # "**Versioned name**: *RMS*": an internal op's page, whose op is in no numbered opset
-_UNNUMBERED = re.compile(r"Versioned name\W*+[A-Za-z][A-Za-z0-9]*+\*")
+_UNNUMBERED = re.compile(r"Versioned name\W*[A-Za-z][A-Za-z0-9]*\*")
 
 
 @dataclass

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import pyexpat
 import re
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -60,7 +61,10 @@ _LIBXML2_DEPTH = 256
 _DECLARED_ENCODING = re.compile(rb"encoding\s*=\s*[\"']([^\"']*)[\"']")
 # A layer's start tag, to its closing ">" (one inside a quoted value does not close it). No
 # "<" can stand in a start tag, so neither can a match: each is found in one pass.
-_LAYER_TAG = re.compile(rb"""<layer(?=[\s/>])(?:[^<>"']++|"[^<"]*+"|'[^<']*+')*+>""")
+if sys.version_info >= (3, 11):
+    _LAYER_TAG = re.compile(rb"""<layer(?=[\s/>])(?:[^<>"']++|"[^<"]*+"|'[^<']*+')*+>""")
+else:  # no possessive repetition before 3.11: one character a step, whose branches never overlap
+    _LAYER_TAG = re.compile(rb"""<layer(?=[\s/>])(?:[^<>"']|"[^<"]*"|'[^<']*')*>""")
 _XML_VERSION = re.compile(rb"version\s*=\s*[\"']([^\"']*)[\"']")
 
 
