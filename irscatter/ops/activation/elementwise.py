@@ -191,7 +191,6 @@ def gelu_erf(x: np.ndarray) -> np.ndarray:
     return from_compute(out.astype(compute_dtype(etype)), etype)
 
 
-@blocks.by_blocks
 @_float_kernel
 def gelu_tanh(x):
     # 0.5 * (1 + tanh u) == 1 / (1 + e^(-2u)), which keeps its digits where tanh u is near -1.
