@@ -21,7 +21,8 @@ ATTRIBUTES = {"Elu": [{"alpha": 0.5}], "Clamp": [{"min": -1.5, "max": 2.5}],
               "Round": [{"mode": "half_away_from_zero"}, {"mode": "half_to_even"}],
               "IsInf": [{"detect_negative": True, "detect_positive": False}],
               "Gelu": [{"approximation_mode": "erf"}, {"approximation_mode": "tanh"}]}
-SIZE = 3 * blocks.BLOCK + 7  # several blocks, and a tail shorter than a block
+BLOCK = 1024  # the tests' block: small arrays go by blocks and parts
+SIZE = 3 * BLOCK + 7  # several blocks, and a tail shorter than a block
 EDGES = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1e-30, -1e-30, 1e30, -1e30, np.inf, -np.inf, np.nan, 20.0, 11.0, 88.7]
 
 
@@ -78,8 +79,10 @@ def test_blocks_give_the_whole_calls_bits(row, dtype, attributes, monkeypatch):
     monkeypatch.setattr(blocks, "SMALLEST", SIZE + 1)
     whole = np.asarray(row.kernel(x, **attributes))
     # blocks, and a part per core, on an array this small
-    monkeypatch.setattr(blocks, "SMALLEST", blocks.BLOCK)
+    monkeypatch.setattr(blocks, "BLOCK", BLOCK)
+    monkeypatch.setattr(blocks, "SMALLEST", BLOCK)
     monkeypatch.setattr(blocks, "ELEMENT_WORK", threads.SPLIT_WORK)
+    monkeypatch.setattr(threads, "_policy", "split")
     blocked = row.kernel(x, **attributes)
     assert _same_bits(blocked, whole)
     assert _same_bits(x, before)  # the input is never written

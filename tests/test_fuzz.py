@@ -22,7 +22,7 @@ from irscatter.runtime.inputs import random_array
 MODELS = Path(__file__).resolve().parent.parent / "models"
 BASES = sorted(p.name for p in MODELS.iterdir() if (p / "model.xml").exists())
 TIME_BOUND = 5.0  # seconds for one load + prepare + run of a mutated model
-EXAMPLES = int(os.environ.get("IRSCATTER_FUZZ_EXAMPLES", examples(3000, 1500)))  # raise it for a longer hunt
+EXAMPLES = int(os.environ.get("IRSCATTER_FUZZ_EXAMPLES", examples(3000, 1000)))  # raise it for a longer hunt
 
 _TEXT = st.one_of(
     st.sampled_from(["", "-1", "0", "1", "2", "-2", "7", "99999999999999999999", "1e3", "nan", "true", "false",
