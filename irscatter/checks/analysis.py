@@ -75,7 +75,7 @@ class _Pass:
         wiring = wire(model)
         for finding in wiring.findings:
             self.report(finding)
-        if not model.results and not any(_is_sink(layer) for layer in model.layers):
+        if not model.results and not _sink_kinds(model.layers):
             self.report(Finding("error", "no-result", "the model has neither a Result nor a sink (Assign) layer, "
                                 "so nothing is computed"))
         by_id, sources = wiring.by_id, wiring.sources
@@ -295,10 +295,6 @@ class _Pass:
         else:
             self.report(Finding("warning", "variable-pair", f'variable "{name}" is read by more than one '
                                 "ReadValue", layer.ref, line=layer.line))
-
-
-def _is_sink(layer) -> bool:
-    return _names_sink(layer.type, layer.version)
 
 
 def _names_sink(type_name: str, version: str) -> bool:

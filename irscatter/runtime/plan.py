@@ -191,9 +191,8 @@ def _static_bytes(info: TensorInfo | None, sizes: dict[tuple[int, ElementType], 
 
 
 def _unused_outputs(op: Op, outputs: tuple[int, ...], keep: set[int], last_reader: dict[int, int]) -> frozenset[int]:
-    """The output positions no later step and no Result reads, for an op that can leave them out."""
-    if not op.skips_unused_outputs:
-        return frozenset()
+    """The output positions no later step and no Result reads (asked of an op that can leave
+    them out)."""
     return frozenset(p for p, slot in enumerate(outputs) if slot not in keep and slot not in last_reader)
 
 
@@ -203,7 +202,7 @@ def _reusable(op: Op, inputs: tuple[int, ...], step: int, keep: set[int], last_r
     the slot, and no later step reads it. A Parameter's slot must have no other reader at
     all (ShapeOf aside), because views of a fed buffer cannot be told from the caller's
     own references."""
-    if op.inplace_input is None or op.inplace_input >= len(inputs):
+    if op.inplace_input is None or op.inplace_input >= len(inputs):  # (the caller asks only when it is set)
         return None
     slot = inputs[op.inplace_input]
     if slot in keep or last_reader.get(slot) != step or inputs.count(slot) != 1:

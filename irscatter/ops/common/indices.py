@@ -69,15 +69,13 @@ def _bounds(idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if count == 1:
         return idx.min(), idx.max()
     flat = idx.reshape(-1)
-    spans = threads.spans(flat.size, count)
-    found = [(flat[0], flat[0])] * len(spans)
+    found: list[tuple[int, int]] = []  # each part's (smallest, largest), in any order
 
-    def part(k: int) -> None:
-        lo, hi = spans[k]
-        found[k] = (flat[lo:hi].min(), flat[lo:hi].max())
+    def part(lo: int, hi: int) -> None:
+        found.append((int(flat[lo:hi].min()), int(flat[lo:hi].max())))
 
-    threads.run([partial(part, k) for k in range(len(spans))])
-    return np.asarray(min(low for low, _ in found)), np.asarray(max(high for _, high in found))
+    threads.run([partial(part, lo, hi) for lo, hi in threads.spans(flat.size, count)])
+    return np.asarray(min(low for low, _ in found), idx.dtype), np.asarray(max(high for _, high in found), idx.dtype)
 
 
 def _raise_out_of_range(idx: np.ndarray, sizes: np.ndarray, allow_negative: bool, port: str, what: str) -> None:
