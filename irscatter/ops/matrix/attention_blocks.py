@@ -88,8 +88,7 @@ def _row_blocks(rows: int, source: int, dtype: np.dtype) -> list[tuple[int, int]
     if not quantum or rows < 2 * quantum:
         return [(0, rows)]
     step = max(1, BLOCK_LOGITS // (source * quantum)) * quantum
-    starts = list(range(0, rows - quantum + 1, step))
-    return list(zip(starts, [*starts[1:], rows]))
+    return products.row_blocks(rows, max(1, rows // step), quantum)
 
 
 def _blocks(tasks: list[tuple[int, int, int]], queries: np.ndarray, keys: np.ndarray, values: np.ndarray,
