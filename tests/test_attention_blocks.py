@@ -79,6 +79,17 @@ def test_causal_blocks_give_the_whole_arithmetics_bits(small_blocks, monkeypatch
     assert taken == [True] and np.array_equal(blocked, whole, equal_nan=True)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_query_key_and_value_cut_from_one_projection_take_the_blocks(small_blocks, monkeypatch, dtype):
+    # What a converted transformer feeds: [1, L, 3, H, E] transposed to [3, 1, H, L, E] and split.
+    projection = np.random.default_rng(5).standard_normal((1, 130, 3, 2, 16)).astype(dtype)
+    q, k, v = projection.transpose(2, 0, 3, 1, 4)
+    taken, blocked, whole = _both(_sdpa(False, 3), [q, k, v], monkeypatch)
+    assert taken == [True] and np.array_equal(blocked, whole)
+    shifted = np.random.default_rng(6).standard_normal((2, 140, 8)).astype(dtype)
+    assert not attention_blocks.usable(shifted[:, :100], shifted[:, 30:130], shifted[:, 30:130], None)  # a row meets
+
+
 def test_where_blocks_would_change_bits_the_whole_arithmetic_runs(small_blocks, monkeypatch):
     generator = np.random.default_rng(4)
     q = generator.standard_normal((2, 100, 8)).astype(np.float32)

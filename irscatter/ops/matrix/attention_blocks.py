@@ -17,8 +17,10 @@ where they are:
   each row along its own contiguous S values, the same loop whichever rows sit beside it.
 * Not taken: under the `blas` policy (numpy's threaded products have other bits), for work
   below `threads.SPLIT_WORK` (products that small keep numpy's threading too), where a
-  mask adds batch dimensions, and where query and key share memory (numpy may then use another
-  BLAS routine for the product of an array with its own transpose).
+  mask adds batch dimensions, and where a block's query rows may start where its key matrix
+  starts (numpy multiplies an array by its own transpose with another BLAS routine). Query, key
+  and value cut from one projection (a Split of [q | k | v]) share a buffer at other offsets,
+  and take the blocks.
 """
 
 from __future__ import annotations
@@ -53,7 +55,21 @@ def usable(query: np.ndarray, key: np.ndarray, value: np.ndarray, mask: np.ndarr
                 return False
         except ValueError:
             return False  # refused, with its label, by the whole arithmetic's check
-    return not np.may_share_memory(query, key)
+    return not _may_meet(query, key)
+
+
+def _may_meet(query: np.ndarray, key: np.ndarray) -> bool:
+    """Whether some row of a query matrix may lie at the start of the key matrix beside it, where
+    numpy would see a product of one array with its transpose (conservative: True when unsure)."""
+    if not np.may_share_memory(query, key):
+        return False
+    if query.strides[:-2] != key.strides[:-2]:
+        return True
+    gap = key.__array_interface__["data"][0] - query.__array_interface__["data"][0]
+    row = query.strides[-2]
+    if row == 0:
+        return gap == 0
+    return gap % row == 0 and 0 <= gap // row < query.shape[-2]
 
 
 def attend(query: np.ndarray, key: np.ndarray, value: np.ndarray, factor: np.ndarray | np.generic,
