@@ -40,7 +40,7 @@ from irscatter.ops.common import strict as strict_mode
 from irscatter.ops.common.references import unshared
 from irscatter.ops.control.core import IterationBudget
 from irscatter.ops.state import core as state
-from irscatter.runtime import allocator
+from irscatter.runtime.allocator import keep_freed_memory
 from irscatter.runtime.binding import Binding, ShapeChecks
 from irscatter.runtime.decompression import decompressing, decompression_steps
 from irscatter.runtime.feeds import checked_feed
@@ -121,7 +121,7 @@ class CompiledModel:
     outputs: list[OutputSpec] = _of_plan("outputs", "The model's outputs, in Result order.")
 
     def __init__(self, model: Model) -> None:
-        allocator.keep_freed_memory()
+        keep_freed_memory()
         self.model = model
         # The weights file as the model was read: compiling reads small constants, each run the rest.
         self._weights_file = model._weights
