@@ -27,7 +27,7 @@ unsplit one, as BLAS's own products differ between its thread counts.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import nullcontext
 from functools import partial
 from typing import Generic, TypeVar
@@ -35,7 +35,7 @@ from typing import Generic, TypeVar
 import numpy as np
 
 from irscatter.ops.common import threads
-from irscatter.ops.convolution.kernels import Im2col, grouped_convolution
+from irscatter.ops.convolution.kernels import Im2col, grouped_convolution, tap_range
 
 # Patch elements a block of the im2col plan gathers at once (16 MB of f32), and at least
 # BLOCK_COLUMNS output positions: fewer, larger products were faster than cache-sized ones on a
@@ -261,6 +261,166 @@ class DepthwiseBanded(Plan[tuple[np.ndarray, np.ndarray | None, np.ndarray]]):
         return out.reshape(n, g, d, *self.out_dims)
 
 
+class _Taps(Plan[np.ndarray]):
+    """One input channel per group (and C_OUT outputs of it): the sum over the taps, one tap at a
+    time in row-major order (the order OpenVINO's reference adds them in), each an elementwise
+    product of the taps' inputs by the weights, added to the sum: no gathering and no matrix
+    product, two passes of numpy a tap. Only the inputs of each window and the padding's zeros
+    meet the (finite) weights, so an infinite or NaN input reaches only its windows, and a
+    padding tap adds 0 * w = 0, as skipping it would; the sum gets a final + 0.0, which makes an
+    all -0.0 sum +0.0, as the per-offset kernel's sums from zero are."""
+
+    blas = False
+
+    def __init__(self, x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype, strides: Sequence[int],
+                 dilations: Sequence[int], begin: Sequence[int], out_dims: Sequence[int]) -> None:
+        self.n, self.g = x_shape[:2]
+        self.d, self.kernel = w_shape[1], tuple(w_shape[3:])
+        self.in_dims, self.out_dims = tuple(x_shape[3:]), tuple(out_dims)
+        self.strides, self.dilations, self.begin = tuple(strides), tuple(dilations), tuple(begin)
+        self.dtype = np.dtype(dtype)
+        self.taps = math.prod(self.kernel)
+        self.work = self.n * self.g * self.d * math.prod(out_dims) * self.taps
+
+
+class DepthwiseRows(_Taps):
+    """The taps over the data as it lies, channels first, in wide rows: the padded data of each
+    channel is laid out by phase of the strides (the inputs at p = q * stride + a along an axis
+    in phase a, at q), so that every tap reads one phase at one offset, and its outputs over the
+    phase's whole rows (as wide as the phase's padded row) are one contiguous run: the product
+    of a tap is a run of each channel by the channel's weight. The columns past each output row
+    read into the next row; they are computed and cut off."""
+
+    name = "depthwise (wide rows)"
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        reach = [(k - 1) * dl // s for k, dl, s in zip(self.kernel, self.dilations, self.strides)]
+        self.grid = tuple(o + r for o, r in zip(self.out_dims, reach))  # a phase's padded extent
+        self.phase_size = math.prod(self.grid)
+        self.block = math.prod(self.strides) * self.phase_size  # one channel's phases
+        steps = [math.prod(self.grid[i + 1:]) for i in range(len(self.grid))]
+        self.run = self.out_dims[0] * steps[0]
+        self.tail = sum(r * st for r, st in zip(reach, steps))
+        phase_steps = [math.prod(self.strides[i + 1:]) * self.phase_size for i in range(len(self.strides))]
+        self.offsets = [sum((t * dl) % s * ps + (t * dl) // s * st for t, dl, s, ps, st in
+                            zip(tap, self.dilations, self.strides, phase_steps, steps))
+                        for tap in np.ndindex(*self.kernel)]
+
+    def prepare(self, w: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(w.reshape(self.g, self.d, self.taps, 1).transpose(2, 0, 1, 3))
+
+    def _blocks(self, count: int) -> Sequence[tuple[int, ...]]:
+        return threads.spans(self.g, count)
+
+    def _phases(self, x: np.ndarray) -> np.ndarray:
+        """The zero-padded data by phase, [N * G * block + tail] flat."""
+        flat = np.zeros(self.n * self.g * self.block + self.tail, x.dtype)
+        grid = flat[:self.n * self.g * self.block].reshape((self.n, self.g) + self.strides + self.grid)
+        for phase in np.ndindex(*self.strides):
+            found = _inside(self.grid, self.in_dims, phase, self.strides, self.begin)
+            if found is not None:
+                grid[(slice(None), slice(None)) + phase + found[0]] = x[(slice(None), slice(None), 0) + found[1]]
+        return flat
+
+    def __call__(self, x: np.ndarray, prepared: np.ndarray) -> np.ndarray:
+        flat = self._phases(x)
+        item = flat.itemsize
+        wide = np.empty((self.n, self.g, self.d, self.run), x.dtype)
+        strides = (self.g * self.block * item, self.block * item, 0, item)
+
+        def block(g0: int, g1: int) -> None:
+            shape = (self.n, g1 - g0, 1, self.run)
+            _sum_of_products(wide[:, g0:g1], ((np.ndarray(shape, x.dtype, flat, (g0 * self.block + offset) * item,
+                                                          strides), prepared[tap, g0:g1])
+                                              for tap, offset in enumerate(self.offsets)))
+        self._run(block)
+        out = np.empty((self.n, self.g, self.d) + self.out_dims, x.dtype)
+        rows = wide.reshape((self.n, self.g, self.d, self.out_dims[0]) + self.grid[1:])
+        np.add(rows[(Ellipsis,) + tuple(slice(o) for o in self.out_dims[1:])], 0.0, out=out)
+        return out
+
+
+def _inside(dims: Sequence[int], sizes: Sequence[int], phase: Sequence[int], strides: Sequence[int],
+            begin: Sequence[int]) -> tuple[tuple[slice, ...], tuple[slice, ...]] | None:
+    """Where the data lies in a padded buffer of `dims`, as slices of the buffer and of the data:
+    buffer position q along an axis holds the input at q * stride + phase - begin. None if the
+    buffer holds none of it."""
+    found = [tap_range(q, size, a, s, 1, b) for q, size, a, s, b in zip(dims, sizes, phase, strides, begin)]
+    if any(f is None for f in found):
+        return None
+    pairs = [f for f in found if f is not None]
+    return tuple(p for p, _ in pairs), tuple(q for _, q in pairs)
+
+
+def _sum_of_products(target: np.ndarray, pairs: Iterable[tuple[np.ndarray, np.ndarray]]) -> None:
+    """target = the sum of source * weight over the pairs, added in their order: a multiply pass
+    and an add pass each."""
+    scratch = None
+    for source, weight in pairs:
+        if scratch is None:
+            np.multiply(source, weight, out=target)
+            scratch = np.empty_like(target)
+        else:
+            np.multiply(source, weight, out=scratch)
+            target += scratch
+
+
+class DepthwiseChannelsLast(_Taps):
+    """The taps in a channels-last copy of the data, [N, *padded, G * C_OUT] (each channel once
+    per output it feeds): a tap's inputs for a row of outputs are a strided view whose channels
+    are contiguous, and at stride 1 a whole row of them, one run as long as the row times the
+    channels, multiplied by the tap's weights laid out as long (kept per Const). Small maps of
+    many channels run long loops this way, where the rows of one channel are short."""
+
+    name = "depthwise (channels last)"
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self.channels = self.g * self.d
+        self.padded = tuple((o - 1) * s + (k - 1) * dl + 1 for o, s, k, dl in
+                            zip(self.out_dims, self.strides, self.kernel, self.dilations))
+
+    def prepare(self, w: np.ndarray) -> np.ndarray:
+        per_tap = w.reshape(self.channels, self.taps).T[:, None, :]
+        return np.ascontiguousarray(np.broadcast_to(per_tap, (self.taps, self.out_dims[-1], self.channels)))
+
+    def _blocks(self, count: int) -> Sequence[tuple[int, ...]]:
+        """(sample, first row, end) along the first output axis."""
+        rows = self.out_dims[0]
+        return [(i, lo, hi) for i in range(self.n) for lo, hi in threads.spans(rows, -(-count // self.n))]
+
+    def _window(self, offset: Sequence[int], r0: int, r1: int) -> tuple[slice, ...]:
+        """The inputs of tap `offset` for output rows [r0, r1) of the first axis and all of the
+        others: a strided box of the padded data."""
+        firsts = [r0] + [0] * (len(offset) - 1)
+        lasts = [r1 - 1] + [o - 1 for o in self.out_dims[1:]]
+        return tuple(slice(t * dl + a * s, t * dl + b * s + 1, s) for t, dl, s, a, b in
+                     zip(offset, self.dilations, self.strides, firsts, lasts))
+
+    def _padded(self, x: np.ndarray) -> np.ndarray:
+        padded = np.zeros((self.n,) + self.padded + (self.g, self.d), x.dtype)
+        found = _inside(self.padded, self.in_dims, [0] * len(self.padded), [1] * len(self.padded), self.begin)
+        if found is not None:
+            inside = np.moveaxis(x[:, :, 0], 1, -1)[(slice(None),) + found[1] + (slice(None), None)]
+            padded[(slice(None),) + found[0]] = inside
+        return padded.reshape((self.n,) + self.padded + (self.channels,))
+
+    def __call__(self, x: np.ndarray, prepared: np.ndarray) -> np.ndarray:
+        padded = self._padded(x)
+        last = np.empty((self.n,) + self.out_dims + (self.channels,), x.dtype)
+        weights = prepared.reshape(self.taps, self.out_dims[-1], self.channels)
+
+        def block(i: int, r0: int, r1: int) -> None:
+            tiles = weights[:, :r1 - r0] if len(self.kernel) == 1 else weights  # the rows are the last axis
+            _sum_of_products(last[i, r0:r1], ((padded[(i,) + self._window(offset, r0, r1)], tiles[tap])
+                                              for tap, offset in enumerate(np.ndindex(*self.kernel))))
+        self._run(block)
+        out = np.empty((self.n, self.channels) + self.out_dims, x.dtype)
+        np.add(np.moveaxis(last, -1, 1), 0.0, out=out)
+        return out.reshape(self.n, self.g, self.d, *self.out_dims)
+
+
 def plan_forward(x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype, strides: Sequence[int],
                  dilations: Sequence[int], begin: Sequence[int], out_dims: Sequence[int]) -> Plan | None:
     """The fastest formulation for a float convolution of this shape with finite filters, or None
@@ -274,6 +434,13 @@ def plan_forward(x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype
     if all(k == 1 for k in kernel) and all(s == 1 for s in strides) and not any(begin) \
             and tuple(out_dims) == tuple(x_shape[3:]):
         return Pointwise(x_shape, w_shape)
+    geometry = (x_shape, w_shape, dtype, strides, dilations, begin, out_dims)
+    if c == 1 and d <= DEPTHWISE_OUTPUTS and math.prod(out_dims) <= SMALL_MAP:
+        return DepthwiseChannelsLast(*geometry)
+    if c == 1 and d <= DEPTHWISE_OUTPUTS and math.prod(kernel) <= DEPTHWISE_TAPS:
+        rows = DepthwiseRows(*geometry)
+        if rows.run >= LONG_RUN:
+            return rows
     if c == 1 and d <= DEPTHWISE_OUTPUTS and math.prod(kernel) > DEPTHWISE_TAPS:
         columns = kernel[-1] * (BAND_COLUMNS if len(kernel) > 1 else 1)
         return DepthwiseBanded(x_shape, w_shape, dtype, strides, dilations, begin, out_dims, columns)
@@ -284,6 +451,12 @@ def plan_forward(x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype
 # or smaller, or more than a few outputs per input channel; beyond, the banded product wins.
 DEPTHWISE_OUTPUTS = 4
 DEPTHWISE_TAPS = 9
+# One input channel per group, each tap a multiply-add pass (the taps plans): on a map of this
+# many outputs or fewer, the channels-last layout runs loops of a row of outputs times the
+# channels, and beats the products whatever the kernel; a 3x3 kernel or smaller whose outputs
+# take runs this long in each channel's wide rows beats im2col's gathering copies.
+SMALL_MAP = 64
+LONG_RUN = 2048
 # Outputs per band, in kernel widths: a band does (b + k - 1) / k times the multiply-adds the
 # taps need; wider bands do more, narrower ones make smaller products. Rows of a 1-D layer are
 # single, so there the band is one kernel width.

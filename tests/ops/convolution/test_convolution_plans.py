@@ -97,10 +97,10 @@ def test_banded_depthwise_leaves_non_finite_data_to_im2col():
     """The band's zeros would turn an infinite or NaN input into NaN in windows that do not hold
     it: such a call goes to im2col, where it reaches only the windows that hold it (and a sum of
     -0.0 products is +0.0, as BLAS's sums start)."""
-    x = np.zeros((1, 2, 1, 6, 6), np.float32)
+    x = np.zeros((1, 2, 1, 9, 9), np.float32)
     x[0, 1, 0, 0, 0] = np.inf
     w = -np.ones((2, 1, 1, 3, 5), np.float32)
-    args = ([1, 1], [1, 1], [1, 2], [6, 6])
+    args = ([1, 1], [1, 1], [1, 2], [9, 9])
     got = _check(x, w, args, "depthwise (banded)")
     assert not np.signbit(got[0, 0]).any()
     assert np.isneginf(got[0, 1, 0, :2, :3]).all() and (got[0, 1, 0, 2:] == 0).all()
@@ -114,8 +114,8 @@ def test_which_plan_each_shape_takes():
     assert plans.plan_forward((1, 1, 4, 8, 8), (1, 4, 4, 3, 3), np.dtype(np.int64), [1, 1], [1, 1], [1, 1],
                               [8, 8]) is None  # integers: the per-offset kernel
     assert plans.plan_forward((1, 1, 4, 8, 8), (1, 0, 4, 3, 3), f32, [1, 1], [1, 1], [1, 1], [8, 8]) is None
-    assert plans.plan_forward((1, 8, 1, 56, 56), (8, 1, 1, 3, 3), f32, [1, 1], [1, 1], [1, 1],
-                              [56, 56]).name == "im2col"  # a 3x3 depthwise kernel: im2col's blocks
+    assert plans.plan_forward((1, 8, 1, 28, 28), (8, 1, 1, 3, 3), f32, [1, 1], [1, 1], [1, 1],
+                              [28, 28]).name == "im2col (wide rows)"  # a 3x3 depthwise kernel on a middling map
     assert plans.plan_forward((1, 8, 1, 32, 32), (8, 1, 1, 9, 9), f32, [1, 1], [1, 1], [4, 4],
                               [32, 32]).name == "depthwise (banded)"
     assert plans.plan_forward((1, 8, 1, 512), (8, 1, 1, 31), f32, [1], [1], [15], [512]).name == "depthwise (banded)"
