@@ -262,39 +262,40 @@ class DepthwiseBanded(Plan[tuple[np.ndarray, np.ndarray | None, np.ndarray]]):
 
 
 class _Taps(Plan[np.ndarray]):
-    """One input channel per group (and C_OUT outputs of it): the sum over the taps, one tap at a
-    time in row-major order (the order OpenVINO's reference adds them in), each an elementwise
-    product of the taps' inputs by the weights, added to the sum: no gathering and no matrix
-    product, two passes of numpy a tap. Only the inputs of each window and the padding's zeros
-    meet the (finite) weights, so an infinite or NaN input reaches only its windows, and a
-    padding tap adds 0 * w = 0, as skipping it would; the sum gets a final + 0.0, which makes an
-    all -0.0 sum +0.0, as the per-offset kernel's sums from zero are."""
-
-    blas = False
+    """The sum over the taps, one tap at a time in row-major order (the order OpenVINO's
+    reference adds them in): each tap's inputs times the tap's weights (an elementwise product
+    for one input channel per group, a product of the group's channels otherwise), added to the
+    sum. Nothing is gathered: the inputs of a tap are a strided view of one zero-padded copy.
+    Only the inputs of each window and the padding's zeros meet the (finite) weights, so an
+    infinite or NaN input reaches only its windows, and a padding tap adds 0 * w = 0, as
+    skipping it would; the sum gets a final + 0.0, which makes an all -0.0 sum +0.0, as the
+    per-offset kernel's sums from zero are."""
 
     def __init__(self, x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype, strides: Sequence[int],
                  dilations: Sequence[int], begin: Sequence[int], out_dims: Sequence[int]) -> None:
-        self.n, self.g = x_shape[:2]
+        self.n, self.g, self.c = x_shape[:3]
         self.d, self.kernel = w_shape[1], tuple(w_shape[3:])
         self.in_dims, self.out_dims = tuple(x_shape[3:]), tuple(out_dims)
         self.strides, self.dilations, self.begin = tuple(strides), tuple(dilations), tuple(begin)
         self.dtype = np.dtype(dtype)
         self.taps = math.prod(self.kernel)
-        self.work = self.n * self.g * self.d * math.prod(out_dims) * self.taps
+        self.work = self.n * self.g * self.d * self.c * math.prod(out_dims) * self.taps
+        self.blas = self.c > 1
 
 
-class DepthwiseRows(_Taps):
-    """The taps over the data as it lies, channels first, in wide rows: the padded data of each
-    channel is laid out by phase of the strides (the inputs at p = q * stride + a along an axis
-    in phase a, at q), so that every tap reads one phase at one offset, and its outputs over the
-    phase's whole rows (as wide as the phase's padded row) are one contiguous run: the product
-    of a tap is a run of each channel by the channel's weight. The columns past each output row
-    read into the next row; they are computed and cut off."""
-
-    name = "depthwise (wide rows)"
+class WideRows(_Taps):
+    """The taps channels first, in wide rows: the padded data of each channel is laid out by
+    phase of the strides (the inputs at p = q * stride + a along an axis in phase a, at q), so
+    that every tap reads one phase at one offset, and its outputs over the phase's whole rows
+    (as wide as the phase's padded row) are one contiguous run of each channel. A tap is then a
+    run of each channel times the channel's weight (one input channel per group), or a product
+    of the group's filters [C_OUT, C_IN] by its channels' runs, a strided view BLAS reads as
+    it lies. The columns past each output row read into the next row; they are computed and
+    cut off."""
 
     def __init__(self, *args) -> None:
         super().__init__(*args)
+        self.name = "depthwise (wide rows)" if self.c == 1 else "grouped (wide rows)"
         reach = [(k - 1) * dl // s for k, dl, s in zip(self.kernel, self.dilations, self.strides)]
         self.grid = tuple(o + r for o, r in zip(self.out_dims, reach))  # a phase's padded extent
         self.phase_size = math.prod(self.grid)
@@ -308,32 +309,37 @@ class DepthwiseRows(_Taps):
                         for tap in np.ndindex(*self.kernel)]
 
     def prepare(self, w: np.ndarray) -> np.ndarray:
-        return np.ascontiguousarray(w.reshape(self.g, self.d, self.taps, 1).transpose(2, 0, 1, 3))
+        """[taps, G, C_OUT, C_IN] (C_IN = 1: a column of weights per group to multiply the runs by)."""
+        return np.ascontiguousarray(w.reshape(self.g, self.d, self.c, self.taps).transpose(3, 0, 1, 2))
 
     def _blocks(self, count: int) -> Sequence[tuple[int, ...]]:
         return threads.spans(self.g, count)
 
     def _phases(self, x: np.ndarray) -> np.ndarray:
-        """The zero-padded data by phase, [N * G * block + tail] flat."""
-        flat = np.zeros(self.n * self.g * self.block + self.tail, x.dtype)
-        grid = flat[:self.n * self.g * self.block].reshape((self.n, self.g) + self.strides + self.grid)
+        """The zero-padded data by phase, [N * G * C_IN * block + tail] flat."""
+        size = self.n * self.g * self.c * self.block
+        flat = np.zeros(size + self.tail, x.dtype)
+        grid = flat[:size].reshape((self.n, self.g, self.c) + self.strides + self.grid)
         for phase in np.ndindex(*self.strides):
             found = _inside(self.grid, self.in_dims, phase, self.strides, self.begin)
             if found is not None:
-                grid[(slice(None), slice(None)) + phase + found[0]] = x[(slice(None), slice(None), 0) + found[1]]
+                grid[(slice(None),) * 3 + phase + found[0]] = x[(slice(None),) * 3 + found[1]]
         return flat
 
     def __call__(self, x: np.ndarray, prepared: np.ndarray) -> np.ndarray:
         flat = self._phases(x)
-        item = flat.itemsize
+        item, channel = flat.itemsize, self.c * self.block
         wide = np.empty((self.n, self.g, self.d, self.run), x.dtype)
-        strides = (self.g * self.block * item, self.block * item, 0, item)
+        # a tap's runs [N, groups, C_IN, run]; one input channel: [N, groups, 1, run] against the
+        # weights [groups, C_OUT, 1], broadcast over the outputs
+        strides = (self.g * channel * item, channel * item, self.block * item, item)
+        product = np.multiply if self.c == 1 else np.matmul
 
         def block(g0: int, g1: int) -> None:
-            shape = (self.n, g1 - g0, 1, self.run)
-            _sum_of_products(wide[:, g0:g1], ((np.ndarray(shape, x.dtype, flat, (g0 * self.block + offset) * item,
+            shape = (self.n, g1 - g0, self.c, self.run)
+            _sum_of_products(wide[:, g0:g1], ((np.ndarray(shape, x.dtype, flat, (g0 * channel + offset) * item,
                                                           strides), prepared[tap, g0:g1])
-                                              for tap, offset in enumerate(self.offsets)))
+                                              for tap, offset in enumerate(self.offsets)), product)
         self._run(block)
         out = np.empty((self.n, self.g, self.d) + self.out_dims, x.dtype)
         rows = wide.reshape((self.n, self.g, self.d, self.out_dims[0]) + self.grid[1:])
@@ -353,16 +359,17 @@ def _inside(dims: Sequence[int], sizes: Sequence[int], phase: Sequence[int], str
     return tuple(p for p, _ in pairs), tuple(q for _, q in pairs)
 
 
-def _sum_of_products(target: np.ndarray, pairs: Iterable[tuple[np.ndarray, np.ndarray]]) -> None:
-    """target = the sum of source * weight over the pairs, added in their order: a multiply pass
-    and an add pass each."""
+def _sum_of_products(target: np.ndarray, pairs: Iterable[tuple[np.ndarray, np.ndarray]],
+                     product: Callable[..., np.ndarray] = np.multiply) -> None:
+    """target = the sum of product(source, weights) over the pairs, added in their order: a
+    product and an add pass each."""
     scratch = None
-    for source, weight in pairs:
+    for source, weights in pairs:
         if scratch is None:
-            np.multiply(source, weight, out=target)
+            product(weights, source, out=target)
             scratch = np.empty_like(target)
         else:
-            np.multiply(source, weight, out=scratch)
+            product(weights, source, out=scratch)
             target += scratch
 
 
@@ -435,11 +442,12 @@ def plan_forward(x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype
             and tuple(out_dims) == tuple(x_shape[3:]):
         return Pointwise(x_shape, w_shape)
     geometry = (x_shape, w_shape, dtype, strides, dilations, begin, out_dims)
-    if c == 1 and d <= DEPTHWISE_OUTPUTS and math.prod(out_dims) <= SMALL_MAP:
-        return DepthwiseChannelsLast(*geometry)
-    if c == 1 and d <= DEPTHWISE_OUTPUTS and math.prod(kernel) <= DEPTHWISE_TAPS:
-        rows = DepthwiseRows(*geometry)
-        if rows.run >= LONG_RUN:
+    taps, positions = math.prod(kernel), math.prod(out_dims)
+    if c == 1 and d <= DEPTHWISE_OUTPUTS:
+        if taps * positions <= SHORT_TAPS and out_dims[-1] * g * d >= LONG_RUN:
+            return DepthwiseChannelsLast(*geometry)
+        rows = WideRows(*geometry)
+        if taps <= DEPTHWISE_TAPS and rows.run >= LONG_RUN // 2 and rows.run * g * d >= WIDE_ROWS_ELEMENTS:
             return rows
     if c == 1 and d <= DEPTHWISE_OUTPUTS and math.prod(kernel) > DEPTHWISE_TAPS:
         columns = kernel[-1] * (BAND_COLUMNS if len(kernel) > 1 else 1)
@@ -451,12 +459,16 @@ def plan_forward(x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype
 # or smaller, or more than a few outputs per input channel; beyond, the banded product wins.
 DEPTHWISE_OUTPUTS = 4
 DEPTHWISE_TAPS = 9
-# One input channel per group, each tap a multiply-add pass (the taps plans): on a map of this
-# many outputs or fewer, the channels-last layout runs loops of a row of outputs times the
-# channels, and beats the products whatever the kernel; a 3x3 kernel or smaller whose outputs
-# take runs this long in each channel's wide rows beats im2col's gathering copies.
-SMALL_MAP = 64
-LONG_RUN = 2048
+# One input channel per group, each tap a multiply-add pass (the taps plans). Each pass costs
+# numpy a call per run of contiguous elements, so these win where the runs are long and the
+# taps few enough. Channels last: a run is a row of outputs times the channels, at least
+# LONG_RUN elements, and the taps times the positions of a channel at most SHORT_TAPS (5x5
+# taps on a 14x14 map): beyond, the products' (im2col's or the bands') fewer passes over the
+# data win. Wide rows: a 3x3 kernel or smaller, runs of at least LONG_RUN / 2 elements, and at
+# least WIDE_ROWS_ELEMENTS outputs in all, where im2col's copy of the data per tap costs most.
+SHORT_TAPS = 25 * 196
+LONG_RUN = 4096
+WIDE_ROWS_ELEMENTS = 1 << 17
 # Outputs per band, in kernel widths: a band does (b + k - 1) / k times the multiply-adds the
 # taps need; wider bands do more, narrower ones make smaller products. Rows of a 1-D layer are
 # single, so there the band is one kernel width.

@@ -3,12 +3,15 @@ the per-offset kernel (`kernels.grouped_convolution`, which skips taps in the pa
 what the op tests hold to OpenVINO and the oracle): random geometries of every plan, with the
 work split over threads and not, plus the cases each plan must get exactly right."""
 
+import ml_dtypes
 import numpy as np
 import pytest
 
+from irscatter.ops import registry
 from irscatter.ops.common import threads
 from irscatter.ops.convolution import plans
 from irscatter.ops.convolution.kernels import Im2col, grouped_convolution
+from irscatter.ops.functional import call
 
 
 def _geometry(rng, rank, c, d, g, kernel_high=4, size_high=9):
@@ -109,11 +112,80 @@ def test_banded_depthwise_leaves_non_finite_data_to_im2col():
     assert np.isnan(got[0, 1, 0, :2, :3]).all() and not np.isnan(got[0, 1, 0, 2:]).any()
 
 
+TAPS_PLANS = (plans.DepthwiseChannelsLast, plans.WideRows)
+
+
+@pytest.mark.parametrize("split", [False, True])
+@pytest.mark.parametrize("plan_class", TAPS_PLANS)
+def test_taps_plans_match_the_per_offset_kernel(monkeypatch, plan_class, split):
+    """Depthwise geometries of ranks 1 to 3 (strides, dilations, uneven pads, a batch, a few
+    outputs per input channel) through each taps plan, whichever plan_forward would pick for
+    them; the inputs are left as they were. split: the work goes to the threads in parts."""
+    if split:
+        monkeypatch.setattr(threads, "SPLIT_WORK", 0)
+        monkeypatch.setattr(threads, "_policy", "split")
+    rng = np.random.default_rng(11 + split)
+    for _ in range(40):
+        rank, g, d = int(rng.integers(1, 4)), int(rng.integers(1, 5)), int(rng.choice([1, 1, 2, 3]))
+        case = _geometry(rng, rank, 1, d, g, 5, 12)
+        if case is None:
+            continue
+        x, w, args = case
+        kept = x.copy(), w.copy()
+        plan = plan_class(x.shape, w.shape, x.dtype, *args)
+        got = plan(x, plan.prepare(w))
+        assert got.shape == (x.shape[0], g, d, *args[3]) and got.flags.c_contiguous
+        np.testing.assert_allclose(got, grouped_convolution(x, w, *args), rtol=1e-5, atol=1e-5)
+        np.testing.assert_array_equal(x, kept[0])
+        np.testing.assert_array_equal(w, kept[1])
+
+
+@pytest.mark.parametrize("plan_class", TAPS_PLANS)
+def test_taps_plans_take_non_finite_data_as_the_per_offset_kernel(plan_class):
+    """A tap multiplies only its windows' inputs and the padding's zeros by finite weights, so
+    an infinity or NaN reaches exactly the windows that hold it (inf * 0 = NaN where a weight is
+    0, as in the reference), and a sum of -0.0 products (zeros times negative weights) is +0.0."""
+    x = np.zeros((2, 3, 1, 9, 10), np.float32)
+    x[0, 1, 0, 0, 0], x[0, 2, 0, 4, 5], x[1, 0, 0, 8, 9] = np.inf, np.nan, -np.inf
+    w = -np.ones((3, 2, 1, 3, 3), np.float32)
+    w[0, 1, 0, 1, 1] = 0.0
+    args = ([1, 2], [1, 1], [1, 2], [9, 6])
+    plan = plan_class(x.shape, w.shape, x.dtype, *args)
+    with np.errstate(invalid="ignore"):
+        got, want = plan(x, plan.prepare(w)), grouped_convolution(x, w, *args)
+    np.testing.assert_array_equal(got, want)
+    assert np.isnan(got[1, 0, 1, 8, 5]) and np.isneginf(got[0, 1, 0, 0, 1]) and np.isnan(got[0, 2]).any()
+    assert not np.signbit(got[np.isfinite(got)]).any() and not np.signbit(want[np.isfinite(want)]).any()
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
+def test_half_precision_depthwise_layers_sum_in_f32(dtype):
+    """GroupConvolution in f16 and bf16 on the taps plans' shapes: summed in f32 in the per-offset
+    kernel's order, rounded once, so the results are the same to the bit."""
+    rng = np.random.default_rng(5)
+    op = registry.find("GroupConvolution", "opset1")
+    attrs = {"strides": [1, 1], "dilations": [1, 1], "pads_begin": [1, 1], "pads_end": [1, 1]}
+    for x_shape, w_shape, name in [((1, 672, 14, 14), (672, 1, 1, 3, 3), "depthwise (channels last)"),
+                                   ((1, 48, 56, 56), (48, 1, 1, 3, 3), "depthwise (wide rows)")]:
+        plan = plans.plan_forward((1, *w_shape[:3], *x_shape[2:]), w_shape, np.dtype(np.float32), [1, 1], [1, 1],
+                                  [1, 1], list(x_shape[2:]))
+        assert plan.name == name
+        x = rng.standard_normal(x_shape).astype(dtype)
+        w = rng.standard_normal(w_shape).astype(dtype)
+        want = grouped_convolution(x.astype(np.float32)[:, :, None], w.astype(np.float32), [1, 1], [1, 1], [1, 1],
+                                   list(x_shape[2:])).reshape(x_shape)
+        got = call(op, [x, w], attrs)
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got, want.astype(dtype))
+
+
 def test_which_plan_each_shape_takes():
     f32 = np.dtype(np.float32)
     assert plans.plan_forward((1, 1, 4, 8, 8), (1, 4, 4, 3, 3), np.dtype(np.int64), [1, 1], [1, 1], [1, 1],
                               [8, 8]) is None  # integers: the per-offset kernel
     assert plans.plan_forward((1, 1, 4, 8, 8), (1, 0, 4, 3, 3), f32, [1, 1], [1, 1], [1, 1], [8, 8]) is None
+    for x_shape, out in [((0, 672, 1, 14, 14), [14, 14]), ((1, 672, 1, 0, 14), [0, 14])]:  # nothing to compute
+        assert plans.plan_forward(x_shape, (672, 1, 1, 3, 3), f32, [1, 1], [1, 1], [1, 1], out) is None
     assert plans.plan_forward((1, 8, 1, 28, 28), (8, 1, 1, 3, 3), f32, [1, 1], [1, 1], [1, 1],
                               [28, 28]).name == "im2col (wide rows)"  # a 3x3 depthwise kernel on a middling map
     assert plans.plan_forward((1, 8, 1, 32, 32), (8, 1, 1, 9, 9), f32, [1, 1], [1, 1], [4, 4],
@@ -121,6 +193,29 @@ def test_which_plan_each_shape_takes():
     assert plans.plan_forward((1, 8, 1, 512), (8, 1, 1, 31), f32, [1], [1], [15], [512]).name == "depthwise (banded)"
     assert plans.plan_forward((1, 2, 1, 8, 8), (2, 16, 1, 3, 3), f32, [1, 1], [1, 1], [1, 1],
                               [8, 8]).name == "im2col (wide rows)"  # many outputs per input channel
+
+
+@pytest.mark.parametrize("x_shape, kernel, stride, name", [
+    ((1, 960, 1, 7, 7), 5, 1, "depthwise (channels last)"),  # small maps of many channels
+    ((1, 768, 1, 7, 7), 7, 1, "depthwise (channels last)"),
+    ((1, 672, 1, 14, 14), 3, 1, "depthwise (channels last)"),
+    ((1, 672, 1, 14, 14), 5, 2, "depthwise (channels last)"),
+    ((1, 184, 1, 14, 14), 3, 1, "im2col (wide rows)"),  # rows of too few channels
+    ((1, 384, 1, 14, 14), 7, 1, "depthwise (banded)"),  # too many taps for a map this large
+    ((1, 120, 1, 28, 28), 5, 1, "depthwise (banded)"),
+    ((1, 96, 1, 56, 56), 7, 1, "depthwise (banded)"),
+    ((1, 144, 1, 56, 56), 3, 1, "depthwise (wide rows)"),  # large maps, 3x3 kernels
+    ((1, 64, 1, 112, 112), 3, 2, "depthwise (wide rows)"),
+    ((1, 8, 1, 112, 112), 3, 2, "im2col"),  # too few outputs in all
+    ((1, 14, 24, 14, 14), 3, 1, "im2col (wide rows)"),  # small groups
+])
+def test_which_plan_depthwise_shapes_take(x_shape, kernel, stride, name):
+    """The choices measured on MobileNetV3, EfficientNet-B0, ConvNeXt-T and RegNetY-1.6GF."""
+    pad, size = kernel // 2, x_shape[-1]
+    out = (size + 2 * pad - kernel) // stride + 1
+    w_shape = (x_shape[1], 1, x_shape[2], kernel, kernel)
+    plan = plans.plan_forward(x_shape, w_shape, np.dtype(np.float32), [stride] * 2, [1, 1], [pad] * 2, [out, out])
+    assert plan.name == name
 
 
 def test_thread_policy_and_helpers(monkeypatch):
