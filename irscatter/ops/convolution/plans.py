@@ -9,14 +9,19 @@ works on x [N, G, C_IN, *in] and w [G, C_OUT, C_IN, *kernel] in the work dtype a
 
 * `pointwise`: a 1x1 kernel at stride 1 without padding is one matrix product per sample and
   group over the data as it lies, [C_OUT, C_IN] x [C_IN, positions], with no copy.
-* `im2col`: a dense or grouped kernel, and a depthwise one of 3x3 taps or fewer, gathers each
-  output position's patch and multiplies the filters by them (`kernels.Im2col`), in blocks of
+* `im2col`: a dense or grouped kernel, and a depthwise one of 3x3 taps or fewer that the taps
+  plans below do not take, gathers each output position's patch and multiplies the filters by them (`kernels.Im2col`), in blocks of
   samples and output rows, so that a block's patches stay in the cache and the batch does not
   multiply the memory.
 * `depthwise (banded)`: one input channel per group and a larger kernel (5x5 and up), where
   gathering patches would copy the data once per tap and a product per channel has too little
   to sum: the last axis is a product with a banded matrix of the taps, a few outputs wide
   (`DepthwiseBanded`).
+* `depthwise (channels last)` and `depthwise (wide rows)`: one input channel per group, the
+  sum of the taps one tap at a time, each a multiply and an add pass of numpy over a strided
+  view of one padded copy of the data, laid out so that the passes run long: channels last on
+  small maps of many channels (`DepthwiseChannelsLast`), channels first in wide rows by stride
+  phase on large maps (`DepthwiseRows`).
 
 Work above `threads.SPLIT_WORK` is split into independent parts on irscatter's threads, BLAS
 held to one thread (see `ops/common/threads.py`). How a shape splits is worked out once, so a
@@ -262,40 +267,39 @@ class DepthwiseBanded(Plan[tuple[np.ndarray, np.ndarray | None, np.ndarray]]):
 
 
 class _Taps(Plan[np.ndarray]):
-    """The sum over the taps, one tap at a time in row-major order (the order OpenVINO's
-    reference adds them in): each tap's inputs times the tap's weights (an elementwise product
-    for one input channel per group, a product of the group's channels otherwise), added to the
-    sum. Nothing is gathered: the inputs of a tap are a strided view of one zero-padded copy.
-    Only the inputs of each window and the padding's zeros meet the (finite) weights, so an
-    infinite or NaN input reaches only its windows, and a padding tap adds 0 * w = 0, as
-    skipping it would; the sum gets a final + 0.0, which makes an all -0.0 sum +0.0, as the
-    per-offset kernel's sums from zero are."""
+    """One input channel per group (and C_OUT outputs of it): the sum over the taps, one tap at a
+    time in row-major order (the order OpenVINO's reference adds them in), each an elementwise
+    product of the tap's inputs by its weights, added to the sum: nothing gathered and no
+    matrix product, a multiply and an add pass of numpy a tap. Only the inputs of each window
+    and the padding's zeros meet the (finite) weights, so an infinite or NaN input reaches only
+    its windows, and a padding tap adds 0 * w = 0, as skipping it would; the sum gets a final
+    + 0.0, which makes an all -0.0 sum +0.0, as the per-offset kernel's sums from zero are."""
+
+    blas = False
 
     def __init__(self, x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype, strides: Sequence[int],
                  dilations: Sequence[int], begin: Sequence[int], out_dims: Sequence[int]) -> None:
-        self.n, self.g, self.c = x_shape[:3]
+        self.n, self.g = x_shape[:2]
         self.d, self.kernel = w_shape[1], tuple(w_shape[3:])
         self.in_dims, self.out_dims = tuple(x_shape[3:]), tuple(out_dims)
         self.strides, self.dilations, self.begin = tuple(strides), tuple(dilations), tuple(begin)
         self.dtype = np.dtype(dtype)
         self.taps = math.prod(self.kernel)
-        self.work = self.n * self.g * self.d * self.c * math.prod(out_dims) * self.taps
-        self.blas = self.c > 1
+        self.work = self.n * self.g * self.d * math.prod(out_dims) * self.taps
 
 
-class WideRows(_Taps):
+class DepthwiseRows(_Taps):
     """The taps channels first, in wide rows: the padded data of each channel is laid out by
     phase of the strides (the inputs at p = q * stride + a along an axis in phase a, at q), so
     that every tap reads one phase at one offset, and its outputs over the phase's whole rows
-    (as wide as the phase's padded row) are one contiguous run of each channel. A tap is then a
-    run of each channel times the channel's weight (one input channel per group), or a product
-    of the group's filters [C_OUT, C_IN] by its channels' runs, a strided view BLAS reads as
-    it lies. The columns past each output row read into the next row; they are computed and
-    cut off."""
+    (as wide as the phase's padded row) are one contiguous run of each channel, multiplied by
+    the channel's weight. The columns past each output row read into the next row; they are
+    computed and cut off."""
+
+    name = "depthwise (wide rows)"
 
     def __init__(self, *args) -> None:
         super().__init__(*args)
-        self.name = "depthwise (wide rows)" if self.c == 1 else "grouped (wide rows)"
         reach = [(k - 1) * dl // s for k, dl, s in zip(self.kernel, self.dilations, self.strides)]
         self.grid = tuple(o + r for o, r in zip(self.out_dims, reach))  # a phase's padded extent
         self.phase_size = math.prod(self.grid)
@@ -309,37 +313,35 @@ class WideRows(_Taps):
                         for tap in np.ndindex(*self.kernel)]
 
     def prepare(self, w: np.ndarray) -> np.ndarray:
-        """[taps, G, C_OUT, C_IN] (C_IN = 1: a column of weights per group to multiply the runs by)."""
-        return np.ascontiguousarray(w.reshape(self.g, self.d, self.c, self.taps).transpose(3, 0, 1, 2))
+        """[taps, G, C_OUT, 1]: a column of weights per group to multiply the runs by."""
+        return np.ascontiguousarray(w.reshape(self.g, self.d, self.taps, 1).transpose(2, 0, 1, 3))
 
     def _blocks(self, count: int) -> Sequence[tuple[int, ...]]:
         return threads.spans(self.g, count)
 
     def _phases(self, x: np.ndarray) -> np.ndarray:
-        """The zero-padded data by phase, [N * G * C_IN * block + tail] flat."""
-        size = self.n * self.g * self.c * self.block
+        """The zero-padded data by phase, [N * G * block + tail] flat."""
+        size = self.n * self.g * self.block
         flat = np.zeros(size + self.tail, x.dtype)
-        grid = flat[:size].reshape((self.n, self.g, self.c) + self.strides + self.grid)
+        grid = flat[:size].reshape((self.n, self.g) + self.strides + self.grid)
         for phase in np.ndindex(*self.strides):
             found = _inside(self.grid, self.in_dims, phase, self.strides, self.begin)
             if found is not None:
-                grid[(slice(None),) * 3 + phase + found[0]] = x[(slice(None),) * 3 + found[1]]
+                grid[(slice(None),) * 2 + phase + found[0]] = x[(slice(None), slice(None), 0) + found[1]]
         return flat
 
     def __call__(self, x: np.ndarray, prepared: np.ndarray) -> np.ndarray:
         flat = self._phases(x)
-        item, channel = flat.itemsize, self.c * self.block
+        item = flat.itemsize
         wide = np.empty((self.n, self.g, self.d, self.run), x.dtype)
-        # a tap's runs [N, groups, C_IN, run]; one input channel: [N, groups, 1, run] against the
-        # weights [groups, C_OUT, 1], broadcast over the outputs
-        strides = (self.g * channel * item, channel * item, self.block * item, item)
-        product = np.multiply if self.c == 1 else np.matmul
+        # a tap's runs [N, groups, 1, run], broadcast over the outputs of each input channel
+        strides = (self.g * self.block * item, self.block * item, 0, item)
 
         def block(g0: int, g1: int) -> None:
-            shape = (self.n, g1 - g0, self.c, self.run)
-            _sum_of_products(wide[:, g0:g1], ((np.ndarray(shape, x.dtype, flat, (g0 * channel + offset) * item,
+            shape = (self.n, g1 - g0, 1, self.run)
+            _sum_of_products(wide[:, g0:g1], ((np.ndarray(shape, x.dtype, flat, (g0 * self.block + offset) * item,
                                                           strides), prepared[tap, g0:g1])
-                                              for tap, offset in enumerate(self.offsets)), product)
+                                              for tap, offset in enumerate(self.offsets)))
         self._run(block)
         out = np.empty((self.n, self.g, self.d) + self.out_dims, x.dtype)
         rows = wide.reshape((self.n, self.g, self.d, self.out_dims[0]) + self.grid[1:])
@@ -359,17 +361,16 @@ def _inside(dims: Sequence[int], sizes: Sequence[int], phase: Sequence[int], str
     return tuple(p for p, _ in pairs), tuple(q for _, q in pairs)
 
 
-def _sum_of_products(target: np.ndarray, pairs: Iterable[tuple[np.ndarray, np.ndarray]],
-                     product: Callable[..., np.ndarray] = np.multiply) -> None:
-    """target = the sum of product(source, weights) over the pairs, added in their order: a
-    product and an add pass each."""
+def _sum_of_products(target: np.ndarray, pairs: Iterable[tuple[np.ndarray, np.ndarray]]) -> None:
+    """target = the sum of source * weights over the pairs, added in their order: a multiply
+    pass and an add pass each."""
     scratch = None
     for source, weights in pairs:
         if scratch is None:
-            product(weights, source, out=target)
+            np.multiply(source, weights, out=target)
             scratch = np.empty_like(target)
         else:
-            product(weights, source, out=scratch)
+            np.multiply(source, weights, out=scratch)
             target += scratch
 
 
@@ -446,7 +447,7 @@ def plan_forward(x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype
     if c == 1 and d <= DEPTHWISE_OUTPUTS:
         if taps * positions <= SHORT_TAPS and out_dims[-1] * g * d >= LONG_RUN:
             return DepthwiseChannelsLast(*geometry)
-        rows = WideRows(*geometry)
+        rows = DepthwiseRows(*geometry)
         if taps <= DEPTHWISE_TAPS and rows.run >= LONG_RUN // 2 and rows.run * g * d >= WIDE_ROWS_ELEMENTS:
             return rows
     if c == 1 and d <= DEPTHWISE_OUTPUTS and math.prod(kernel) > DEPTHWISE_TAPS:

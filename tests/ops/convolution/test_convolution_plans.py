@@ -112,7 +112,7 @@ def test_banded_depthwise_leaves_non_finite_data_to_im2col():
     assert np.isnan(got[0, 1, 0, :2, :3]).all() and not np.isnan(got[0, 1, 0, 2:]).any()
 
 
-TAPS_PLANS = (plans.DepthwiseChannelsLast, plans.WideRows)
+TAPS_PLANS = (plans.DepthwiseChannelsLast, plans.DepthwiseRows)
 
 
 @pytest.mark.parametrize("split", [False, True])
