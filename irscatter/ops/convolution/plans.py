@@ -379,19 +379,24 @@ class DepthwiseChannelsLast(_Taps):
     per output it feeds): a tap's inputs for a row of outputs are a strided view whose channels
     are contiguous, and at stride 1 a whole row of them, one run as long as the row times the
     channels, multiplied by the tap's weights laid out as long (kept per Const). Small maps of
-    many channels run long loops this way, where the rows of one channel are short."""
+    many channels run long loops this way, where the rows of one channel are short. A position's
+    channels take a few more lanes (of zeros) where their bytes are a multiple of 1 KB: copying
+    into and out of the layout reads with that stride, and strides of a large power of two
+    evict one another from the cache's same sets."""
 
     name = "depthwise (channels last)"
 
     def __init__(self, *args) -> None:
         super().__init__(*args)
         self.channels = self.g * self.d
+        self.lanes = self.channels + (ALIAS_LANES if self.channels * self.dtype.itemsize % 1024 == 0 else 0)
         self.padded = tuple((o - 1) * s + (k - 1) * dl + 1 for o, s, k, dl in
                             zip(self.out_dims, self.strides, self.kernel, self.dilations))
 
     def prepare(self, w: np.ndarray) -> np.ndarray:
-        per_tap = w.reshape(self.channels, self.taps).T[:, None, :]
-        return np.ascontiguousarray(np.broadcast_to(per_tap, (self.taps, self.out_dims[-1], self.channels)))
+        tiles = np.zeros((self.taps, self.out_dims[-1], self.lanes), w.dtype)
+        tiles[..., :self.channels] = w.reshape(self.channels, self.taps).T[:, None, :]
+        return tiles
 
     def _blocks(self, count: int) -> Sequence[tuple[int, ...]]:
         """(sample, first row, end) along the first output axis."""
@@ -407,25 +412,25 @@ class DepthwiseChannelsLast(_Taps):
                      zip(offset, self.dilations, self.strides, firsts, lasts))
 
     def _padded(self, x: np.ndarray) -> np.ndarray:
-        padded = np.zeros((self.n,) + self.padded + (self.g, self.d), x.dtype)
+        padded = np.zeros((self.n,) + self.padded + (self.lanes,), x.dtype)
         found = _inside(self.padded, self.in_dims, [0] * len(self.padded), [1] * len(self.padded), self.begin)
         if found is not None:
             inside = np.moveaxis(x[:, :, 0], 1, -1)[(slice(None),) + found[1] + (slice(None), None)]
-            padded[(slice(None),) + found[0]] = inside
-        return padded.reshape((self.n,) + self.padded + (self.channels,))
+            by_group = padded[..., :self.channels].reshape((self.n,) + self.padded + (self.g, self.d))
+            by_group[(slice(None),) + found[0]] = inside
+        return padded
 
     def __call__(self, x: np.ndarray, prepared: np.ndarray) -> np.ndarray:
         padded = self._padded(x)
-        last = np.empty((self.n,) + self.out_dims + (self.channels,), x.dtype)
-        weights = prepared.reshape(self.taps, self.out_dims[-1], self.channels)
+        last = np.empty((self.n,) + self.out_dims + (self.lanes,), x.dtype)
 
         def block(i: int, r0: int, r1: int) -> None:
-            tiles = weights[:, :r1 - r0] if len(self.kernel) == 1 else weights  # the rows are the last axis
+            tiles = prepared[:, :r1 - r0] if len(self.kernel) == 1 else prepared  # the rows are the last axis
             _sum_of_products(last[i, r0:r1], ((padded[(i,) + self._window(offset, r0, r1)], tiles[tap])
                                               for tap, offset in enumerate(np.ndindex(*self.kernel))))
         self._run(block)
         out = np.empty((self.n, self.channels) + self.out_dims, x.dtype)
-        np.add(np.moveaxis(last, -1, 1), 0.0, out=out)
+        np.add(np.moveaxis(last[..., :self.channels], -1, 1), 0.0, out=out)
         return out.reshape(self.n, self.g, self.d, *self.out_dims)
 
 
@@ -445,10 +450,11 @@ def plan_forward(x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype
     geometry = (x_shape, w_shape, dtype, strides, dilations, begin, out_dims)
     taps, positions = math.prod(kernel), math.prod(out_dims)
     if c == 1 and d <= DEPTHWISE_OUTPUTS:
-        if taps * positions <= SHORT_TAPS and out_dims[-1] * g * d >= LONG_RUN:
+        if len(kernel) > 1 and taps * positions <= SHORT_TAPS and out_dims[-1] * g * d >= LONG_RUN:
             return DepthwiseChannelsLast(*geometry)
         rows = DepthwiseRows(*geometry)
-        if taps <= DEPTHWISE_TAPS and rows.run >= LONG_RUN // 2 and rows.run * g * d >= WIDE_ROWS_ELEMENTS:
+        few = taps <= DEPTHWISE_TAPS or max(kernel) <= 3
+        if few and rows.run >= LONG_RUN // 2 and rows.run * g * d >= WIDE_ROWS_ELEMENTS:
             return rows
     if c == 1 and d <= DEPTHWISE_OUTPUTS and math.prod(kernel) > DEPTHWISE_TAPS:
         columns = kernel[-1] * (BAND_COLUMNS if len(kernel) > 1 else 1)
@@ -462,14 +468,19 @@ DEPTHWISE_OUTPUTS = 4
 DEPTHWISE_TAPS = 9
 # One input channel per group, each tap a multiply-add pass (the taps plans). Each pass costs
 # numpy a call per run of contiguous elements, so these win where the runs are long and the
-# taps few enough. Channels last: a run is a row of outputs times the channels, at least
+# taps few enough. Channels last (2-D and 3-D; a 1-D layer's copies into and out of the layout
+# cost more than its short rows): a run is a row of outputs times the channels, at least
 # LONG_RUN elements, and the taps times the positions of a channel at most SHORT_TAPS (5x5
 # taps on a 14x14 map): beyond, the products' (im2col's or the bands') fewer passes over the
-# data win. Wide rows: a 3x3 kernel or smaller, runs of at least LONG_RUN / 2 elements, and at
-# least WIDE_ROWS_ELEMENTS outputs in all, where im2col's copy of the data per tap costs most.
+# data win. Wide rows: 9 taps or fewer, or 3 or fewer along every axis, runs of at least
+# LONG_RUN / 2 elements and at least WIDE_ROWS_ELEMENTS outputs in all, where im2col's copy of
+# the data per tap costs most.
 SHORT_TAPS = 25 * 196
 LONG_RUN = 4096
 WIDE_ROWS_ELEMENTS = 1 << 17
+# Lanes (a cache line of f32) the channels-last layout adds to a position whose channels' bytes
+# are a multiple of 1 KB.
+ALIAS_LANES = 16
 # Outputs per band, in kernel widths: a band does (b + k - 1) / k times the multiply-adds the
 # taps need; wider bands do more, narrower ones make smaller products. Rows of a 1-D layer are
 # single, so there the band is one kernel width.

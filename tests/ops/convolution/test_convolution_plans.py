@@ -125,12 +125,16 @@ def test_taps_plans_match_the_per_offset_kernel(monkeypatch, plan_class, split):
         monkeypatch.setattr(threads, "SPLIT_WORK", 0)
         monkeypatch.setattr(threads, "_policy", "split")
     rng = np.random.default_rng(11 + split)
-    for _ in range(40):
-        rank, g, d = int(rng.integers(1, 4)), int(rng.integers(1, 5)), int(rng.choice([1, 1, 2, 3]))
-        case = _geometry(rng, rank, 1, d, g, 5, 12)
+    # 256 channels (128 groups of 2 outputs): 1 KB a position, which the channels-last layout pads
+    wide = (rng.standard_normal((2, 128, 1, 5, 6)).astype(np.float32),
+            rng.standard_normal((128, 2, 1, 3, 2)).astype(np.float32), ([1, 2], [2, 1], [2, 0], [3, 3]))
+    cases = (_geometry(rng, int(rng.integers(1, 4)), 1, int(rng.choice([1, 1, 2, 3])), int(rng.integers(1, 5)), 5, 12)
+             for _ in range(40))
+    for case in [wide, *cases]:
         if case is None:
             continue
         x, w, args = case
+        g, d = w.shape[:2]
         kept = x.copy(), w.copy()
         plan = plan_class(x.shape, w.shape, x.dtype, *args)
         got = plan(x, plan.prepare(w))
@@ -208,13 +212,17 @@ def test_which_plan_each_shape_takes():
     ((1, 64, 1, 112, 112), 3, 2, "depthwise (wide rows)"),
     ((1, 8, 1, 112, 112), 3, 2, "im2col"),  # too few outputs in all
     ((1, 14, 24, 14, 14), 3, 1, "im2col (wide rows)"),  # small groups
+    ((1, 64, 1, 8000), 9, 1, "depthwise (wide rows)"),  # 1-D: long rows, or short ones of any width
+    ((1, 1024, 1, 50), 3, 1, "im2col"),
+    ((1, 128, 1, 8, 28, 28), 3, 1, "depthwise (wide rows)"),  # 3-D: 3x3x3 on a large map
 ])
 def test_which_plan_depthwise_shapes_take(x_shape, kernel, stride, name):
-    """The choices measured on MobileNetV3, EfficientNet-B0, ConvNeXt-T and RegNetY-1.6GF."""
-    pad, size = kernel // 2, x_shape[-1]
-    out = (size + 2 * pad - kernel) // stride + 1
-    w_shape = (x_shape[1], 1, x_shape[2], kernel, kernel)
-    plan = plans.plan_forward(x_shape, w_shape, np.dtype(np.float32), [stride] * 2, [1, 1], [pad] * 2, [out, out])
+    """The choices measured on MobileNetV3, EfficientNet-B0, ConvNeXt-T and RegNetY-1.6GF (and
+    on a few 1-D and 3-D shapes)."""
+    rank, pad = len(x_shape) - 3, kernel // 2
+    out = [(size + 2 * pad - kernel) // stride + 1 for size in x_shape[3:]]
+    w_shape = (x_shape[1], 1, x_shape[2]) + (kernel,) * rank
+    plan = plans.plan_forward(x_shape, w_shape, np.dtype(np.float32), [stride] * rank, [1] * rank, [pad] * rank, out)
     assert plan.name == name
 
 
