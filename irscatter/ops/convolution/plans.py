@@ -10,9 +10,9 @@ works on x [N, G, C_IN, *in] and w [G, C_OUT, C_IN, *kernel] in the work dtype a
 * `pointwise`: a 1x1 kernel at stride 1 without padding is one matrix product per sample and
   group over the data as it lies, [C_OUT, C_IN] x [C_IN, positions], with no copy.
 * `im2col`: a dense or grouped kernel, and a depthwise one of 3x3 taps or fewer that the taps
-  plans below do not take, gathers each output position's patch and multiplies the filters by them (`kernels.Im2col`), in blocks of
-  samples and output rows, so that a block's patches stay in the cache and the batch does not
-  multiply the memory.
+  plans below do not take, gathers each output position's patch and multiplies the filters by
+  them (`kernels.Im2col`), in blocks of samples and output rows, so that a block's patches stay
+  in the cache and the batch does not multiply the memory.
 * `depthwise (banded)`: one input channel per group and a larger kernel (5x5 and up), where
   gathering patches would copy the data once per tap and a product per channel has too little
   to sum: the last axis is a product with a banded matrix of the taps, a few outputs wide
@@ -456,9 +456,9 @@ def plan_forward(x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype
         few = taps <= DEPTHWISE_TAPS or max(kernel) <= 3
         if few and rows.run >= LONG_RUN // 2 and rows.run * g * d >= WIDE_ROWS_ELEMENTS:
             return rows
-    if c == 1 and d <= DEPTHWISE_OUTPUTS and math.prod(kernel) > DEPTHWISE_TAPS:
-        columns = kernel[-1] * (BAND_COLUMNS if len(kernel) > 1 else 1)
-        return DepthwiseBanded(x_shape, w_shape, dtype, strides, dilations, begin, out_dims, columns)
+        if taps > DEPTHWISE_TAPS:
+            columns = kernel[-1] * (BAND_COLUMNS if len(kernel) > 1 else 1)
+            return DepthwiseBanded(*geometry, columns)
     return Gathered(Im2col(x_shape, w_shape, dtype, strides, dilations, begin, out_dims))
 
 
