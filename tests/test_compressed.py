@@ -133,9 +133,8 @@ def test_a_weight_other_layers_read_is_kept_as_before(tmp_path, tables):
 
 
 def test_blocks_are_checked_against_the_whole_product_before_they_are_used(tmp_path, monkeypatch):
-    """Blocks of 64 rows, two to the weight: the first call makes the product both ways (the
-    blocks split between threads as later calls split them) and takes blocks only if this BLAS
-    gives them the whole product's bits; one that does not
+    """Blocks of 64 rows, two to the weight: the first call makes the product both ways and
+    takes blocks only if this BLAS gives them the whole product's bits; one that does not
     (planted here) keeps the whole weight, with the same bits as the layers run as written."""
     from irscatter.runtime import compressed
 
@@ -147,12 +146,6 @@ def test_blocks_are_checked_against_the_whole_product_before_they_are_used(tmp_p
     assert step.blocks_agree is not None
     if step.blocks_agree:
         assert compiled.run({"l0": _feed(1)})[0].tobytes() == want
-    from irscatter.ops.common import threads
-
-    monkeypatch.setattr(threads, "SPLIT_WORK", 1)  # the blocks split between the threads (one per core)
-    parts = _looked_up(split := _compiled(xml))[0].compute
-    assert split.run({"l0": _feed(1)})[0].tobytes() == want and parts._parts() == threads.CORES
-    assert split.run({"l0": _feed(1)})[0].tobytes() == want
     planted = _looked_up(again := _compiled(xml))[0].compute
     real = planted._by_blocks
     monkeypatch.setattr(planted, "_by_blocks", lambda a, rows=None: real(a, rows) + np.float32(1))

@@ -12,16 +12,26 @@ chain gives that code. The table is kept at the chain's last type before the Con
 widen it to the MatMul's (f16 rather than f32, as NNCF writes it); those Converts are run
 once on every 16-bit pattern instead.
 
-A run that nothing watches replaces the MatMul's step with `_LookedUp`: the weight is looked up
-(`ops/common/codebook.py`) a block of rows at a time and multiplied by the MatMul's own kernel.
+The usual chain needs no table (`_arithmetic`): a Convert of the codes to f16 (then one Convert
+to f32 at the end) or to f32, maybe a Subtract of a zero point, a Multiply by a scale, maybe a
+Reshape of the rows, with every zero point an integer within the codes' range and every scale
+finite. Its value is then `(code - zero point) * scale` rounded once to the chain's type, which
+`ops/common/decompress.py` computes in arithmetic that a compiled loop vectorizes (a lookup is a
+gather) from a zero point and a scale per fiber. Numpy's rounding to f16 costs more than the
+lookup, so without numba an f16 chain keeps its table.
+
+A run that nothing watches replaces the MatMul's step with `_LookedUp`: the weight is
+decompressed a block of rows at a time and multiplied by the MatMul's own kernel.
 With one activation row, BLAS's matrix-vector product computes each output from its own weight
 row, so a product by blocks of rows has the same bits as the whole product as long as the
 blocks and the row count are multiples of `ROW_ALIGN` (its kernels take rows in fours, and
 split them between threads in halves; the first such product is made both ways and compared,
 and a BLAS that disagrees keeps the whole weight); otherwise, and with several activation rows (the
-matrix-matrix kernel's path depends on the block's size), the weight is looked up whole for that
-product and dropped after. A run that watches each layer runs the decompression layers as
-written, as before.
+matrix-matrix kernel's path depends on the block's size), the weight is decompressed whole for
+that product and dropped after. (Blocks split between irscatter's two threads, BLAS held to
+one, measured slower than one thread decompressing while BLAS multiplies each block as it
+chooses, on a machine shared with other work; so they are not split.) A run that watches each
+layer runs the decompression layers as written, as before.
 """
 
 from __future__ import annotations
@@ -29,16 +39,15 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
-from functools import cached_property, partial
+from functools import cached_property
 from typing import Any, TypeGuard
 
 import numpy as np
 
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import Op, TensorInfo
-from irscatter.ops.common import accel, threads
+from irscatter.ops.common import accel
 from irscatter.ops.common.codebook import look_up
 from irscatter.ops.common.decompress import decompress
 from irscatter.ops.matrix.mat_mul import MatMul
@@ -420,12 +429,9 @@ class _LookedUp:
         if math.prod(a.shape[:-1]) != 1 or self.book.rows % ROW_ALIGN or self.blocks_agree is False:
             return self._whole(a)
         if self.blocks_agree is None:
-            # two blocks' worth of rows per part, whole and by blocks as every later call makes
-            # them (the same parts, BLAS held as then): the whole weight is never made
-            rows = min(self.book.rows, 2 * self._parts() * self._block())
-            with self._held():
-                whole = self._whole(a, rows)
-            blocks = self._by_blocks(a, rows)
+            # two blocks' worth of rows, whole and by blocks: the whole weight is never made
+            rows = min(self.book.rows, 2 * self._block())
+            whole, blocks = self._whole(a, rows), self._by_blocks(a, rows)
             self.blocks_agree = whole.dtype == blocks.dtype and whole.tobytes() == blocks.tobytes()
         return self._by_blocks(a) if self.blocks_agree else self._whole(a)
 
@@ -435,13 +441,6 @@ class _LookedUp:
     def _block(self) -> int:
         return max(ROW_ALIGN, BLOCK_BYTES // (4 * self._width()) // ROW_ALIGN * ROW_ALIGN)
 
-    def _parts(self) -> int:
-        """On how many threads the blocks of the whole weight go (`ops/common/threads.py`)."""
-        return threads.parts(self.book.rows * self._width())
-
-    def _held(self) -> AbstractContextManager:
-        return threads.one_blas_thread(self.book.rows * self._width())
-
     def _whole(self, a: np.ndarray, rows: int | None = None) -> np.ndarray:
         rows, fibers = rows or self.book.rows, self.book.fibers
         whole = np.empty((rows, self._width()), np.float32)
@@ -449,23 +448,18 @@ class _LookedUp:
         return self.matmul(a, whole)
 
     def _by_blocks(self, a: np.ndarray, rows: int | None = None) -> np.ndarray:
-        """The product of the weight's first `rows` rows, by blocks of rows, each decompressed
-        and multiplied on one thread, the blocks split between the threads' parts."""
-        rows = rows or self.book.rows
+        book = self.book
+        rows = rows or book.rows
         block = self._block()
-        starts = range(0, rows, block)
-        kind = self.matmul(a, np.empty((0, self._width()), np.float32))  # the product's type and leading axes
-        out = np.empty(kind.shape[:-1] + (rows,), kind.dtype)
-        with self._held():
-            threads.run([partial(self._blocks, a, starts[lo:hi], rows, out)
-                         for lo, hi in threads.spans(len(starts), self._parts())])
-        return out
-
-    def _blocks(self, a: np.ndarray, starts: Sequence[int], rows: int, out: np.ndarray) -> None:
-        book, block = self.book, self._block()
         buffer = np.empty((block, self._width()), np.float32)
-        for start in starts:
+        out = None
+        for start in range(0, rows, block):
             n = min(block, rows - start)
             part = buffer[:n]
             book.decode(start * book.fibers, part.reshape(n * book.fibers, book.length))
-            out[..., start:start + n] = self.matmul(a, part)
+            product = self.matmul(a, part)
+            if out is None:
+                out = np.empty(product.shape[:-1] + (rows,), product.dtype)
+            out[..., start:start + n] = product
+        assert out is not None  # (a weight has rows)
+        return out
