@@ -1,4 +1,4 @@
-"""Decompression by arithmetic (irscatter/ops/common/decompress.py) has numpy's f16 rounding for
+"""Decompression by arithmetic (irscatter/ops/common/decompress.py, its rounding f16_rounding.py) has numpy's f16 rounding for
 every product a compressed weight can hold: every f16 scale (all 65536 patterns) times every
 difference d of a code and its zero point in -255..255.
 
@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from irscatter.ops.common import accel
-from irscatter.ops.common.decompress import decompress, rounded_to_f16
+from irscatter.ops.common.decompress import decompress
+from irscatter.ops.common.f16_rounding import rounded_to_f16
 
 SCALES = np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32)
 CODES = np.tile(np.arange(256, dtype=np.uint8), (len(SCALES), 1))  # a fiber per scale, every u8 code

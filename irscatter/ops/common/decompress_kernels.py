@@ -11,7 +11,7 @@ import numba
 import numpy as np
 from numba.extending import intrinsic
 
-from irscatter.ops.common.decompress import (
+from irscatter.ops.common.f16_rounding import (
     F16_SHIFT,
     HALF,
     HALF_UNIT,
