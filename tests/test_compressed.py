@@ -7,31 +7,37 @@ import pytest
 from test_folding import _Builder, _compiled, count_kernel_calls
 
 from irscatter.ops.common import accel
-from irscatter.runtime.compressed import ROW_ALIGN, _LookedUp
+from irscatter.runtime import compressed
+from irscatter.runtime.compressed import ROW_ALIGN, _Arithmetic, _Codebook, _LookedUp
 
 ROWS, K = 2 * ROW_ALIGN, 256  # two blocks' worth of rows, so that the product is split
 
 
-def _nncf_matmul(folder, kind: str, tokens: int = 1):
-    """x[tokens, 256] @ W^T, W[128, 256] as NNCF writes it: u8 per row (Convert f16, Subtract a
-    converted u8 zero point, Multiply an f16 scale, Convert f32); u4 in groups of 64 with a
-    Reshape before the last Convert; i4 in groups of 64 with a scale only."""
+def _nncf_matmul(folder, kind: str, tokens: int = 1, work: str = "f16", zero_point: float | None = None):
+    """x[tokens, 256] @ W^T, W[128, 256] as NNCF writes it: u8 or i8 per row (Convert f16,
+    Subtract a converted zero point of the codes' type, Multiply an f16 scale, Convert f32); u4
+    in groups of 64 with a Reshape before the last Convert; i4 in groups of 64 with a scale only.
+    `work` f32: the chain in f32, no last Convert; `zero_point`: one f16 Const instead."""
     rng = np.random.default_rng(5)
     b = _Builder()
     x = b.add("Parameter", {"shape": f"{tokens},{K}", "element_type": "f32"}, [], (tokens, K), "f32")
-    grouped = kind != "u8"
+    grouped = kind in ("u4", "i4")
     shape, side = ((ROWS, 4, 64), (ROWS, 4, 1)) if grouped else ((ROWS, K), (ROWS, 1))
-    low, high = (-8, 8) if kind == "i4" else (0, 16 if kind == "u4" else 256)
-    weight = b.add("Convert", {"destination_type": "f16"}, [b.const(rng.integers(low, high, shape), kind)], shape, "f16")
-    if kind != "i4":
-        zero = b.add("Convert", {"destination_type": "f16"}, [b.const(rng.integers(0, high, side), kind)], side, "f16")
-        weight = b.add("Subtract", {"auto_broadcast": "numpy"}, [weight, zero], shape, "f16")
-    scale = b.const((rng.random(side) / 50).astype(np.float16), "f16")
-    weight = b.add("Multiply", {"auto_broadcast": "numpy"}, [weight, scale], shape, "f16")
+    low, high = {"i4": (-8, 8), "u4": (0, 16), "i8": (-128, 128), "u8": (0, 256)}[kind]
+    weight = b.add("Convert", {"destination_type": work}, [b.const(rng.integers(low, high, shape), kind)], shape, work)
+    if zero_point is not None:
+        zero = b.const(np.full(side, zero_point, np.float16), "f16")
+        weight = b.add("Subtract", {"auto_broadcast": "numpy"}, [weight, zero], shape, work)
+    elif kind != "i4":
+        zero = b.add("Convert", {"destination_type": work}, [b.const(rng.integers(low, high, side), kind)], side, work)
+        weight = b.add("Subtract", {"auto_broadcast": "numpy"}, [weight, zero], shape, work)
+    scale = b.const((rng.random(side) / 50).astype({"f16": np.float16, "f32": np.float32}[work]), work)
+    weight = b.add("Multiply", {"auto_broadcast": "numpy"}, [weight, scale], shape, work)
     if grouped:
         weight = b.add("Reshape", {"special_zero": "false"}, [weight, b.const(np.array([ROWS, K]), "i64")],
-                       (ROWS, K), "f16")
-    weight = b.add("Convert", {"destination_type": "f32"}, [weight], (ROWS, K), "f32")
+                       (ROWS, K), work)
+    if work != "f32":
+        weight = b.add("Convert", {"destination_type": "f32"}, [weight], (ROWS, K), "f32")
     y = b.add("MatMul", {"transpose_a": "false", "transpose_b": "true"}, [x, weight], (tokens, ROWS), "f32")
     b.add("Result", None, [y], (), "f32")
     return b.save(folder)
@@ -50,28 +56,58 @@ def _looked_up(compiled) -> list:
     return [step for step in compiled.plan.run_steps if isinstance(step.compute, _LookedUp)]
 
 
-@pytest.mark.parametrize("kind, tokens, backend", [("u8", 1, "numba"), ("u4", 1, "numpy"), ("i4", 1, "numba"),
-                                                   ("u8", 3, "numpy")])
-def test_a_compressed_matmul_gives_the_bits_of_its_decompression_layers(tmp_path, calls, kind, tokens, backend):
-    """One token: the product by blocks of rows; three: the weight looked up whole. Either way,
-    and through numba's lookup or numpy's, the bits of the layers run as written; and no
-    decompression layer runs once the table is built."""
+@pytest.fixture
+def tables(monkeypatch):
+    """Compiling with a table for every chain, where the arithmetic would otherwise be taken."""
+    monkeypatch.setattr(compressed, "ARITHMETIC", False)
+
+
+def _book(compiled):
+    (step,) = _looked_up(compiled)
+    return step.compute.book
+
+
+@pytest.mark.parametrize("kind, tokens, backend, work", [
+    ("u8", 1, "numba", "f16"), ("u4", 1, "numpy", "f16"), ("i4", 1, "numba", "f16"), ("u8", 3, "numpy", "f16"),
+    ("i8", 1, "numba", "f16"), ("u4", 1, "numba", "f32")])
+def test_a_compressed_matmul_gives_the_bits_of_its_decompression_layers(tmp_path, calls, monkeypatch, kind, tokens,
+                                                                        backend, work):
+    """One token: the product by blocks of rows; three: the weight decompressed whole. Either
+    way, by arithmetic and from tables, through numba's loops or numpy's, the bits of the layers
+    run as written; and no decompression layer runs once the table is built (the arithmetic
+    needs none)."""
     if backend == "numba" and not accel.available():
         pytest.skip("numba is not installed")
-    xml = _nncf_matmul(tmp_path, kind, tokens)
+    xml = _nncf_matmul(tmp_path, kind, tokens, work)
     every_time = _compiled(xml, budget=0)
     assert not _looked_up(every_time)
     want = [every_time.run({"l0": _feed(tokens) * k})[0].tobytes() for k in (1, -2)]
-    compiled = _compiled(xml)
-    assert len(_looked_up(compiled)) == 1 and not compiled.plan.fold.kept  # the f32 weight is not kept
-    with accel.use(backend):
-        calls.update(dict.fromkeys(calls, 0))
-        got = [compiled.run({"l0": _feed(tokens) * k})[0].tobytes() for k in (1, -2)]
-    assert got == want
-    assert calls["Multiply"] == 1  # building the table, on the first run only
+    for arithmetic in (True, False):
+        monkeypatch.setattr(compressed, "ARITHMETIC", arithmetic)
+        with accel.use("numba" if accel.available() else "numpy"):  # compiled where the arithmetic is taken
+            compiled = _compiled(xml)
+        assert isinstance(_book(compiled), _Arithmetic if arithmetic and accel.available() else _Codebook)
+        assert not compiled.plan.fold.kept  # the f32 weight is not kept
+        with accel.use(backend):
+            calls.update(dict.fromkeys(calls, 0))
+            got = [compiled.run({"l0": _feed(tokens) * k})[0].tobytes() for k in (1, -2)]
+        assert got == want
+        assert calls["Multiply"] == (0 if isinstance(_book(compiled), _Arithmetic) else 1)  # the table, once
 
 
-def test_the_table_is_kept_at_f16_and_a_hook_sees_every_decompression_layer(tmp_path):
+@pytest.mark.parametrize("zero_point", [0.5, 300.0])
+def test_chains_whose_arithmetic_is_not_exact_keep_their_tables(tmp_path, zero_point):
+    """A zero point that is not an integer, or outside the codes' range, leaves the difference
+    of code and zero point inexact in f16 or beyond what the arithmetic was proven on."""
+    xml = _nncf_matmul(tmp_path, "u8", zero_point=zero_point)
+    want = _compiled(xml, budget=0).run({"l0": _feed(1)})[0].tobytes()
+    with accel.use("numba" if accel.available() else "numpy"):
+        compiled = _compiled(xml)
+        assert isinstance(_book(compiled), _Codebook)
+        assert compiled.run({"l0": _feed(1)})[0].tobytes() == want
+
+
+def test_the_table_is_kept_at_f16_and_a_hook_sees_every_decompression_layer(tmp_path, tables):
     compiled = _compiled(_nncf_matmul(tmp_path, "u4"))
     plain = compiled.run({"l0": _feed(1)})[0]
     book = _looked_up(compiled)[0].compute.book
@@ -84,7 +120,7 @@ def test_the_table_is_kept_at_f16_and_a_hook_sees_every_decompression_layer(tmp_
     assert watched[0].tobytes() == plain.tobytes()
 
 
-def test_a_weight_other_layers_read_is_kept_as_before(tmp_path):
+def test_a_weight_other_layers_read_is_kept_as_before(tmp_path, tables):
     """A decompressed weight that a Result also returns is kept whole (runtime/folding.py);
     a budget smaller than the table leaves the layers to run every time."""
     from test_folding import _compressed_matmul

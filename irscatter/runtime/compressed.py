@@ -12,16 +12,26 @@ chain gives that code. The table is kept at the chain's last type before the Con
 widen it to the MatMul's (f16 rather than f32, as NNCF writes it); those Converts are run
 once on every 16-bit pattern instead.
 
-A run that nothing watches replaces the MatMul's step with `_LookedUp`: the weight is looked up
-(`ops/common/codebook.py`) a block of rows at a time and multiplied by the MatMul's own kernel.
+The usual chain needs no table (`_arithmetic`): a Convert of the codes to f16 (then one Convert
+to f32 at the end) or to f32, maybe a Subtract of a zero point, a Multiply by a scale, maybe a
+Reshape of the rows, with every zero point an integer within the codes' range and every scale
+finite. Its value is then `(code - zero point) * scale` rounded once to the chain's type, which
+`ops/common/decompress.py` computes in arithmetic that a compiled loop vectorizes (a lookup is a
+gather) from a zero point and a scale per fiber. Numpy's rounding to f16 costs more than the
+lookup, so without numba an f16 chain keeps its table.
+
+A run that nothing watches replaces the MatMul's step with `_LookedUp`: the weight is
+decompressed a block of rows at a time and multiplied by the MatMul's own kernel.
 With one activation row, BLAS's matrix-vector product computes each output from its own weight
 row, so a product by blocks of rows has the same bits as the whole product as long as the
 blocks and the row count are multiples of `ROW_ALIGN` (its kernels take rows in fours, and
 split them between threads in halves; the first such product is made both ways and compared,
 and a BLAS that disagrees keeps the whole weight); otherwise, and with several activation rows (the
-matrix-matrix kernel's path depends on the block's size), the weight is looked up whole for that
-product and dropped after. A run that watches each layer runs the decompression layers as
-written, as before.
+matrix-matrix kernel's path depends on the block's size), the weight is decompressed whole for
+that product and dropped after. (Blocks split between irscatter's two threads, BLAS held to
+one, measured slower than one thread decompressing while BLAS multiplies each block as it
+chooses, on a machine shared with other work; so they are not split.) A run that watches each
+layer runs the decompression layers as written, as before.
 """
 
 from __future__ import annotations
@@ -30,13 +40,16 @@ import math
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any, TypeGuard
 
 import numpy as np
 
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import Op, TensorInfo
+from irscatter.ops.common import accel
 from irscatter.ops.common.codebook import look_up
+from irscatter.ops.common.decompress import decompress
 from irscatter.ops.matrix.mat_mul import MatMul
 from irscatter.runtime.folding import FoldPlan, behind, constant_steps
 
@@ -44,6 +57,7 @@ ELEMENTWISE = frozenset({"Convert", "Subtract", "Multiply", "Add"})
 ROW_ALIGN = 64  # rows per block, and of the weight, for a product by blocks (see the module doc)
 BLOCK_BYTES = 1 << 20  # a looked-up block stays in cache while BLAS reads it
 TABLE_CHUNK = 1 << 21  # table entries computed at once: a large weight's table is not built in one go
+ARITHMETIC = True  # whether the chains `_arithmetic` accepts skip their tables (False: tables for all)
 
 
 @dataclass(eq=False)
@@ -131,6 +145,7 @@ class _Codebook:
     codes_layer: Any
     rows: int
     fibers: int  # per weight row
+    length: int  # codes per fiber
     alphabet: np.ndarray  # every code, as the codes' dtype
     side: list[Any]
     main: list[Any]  # elementwise steps, then a Reshape left out (it keeps the rows)
@@ -141,6 +156,11 @@ class _Codebook:
     _built: tuple | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def decode(self, first: int, out: np.ndarray) -> None:
+        """The weight's fibers [first, first + len(out)) into `out` [fibers, length], f32."""
+        codes, table, widen = self.built()
+        look_up(codes[first:first + len(out)], table, first, widen, out)
+
     def built(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """(codes [rows * fibers, length], table [rows * fibers, alphabet], widening or None)."""
         if self._built is None:
@@ -150,10 +170,8 @@ class _Codebook:
         return self._built
 
     def _build(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        codes = self.codes_layer.const_value.view(np.uint8).reshape(self.rows * self.fibers, -1)
-        values = {slot: layer.const_value for slot, layer in self.consts.items()}
-        for step in self.side:
-            values[step.outputs[0]] = step.compute(*[values[s] for s in step.inputs])
+        codes = _codes(self.codes_layer, self.rows * self.fibers)
+        values = _side_values(self.side, self.consts)
         shape = tuple(self.codes_layer.const_value.shape)
         chunk = max(1, TABLE_CHUNK // (self.fibers * len(self.alphabet)))
         table = None
@@ -182,6 +200,19 @@ class _Codebook:
 
 
 
+def _codes(layer: Any, fibers: int) -> np.ndarray:
+    """A codes Const as [fibers, length], each code's byte."""
+    return layer.const_value.view(np.uint8).reshape(fibers, -1)
+
+
+def _side_values(side: list[Any], consts: Mapping[int, Any]) -> dict[int, Any]:
+    """The Consts' values and those the side steps (zero points, scales) compute from them."""
+    values = {slot: layer.const_value for slot, layer in consts.items()}
+    for step in side:
+        values[step.outputs[0]] = step.compute(*[values[s] for s in step.inputs])
+    return values
+
+
 _WIDENINGS: dict[tuple, np.ndarray] = {}
 
 
@@ -207,7 +238,7 @@ def _rows_of(value: Any, rank: int, rows: int, start: int, stop: int) -> Any:
 
 
 def _codebook(steps: Sequence[Any], ops: Mapping[int, Op], chain: list[int], infos: Mapping[int, TensorInfo],
-              consts: Mapping[int, Any]) -> _Codebook | None:
+              consts: Mapping[int, Any]) -> _Codebook | _Arithmetic | None:
     """The chain as a codebook, or None when it is not one (see the module doc)."""
     weight = infos.get(steps[chain[-1]].outputs[0])
     if weight is None or not _static(weight) or weight.etype is not ElementType.f32 or len(weight.shape.ranked_dims) != 2:
@@ -237,11 +268,80 @@ def _codebook(steps: Sequence[Any], ops: Mapping[int, Op], chain: list[int], inf
     if alphabet is None:
         return None
     fibers = math.prod(shape[1:-1])
+    read_consts = {s: consts[s] for s in set(read)}
+    if ARITHMETIC:
+        found = _arithmetic(main, widening, side, read_consts, infos, consts[codes_slot], shape, alphabet)
+        if found is not None:
+            return found
     cost = rows * fibers * len(alphabet) * (2 if widening else 4)
     if cost >= rows * k * 4:  # a table larger than the weight itself: keeping the weight is cheaper
         return None
-    return _Codebook(codes_slot, consts[codes_slot], rows, fibers, alphabet, side, main, widening,
-                     tuple(infos[step.outputs[0]].etype for step in widening), {s: consts[s] for s in set(read)}, cost)
+    return _Codebook(codes_slot, consts[codes_slot], rows, fibers, shape[-1], alphabet, side, main, widening,
+                     tuple(infos[step.outputs[0]].etype for step in widening), read_consts, cost)
+
+
+@dataclass(eq=False)
+class _Arithmetic:
+    """A weight [rows, K] as codes [rows * fibers, length] and, per fiber, `sign` plus its zero
+    point (`shift`) and its scale, decompressed by arithmetic with the chain's bits
+    (`ops/common/decompress.py`)."""
+
+    codes_layer: Any
+    rows: int
+    fibers: int
+    length: int
+    sign: int  # the codes' top bit when they are signed, else 0
+    shift: np.ndarray
+    scale: np.ndarray
+    to_f16: bool  # whether the chain computes in f16 (else f32)
+    cost: int
+
+    @cached_property
+    def codes(self) -> np.ndarray:
+        return _codes(self.codes_layer, self.rows * self.fibers)
+
+    def decode(self, first: int, out: np.ndarray) -> None:
+        """The weight's fibers [first, first + len(out)) into `out` [fibers, length], f32."""
+        decompress(self.codes[first:first + len(out)], self.sign, self.shift, self.scale, first, self.to_f16, out)
+
+
+def _arithmetic(main: list[Any], widening: list[Any], side_steps: list[Any], consts: Mapping[int, Any],
+                infos: Mapping[int, TensorInfo], codes_layer: Any, shape: tuple[int, ...],
+                alphabet: np.ndarray) -> _Arithmetic | None:
+    """The chain as codes, zero points and scales, when it is a Convert of the codes to f16 (then
+    one Convert to f32 at the end) or to f32, maybe a Subtract of a zero point, a Multiply by a
+    scale, maybe a Reshape of the rows; every zero point an integer within the codes' range, every
+    scale finite (see `ops/common/decompress.py` for why the arithmetic then has the chain's bits)."""
+    chain = [step for step in main if step.layer.type != "Reshape"]
+    if [step.layer.type for step in chain] not in (["Convert", "Multiply"], ["Convert", "Subtract", "Multiply"]):
+        return None
+    etype = infos[chain[0].outputs[0]].etype
+    widened = [infos[step.outputs[0]].etype for step in widening]
+    if (etype, widened) not in ((ElementType.f16, [ElementType.f32]), (ElementType.f32, [])) or any(
+            infos[step.outputs[0]].etype is not etype for step in chain):
+        return None
+    if etype is ElementType.f16 and not accel.enabled():
+        return None  # numpy's rounding to f16 costs more than the tables' lookup; compiled loops' less
+    values = _side_values(side_steps, consts)
+    zero: Any = 0
+    for before, step in zip(chain, chain[1:]):
+        side = [slot for slot in step.inputs if slot != before.outputs[0]]
+        if len(side) != 1 or (step.layer.type == "Subtract" and step.inputs[0] != before.outputs[0]):
+            return None
+        if step.layer.type == "Subtract":
+            zero = values[side[0]]
+    per_fiber = shape[:-1] + (1,)
+    zero = np.broadcast_to(np.asarray(zero, np.float64), per_fiber).reshape(-1)
+    scale = np.broadcast_to(np.asarray(values[side[0]]), per_fiber).reshape(-1)
+    signed = bool(alphabet.min() < 0)
+    sign = 1 << (int(math.log2(len(alphabet))) - 1) if signed else 0
+    if not (np.array_equal(alphabet.astype(np.int64), (np.arange(len(alphabet)) ^ sign) - sign)
+            and np.isfinite(scale).all() and np.isfinite(zero).all() and (zero == np.round(zero)).all()
+            and alphabet.min() <= zero.min() and zero.max() <= alphabet.max()):
+        return None
+    shift, factor = (zero + sign).astype(np.float32), scale.astype(np.float32)
+    return _Arithmetic(codes_layer, shape[0], len(zero) // shape[0], shape[-1], sign, shift, factor,
+                       etype is ElementType.f16, shift.nbytes + factor.nbytes)
 
 
 def _alphabet(etype: ElementType) -> np.ndarray | None:
@@ -316,9 +416,9 @@ def _trailing_widening(main: list[Any], infos: Mapping[int, TensorInfo]) -> list
 
 
 class _LookedUp:
-    """The MatMul of an activation by a weight looked up from its codebook (see the module doc)."""
+    """The MatMul of an activation by a weight decompressed by blocks of rows (see the module doc)."""
 
-    def __init__(self, matmul: Callable[..., np.ndarray], book: _Codebook) -> None:
+    def __init__(self, matmul: Callable[..., np.ndarray], book: _Codebook | _Arithmetic) -> None:
         self.matmul, self.book = matmul, book
         # Whether this machine's BLAS gives a product by blocks the whole product's bits: asked
         # on the first call that could take blocks (the kernels' path depends on the shapes, not
@@ -335,32 +435,31 @@ class _LookedUp:
             self.blocks_agree = whole.dtype == blocks.dtype and whole.tobytes() == blocks.tobytes()
         return self._by_blocks(a) if self.blocks_agree else self._whole(a)
 
+    def _width(self) -> int:
+        return self.book.fibers * self.book.length  # the weight's columns
+
     def _block(self) -> int:
-        width = 4 * self.book.fibers * self.book.built()[0].shape[1]  # bytes of one f32 weight row
-        return max(ROW_ALIGN, BLOCK_BYTES // width // ROW_ALIGN * ROW_ALIGN)
+        return max(ROW_ALIGN, BLOCK_BYTES // (4 * self._width()) // ROW_ALIGN * ROW_ALIGN)
 
     def _whole(self, a: np.ndarray, rows: int | None = None) -> np.ndarray:
-        codes, table, widen = self.book.built()
         rows, fibers = rows or self.book.rows, self.book.fibers
-        whole = np.empty((rows, fibers * codes.shape[1]), np.float32)
-        look_up(codes[:rows * fibers], table, 0, widen, whole.reshape(rows * fibers, codes.shape[1]))
+        whole = np.empty((rows, self._width()), np.float32)
+        self.book.decode(0, whole.reshape(rows * fibers, self.book.length))
         return self.matmul(a, whole)
 
     def _by_blocks(self, a: np.ndarray, rows: int | None = None) -> np.ndarray:
-        codes, table, widen = self.book.built()
-        rows, fibers = rows or self.book.rows, self.book.fibers
-        length = codes.shape[1]
+        book = self.book
+        rows = rows or book.rows
         block = self._block()
-        buffer = np.empty((block, fibers * length), np.float32)
+        buffer = np.empty((block, self._width()), np.float32)
         out = None
         for start in range(0, rows, block):
             n = min(block, rows - start)
             part = buffer[:n]
-            look_up(codes[start * fibers:(start + n) * fibers], table, start * fibers, widen,
-                    part.reshape(n * fibers, length))
+            book.decode(start * book.fibers, part.reshape(n * book.fibers, book.length))
             product = self.matmul(a, part)
             if out is None:
                 out = np.empty(product.shape[:-1] + (rows,), product.dtype)
             out[..., start:start + n] = product
-        assert out is not None  # (a codebook has rows)
+        assert out is not None  # (a weight has rows)
         return out

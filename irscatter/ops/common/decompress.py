@@ -1,0 +1,48 @@
+"""A weight given as small integer codes, a zero point and a scale per fiber, decompressed by
+arithmetic: `(code - zero point) * scale`, rounded to f16 when the chain it stands for computes
+in f16, given as f32.
+
+`runtime/compressed.py` takes this path for the chain NNCF writes (Convert codes -> f16,
+Subtract an f16 zero point, Multiply by an f16 scale, Convert f32) when every zero point is an
+integer in the codes' range and every scale is finite. The chain's f16 arithmetic then has
+exactly the value computed here: the code and the zero point are integers in f16, so their
+difference d is exact (|d| <= 255); d * s, s an f16 scale, has at most 8 + 11 significant bits
+and is exact in f32; the f16 Multiply is that exact product rounded once to f16 (nearest-even,
+f16 subnormals, overflow to infinity); widening to f32 is exact. So the value is the f32 product
+rounded to f16, which `f16_rounding.py` does with float and integer arithmetic that vectorizes,
+where a lookup in a table per fiber is a gather. tests/test_decompress.py compares it, bit for
+bit, with numpy's own f16 rounding for every f16 scale and every d in -255..255.
+
+Codes arrive as the bytes that hold them; a signed code's byte is its two's complement within
+its width, so its value is `(byte ^ sign) - sign` (`sign` the width's top bit, 0 for unsigned
+codes), and the kernels subtract `sign + zero point` per fiber in one step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from irscatter.ops.common import accel
+
+
+def decompress(codes: np.ndarray, sign: int, shift: np.ndarray, scale: np.ndarray, first: int, to_f16: bool,
+               out: np.ndarray) -> np.ndarray:
+    """`out[i, j] = ((codes[i, j] ^ sign) - shift[first + i]) * scale[first + i]` in f32, rounded
+    to f16 when `to_f16`, for codes [P, L] (uint8: each code's byte), shift and scale [fibers]
+    (f32; `shift` is `sign` plus the fiber's zero point; codes minus zero points within
+    -255..255) and `out` [P, L] (f32, C-contiguous)."""
+    if accel.enabled():
+        from irscatter.ops.common import decompress_kernels as kernels  # (imports numba: only when used)
+
+        if to_f16:
+            kernels.to_f16(codes, sign, shift, scale, first, out.view(np.uint32))
+        else:
+            kernels.to_f32(codes, sign, shift, scale, first, out)
+        return out
+    stop = first + len(codes)
+    np.bitwise_xor(codes, np.uint8(sign), out=out, casting="unsafe")
+    out -= shift[first:stop, None]
+    out *= scale[first:stop, None]
+    if to_f16:
+        out[...] = out.astype(np.float16)  # numpy's own rounding, which its f16 Multiply does too
+    return out

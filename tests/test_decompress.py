@@ -1,0 +1,65 @@
+"""Decompression by arithmetic (irscatter/ops/common/decompress.py, its rounding f16_rounding.py) has numpy's f16 rounding for
+every product a compressed weight can hold: every f16 scale (all 65536 patterns) times every
+difference d of a code and its zero point in -255..255.
+
+The products of d in 0..255 by every pattern are already all of them: (-d) * s is d * (-s), the
+same f32 bits, and -s is a pattern too. So the reference is checked on d >= 0, against `want`
+made once, and the kernels also walk the negative differences (a zero point above the codes).
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from irscatter.ops.common import accel
+from irscatter.ops.common.decompress import decompress
+from irscatter.ops.common.f16_rounding import rounded_to_f16
+
+SCALES = np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32)
+CODES = np.tile(np.arange(256, dtype=np.uint8), (len(SCALES), 1))  # a fiber per scale, every u8 code
+
+
+@pytest.fixture(scope="module")
+def want() -> np.ndarray:
+    """[scale, d] for d in 0..255: the f32 product rounded by numpy to f16, as f32."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # infinite and NaN scales, overflow to infinity
+        return (SCALES[:, None] * np.arange(256, dtype=np.float32)).astype(np.float16).astype(np.float32)
+
+
+def _same(got: np.ndarray, want: np.ndarray) -> bool:
+    """Bit for bit, except that a NaN need only be a NaN."""
+    return bool(((got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))).all())
+
+
+def test_the_reference_rounds_every_product_as_numpy_does(want):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        products = SCALES[:, None] * np.arange(256, dtype=np.float32)
+    assert _same(rounded_to_f16(products), want)
+
+
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+def test_the_kernels_decompress_every_code_and_scale_as_the_chain_does(want, backend):
+    """Zero point 0 (d = code) and 255 with the scales negated (d * s = (255 - code) * -s), and
+    the same codes as signed bytes, whose zero point is then in the codes' own range."""
+    if backend == "numba" and not accel.available():
+        pytest.skip("numba is not installed")
+    out = np.empty(CODES.shape, np.float32)
+    fibers = len(SCALES)
+    with accel.use(backend), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        decompress(CODES, 0, np.zeros(fibers, np.float32), SCALES, 0, True, out)
+        assert _same(out, want)
+        decompress(CODES, 0, np.full(fibers, 255, np.float32), -SCALES, 0, True, out)
+        flipped = want[:, ::-1].copy()
+        flipped[:, -1] *= -1  # d = 0 is +0, and +0 * -s is -(0 * s)
+        assert _same(out, flipped)
+        # i8 codes (bytes 128..255 are -128..-1) less a zero point of -128: d = byte ^ 128
+        decompress(CODES, 128, np.zeros(fibers, np.float32), SCALES, 0, True, out)
+        assert _same(out, want[:, np.arange(256) ^ 128])
+        # in f32 the product is rounded once, as numpy's f32 Multiply does (fibers 1000..1299 here)
+        scales = SCALES * np.float32(1.1)
+        decompress(CODES[1000:1300], 0, np.full(fibers, 7, np.float32), scales, 1000, False, out[:300])
+        assert _same(out[:300], (np.arange(256, dtype=np.float32) - 7) * scales[1000:1300, None])
