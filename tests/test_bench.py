@@ -141,3 +141,19 @@ def test_bench_models_measures_a_cached_model(tmp_path):
     assert {t for t, _, _ in row["engines"]["irscatter"]["by_type"]} >= {"Convolution-1", "Softmax-8"}
     text = table.read_text()
     assert "| small_cnn | " in text and "| Convolution-1 |" in text
+
+
+def test_bench_models_reads_a_models_files_before_each_engine(tmp_path):
+    """Every engine starts with the model's files in the page cache, not only those after the
+    first one, which read them from disk for the others."""
+    spec = importlib.util.spec_from_file_location("bench_models", BENCH.parent / "bench_models.py")
+    sys.path.insert(0, str(BENCH.parent))
+    try:
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(BENCH.parent))
+    (tmp_path / "model.bin").write_bytes(bytes(range(256)) * 300)
+    (tmp_path / "model.xml").write_text("<net/>")
+    (tmp_path / "cache").mkdir()
+    assert module.read_files(tmp_path) == 256 * 300 + 6

@@ -375,3 +375,12 @@ def test_a_draft_op_with_a_kernel_validates_with_a_draft_warning_and_runs(tmp_pa
     assert f"{type_}-17 is a draft of opset17" in findings[0].message
     got = next(iter(irscatter.read_model(xml).run(dict(inputs)).values()))
     assert got.dtype == dtype and np.allclose(got, np.array(values, dtype))
+
+
+def test_an_attribute_schema_is_built_when_first_parsed_and_then_parses_as_ever():
+    class Fresh(OpAttrs):
+        sizes: IntList = ()
+
+    assert not Fresh.__pydantic_complete__  # importing a module builds none of its op schemas
+    assert Fresh.model_validate({"sizes": "1,2", "unknown": "x"}).sizes == (1, 2)
+    assert Fresh.__pydantic_complete__

@@ -10,15 +10,17 @@ where torch can, with seeded random inputs. It needs torch, timm, transformers a
 and says which are missing; each model is built in a process of its own. `measure` reads only
 the cached files, so it runs where torch is not installed.
 
-Each engine runs each model in a fresh process: the engine is imported first, then the clock
-covers the first run (read + compile + first output: `irscatter.compile_model` and a run;
-OpenVINO's Core, read_model, compile_model and a call; an onnxruntime session and a run), then
-the steady state is timed as tools/bench.py times it (the median of `--runs` calls after a
-warm-up), and the process's peak resident growth over the imported engine is recorded. irscatter's
-process also profiles its run per op type, and the outputs of irscatter and OpenVINO are
-compared (max abs difference), so that a fast wrong answer shows. Ratios are irscatter's time
-over the other engine's: 2.0x means irscatter takes twice as long. `--one-thread` holds every
-engine to one thread, for a machine whose other work would leave a thread pool waiting.
+Each engine runs each model in a fresh process, the model's files read just before it starts
+(so that every engine finds them in the page cache, not only those after the first): the
+engine is imported first, then the clock covers the first run (read + compile + first output:
+`irscatter.compile_model` and a run; OpenVINO's Core, read_model, compile_model and a call; an
+onnxruntime session and a run), then the steady state is timed as tools/bench.py times it (the
+median of `--runs` calls after a warm-up), and the process's peak resident growth over the
+imported engine is recorded. irscatter's process also profiles its run per op type, and the
+outputs of irscatter and OpenVINO are compared (max abs difference), so that a fast wrong answer
+shows. Ratios are irscatter's time over the other engine's: 2.0x means irscatter takes twice as
+long. `--one-thread` holds every engine to one thread, for a machine whose other work would
+leave a thread pool waiting.
 """
 
 from __future__ import annotations
@@ -156,6 +158,20 @@ def profile_by_type(compiled, feeds: dict[str, np.ndarray]) -> list[list]:
     return sorted(totals.values(), key=lambda e: e[1], reverse=True)
 
 
+def read_files(folder: Path) -> int:
+    """Reads every file of a model folder once, so that the engine about to start finds them all
+    in the page cache: the kernel drops the pages of files unused for a while, and the first
+    engine to run would otherwise read the weights from disk for the ones after it. Returns the
+    bytes read."""
+    total = 0
+    for path in sorted(folder.iterdir()):
+        if path.is_file():
+            with path.open("rb") as f:
+                while chunk := f.read(1 << 24):
+                    total += len(chunk)
+    return total
+
+
 def _in_subprocess(engine: str, folder: Path, runs: int, outputs_file: Path | None, one_thread: bool) -> dict:
     cmd = [sys.executable, __file__, "--worker", engine, str(folder), str(runs), str(outputs_file or "")]
     env = dict(os.environ)
@@ -202,6 +218,7 @@ def measure_model(folder: Path, engines: list[str], runs: int, one_thread: bool 
         for engine in engines:
             if engine == bench.ORT and not (folder / "model.onnx").exists():
                 continue
+            read_files(folder)
             row["engines"][engine] = _in_subprocess(engine, folder, runs, outputs.get(engine), one_thread)
         row["max_abs_diff"] = _max_abs_diff(outputs[bench.IRSCATTER], outputs[bench.OPENVINO])
         with np.load(outputs[bench.OPENVINO]) if outputs[bench.OPENVINO].exists() else _Empty() as ref:

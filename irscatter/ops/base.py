@@ -133,9 +133,13 @@ Lower = BeforeValidator(_lower)  # for enum attributes: Annotated[Literal[...], 
 
 
 class OpAttrs(BaseModel):
-    """Base of every op's attribute schema. Unknown attributes are ignored, as OpenVINO does."""
+    """Base of every op's attribute schema. Unknown attributes are ignored, as OpenVINO does.
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    A schema's validator is built when its op first parses attributes, not when its module is
+    imported: a module declares the schemas of several ops, a model uses few of them, and
+    building one costs more than the rest of its class."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
 
 
 class NoAttrs(OpAttrs):
