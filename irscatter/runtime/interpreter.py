@@ -35,7 +35,7 @@ from irscatter.findings import Finding
 from irscatter.ir.graph import Layer, Model
 from irscatter.ops import context
 from irscatter.ops.base import TensorInfo
-from irscatter.ops.common import recycle
+from irscatter.ops.common import recycle, threads
 from irscatter.ops.common import strict as strict_mode
 from irscatter.ops.common.references import unshared
 from irscatter.ops.control.core import IterationBudget
@@ -351,7 +351,8 @@ class CompiledModel:
         try:
             # A float that overflows to inf or turns NaN is a value the model computes, as on any
             # device, not a Python warning (`run --check-numerics` says where one first appears).
-            with state.using(self.variables, exclusive=bool(self.variable_infos)), np.errstate(all="ignore"):
+            with state.using(self.variables, exclusive=bool(self.variable_infos)), np.errstate(all="ignore"), \
+                    threads.holding_for_run():
                 values = self._execute(bound, donated, hook, timings, record)
         finally:
             context.leave(token)

@@ -16,7 +16,11 @@ Policies (`use(name)`, or IRSCATTER_THREADS_POLICY in the environment; `split` b
 * `blas`: whatever BLAS does on its own (its thread pool), no split: numpy's default.
 
 threadpoolctl sets BLAS's thread count; limiting costs some tens of microseconds, so work
-below `SPLIT_WORK` runs as it is, where BLAS would not start its threads anyway.
+below `SPLIT_WORK` runs as it is, where BLAS would not start its threads anyway. Within a model
+run (`holding_for_run`), the first kernel that holds BLAS to one thread keeps it held until the
+run ends: each restore to BLAS's own count, and each small product BLAS then threads on its own,
+left OpenBLAS's threads spinning for a while after the call, on the cores the next kernel's
+parts run on.
 """
 
 from __future__ import annotations
@@ -25,9 +29,10 @@ import contextvars
 import os
 import threading
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import Any
 
 POLICIES = ("split", "one", "blas")
 # Multiply-adds (or element passes) below which a kernel runs as it is: a part's thread wakes in
@@ -39,6 +44,8 @@ _policy = "split"
 _pool: ThreadPoolExecutor | None = None
 _blas = None  # threadpoolctl's controller of the BLAS libraries, made on first use
 _lock = threading.Lock()
+# The limits held until the end of the model run in progress (None: no run holds them).
+_run_holds: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar("irscatter_blas_holds", default=None)
 
 
 def use(name: str) -> None:
@@ -77,12 +84,35 @@ def one_blas_thread(work: int) -> AbstractContextManager:
     if _policy == "blas" or work < SPLIT_WORK:
         return nullcontext()
     global _blas
+    holds = _run_holds.get()
     with _lock:
         if _blas is None:
             from threadpoolctl import ThreadpoolController
 
             _blas = ThreadpoolController().select(user_api="blas")
-    return _blas.limit(limits=1)
+        if holds is None:
+            return _blas.limit(limits=1)
+        if not holds:  # held from here to the end of the run
+            holds.append(_blas.limit(limits=1))
+    return nullcontext()
+
+
+@contextmanager
+def holding_for_run() -> Iterator[None]:
+    """The scope of one model run: BLAS, once a kernel holds it to one thread, stays held until
+    the scope ends (see the module's docstring); a nested run (a body of Loop or If) is part of
+    the run around it."""
+    if _run_holds.get() is not None:
+        yield
+        return
+    holds: list[Any] = []
+    token = _run_holds.set(holds)
+    try:
+        yield
+    finally:
+        _run_holds.reset(token)
+        for limit in holds:
+            limit.restore_original_limits()
 
 
 def _helpers() -> ThreadPoolExecutor:
