@@ -50,6 +50,9 @@ class Swish(Op):
             if b < 0:
                 raise ExecutionError(f"beta must not be negative, found {b}", port=self.port("beta"),
                                      label="beta-range")
-        with np.errstate(all="ignore"):
-            out = x / (1 + np.exp(-b * x))
-        return from_compute(np.asarray(out, dtype=x.dtype), etype)
+        with np.errstate(all="ignore"):  # x / (1 + e^(-b x)), its temporaries in one buffer
+            out = np.multiply(x, -b, out=np.empty(x.shape, x.dtype))
+            np.exp(out, out=out)
+            np.add(out, 1, out=out)
+            np.divide(x, out, out=out)
+        return from_compute(out, etype)
