@@ -28,10 +28,10 @@ blocks and the row count are multiples of `ROW_ALIGN` (its kernels take rows in 
 split them between threads in halves; the first such product is made both ways and compared,
 and a BLAS that disagrees keeps the whole weight); otherwise, and with several activation rows (the
 matrix-matrix kernel's path depends on the block's size), the weight is decompressed whole for
-that product and dropped after. (Blocks split between irscatter's two threads, BLAS held to
-one, measured slower than one thread decompressing while BLAS multiplies each block as it
-chooses, on a machine shared with other work; so they are not split.) A run that watches each
-layer runs the decompression layers as written, as before.
+that product and dropped after. The blocks go in a part per core on irscatter's threads under
+the thread policy (`ops/common/threads.py`), each part decompressing into its own buffer, BLAS
+held to one thread: a block's product has the same bits on whichever thread makes it. A run
+that watches each layer runs the decompression layers as written, as before.
 """
 
 from __future__ import annotations
@@ -40,14 +40,14 @@ import math
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any, TypeGuard
 
 import numpy as np
 
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import Op, TensorInfo
-from irscatter.ops.common import accel
+from irscatter.ops.common import accel, threads
 from irscatter.ops.common.codebook import look_up
 from irscatter.ops.common.decompress import decompress
 from irscatter.ops.matrix.mat_mul import MatMul
@@ -448,18 +448,23 @@ class _LookedUp:
         return self.matmul(a, whole)
 
     def _by_blocks(self, a: np.ndarray, rows: int | None = None) -> np.ndarray:
-        book = self.book
-        rows = rows or book.rows
+        """The product by blocks of rows, the blocks in a part per core under the thread policy
+        (each part decompresses into its own buffer), BLAS held to one thread meanwhile."""
+        rows = rows or self.book.rows
         block = self._block()
+        starts = range(0, rows, block)
+        work = rows * self._width()
+        out = np.empty(a.shape[:-1] + (rows,), np.result_type(a, np.float32))
+        spans = threads.spans(len(starts), threads.parts(work))
+        with threads.one_blas_thread(work):
+            threads.run([partial(self._blocks, a, starts[lo:hi], rows, out) for lo, hi in spans])
+        return out
+
+    def _blocks(self, a: np.ndarray, starts: range, rows: int, out: np.ndarray) -> None:
+        book, block = self.book, self._block()
         buffer = np.empty((block, self._width()), np.float32)
-        out = None
-        for start in range(0, rows, block):
+        for start in starts:
             n = min(block, rows - start)
             part = buffer[:n]
             book.decode(start * book.fibers, part.reshape(n * book.fibers, book.length))
-            product = self.matmul(a, part)
-            if out is None:
-                out = np.empty(product.shape[:-1] + (rows,), product.dtype)
-            out[..., start:start + n] = product
-        assert out is not None  # (a weight has rows)
-        return out
+            out[..., start:start + n] = self.matmul(a, part)
