@@ -36,7 +36,9 @@ from irscatter.ops.scatter.scatter_update import ScatterUpdate  # noqa: E402
 DTYPES = ([np.float32, np.float16, ml_dtypes.bfloat16, np.float64, np.int32, np.int64, np.uint8, np.bool_]
           if EXHAUSTIVE else [np.float32, np.float16, ml_dtypes.bfloat16, np.int32, np.bool_])
 # One worker runs the whole file, so each kernel specialization is compiled once per suite run.
-pytestmark = pytest.mark.xdist_group("numba")
+# One worker takes the whole module (numba compiles each kernel once per process), and it starts
+# first: compiling from a fresh checkout's cold cache makes it one of the suite's longest runs.
+pytestmark = [pytest.mark.xdist_group("numba"), pytest.mark.early]
 SETTINGS = settings(max_examples=examples(200, 50), deadline=None, suppress_health_check=list(HealthCheck))
 SPECIAL_FLOATS = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0], np.float64)
 
