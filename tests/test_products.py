@@ -51,6 +51,18 @@ def test_products_keep_np_matmul_bits_under_every_policy(every_product_split, mo
         assert np.array_equal(a, before[0]) and np.array_equal(b, before[1])
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_operands_cut_from_one_buffer_keep_their_bits(every_product_split, monkeypatch, dtype):
+    """A query and a key split from one projection share a buffer at other offsets (their rows
+    are cut); an array times its own transpose is not cut."""
+    monkeypatch.setattr(threads, "_policy", "split")
+    projection = np.random.default_rng(8).standard_normal((150, 2, 32)).astype(dtype)
+    q, k = projection[:, 0], projection[:, 1]
+    assert not products.rows_may_meet(q, k.T) and products.rows_may_meet(q, q.T)
+    for a, b in ((q, k.T), (q, q.T)):
+        assert np.array_equal(products.matmul(a, b), _reference(a, b, "split"))
+
+
 def test_independent_products_keep_their_bits(every_product_split, monkeypatch):
     """GroupedMatMul's groups, uneven and one of them empty, each written into its own block."""
     monkeypatch.setattr(threads, "_policy", "split")

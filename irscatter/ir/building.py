@@ -175,6 +175,20 @@ def ir_version(text: str | None) -> int | None:
     return version if version in SUPPORTED_IR_VERSIONS else None
 
 
+# Entries a reader's cache of repeated texts holds before it starts again: a model repeats a few
+# texts over thousands of layers, and a text that never repeats (a Const's offset) must not
+# make the cache grow with the model.
+CACHE_ENTRIES = 4096
+
+
+def remembered(cache: dict[Any, Any], key: Any, value: Any) -> Any:
+    """`value`, kept in `cache` under `key` (a full cache is emptied first)."""
+    if len(cache) >= CACHE_ENTRIES:
+        cache.clear()
+    cache[key] = value
+    return value
+
+
 def small_decimal(text: str | None) -> int | None:
     """`text` as a number when it is plain digits, few enough for any id or port (the fast path;
     None sends the caller to `_uint`, which says what is wrong)."""

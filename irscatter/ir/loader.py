@@ -35,6 +35,7 @@ from irscatter.ir.building import (
     parse_layer_element,
     read_graph,
     read_rt_info,
+    remembered,
     tag_of,
 )
 from irscatter.ir.element_types import ElementType, decode
@@ -275,10 +276,7 @@ def _const_kind(type_text: str, shape_text: str, size_text: str) -> tuple[Elemen
         size, count = int(size_text), math.prod(shape)
         if size == etype.nbytes(count) and not (count == 0 and len(shape) > 1):  # (an empty shape's other dims are checked there)
             kind = (etype, shape, size)
-    if len(_CONST_KINDS) >= 4096:
-        _CONST_KINDS.clear()
-    _CONST_KINDS[key] = kind
-    return kind
+    return remembered(_CONST_KINDS, key, kind)
 
 
 def _explained_const(ctx: ReadContext, layer: Layer, weights: np.ndarray | None, bin_label: str) -> ConstData:

@@ -26,7 +26,15 @@ from typing import Any
 from lxml import etree
 
 from irscatter.errors import IRError
-from irscatter.ir.building import ReadContext, ir_version, make_layer, make_port, read_rt_info, small_decimal
+from irscatter.ir.building import (
+    ReadContext,
+    ir_version,
+    make_layer,
+    make_port,
+    read_rt_info,
+    remembered,
+    small_decimal,
+)
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.events import Unread, eligible
 from irscatter.ir.graph import Edge, Model, Port, new_edge
@@ -207,19 +215,14 @@ class _Reader:
 
     def _data(self, text: str) -> dict[str, str]:
         attrs = self.data.get(text)
-        if attrs is None:
-            attrs = self.attributes(text)
-            if len(self.data) >= 4096:  # (a Const's offset makes most of them differ)
-                self.data.clear()
-            self.data[text] = attrs
-        return attrs
+        return attrs if attrs is not None else remembered(self.data, text, self.attributes(text))
 
     def _ports(self, text: str) -> list[Port]:
         ports = self.ports.get(text)
         if ports is None:
             ports = tuple(self._port(m.group(1), m.group(2)) for m in _PORTS.finditer(text))
-            if len(self.ports) < 4096 and not any(p.names for p in ports):
-                self.ports[text] = ports  # (ports with names are a layer's own, as the other readers make them)
+            if not any(p.names for p in ports):  # (ports with names are a layer's own, as the other readers make them)
+                remembered(self.ports, text, ports)
         return list(ports)
 
     def _port(self, attributes: str, dims_text: str | None) -> Port:
@@ -230,9 +233,7 @@ class _Reader:
         key = (attributes, dims_text)
         known = self.skeletons.get(key)
         if known is None:
-            known = self._skeleton(attributes, dims_text)
-            if len(self.skeletons) < 4096:
-                self.skeletons[key] = known
+            known = remembered(self.skeletons, key, self._skeleton(attributes, dims_text))
         port_id, precision, dims = known
         return make_port(self.ctx, port_id, precision, names, dims, None)
 

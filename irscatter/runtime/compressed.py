@@ -239,7 +239,8 @@ def _rows_of(value: Any, rank: int, rows: int, start: int, stop: int) -> Any:
 
 def _codebook(steps: Sequence[Any], ops: Mapping[int, Op], chain: list[int], infos: Mapping[int, TensorInfo],
               consts: Mapping[int, Any]) -> _Codebook | _Arithmetic | None:
-    """The chain as a codebook, or None when it is not one (see the module doc)."""
+    """The chain as arithmetic (`_arithmetic`) or as a codebook, or None when it is neither (see the
+    module doc)."""
     weight = infos.get(steps[chain[-1]].outputs[0])
     if weight is None or not _static(weight) or weight.etype is not ElementType.f32 or len(weight.shape.ranked_dims) != 2:
         return None

@@ -26,7 +26,8 @@ BLAS does not promise that for every cut:
   bits. The height is the BLAS's, so each process finds it once per element type
   (`quantum`): the smallest of `QUANTA` whose cuts keep every bit of a few small products of
   random values (where a cut falls inside a tile, some element differs); with none, rows are
-  not cut.
+  not cut. Nor are they where a block's first row could be where `b` starts (`rows_may_meet`):
+  numpy makes the product of an array and its own transpose with another BLAS routine.
 * A cut through the columns does not keep them: in f32 the kernels group columns by the
   width and the row count of the call (a block of 48 of 101 columns differed, of one row or
   of 40), at no multiple found. So a product of few rows and one matrix (a decoder's step,
@@ -119,11 +120,27 @@ def _parts(a: np.ndarray, b: np.ndarray, out: np.ndarray, count: int) -> list[li
             return [[(_cut(a, axis, lo, hi), _cut(b, axis, lo, hi), _cut(out, axis, lo, hi))]
                     for lo, hi in threads.spans(batch[axis], count)]
     rows = out.shape[-2]
-    # numpy may take another BLAS routine for the product of an array and its own transpose
     step = quantum(out.dtype)
-    if step and rows >= 2 * step and not np.may_share_memory(a, b):
+    if step and rows >= 2 * step and not rows_may_meet(a, b):
         return [[(a[..., lo:hi, :], b, out[..., lo:hi, :])] for lo, hi in row_blocks(rows, count, step)]
     return [[(a, b, out)]]
+
+
+def rows_may_meet(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether a row of a matrix of `a` may start where the matching matrix of `b` starts, so
+    that numpy would see, in a block of a's rows times b, the product of an array and its own
+    transpose, which it makes with another BLAS routine (other bits); conservative: True when
+    unsure. Operands cut from one buffer at other offsets (a query and a key split from one
+    projection) do not meet."""
+    if not np.may_share_memory(a, b):
+        return False
+    if a.strides[:-2] != b.strides[:-2]:
+        return True
+    gap = b.__array_interface__["data"][0] - a.__array_interface__["data"][0]
+    row = a.strides[-2]
+    if row == 0:
+        return gap == 0
+    return gap % row == 0 and 0 <= gap // row < a.shape[-2]
 
 
 def _cut(x: np.ndarray, axis: int, lo: int, hi: int) -> np.ndarray:

@@ -55,21 +55,7 @@ def usable(query: np.ndarray, key: np.ndarray, value: np.ndarray, mask: np.ndarr
                 return False
         except ValueError:
             return False  # refused, with its label, by the whole arithmetic's check
-    return not _may_meet(query, key)
-
-
-def _may_meet(query: np.ndarray, key: np.ndarray) -> bool:
-    """Whether some row of a query matrix may lie at the start of the key matrix beside it, where
-    numpy would see a product of one array with its transpose (conservative: True when unsure)."""
-    if not np.may_share_memory(query, key):
-        return False
-    if query.strides[:-2] != key.strides[:-2]:
-        return True
-    gap = key.__array_interface__["data"][0] - query.__array_interface__["data"][0]
-    row = query.strides[-2]
-    if row == 0:
-        return gap == 0
-    return gap % row == 0 and 0 <= gap // row < query.shape[-2]
+    return not products.rows_may_meet(query, key)
 
 
 def attend(query: np.ndarray, key: np.ndarray, value: np.ndarray, factor: np.ndarray | np.generic,
