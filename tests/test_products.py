@@ -15,6 +15,8 @@ SHAPES = [
     ((1, 197, 64), (64, 50)),  # one matrix: cut by blocks of rows
     ((197, 64), (64, 50)),
     ((1, 1, 64), (64, 300)),  # one row: not cut
+    ((1, 1, 96), (96, 320)),  # one row: its transposed weight cut by blocks of weight rows
+    ((96,), (96, 256)),
     ((64,), (2, 64, 50)),  # 1-D operands
     ((2, 150, 64), (64,)),
 ]

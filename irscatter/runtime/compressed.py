@@ -21,7 +21,8 @@ gather) from a zero point and a scale per fiber. Numpy's rounding to f16 costs m
 lookup, so without numba an f16 chain keeps its table.
 
 A run that nothing watches replaces the MatMul's step with `_LookedUp`: the weight is
-decompressed a block of rows at a time and multiplied by the MatMul's own kernel.
+decompressed a block of rows at a time and each block multiplied by the activation (np.dot, the
+BLAS call numpy's matmul makes for one row, which unlike matmul lets go of the GIL).
 With one activation row, BLAS's matrix-vector product computes each output from its own weight
 row, so a product by blocks of rows has the same bits as the whole product as long as the
 blocks and the row count are multiples of `ROW_ALIGN` (its kernels take rows in fours, and
@@ -30,7 +31,9 @@ and a BLAS that disagrees keeps the whole weight); otherwise, and with several a
 matrix-matrix kernel's path depends on the block's size), the weight is decompressed whole for
 that product and dropped after. The blocks go in a part per core on irscatter's threads under
 the thread policy (`ops/common/threads.py`), each part decompressing into its own buffer, BLAS
-held to one thread: a block's product has the same bits on whichever thread makes it. A run
+held to one thread: a block's product has the same bits on whichever thread makes it. Since
+decompressing costs more than a multiply-add, weights from `SPLIT_DECODED` elements are split,
+in blocks small enough to give each core one. A run
 that watches each layer runs the decompression layers as written, as before.
 """
 
@@ -50,12 +53,17 @@ from irscatter.ops.base import Op, TensorInfo
 from irscatter.ops.common import accel, threads
 from irscatter.ops.common.codebook import look_up
 from irscatter.ops.common.decompress import decompress
+from irscatter.ops.common.products import VECTOR_ROWS
 from irscatter.ops.matrix.mat_mul import MatMul
 from irscatter.runtime.folding import FoldPlan, behind, constant_steps
 
 ELEMENTWISE = frozenset({"Convert", "Subtract", "Multiply", "Add"})
-ROW_ALIGN = 64  # rows per block, and of the weight, for a product by blocks (see the module doc)
+ROW_ALIGN = VECTOR_ROWS  # rows per block, and of the weight, for a product by blocks (see the module doc)
 BLOCK_BYTES = 1 << 20  # a looked-up block stays in cache while BLAS reads it
+# Weight elements from which a product by blocks is split between the cores: decompressing an
+# element costs several multiply-adds, so a smaller weight than `threads.SPLIT_WORK` pays for
+# waking a thread.
+SPLIT_DECODED = 1 << 18
 TABLE_CHUNK = 1 << 21  # table entries computed at once: a large weight's table is not built in one go
 ARITHMETIC = True  # whether the chains `_arithmetic` accepts skip their tables (False: tables for all)
 
@@ -427,7 +435,8 @@ class _LookedUp:
         self.blocks_agree: bool | None = None
 
     def __call__(self, a: np.ndarray) -> np.ndarray:
-        if math.prod(a.shape[:-1]) != 1 or self.book.rows % ROW_ALIGN or self.blocks_agree is False:
+        if (math.prod(a.shape[:-1]) != 1 or a.dtype != np.float32 or self.book.rows % ROW_ALIGN
+                or self.blocks_agree is False):
             return self._whole(a)
         if self.blocks_agree is None:
             # two blocks' worth of rows, whole and by blocks: the whole weight is never made
@@ -439,8 +448,13 @@ class _LookedUp:
     def _width(self) -> int:
         return self.book.fibers * self.book.length  # the weight's columns
 
-    def _block(self) -> int:
-        return max(ROW_ALIGN, BLOCK_BYTES // (4 * self._width()) // ROW_ALIGN * ROW_ALIGN)
+    def _block(self, rows: int | None = None, count: int = 1) -> int:
+        """Rows per block: a block of f32 in cache, and no fewer blocks than `count` parts of
+        `rows` where the row count allows."""
+        cached = max(ROW_ALIGN, BLOCK_BYTES // (4 * self._width()) // ROW_ALIGN * ROW_ALIGN)
+        if rows is None:
+            return cached
+        return min(cached, max(ROW_ALIGN, -(-rows // (count * ROW_ALIGN)) * ROW_ALIGN))
 
     def _whole(self, a: np.ndarray, rows: int | None = None) -> np.ndarray:
         rows, fibers = rows or self.book.rows, self.book.fibers
@@ -452,20 +466,25 @@ class _LookedUp:
         """The product by blocks of rows, the blocks in a part per core under the thread policy
         (each part decompresses into its own buffer), BLAS held to one thread meanwhile."""
         rows = rows or self.book.rows
-        block = self._block()
-        starts = range(0, rows, block)
         work = rows * self._width()
+        count = threads.parts(work, SPLIT_DECODED)
+        block = self._block(rows, count)
+        starts = range(0, rows, block)
         out = np.empty(a.shape[:-1] + (rows,), np.result_type(a, np.float32))
-        spans = threads.spans(len(starts), threads.parts(work))
-        with threads.one_blas_thread(work):
-            threads.run([partial(self._blocks, a, starts[lo:hi], rows, out) for lo, hi in spans])
+        spans = threads.spans(len(starts), count)
+        with threads.one_blas_thread(work, SPLIT_DECODED):
+            threads.run([partial(self._blocks, a, starts[lo:hi], block, rows, out) for lo, hi in spans])
         return out
 
-    def _blocks(self, a: np.ndarray, starts: range, rows: int, out: np.ndarray) -> None:
-        book, block = self.book, self._block()
+    def _blocks(self, a: np.ndarray, starts: range, block: int, rows: int, out: np.ndarray) -> None:
+        # np.dot rather than the MatMul kernel's np.matmul: the same matrix-vector product (the
+        # first call compares the bits with the kernel's), but numpy's matmul holds the GIL for
+        # it, so the parts' products would take turns instead of running on both cores.
+        book = self.book
         buffer = np.empty((block, self._width()), np.float32)
+        vector, flat = a.reshape(-1), out.reshape(-1)
         for start in starts:
             n = min(block, rows - start)
             part = buffer[:n]
             book.decode(start * book.fibers, part.reshape(n * book.fibers, book.length))
-            out[..., start:start + n] = self.matmul(a, part)
+            np.dot(part, vector, out=flat[start:start + n])

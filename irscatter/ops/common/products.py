@@ -30,8 +30,14 @@ BLAS does not promise that for every cut:
   numpy makes the product of an array and its own transpose with another BLAS routine.
 * A cut through the columns does not keep them: in f32 the kernels group columns by the
   width and the row count of the call (a block of 48 of 101 columns differed, of one row or
-  of 40), at no multiple found. So a product of few rows and one matrix (a decoder's step,
-  [1, 1, 896] x [896, 4864]) is not split; it runs on one BLAS thread.
+  of 40), at no multiple found. So a product of few rows and one matrix is not split; it runs
+  on one BLAS thread. The exception is one row times a matrix given as the transpose of a
+  C-contiguous one (MatMul's `transpose_b`, as a decoder's step multiplies its weights): BLAS's
+  matrix-vector kernel then computes each output from its own weight row, in groups of a few
+  rows, so blocks of `VECTOR_ROWS` weight rows keep the bits (checked once per element type
+  and row length, `_vector_cuts_keep_bits`). Such a part is made with np.dot, the same call
+  to BLAS, since numpy's matmul holds the GIL through a matrix-vector product: parts on
+  irscatter's threads would take turns.
 * Folding the leading axes of `a` into one product when `b` is 2-D would be faster, but it
   changes the rows' tiles as well ([1, 56, 56, 96] x [96, 384] in f32 differs in its last
   bits), so it is not done.
@@ -50,8 +56,10 @@ from irscatter.ops.common import threads
 # Row counts tried as the quantum of row cuts, smallest first: multiples of the tile heights of
 # BLAS kernels (4, 8, 12, 16, 24).
 QUANTA = (8, 12, 16, 24, 48)
+VECTOR_ROWS = 64  # weight rows per block of a one-row product (see the module's docstring)
 _BLAS_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _quantum: dict[str, int] = {}
+_vector_cuts: dict[tuple[str, int], bool] = {}
 
 Product = tuple[np.ndarray, np.ndarray, np.ndarray]  # a, b, and the output block it writes
 
@@ -101,7 +109,20 @@ def _run_parts(parts: Sequence[Sequence[Product]]) -> None:
 
 def _products(part: Sequence[Product]) -> None:
     for a, b, out in part:
-        np.matmul(a, b, out=out)
+        weight = _weight_rows(a, b)
+        if weight is None:
+            np.matmul(a, b, out=out)
+        else:
+            np.dot(weight, a.reshape(-1), out=out.reshape(-1))
+
+
+def _weight_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+    """When `a` is one row and `b` the transpose of a C-contiguous matrix, that matrix (a
+    view: its rows are the outputs' weight rows), else None."""
+    if a.size != a.shape[-1] or b.ndim < 2 or b.size != b.shape[-1] * b.shape[-2]:
+        return None
+    rows = np.swapaxes(b, -1, -2).reshape(b.shape[-1], b.shape[-2]) if b.ndim > 2 else b.T
+    return rows if rows.flags.c_contiguous and a.dtype == rows.dtype else None
 
 
 def _leading(x: np.ndarray, batch_rank: int) -> np.ndarray:
@@ -120,6 +141,10 @@ def _parts(a: np.ndarray, b: np.ndarray, out: np.ndarray, count: int) -> list[li
             return [[(_cut(a, axis, lo, hi), _cut(b, axis, lo, hi), _cut(out, axis, lo, hi))]
                     for lo, hi in threads.spans(batch[axis], count)]
     rows = out.shape[-2]
+    columns = out.shape[-1]
+    if (_weight_rows(a, b) is not None and columns % VECTOR_ROWS == 0 and columns >= 2 * VECTOR_ROWS
+            and _vector_cuts_keep_bits(out.dtype, a.shape[-1])):
+        return [[(a, b[..., lo:hi], out[..., lo:hi])] for lo, hi in row_blocks(columns, count, VECTOR_ROWS)]
     step = quantum(out.dtype)
     if step and rows >= 2 * step and not rows_may_meet(a, b):
         return [[(a[..., lo:hi, :], b, out[..., lo:hi, :])] for lo, hi in row_blocks(rows, count, step)]
@@ -172,6 +197,22 @@ def quantum(dtype: np.dtype) -> int:
     if dtype.str not in _quantum:
         _quantum[dtype.str] = next((q for q in QUANTA if _cuts_keep_bits(dtype, q)), 0)
     return _quantum[dtype.str]
+
+
+def _vector_cuts_keep_bits(dtype: np.dtype, inner: int) -> bool:
+    """Whether one row times a transposed matrix of rows of `inner` elements, made by blocks
+    of `VECTOR_ROWS` weight rows, has the bits of the whole product, on random values; found
+    once per element type and row length. Called with BLAS on one thread."""
+    key = (dtype.str, inner)
+    if key not in _vector_cuts:
+        generator = np.random.default_rng(11)
+        weight = generator.standard_normal((4 * VECTOR_ROWS, inner)).astype(dtype)
+        row = generator.standard_normal((1, inner)).astype(dtype)
+        whole = np.matmul(row, weight.T)[0]
+        cut = np.concatenate([np.dot(weight[lo:lo + VECTOR_ROWS], row[0])
+                              for lo in range(0, len(weight), VECTOR_ROWS)])
+        _vector_cuts[key] = whole.tobytes() == cut.tobytes()
+    return _vector_cuts[key]
 
 
 def _cuts_keep_bits(dtype: np.dtype, step: int) -> bool:

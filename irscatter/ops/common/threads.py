@@ -72,16 +72,18 @@ def _from_environment() -> None:
 _from_environment()
 
 
-def parts(work: int) -> int:
+def parts(work: int, least: int | None = None) -> int:
     """Into how many parts a kernel with `work` multiply-adds should split: one per core under
-    the `split` policy when the work is large, else 1."""
-    return CORES if _policy == "split" and work >= SPLIT_WORK else 1
+    the `split` policy when the work is at least `least` (a kernel whose unit of work costs
+    more than a multiply-add passes a lower bar; by default `SPLIT_WORK`), else 1."""
+    return CORES if _policy == "split" and work >= (SPLIT_WORK if least is None else least) else 1
 
 
-def one_blas_thread(work: int) -> AbstractContextManager:
+def one_blas_thread(work: int, least: int | None = None) -> AbstractContextManager:
     """A context holding BLAS to one thread for a kernel of `work` multiply-adds, under the
-    `split` and `one` policies, when the work is large enough for BLAS to thread it."""
-    if _policy == "blas" or work < SPLIT_WORK:
+    `split` and `one` policies, when the work is at least `least` (by default, large enough
+    for BLAS to thread it; a kernel that splits smaller work into parts holds BLAS for them)."""
+    if _policy == "blas" or work < (SPLIT_WORK if least is None else least):
         return nullcontext()
     global _blas
     holds = _run_holds.get()
