@@ -74,8 +74,9 @@ def test_a_compressed_matmul_gives_the_bits_of_its_decompression_layers(tmp_path
                                                                         backend, work):
     """One token: the product by blocks of rows; three: the weight decompressed whole. Either
     way, by arithmetic and from tables, through numba's loops or numpy's, the bits of the layers
-    run as written; and no decompression layer runs once the table is built (the arithmetic
-    needs none)."""
+    run as written, except one token by arithmetic through numba, decompressed inside the
+    product's own loop, which sums in another order (the test below checks its values); and no
+    decompression layer runs once the table is built (the arithmetic needs none)."""
     if backend == "numba" and not accel.available():
         pytest.skip("numba is not installed")
     xml = _nncf_matmul(tmp_path, kind, tokens, work)
@@ -91,8 +92,37 @@ def test_a_compressed_matmul_gives_the_bits_of_its_decompression_layers(tmp_path
         with accel.use(backend):
             calls.update(dict.fromkeys(calls, 0))
             got = [compiled.run({"l0": _feed(tokens) * k})[0].tobytes() for k in (1, -2)]
-        assert got == want
+        if tokens == 1 and isinstance(_book(compiled), _Arithmetic) and backend == "numba":
+            for mine, theirs in zip(got, want):
+                mine, theirs = np.frombuffer(mine, np.float32), np.frombuffer(theirs, np.float32)
+                np.testing.assert_allclose(mine, theirs, rtol=0, atol=2e-6 * np.abs(theirs).max())
+        else:
+            assert got == want
         assert calls["Multiply"] == (0 if isinstance(_book(compiled), _Arithmetic) else 1)  # the table, once
+
+
+@pytest.mark.skipif(not accel.available(), reason="numba is not installed")
+@pytest.mark.parametrize("kind, work", [("u8", "f16"), ("i8", "f16"), ("i4", "f16"), ("u4", "f32")])
+def test_the_one_pass_product_has_the_weight_of_the_layers_and_a_watched_run_its_bits(tmp_path, kind, work):
+    """One token times a weight decompressed inside the product's loop: fed each unit vector,
+    a product gives one column of the weight, exactly whatever the order of its sums, so every
+    value the loop decompresses is compared with the layers run as written. A run that watches
+    each layer gives the plain run's bits (its MatMul is made the same way); precision emulation,
+    which may change the weight, multiplies the weight the layers give."""
+    xml = _nncf_matmul(tmp_path, kind, 1, work)
+    as_written = _compiled(xml, budget=0)
+    with accel.use("numba"):
+        compiled = _compiled(xml)
+        assert isinstance(_book(compiled), _Arithmetic)
+        for unit in np.eye(K, dtype=np.float32):
+            feed = {"l0": unit[None]}
+            assert compiled.run(feed)[0].tobytes() == as_written.run(feed)[0].tobytes()
+        plain = compiled.run({"l0": _feed(1)})[0]
+        seen = []
+        watched = compiled.run({"l0": _feed(1)}, hook=lambda layer, i, o: seen.append(layer.type))
+        assert "MatMul" in seen and watched[0].tobytes() == plain.tobytes()
+        emulated = compiled.run({"l0": _feed(1)}, precision="f16")
+        assert emulated[0].tobytes() == as_written.run({"l0": _feed(1)}, precision="f16")[0].tobytes()
 
 
 @pytest.mark.parametrize("zero_point", [0.5, 300.0])
@@ -139,6 +169,7 @@ def test_blocks_are_checked_against_the_whole_product_before_they_are_used(tmp_p
     from irscatter.runtime import compressed
 
     monkeypatch.setattr(compressed, "BLOCK_BYTES", ROW_ALIGN * K * 4)
+    monkeypatch.setenv("IRSCATTER_BACKEND", "numpy")  # (numba's loop multiplies in one pass, without blocks)
     xml = _nncf_matmul(tmp_path, "u8")
     want = _compiled(xml, budget=0).run({"l0": _feed(1)})[0].tobytes()
     step = _looked_up(compiled := _compiled(xml))[0].compute

@@ -52,7 +52,7 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import Op, TensorInfo
 from irscatter.ops.common import accel, threads
 from irscatter.ops.common.codebook import look_up
-from irscatter.ops.common.decompress import decompress
+from irscatter.ops.common.decompress import decompress, product
 from irscatter.ops.common.products import VECTOR_ROWS
 from irscatter.ops.matrix.mat_mul import MatMul
 from irscatter.runtime.folding import FoldPlan, behind, constant_steps
@@ -434,9 +434,15 @@ class _LookedUp:
         # on the values), so that another BLAS or CPU falls back to the whole weight.
         self.blocks_agree: bool | None = None
 
-    def __call__(self, a: np.ndarray) -> np.ndarray:
-        if (math.prod(a.shape[:-1]) != 1 or a.dtype != np.float32 or self.book.rows % ROW_ALIGN
-                or self.blocks_agree is False):
+    def __call__(self, a: np.ndarray, *given: np.ndarray) -> np.ndarray:
+        # `given`: the weight as the decompression layers computed it, in a run that watches
+        # them without changing any value; it has the bits the product decompresses itself.
+        one_row = math.prod(a.shape[:-1]) == 1 and a.dtype == np.float32
+        if one_row and isinstance(self.book, _Arithmetic) and accel.enabled():
+            return self._in_one_pass(a)
+        if given:
+            return self.matmul(a, given[0])
+        if not one_row or self.book.rows % ROW_ALIGN or self.blocks_agree is False:
             return self._whole(a)
         if self.blocks_agree is None:
             # two blocks' worth of rows, whole and by blocks: the whole weight is never made
@@ -461,6 +467,18 @@ class _LookedUp:
         whole = np.empty((rows, self._width()), np.float32)
         self.book.decode(0, whole.reshape(rows * fibers, self.book.length))
         return self.matmul(a, whole)
+
+    def _in_one_pass(self, a: np.ndarray) -> np.ndarray:
+        """One activation row times the weight, decompressed and multiplied in one compiled
+        loop, in a part of the rows per core (a row's sum does not depend on the part)."""
+        book = self.book
+        assert isinstance(book, _Arithmetic)
+        out = np.empty(a.shape[:-1] + (book.rows,), np.float32)
+        vector, flat = np.ascontiguousarray(a.reshape(-1)), out.reshape(-1)
+        count = threads.parts(book.rows * self._width(), SPLIT_DECODED)
+        threads.run([partial(product, book.codes, book.sign, book.shift, book.scale, book.fibers, vector,
+                             book.to_f16, flat, lo, hi) for lo, hi in threads.spans(book.rows, count)])
+        return out
 
     def _by_blocks(self, a: np.ndarray, rows: int | None = None) -> np.ndarray:
         """The product by blocks of rows, the blocks in a part per core under the thread policy

@@ -435,7 +435,10 @@ class CompiledModel:
             if not observers:
                 return self._execute_plain(values, donated)
             steps = self.plan.run_steps
-        return self._watched(values, self.plan.steps if steps is None else steps, observers, donated)
+        if steps is None:
+            altered = any(observer.alters_values for observer in observers)
+            steps = self.plan.steps if altered else self.plan.watched_steps
+        return self._watched(values, steps, observers, donated)
 
     def _filled(self, bound: list[np.ndarray]) -> list[Any]:
         """The slots of a run, the fed inputs and the Consts in theirs (checked first against the

@@ -18,7 +18,9 @@ loop, which does nothing but call the kernels.
 Each observer says what it needs of the run: `sees_values` (every layer runs, none is read
 from the values kept for Const-only layers), `holds_arguments` (no kernel may write into an
 input's buffer or leave an output out, since the observer may still hold or read them after
-the step) and `keeps_values` (no slot is freed during the run). What needs a different list of
+the step), `keeps_values` (no slot is freed during the run) and `alters_values` (it may change
+an argument or an output: a compressed weight's product then multiplies the weight it is given,
+`runtime/compressed.py`). What needs a different list of
 steps (decompression, `runtime/decompression.py`) is a choice of steps, not an observer.
 
 The loop pays a Python call per step for each method an observer overrides, and nothing for
@@ -52,6 +54,7 @@ class StepObserver:
     sees_values = True
     holds_arguments = False
     keeps_values = False
+    alters_values = True  # whether `before` or `after` may change a value (unless told otherwise)
     overrides: frozenset[str] = frozenset()  # which of the methods below the class overrides
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -135,6 +138,7 @@ class Hook(StepObserver):
     """The user's hook, called after each layer with read-only views of its inputs and outputs."""
 
     __slots__ = ("hook",)
+    alters_values = False
     holds_arguments = True  # a hook may keep what it is shown
 
     def __init__(self, hook: LayerHook) -> None:
@@ -151,6 +155,7 @@ class Record(StepObserver):
     watched run), read once the run is over: no slot is freed nor written into meanwhile."""
 
     __slots__ = ("into", "recorded")
+    alters_values = False
     holds_arguments = True
     keeps_values = True
 
@@ -189,6 +194,7 @@ class Strict(StepObserver):
     that its findings name the layer."""
 
     __slots__ = ("collector",)
+    alters_values = False
 
     def __init__(self, collector: Collector) -> None:
         self.collector = collector
@@ -204,6 +210,7 @@ class Timing(StepObserver):
     run computes (the values kept for Const-only layers read, not computed again)."""
 
     __slots__ = ("timings",)
+    alters_values = False
     sees_values = False
 
     def __init__(self, timings: list[tuple[Layer, float, bool]]) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from irscatter import limits
@@ -67,6 +67,10 @@ class Plan:
     # The steps of a run that reads the kept values of Const-only layers instead of computing
     # them (and that looks compressed weights up by blocks, `runtime/compressed.py`).
     run_steps: list[Step] = field(default_factory=list)
+    # The steps of a run that watches every layer without changing any value: all of them, and
+    # a compressed weight's product made as a plain run makes it, from the weight it is given
+    # or as it computes it, so that both runs give the same bits.
+    watched_steps: list[Step] = field(default_factory=list)
     # Every input has a static shape and element type: a run never infers again.
     is_static: bool = True
 
@@ -90,6 +94,8 @@ class Plan:
         plan.fold = _plan_folding(plan, analysis)
         plan.run_steps = [plan.fold.replaced.get(i, step) for i, step in enumerate(plan.steps)
                           if i not in plan.fold.skipped]
+        plan.watched_steps = [replace(step, compute=plan.fold.replaced[i].compute, reuse_slot=None, reuse_input=None)
+                              if i in plan.fold.replaced else step for i, step in enumerate(plan.steps)]
         return plan
 
 

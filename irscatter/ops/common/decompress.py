@@ -46,3 +46,14 @@ def decompress(codes: np.ndarray, sign: int, shift: np.ndarray, scale: np.ndarra
     if to_f16:
         out[...] = out.astype(np.float16)  # numpy's own rounding, which its f16 Multiply does too
     return out
+
+
+def product(codes: np.ndarray, sign: int, shift: np.ndarray, scale: np.ndarray, fibers: int, x: np.ndarray,
+            to_f16: bool, out: np.ndarray, lo: int, hi: int) -> None:
+    """`out[r]` for weight rows r in [lo, hi): the row decompressed as `decompress` does it
+    (codes [rows * fibers, L], `fibers` fibers a row), times `x` [fibers * L] (f32), summed in
+    the compiled loop's own order. Needs numba (`accel.enabled()`); the decompression is not
+    written out, so a matrix-vector product costs one pass over the codes."""
+    from irscatter.ops.common import decompress_kernels as kernels  # (imports numba)
+
+    (kernels.product_f16 if to_f16 else kernels.product_f32)(codes, sign, shift, scale, fibers, x, out, lo, hi)
