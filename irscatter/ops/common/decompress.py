@@ -56,4 +56,4 @@ def product(codes: np.ndarray, sign: int, shift: np.ndarray, scale: np.ndarray, 
     written out, so a matrix-vector product costs one pass over the codes."""
     from irscatter.ops.common import decompress_kernels as kernels  # (imports numba)
 
-    (kernels.product_f16 if to_f16 else kernels.product_f32)(codes, sign, shift, scale, fibers, x, out, lo, hi)
+    kernels.product(codes, sign, shift, scale, fibers, x, to_f16, out, lo, hi)

@@ -100,31 +100,20 @@ def to_f16(codes, sign, shift, scale, first, bits):  # pragma: no cover - compil
 # here), so that the compiler sums each output in vector lanes.
 
 @numba.njit(nogil=True, cache=True, fastmath={"reassoc"})
-def product_f32(codes, sign, shift, scale, fibers, x, out, lo, hi):  # pragma: no cover - compiled
-    """`out[r]` for weight rows r in [lo, hi): the weight's row, decompressed as `to_f32`
-    does (codes [rows * fibers, length], a fiber's zero point and scale), times `x` [fibers *
-    length]."""
+def product(codes, sign, shift, scale, fibers, x, to_f16, out, lo, hi):  # pragma: no cover - compiled
+    """`out[r]` for weight rows r in [lo, hi): the weight's row, decompressed as `to_f32` or
+    `to_f16` does (codes [rows * fibers, length], a fiber's zero point and scale), times `x`
+    [fibers * length]."""
     sign, length = np.int32(sign), codes.shape[1]
     for r in range(lo, hi):
         total = np.float32(0)
         for f in range(fibers):
             i, base = r * fibers + f, f * length
             offset, factor, fiber = shift[i], scale[i], codes[i]
-            for j in range(length):
-                total += _scaled(fiber[j], sign, offset, factor) * x[base + j]
-        out[r] = total
-
-
-@numba.njit(nogil=True, cache=True, fastmath={"reassoc"})
-def product_f16(codes, sign, shift, scale, fibers, x, out, lo, hi):  # pragma: no cover - compiled
-    """As `product_f32`, each weight value rounded to f16 as `to_f16` does."""
-    sign, length = np.int32(sign), codes.shape[1]
-    for r in range(lo, hi):
-        total = np.float32(0)
-        for f in range(fibers):
-            i, base = r * fibers + f, f * length
-            offset, factor, fiber = shift[i], scale[i], codes[i]
-            if _plain_scale(factor):
+            if not to_f16:
+                for j in range(length):
+                    total += _scaled(fiber[j], sign, offset, factor) * x[base + j]
+            elif _plain_scale(factor):
                 for j in range(length):
                     total += _float(_rounded_plain(_scaled(fiber[j], sign, offset, factor))) * x[base + j]
             else:
