@@ -57,6 +57,7 @@ from irscatter.ops.common import threads
 # BLAS kernels (4, 8, 12, 16, 24).
 QUANTA = (8, 12, 16, 24, 48)
 VECTOR_ROWS = 64  # weight rows per block of a one-row product (see the module's docstring)
+VECTOR_WORK = 1 << 18  # multiply-adds from which such a product is split
 _BLAS_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _quantum: dict[str, int] = {}
 _vector_cuts: dict[tuple[str, int], bool] = {}
@@ -78,10 +79,12 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.matmul(a, b)  # numpy's own error
     rows, inner, columns = left.shape[-2], left.shape[-1], right.shape[-1]
     work = math.prod(batch) * rows * inner * columns
-    if work < threads.SPLIT_WORK:
+    # a matrix-vector product reads a weight element per multiply-add: smaller ones are worth a thread
+    least = VECTOR_WORK if rows == 1 and math.prod(batch) == 1 and _weight_rows(left, right) is not None else None
+    if work < (threads.SPLIT_WORK if least is None else least):
         return np.matmul(a, b)
-    with threads.one_blas_thread(work):
-        count = threads.parts(work)
+    with threads.one_blas_thread(work, least):
+        count = threads.parts(work, least)
         if count == 1:
             return np.matmul(a, b)
         out = np.empty((*batch, rows, columns), dtype)
