@@ -8,16 +8,18 @@ from test_folding import _Builder, _compiled, count_kernel_calls
 
 from irscatter.ops.common import accel
 from irscatter.runtime import compressed
-from irscatter.runtime.compressed import ROW_ALIGN, _Arithmetic, _Codebook, _LookedUp
+from irscatter.runtime.compressed import ROW_ALIGN, Arithmetic, Codebook, _LookedUp
 
 ROWS, K = 2 * ROW_ALIGN, 256  # two blocks' worth of rows, so that the product is split
 
 
-def _nncf_matmul(folder, kind: str, tokens: int = 1, work: str = "f16", zero_point: float | None = None):
+def _nncf_matmul(folder, kind: str, tokens: int = 1, work: str = "f16", zero_point: float | None = None,
+                 gather: bool = False):
     """x[tokens, 256] @ W^T, W[128, 256] as NNCF writes it: u8 or i8 per row (Convert f16,
     Subtract a converted zero point of the codes' type, Multiply an f16 scale, Convert f32); u4
     in groups of 64 with a Reshape before the last Convert; i4 in groups of 64 with a scale only.
-    `work` f32: the chain in f32, no last Convert; `zero_point`: one f16 Const instead."""
+    `work` f32: the chain in f32, no last Convert; `zero_point`: one f16 Const instead; `gather`:
+    the weight's rows are also gathered at the ids of a second input (a tied embedding)."""
     rng = np.random.default_rng(5)
     b = _Builder()
     x = b.add("Parameter", {"shape": f"{tokens},{K}", "element_type": "f32"}, [], (tokens, K), "f32")
@@ -40,6 +42,11 @@ def _nncf_matmul(folder, kind: str, tokens: int = 1, work: str = "f16", zero_poi
         weight = b.add("Convert", {"destination_type": "f32"}, [weight], (ROWS, K), "f32")
     y = b.add("MatMul", {"transpose_a": "false", "transpose_b": "true"}, [x, weight], (tokens, ROWS), "f32")
     b.add("Result", None, [y], (), "f32")
+    if gather:
+        ids = b.add("Parameter", {"shape": "1,6", "element_type": "i64"}, [], (1, 6), "i64")
+        rows = b.add("Gather", {"batch_dims": 0}, [weight, ids, b.const(np.array(0), "i64")], (1, 6, K), "f32",
+                     version="opset8")
+        b.add("Result", None, [rows], (), "f32")
     return b.save(folder)
 
 
@@ -87,18 +94,18 @@ def test_a_compressed_matmul_gives_the_bits_of_its_decompression_layers(tmp_path
         monkeypatch.setattr(compressed, "ARITHMETIC", arithmetic)
         with accel.use("numba" if accel.available() else "numpy"):  # compiled where the arithmetic is taken
             compiled = _compiled(xml)
-        assert isinstance(_book(compiled), _Arithmetic if arithmetic and accel.available() else _Codebook)
+        assert isinstance(_book(compiled), Arithmetic if arithmetic and accel.available() else Codebook)
         assert not compiled.plan.fold.kept  # the f32 weight is not kept
         with accel.use(backend):
             calls.update(dict.fromkeys(calls, 0))
             got = [compiled.run({"l0": _feed(tokens) * k})[0].tobytes() for k in (1, -2)]
-        if tokens == 1 and isinstance(_book(compiled), _Arithmetic) and backend == "numba":
+        if tokens == 1 and isinstance(_book(compiled), Arithmetic) and backend == "numba":
             for mine, theirs in zip(got, want):
                 mine, theirs = np.frombuffer(mine, np.float32), np.frombuffer(theirs, np.float32)
                 np.testing.assert_allclose(mine, theirs, rtol=0, atol=2e-6 * np.abs(theirs).max())
         else:
             assert got == want
-        assert calls["Multiply"] == (0 if isinstance(_book(compiled), _Arithmetic) else 1)  # the table, once
+        assert calls["Multiply"] == (0 if isinstance(_book(compiled), Arithmetic) else 1)  # the table, once
 
 
 @pytest.mark.skipif(not accel.available(), reason="numba is not installed")
@@ -113,7 +120,7 @@ def test_the_one_pass_product_has_the_weight_of_the_layers_and_a_watched_run_its
     as_written = _compiled(xml, budget=0)
     with accel.use("numba"):
         compiled = _compiled(xml)
-        assert isinstance(_book(compiled), _Arithmetic)
+        assert isinstance(_book(compiled), Arithmetic)
         for unit in np.eye(K, dtype=np.float32):
             feed = {"l0": unit[None]}
             assert compiled.run(feed)[0].tobytes() == as_written.run(feed)[0].tobytes()
@@ -125,6 +132,49 @@ def test_the_one_pass_product_has_the_weight_of_the_layers_and_a_watched_run_its
         assert emulated[0].tobytes() == as_written.run({"l0": _feed(1)}, precision="f16")[0].tobytes()
 
 
+@pytest.mark.parametrize("kind, backend", [("u8", "numba"), ("u4", "numpy"), ("i4", "numba")])
+def test_a_tied_embedding_gathers_its_rows_from_the_compressed_weight(tmp_path, kind, backend):
+    """A weight that a MatMul multiplies by and a Gather takes rows of (a tied embedding and
+    output layer) is not kept decompressed: the Gather decompresses the rows it asks for, with
+    the layers' bits, negative ids from the end and zeros for ids outside, as Gather does."""
+    if backend == "numba" and not accel.available():
+        pytest.skip("numba is not installed")
+    xml = _nncf_matmul(tmp_path, kind, gather=True)
+    ids = np.array([[3, -1, ROWS + 4, 3, -ROWS - 1, 0]])
+    feeds = {"l0": _feed(1), ids_name(xml): ids}
+    want = _compiled(xml, budget=0).run(feeds)
+    with accel.use("numba" if accel.available() else "numpy"):
+        compiled = _compiled(xml)
+    assert len(_looked_up(compiled)) == 1 and not compiled.plan.fold.kept
+    assert any(isinstance(step.compute, compressed._GatheredRows) for step in compiled.plan.run_steps)
+    with accel.use(backend):
+        got = compiled.run(feeds)
+    assert got[1].tobytes() == want[1].tobytes() and not got[1][0, 2].any() and not got[1][0, 4].any()
+    np.testing.assert_allclose(got[0], want[0], rtol=0, atol=2e-6 * np.abs(want[0]).max())
+
+
+def ids_name(xml) -> str:
+    """The name of the ids input of `_nncf_matmul(gather=True)` (its last Parameter)."""
+    import irscatter
+
+    return irscatter.read_model(xml).parameters[-1].name
+
+
+def test_several_tokens_go_by_blocks_of_weight_rows_with_a_watched_runs_bits(tmp_path, monkeypatch):
+    """Several tokens: blocks of weight rows, each multiplied by the MatMul's kernel; a run that
+    watches the layers multiplies the same blocks of the weight they give, so both runs have
+    the same bits, and the values are the whole product's to the last bits of its sums."""
+    monkeypatch.setattr(compressed, "TOKENS_BLOCK_BYTES", ROW_ALIGN * K * 4)
+    xml = _nncf_matmul(tmp_path, "u8", tokens=3)
+    want = _compiled(xml, budget=0).run({"l0": _feed(3)})[0]
+    compiled = _compiled(xml)
+    plain = compiled.run({"l0": _feed(3)})[0]
+    seen = []
+    watched = compiled.run({"l0": _feed(3)}, hook=lambda layer, i, o: seen.append(layer.type))
+    assert "MatMul" in seen and watched[0].tobytes() == plain.tobytes()
+    np.testing.assert_allclose(plain, want, rtol=0, atol=2e-6 * np.abs(want).max())
+
+
 @pytest.mark.parametrize("zero_point", [0.5, 300.0])
 def test_chains_whose_arithmetic_is_not_exact_keep_their_tables(tmp_path, zero_point):
     """A zero point that is not an integer, or outside the codes' range, leaves the difference
@@ -133,7 +183,7 @@ def test_chains_whose_arithmetic_is_not_exact_keep_their_tables(tmp_path, zero_p
     want = _compiled(xml, budget=0).run({"l0": _feed(1)})[0].tobytes()
     with accel.use("numba" if accel.available() else "numpy"):
         compiled = _compiled(xml)
-        assert isinstance(_book(compiled), _Codebook)
+        assert isinstance(_book(compiled), Codebook)
         assert compiled.run({"l0": _feed(1)})[0].tobytes() == want
 
 

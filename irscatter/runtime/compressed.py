@@ -20,30 +20,39 @@ finite. Its value is then `(code - zero point) * scale` rounded once to the chai
 gather) from a zero point and a scale per fiber. Numpy's rounding to f16 costs more than the
 lookup, so without numba an f16 chain keeps its table.
 
-A run that nothing watches replaces the MatMul's step with `_LookedUp`: the weight is
-decompressed a block of rows at a time and each block multiplied by the activation (np.dot, the
-BLAS call numpy's matmul makes for one row, which unlike matmul lets go of the GIL).
-With one activation row, BLAS's matrix-vector product computes each output from its own weight
-row, so a product by blocks of rows has the same bits as the whole product as long as the
-blocks and the row count are multiples of `ROW_ALIGN` (its kernels take rows in fours, and
-split them between threads in halves; the first such product is made both ways and compared,
-and a BLAS that disagrees keeps the whole weight); otherwise, and with several activation rows (the
-matrix-matrix kernel's path depends on the block's size), the weight is decompressed whole for
-that product and dropped after. The blocks go in a part per core on irscatter's threads under
-the thread policy (`ops/common/threads.py`), each part decompressing into its own buffer, BLAS
-held to one thread: a block's product has the same bits on whichever thread makes it. Since
-decompressing costs more than a multiply-add, weights from `SPLIT_DECODED` elements are split,
-in blocks small enough to give each core one. A run
-that watches each layer runs the decompression layers as written, as before.
+A run that nothing watches replaces the MatMul's step with `_LookedUp`:
+
+* One activation row, by arithmetic, with numba: each output row is decompressed and multiplied
+  in one compiled loop (`decompress.product`), a part of the rows per core. The loop sums in its
+  own vector order, so the product may differ in its last bits from BLAS's by the decompressed
+  weight; each value it decompresses has the layers' bits.
+* One activation row otherwise: the weight is decompressed a block of rows at a time and each
+  block multiplied by the activation (np.dot, the BLAS call numpy's matmul makes for one row,
+  which unlike matmul lets go of the GIL), the blocks in a part per core, each part with its
+  own buffer, BLAS held to one thread. BLAS's matrix-vector product computes each output from
+  its own weight row, so the blocks have the whole product's bits as long as they and the row
+  count are multiples of `ROW_ALIGN` (its kernels take rows in fours); the first such product
+  is made both ways and compared, and a BLAS that disagrees keeps the whole weight. Since
+  decompressing costs more than a multiply-add, weights from `SPLIT_DECODED` elements are split.
+* Several activation rows: blocks of `TOKENS_BLOCK_BYTES` of weight rows, each multiplied by the
+  MatMul's kernel (the matrix kernel's sums depend on the block's width, so the last bits may
+  differ from one product by the whole weight): the whole f32 weight is never made.
+
+A Gather of whole rows of such a weight (a tied embedding reading the output layer's weight)
+decompresses the rows it asks for (`_GatheredRows`), so the two share the codes and neither
+keeps the f32 weight.
+
+A run that watches each layer runs the decompression layers as written. Unless an observer may
+change values (precision emulation), its MatMul is made as the plain run makes it, from the
+weight the layers give, so that both runs have the same bits (`watched_step`).
 """
 
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property, partial
+from functools import partial
 from typing import Any, TypeGuard
 
 import numpy as np
@@ -51,20 +60,20 @@ import numpy as np
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import Op, TensorInfo
 from irscatter.ops.common import accel, threads
-from irscatter.ops.common.codebook import look_up
-from irscatter.ops.common.decompress import decompress, product
+from irscatter.ops.common.decompress import product
 from irscatter.ops.common.products import VECTOR_ROWS
+from irscatter.ops.indexing.gather import gather_with_zero_fill
 from irscatter.ops.matrix.mat_mul import MatMul
 from irscatter.runtime.folding import FoldPlan, behind, constant_steps
+from irscatter.runtime.weight_codes import ELEMENTWISE, Arithmetic, Codebook, side_values
 
-ELEMENTWISE = frozenset({"Convert", "Subtract", "Multiply", "Add"})
 ROW_ALIGN = VECTOR_ROWS  # rows per block, and of the weight, for a product by blocks (see the module doc)
 BLOCK_BYTES = 1 << 20  # a looked-up block stays in cache while BLAS reads it
+TOKENS_BLOCK_BYTES = 1 << 22  # a block of weight rows for a product of several tokens
 # Weight elements from which a product by blocks is split between the cores: decompressing an
 # element costs several multiply-adds, so a smaller weight than `threads.SPLIT_WORK` pays for
 # waking a thread.
 SPLIT_DECODED = 1 << 18
-TABLE_CHUNK = 1 << 21  # table entries computed at once: a large weight's table is not built in one go
 ARITHMETIC = True  # whether the chains `_arithmetic` accepts skip their tables (False: tables for all)
 
 
@@ -97,17 +106,53 @@ def fuse_compressed(steps: Sequence[Any], ops: Mapping[int, Op], infos: Mapping[
             continue
         if readers is None:
             readers = _readers(steps)
-        if not _exclusive(steps, chain, i, readers, result_slots):
+        if i in fused.steps:
+            continue  # (a weight that two MatMuls read: taken with the first)
+        others = [r for r in readers.get(step.inputs[1], ()) if r != i]
+        products = [r for r in others if _same_product(steps[r], ops[steps[r].layer.id], step)]
+        gathers = [r for r in others if r not in products and _gathers_rows(steps[r], ops[steps[r].layer.id], step, consts)]
+        if len(products) + len(gathers) != len(others) or not _exclusive(steps, chain, [i, *others], readers, result_slots):
             continue
         book = _codebook(steps, ops, chain, infos, consts)
         if book is None or fused.cost + book.cost > budget:
             continue
         fused.cost += book.cost
-        fused.steps[i] = replace(step, inputs=step.inputs[:1], compute=_LookedUp(op.compute, book),
-                                 reuse_slot=None, reuse_input=None)
+        for r in (i, *products):
+            fused.steps[r] = replace(steps[r], inputs=steps[r].inputs[:1], compute=_LookedUp(op.compute, book),
+                                     reuse_slot=None, reuse_input=None)
+        for r in gathers:
+            fused.steps[r] = replace(steps[r], inputs=steps[r].inputs[1:2], compute=_GatheredRows(book),
+                                     reuse_slot=None, reuse_input=None)
         fused.chains.update(chain)
         fused.weights.add(step.inputs[1])
     return fused
+
+
+def watched_step(step: Any, replacement: Any | None) -> Any:
+    """The step a run that watches the layers (and changes no value) takes at a position: a
+    MatMul made as a plain run makes it (its bits may differ from BLAS's whole product, see
+    `_LookedUp`), fed the weight the decompression layers give; any other step as it is (a
+    Gather of rows copies the same values either way)."""
+    if replacement is None or not isinstance(replacement.compute, _LookedUp):
+        return step
+    return replace(step, compute=replacement.compute, reuse_slot=None, reuse_input=None)
+
+
+def _same_product(step: Any, op: Op, first: Any) -> bool:
+    """Whether another reader of a weight multiplies by it as the first MatMul does."""
+    return (isinstance(op, MatMul) and op.attrs.transpose_b and not op.attrs.transpose_a
+            and len(step.inputs) == 2 and step.inputs[1] == first.inputs[1] and step.inputs[0] != first.inputs[1])
+
+
+def _gathers_rows(step: Any, op: Op, matmul: Any, consts: Mapping[int, Any]) -> bool:
+    """Whether a reader of a MatMul's weight takes whole rows of it (a Gather along the first
+    axis, no batch, a Const axis): a tied embedding reads the output layer's weight so."""
+    if step.layer.type != "Gather" or len(step.inputs) != 3 or step.inputs[0] != matmul.inputs[1] \
+            or step.inputs[1] == matmul.inputs[1] or getattr(op.attrs, "batch_dims", 0) != 0:
+        return False
+    axis = consts.get(step.inputs[2])
+    value = None if axis is None else np.asarray(axis.const_value)
+    return value is not None and value.size == 1 and int(value.reshape(-1)[0]) in (0, -2)
 
 
 def _readers(steps: Sequence[Any]) -> dict[int, list[int]]:
@@ -135,118 +180,16 @@ def reads_codes(steps: Sequence[Any], chain: list[int], infos: Mapping[int, Tens
     return any(s in consts and _is_code_type(infos.get(s)) for i in chain for s in steps[i].inputs)
 
 
-def _exclusive(steps: Sequence[Any], chain: list[int], matmul: int, readers: Mapping[int, list[int]],
+def _exclusive(steps: Sequence[Any], chain: list[int], users: list[int], readers: Mapping[int, list[int]],
                result_slots: set[int]) -> bool:
-    """Whether the chain's values are read by the chain and the MatMul alone."""
-    inside = set(chain) | {matmul}
+    """Whether the chain's values are read by the chain and the weight's users alone."""
+    inside = set(chain) | set(users)
     return all(slot not in result_slots and set(readers.get(slot, ())) <= inside
                for i in chain for slot in steps[i].outputs)
 
 
-@dataclass(eq=False)
-class _Codebook:
-    """A weight [rows, K] as codes [rows * fibers, length] and a table per fiber, built on first
-    use by running the chain (`main`: the steps on the codes' path, `side`: those computing
-    zero points and scales) on every code."""
-
-    codes_slot: int
-    codes_layer: Any
-    rows: int
-    fibers: int  # per weight row
-    length: int  # codes per fiber
-    alphabet: np.ndarray  # every code, as the codes' dtype
-    side: list[Any]
-    main: list[Any]  # elementwise steps, then a Reshape left out (it keeps the rows)
-    widening: list[Any]  # trailing Converts from a 16-bit float, run on every pattern instead
-    widened_types: tuple[ElementType, ...]  # what each of them gives
-    consts: Mapping[int, Any]
-    cost: int
-    _built: tuple | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def decode(self, first: int, out: np.ndarray) -> None:
-        """The weight's fibers [first, first + len(out)) into `out` [fibers, length], f32."""
-        codes, table, widen = self.built()
-        look_up(codes[first:first + len(out)], table, first, widen, out)
-
-    def built(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """(codes [rows * fibers, length], table [rows * fibers, alphabet], widening or None)."""
-        if self._built is None:
-            with self._lock:
-                if self._built is None:
-                    self._built = self._build()
-        return self._built
-
-    def _build(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        codes = _codes(self.codes_layer, self.rows * self.fibers)
-        values = _side_values(self.side, self.consts)
-        shape = tuple(self.codes_layer.const_value.shape)
-        chunk = max(1, TABLE_CHUNK // (self.fibers * len(self.alphabet)))
-        table = None
-        for start in range(0, self.rows, chunk):
-            part = self._table_rows(values, shape, start, min(start + chunk, self.rows))
-            if table is None:
-                table = np.empty((self.rows * self.fibers, part.shape[1]), part.dtype)
-            table[start * self.fibers:start * self.fibers + len(part)] = part
-        assert table is not None  # (a codebook has rows: `_codebook` takes no weight of none)
-        return codes, table, _widened(self.widening, self.widened_types) if self.widening else None
-
-    def _table_rows(self, values: dict[int, Any], shape: tuple[int, ...], start: int, stop: int) -> np.ndarray:
-        """The tables of weight rows [start, stop): the main steps run on the alphabet, with
-        the zero points and scales of those rows."""
-        rank = len(shape)
-        current: np.ndarray = self.alphabet.reshape((1,) * (rank - 1) + (-1,))
-        path = {self.codes_slot}
-        for step in self.main:
-            if step.layer.type in ELEMENTWISE:  # a Reshape keeps the rows, and the table has no other axis
-                current = step.compute(*[current if s in path else _rows_of(values[s], rank, self.rows, start, stop)
-                                         for s in step.inputs])
-            path.update(step.outputs)
-        current = np.broadcast_to(current, (stop - start,) + shape[1:-1] + (len(self.alphabet),))
-        current = current.reshape((stop - start) * self.fibers, len(self.alphabet))
-        return current.view(np.uint16) if self.widening else current
-
-
-
-def _codes(layer: Any, fibers: int) -> np.ndarray:
-    """A codes Const as [fibers, length], each code's byte."""
-    return layer.const_value.view(np.uint8).reshape(fibers, -1)
-
-
-def _side_values(side: list[Any], consts: Mapping[int, Any]) -> dict[int, Any]:
-    """The Consts' values and those the side steps (zero points, scales) compute from them."""
-    values = {slot: layer.const_value for slot, layer in consts.items()}
-    for step in side:
-        values[step.outputs[0]] = step.compute(*[values[s] for s in step.inputs])
-    return values
-
-
-_WIDENINGS: dict[tuple, np.ndarray] = {}
-
-
-def _widened(steps: list[Any], key: tuple[ElementType, ...]) -> np.ndarray:
-    """The widening Converts run on every f16 bit pattern, once per sequence of the types they
-    give (a Convert's result depends on its source and destination types alone)."""
-    found = _WIDENINGS.get(key)
-    if found is None:
-        found = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
-        for step in steps:
-            found = step.compute(found)
-        _WIDENINGS[key] = found = np.ascontiguousarray(found)
-        found.flags.writeable = False
-    return found
-
-
-def _rows_of(value: Any, rank: int, rows: int, start: int, stop: int) -> Any:
-    """A zero point's or scale's part for weight rows [start, stop): its first axis sliced when
-    it spans the rows, as is when it broadcasts along them."""
-    if isinstance(value, np.ndarray) and value.ndim == rank and value.shape[0] == rows:
-        return value[start:stop]
-    return value
-
-
 def _codebook(steps: Sequence[Any], ops: Mapping[int, Op], chain: list[int], infos: Mapping[int, TensorInfo],
-              consts: Mapping[int, Any]) -> _Codebook | _Arithmetic | None:
+              consts: Mapping[int, Any]) -> Codebook | Arithmetic | None:
     """The chain as arithmetic (`_arithmetic`) or as a codebook, or None when it is neither (see the
     module doc)."""
     weight = infos.get(steps[chain[-1]].outputs[0])
@@ -285,38 +228,13 @@ def _codebook(steps: Sequence[Any], ops: Mapping[int, Op], chain: list[int], inf
     cost = rows * fibers * len(alphabet) * (2 if widening else 4)
     if cost >= rows * k * 4:  # a table larger than the weight itself: keeping the weight is cheaper
         return None
-    return _Codebook(codes_slot, consts[codes_slot], rows, fibers, shape[-1], alphabet, side, main, widening,
+    return Codebook(codes_slot, consts[codes_slot], rows, fibers, shape[-1], alphabet, side, main, widening,
                      tuple(infos[step.outputs[0]].etype for step in widening), read_consts, cost)
-
-
-@dataclass(eq=False)
-class _Arithmetic:
-    """A weight [rows, K] as codes [rows * fibers, length] and, per fiber, `sign` plus its zero
-    point (`shift`) and its scale, decompressed by arithmetic with the chain's bits
-    (`ops/common/decompress.py`)."""
-
-    codes_layer: Any
-    rows: int
-    fibers: int
-    length: int
-    sign: int  # the codes' top bit when they are signed, else 0
-    shift: np.ndarray
-    scale: np.ndarray
-    to_f16: bool  # whether the chain computes in f16 (else f32)
-    cost: int
-
-    @cached_property
-    def codes(self) -> np.ndarray:
-        return _codes(self.codes_layer, self.rows * self.fibers)
-
-    def decode(self, first: int, out: np.ndarray) -> None:
-        """The weight's fibers [first, first + len(out)) into `out` [fibers, length], f32."""
-        decompress(self.codes[first:first + len(out)], self.sign, self.shift, self.scale, first, self.to_f16, out)
 
 
 def _arithmetic(main: list[Any], widening: list[Any], side_steps: list[Any], consts: Mapping[int, Any],
                 infos: Mapping[int, TensorInfo], codes_layer: Any, shape: tuple[int, ...],
-                alphabet: np.ndarray) -> _Arithmetic | None:
+                alphabet: np.ndarray) -> Arithmetic | None:
     """The chain as codes, zero points and scales, when it is a Convert of the codes to f16 (then
     one Convert to f32 at the end) or to f32, maybe a Subtract of a zero point, a Multiply by a
     scale, maybe a Reshape of the rows; every zero point an integer within the codes' range, every
@@ -331,7 +249,7 @@ def _arithmetic(main: list[Any], widening: list[Any], side_steps: list[Any], con
         return None
     if etype is ElementType.f16 and not accel.enabled():
         return None  # numpy's rounding to f16 costs more than the tables' lookup; compiled loops' less
-    values = _side_values(side_steps, consts)
+    values = side_values(side_steps, consts)
     zero: Any = 0
     for before, step in zip(chain, chain[1:]):
         side = [slot for slot in step.inputs if slot != before.outputs[0]]
@@ -349,7 +267,7 @@ def _arithmetic(main: list[Any], widening: list[Any], side_steps: list[Any], con
             and alphabet.min() <= zero.min() and zero.max() <= alphabet.max()):
         return None
     shift, factor = (zero + sign).astype(np.float32), scale.astype(np.float32)
-    return _Arithmetic(codes_layer, shape[0], len(zero) // shape[0], shape[-1], sign, shift, factor,
+    return Arithmetic(codes_layer, shape[0], len(zero) // shape[0], shape[-1], sign, shift, factor,
                        etype is ElementType.f16, shift.nbytes + factor.nbytes)
 
 
@@ -424,10 +342,36 @@ def _trailing_widening(main: list[Any], infos: Mapping[int, TensorInfo]) -> list
     return tail
 
 
+class _GatheredRows:
+    """A Gather of whole rows of a compressed weight (a tied embedding): the rows it asks for
+    decompressed, then gathered by the Gather kernel's own rule (negative indices count from
+    the end, an index outside gives zeros), the same values the layers as written give."""
+
+    def __init__(self, book: Codebook | Arithmetic) -> None:
+        self.book = book
+
+    def __call__(self, indices: np.ndarray) -> np.ndarray:
+        rows = self.book.rows
+        flat = indices.reshape(-1)
+        if flat.dtype.kind == "u":
+            valid = flat < rows
+            flat = np.where(valid, flat, 0).astype(np.int64)
+        else:
+            flat = flat.astype(np.int64)
+            flat = np.where(flat < 0, flat + rows, flat)
+            valid = (flat >= 0) & (flat < rows)
+        wanted = np.unique(flat[valid])
+        table = np.empty((len(wanted), self.book.fibers * self.book.length), np.float32)
+        if len(wanted):
+            self.book.decode_rows(wanted, table)
+        local = np.where(valid, np.searchsorted(wanted, flat), len(wanted))
+        return gather_with_zero_fill(table, local.reshape(indices.shape), 0, 0, "indices")
+
+
 class _LookedUp:
     """The MatMul of an activation by a weight decompressed by blocks of rows (see the module doc)."""
 
-    def __init__(self, matmul: Callable[..., np.ndarray], book: _Codebook | _Arithmetic) -> None:
+    def __init__(self, matmul: Callable[..., np.ndarray], book: Codebook | Arithmetic) -> None:
         self.matmul, self.book = matmul, book
         # Whether this machine's BLAS gives a product by blocks the whole product's bits: asked
         # on the first call that could take blocks (the kernels' path depends on the shapes, not
@@ -438,11 +382,13 @@ class _LookedUp:
         # `given`: the weight as the decompression layers computed it, in a run that watches
         # them without changing any value; it has the bits the product decompresses itself.
         one_row = math.prod(a.shape[:-1]) == 1 and a.dtype == np.float32
-        if one_row and isinstance(self.book, _Arithmetic) and accel.enabled():
+        if one_row and isinstance(self.book, Arithmetic) and accel.enabled():
             return self._in_one_pass(a)
+        if not one_row:
+            return self._tokens_by_blocks(a, given[0] if given else None)
         if given:
             return self.matmul(a, given[0])
-        if not one_row or self.book.rows % ROW_ALIGN or self.blocks_agree is False:
+        if self.book.rows % ROW_ALIGN or self.blocks_agree is False:
             return self._whole(a)
         if self.blocks_agree is None:
             # two blocks' worth of rows, whole and by blocks: the whole weight is never made
@@ -468,11 +414,34 @@ class _LookedUp:
         self.book.decode(0, whole.reshape(rows * fibers, self.book.length))
         return self.matmul(a, whole)
 
+    def _tokens_by_blocks(self, a: np.ndarray, weight: np.ndarray | None) -> np.ndarray:
+        """Several activation rows times the weight, a block of weight rows at a time (the
+        MatMul's kernel on each, which splits it between the cores), decompressed into one
+        buffer or cut from the weight a watching run's layers gave: the same blocks either way,
+        so both runs give the same bits (the matrix kernel's sums depend on the block's width,
+        so these may differ in the last bits from one product by the whole weight)."""
+        book, width = self.book, self._width()
+        block = max(ROW_ALIGN, TOKENS_BLOCK_BYTES // (4 * width) // ROW_ALIGN * ROW_ALIGN)
+        if block >= book.rows:
+            return self.matmul(a, weight) if weight is not None else self._whole(a)
+        out = np.empty(a.shape[:-1] + (book.rows,), np.result_type(a, np.float32))
+        buffer = np.empty((block, width), np.float32) if weight is None else None
+        for start in range(0, book.rows, block):
+            n = min(block, book.rows - start)
+            if weight is not None:
+                part = weight[start:start + n]
+            else:
+                assert buffer is not None
+                part = buffer[:n]
+                book.decode(start * book.fibers, part.reshape(n * book.fibers, book.length))
+            out[..., start:start + n] = self.matmul(a, part)
+        return out
+
     def _in_one_pass(self, a: np.ndarray) -> np.ndarray:
         """One activation row times the weight, decompressed and multiplied in one compiled
         loop, in a part of the rows per core (a row's sum does not depend on the part)."""
         book = self.book
-        assert isinstance(book, _Arithmetic)
+        assert isinstance(book, Arithmetic)
         out = np.empty(a.shape[:-1] + (book.rows,), np.float32)
         vector, flat = np.ascontiguousarray(a.reshape(-1)), out.reshape(-1)
         count = threads.parts(book.rows * self._width(), SPLIT_DECODED)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from irscatter import limits
@@ -26,7 +26,7 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Layer, Model, output_name
 from irscatter.ir.topology import Source
 from irscatter.ops.base import Op, TensorInfo
-from irscatter.runtime.compressed import fuse_compressed
+from irscatter.runtime.compressed import fuse_compressed, watched_step
 from irscatter.runtime.folding import FoldPlan, keep_once
 from irscatter.runtime.graph_view import BOUNDARY
 from irscatter.runtime.ports import InputSpec, OutputSpec
@@ -94,8 +94,7 @@ class Plan:
         plan.fold = _plan_folding(plan, analysis)
         plan.run_steps = [plan.fold.replaced.get(i, step) for i, step in enumerate(plan.steps)
                           if i not in plan.fold.skipped]
-        plan.watched_steps = [replace(step, compute=plan.fold.replaced[i].compute, reuse_slot=None, reuse_input=None)
-                              if i in plan.fold.replaced else step for i, step in enumerate(plan.steps)]
+        plan.watched_steps = [watched_step(step, plan.fold.replaced.get(i)) for i, step in enumerate(plan.steps)]
         return plan
 
 
