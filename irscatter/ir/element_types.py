@@ -221,13 +221,22 @@ NF4_LEVELS = np.array(
 
 def _bits_msb_first(raw: np.ndarray, width: int) -> np.ndarray:
     """Split each byte into 8/width fields of `width` bits, most significant field first."""
-    shifts = np.arange(8 - width, -1, -width, dtype=np.uint8)
-    return ((raw[:, None] >> shifts) & ((1 << width) - 1)).reshape(-1)
+    return _fields(raw, width, range(8 - width, -1, -width))
 
 
 def _bits_lsb_first(raw: np.ndarray, width: int) -> np.ndarray:
-    shifts = np.arange(0, 8, width, dtype=np.uint8)
-    return ((raw[:, None] >> shifts) & ((1 << width) - 1)).reshape(-1)
+    return _fields(raw, width, range(0, 8, width))
+
+
+def _fields(raw: np.ndarray, width: int, shifts: range) -> np.ndarray:
+    """The fields of `width` bits at `shifts` of each byte, a byte's fields in that order: one
+    pass over the bytes a field (a broadcast over the fields would loop over a handful of
+    elements per byte)."""
+    out = np.empty((len(raw), len(shifts)), np.uint8)
+    mask = np.uint8((1 << width) - 1)
+    for column, shift in enumerate(shifts):
+        np.bitwise_and(raw >> np.uint8(shift), mask, out=out[:, column])
+    return out.reshape(-1)
 
 
 def _split_bit_groups(raw: np.ndarray, low_width: int, count: int) -> np.ndarray:

@@ -100,11 +100,25 @@ def _codes(layer: Any, fibers: int) -> np.ndarray:
 
 
 def side_values(side: list[Any], consts: Mapping[int, Any]) -> dict[int, Any]:
-    """The Consts' values and those the side steps (zero points, scales) compute from them."""
-    values = {slot: layer.const_value for slot, layer in consts.items()}
+    """The values the side steps (zero points, scales) compute, and those of the Consts, each
+    decoded when first asked for (the codes, which may be unpacked from 4 bits, are not
+    needed here)."""
+    values = _ConstValues(consts)
     for step in side:
         values[step.outputs[0]] = step.compute(*[values[s] for s in step.inputs])
     return values
+
+
+class _ConstValues(dict):
+    """Values by slot; a Const's value is read on its first lookup."""
+
+    def __init__(self, consts: Mapping[int, Any]) -> None:
+        super().__init__()
+        self.consts = consts
+
+    def __missing__(self, slot: int) -> Any:
+        self[slot] = value = self.consts[slot].const_value
+        return value
 
 
 _WIDENINGS: dict[tuple, np.ndarray] = {}
