@@ -124,33 +124,62 @@ def infer_graph(
     sources: Mapping[int, Sequence[Source | None]],
     overrides: Mapping[int, TensorInfo] | None = None,
     file: str | None = None,
+    previous: dict[int, tuple[tuple[TensorInfo, ...], tuple[TensorInfo, ...]]] | None = None,
 ) -> dict[Source, TensorInfo]:
     """Infer every output in `order`; `overrides` replaces a layer's (a Parameter's) output.
+    `previous` holds what an earlier pass over the same graph gave each layer (its inputs and
+    outputs): a layer whose inputs are the very objects it saw then gives the same outputs
+    without inferring again, and the pass updates it. A decoder's next token changes one
+    input's shape, and only the layers that shape reaches infer again.
 
     Strict mode is off in here: this pass runs again while a model runs (new input shapes, a
     body's outer shapes), and the run's own kernels report what the folding here would."""
     with strict.collecting(None):
-        return _infer_in_order(order, layers, ops, sources, overrides, file)
+        return _infer_in_order(order, layers, ops, sources, overrides, file, previous)
 
 
 def _infer_in_order(order: Sequence[int], layers: Mapping[int, Layer], ops: Mapping[int, Op],
                     sources: Mapping[int, Sequence[Source | None]], overrides: Mapping[int, TensorInfo] | None,
-                    file: str | None) -> dict[Source, TensorInfo]:
+                    file: str | None, previous: dict | None) -> dict[Source, TensorInfo]:
     infos: dict[Source, TensorInfo] = {}
     memo = InferenceMemo()  # a dynamic model's repeated blocks are inferred once per new input shape
+    seen: Any = None
     for lid in order:
         layer = layers[lid]
+        if previous is not None:
+            seen = previous.get(lid)
         if overrides and lid in overrides:
-            infos[(lid, 0)] = overrides[lid]
+            info = overrides[lid]
+            if seen is not None and _same_info(seen[1][0], info):
+                info = seen[1][0]  # (the same object, so that what reads it is not inferred again)
+            elif previous is not None:
+                previous[lid] = ((), (info,))
+            infos[(lid, 0)] = info
             continue
         args = [infos[src] for src in sources[lid]]  # type: ignore[index]
-        try:
-            outs = memo.infer(ops[lid], layer, args)
-        except IRError as e:
-            raise e.add_context(file=file, layer=layer.ref, line=layer.line) from None
+        if seen is not None and len(seen[0]) == len(args) and all(a is b for a, b in zip(seen[0], args)):
+            outs = seen[1]
+        else:
+            try:
+                outs = memo.infer(ops[lid], layer, args)
+            except IRError as e:
+                raise e.add_context(file=file, layer=layer.ref, line=layer.line) from None
+            if seen is not None and len(outs) == len(seen[1]) and all(map(_same_info, outs, seen[1])):
+                outs = seen[1]  # (unchanged: what reads them is not inferred again either)
+            if previous is not None:
+                previous[lid] = (tuple(args), outs)
         for pos, info in enumerate(outs):
             infos[(lid, pos)] = info
     return infos
+
+
+def _same_info(a: TensorInfo, b: TensorInfo) -> bool:
+    """Whether two inferred outputs say the same: type, dims and (folded) value."""
+    if a.etype is not b.etype or a.shape.dims != b.shape.dims:
+        return False
+    if a.value is None or b.value is None:
+        return a.value is b.value
+    return a.value.dtype == b.value.dtype and a.value.shape == b.value.shape and a.value.tobytes() == b.value.tobytes()
 
 
 def itemsize(etype: ElementType) -> int:

@@ -176,6 +176,7 @@ class ShapeChecks:
     def __init__(self, inputs: list[InputSpec], graph: GraphView, file: str | None) -> None:
         self.inputs, self.graph, self.file = inputs, graph, file
         self._seen: OrderedDict[tuple, None] = OrderedDict()
+        self._last: dict = {}  # each layer's inputs and outputs in the last pass (only the changed infer again)
 
     def fresh(self) -> ShapeChecks:
         return ShapeChecks(self.inputs, self.graph, self.file)
@@ -190,7 +191,7 @@ class ShapeChecks:
                                       PartialShape.of(a.shape))
             for spec, a in zip(self.inputs, bound)
         }
-        self.graph.infer(overrides, file=self.file)
+        self.graph.infer(overrides, file=self.file, previous=self._last)
         self._seen[key] = None
         if len(self._seen) > _SHAPE_CACHE_SIZE:
             self._seen.popitem(last=False)

@@ -112,10 +112,13 @@ class GraphView:
         layer = self.layers[src[0]]
         return f"{layer.name}:{layer.outputs[src[1]].id}"
 
-    def infer(self, overrides: Mapping[int, TensorInfo], file: str | None = None) -> dict[Source, TensorInfo]:
+    def infer(self, overrides: Mapping[int, TensorInfo], file: str | None = None,
+              previous: dict | None = None) -> dict[Source, TensorInfo]:
         """Inference over the graph again with some layers' (Parameters') outputs replaced by
-        `overrides`: a new dict, the view unchanged. Raises the first layer's error."""
-        return infer_graph(self.order, self.layers, self._ops, self.sources, overrides, file=file)
+        `overrides`: a new dict, the view unchanged. Raises the first layer's error.
+        `previous`: what an earlier such pass gave each layer, reused where a layer's inputs
+        are unchanged (`checks.infer.infer_graph`)."""
+        return infer_graph(self.order, self.layers, self._ops, self.sources, overrides, file=file, previous=previous)
 
     @cached_property
     def _readers(self) -> Mapping[Source, tuple[tuple[int, int], ...]]:
