@@ -11,6 +11,7 @@ comparisons are findings, because OpenVINO itself treats port dims as informatio
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -157,7 +158,7 @@ def _infer_in_order(order: Sequence[int], layers: Mapping[int, Layer], ops: Mapp
             infos[(lid, 0)] = info
             continue
         args = [infos[src] for src in sources[lid]]  # type: ignore[index]
-        if seen is not None and len(seen[0]) == len(args) and all(a is b for a, b in zip(seen[0], args)):
+        if seen is not None and len(seen[0]) == len(args) and all(map(operator.is_, seen[0], args)):
             outs = seen[1]
         else:
             try:
