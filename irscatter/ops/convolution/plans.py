@@ -22,6 +22,11 @@ works on x [N, G, C_IN, *in] and w [G, C_OUT, C_IN, *kernel] in the work dtype a
   view of one padded copy of the data, laid out so that the passes run long: channels last on
   small maps of many channels (`DepthwiseChannelsLast`), channels first in wide rows by stride
   phase on large maps (`DepthwiseRows`).
+* `depthwise (compiled)`: with numba (`accel.enabled()`), one input channel per group and one or
+  two spatial axes, whichever of the above numpy would take: the taps plans' sums in one
+  compiled loop that keeps each channel and its sums in the cache (`DepthwiseCompiled`). Its
+  bits are the per-offset kernel's, as the taps plans' are (the products through BLAS, im2col
+  and the bands, sum in BLAS's order instead).
 
 Work above `threads.SPLIT_WORK` is split into independent parts on irscatter's threads, BLAS
 held to one thread (see `ops/common/threads.py`). How a shape splits is worked out once, so a
@@ -31,6 +36,7 @@ unsplit one, as BLAS's own products differ between its thread counts.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import nullcontext
@@ -39,7 +45,7 @@ from typing import Generic, TypeVar
 
 import numpy as np
 
-from irscatter.ops.common import threads
+from irscatter.ops.common import accel, threads
 from irscatter.ops.convolution.kernels import Im2col, grouped_convolution, tap_range
 
 # Patch elements a block of the im2col plan gathers at once (16 MB of f32), and at least
@@ -266,7 +272,7 @@ class DepthwiseBanded(Plan[tuple[np.ndarray, np.ndarray | None, np.ndarray]]):
         return out.reshape(n, g, d, *self.out_dims)
 
 
-class _Taps(Plan[np.ndarray]):
+class _Taps(Plan[Prepared]):
     """One input channel per group (and C_OUT outputs of it): the sum over the taps, one tap at a
     time in row-major order (the order OpenVINO's reference adds them in), each an elementwise
     product of the tap's inputs by its weights, added to the sum: nothing gathered and no
@@ -288,7 +294,7 @@ class _Taps(Plan[np.ndarray]):
         self.work = self.n * self.g * self.d * math.prod(out_dims) * self.taps
 
 
-class DepthwiseRows(_Taps):
+class DepthwiseRows(_Taps[np.ndarray]):
     """The taps channels first, in wide rows: the padded data of each channel is laid out by
     phase of the strides (the inputs at p = q * stride + a along an axis in phase a, at q), so
     that every tap reads one phase at one offset, and its outputs over the phase's whole rows
@@ -374,7 +380,7 @@ def _sum_of_products(target: np.ndarray, pairs: Iterable[tuple[np.ndarray, np.nd
             target += scratch
 
 
-class DepthwiseChannelsLast(_Taps):
+class DepthwiseChannelsLast(_Taps[np.ndarray]):
     """The taps in a channels-last copy of the data, [N, *padded, G * C_OUT] (each channel once
     per output it feeds): a tap's inputs for a row of outputs are a strided view whose channels
     are contiguous, and at stride 1 a whole row of them, one run as long as the row times the
@@ -434,10 +440,81 @@ class DepthwiseChannelsLast(_Taps):
         return out.reshape(self.n, self.g, self.d, *self.out_dims)
 
 
+class DepthwiseCompiled(_Taps["_Compiled"]):
+    """The taps of a 1-D or 2-D layer in one compiled loop (`depthwise_kernels.depthwise`, with
+    numba): per channel, its data copied once by phase of the strides into a buffer that stays
+    in the cache, then a block of output rows at a time, the taps added in their order into
+    sums held in the cache, written out + 0.0. The taps plans' arithmetic, and so the
+    per-offset kernel's bits, in one pass over the data where the taps plans take two passes
+    over large arrays a tap. When numba is not to be used (`accel.enabled()`, asked at each
+    call), the plan numpy would take for the shape (`fallback`) computes instead."""
+
+    name = "depthwise (compiled)"
+
+    def __init__(self, *args, fallback: Plan) -> None:
+        super().__init__(*args)
+        self.fallback = fallback
+        pad = (1,) * (2 - len(self.kernel))  # a 1-D layer is one row
+        kernel, strides, dilations = pad + self.kernel, pad + self.strides, pad + self.dilations
+        self.in_2d = (self.n * self.g, *(pad + self.in_dims))
+        self.out_2d = (self.n * self.g, self.d, *(pad + self.out_dims))
+        reach = [(k - 1) * dl // s for k, dl, s in zip(kernel, dilations, strides)]
+        hq, wq = (o + r for o, r in zip(self.out_2d[2:], reach))  # a phase's rows and columns
+        block = max(1, min(self.out_2d[2], COMPILED_BLOCK // max(wq, 1)))
+        self.geometry = np.array([*strides, *((0,) * len(pad) + self.begin), hq, wq, block], np.int64)
+        phases = [[(t * dl % s, t * dl // s) for t in range(k)] for k, dl, s in zip(kernel, dilations, strides)]
+        self.offsets = np.array([(ay * strides[1] + ax) * hq * wq + qy * wq + qx
+                                 for (ay, qy), (ax, qx) in itertools.product(*phases)], np.int64)
+
+    def prepare(self, w: np.ndarray) -> _Compiled:
+        return _Compiled(np.ascontiguousarray(w.reshape(self.g, self.d, self.taps)), w, self.fallback)
+
+    def _blocks(self, count: int) -> Sequence[tuple[int, ...]]:
+        return threads.spans(self.n * self.g, count)
+
+    def __call__(self, x: np.ndarray, prepared: _Compiled) -> np.ndarray:
+        if not accel.enabled():
+            return self.fallback(x, prepared.for_fallback())
+        from irscatter.ops.convolution import depthwise_kernels  # (imports numba: only when used)
+
+        source = np.ascontiguousarray(x).reshape(self.in_2d)
+        out = np.empty(self.out_2d, x.dtype)
+        zero = x.dtype.type(0)
+        self._run(lambda c0, c1: depthwise_kernels.depthwise(source, prepared.taps, out, self.geometry, self.offsets,
+                                                             zero, c0, c1))
+        return out.reshape((self.n, self.g, self.d) + self.out_dims)
+
+
+class _Compiled:
+    """The filters as the compiled loop reads them [G, C_OUT, taps], and what the fallback plan
+    derives from them, made the first time a call needs it."""
+
+    def __init__(self, taps: np.ndarray, w: np.ndarray, fallback: Plan) -> None:
+        self.taps, self._w, self._fallback = taps, w, fallback
+        self._prepared: object = None
+
+    def for_fallback(self) -> object:
+        if self._prepared is None:
+            self._prepared = self._fallback.prepare(self._w)
+        return self._prepared
+
+
 def plan_forward(x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype, strides: Sequence[int],
                  dilations: Sequence[int], begin: Sequence[int], out_dims: Sequence[int]) -> Plan | None:
     """The fastest formulation for a float convolution of this shape with finite filters, or None
-    where only the per-offset kernel applies (integers, or nothing to compute)."""
+    where only the per-offset kernel applies (integers, or nothing to compute). With numba
+    (`accel.enabled()`), a depthwise layer of one or two spatial axes takes the compiled loop,
+    which falls back to numpy's plan for a call made without numba."""
+    plan = _numpy_plan(x_shape, w_shape, dtype, strides, dilations, begin, out_dims)
+    if plan is not None and x_shape[2] == 1 and w_shape[1] <= DEPTHWISE_OUTPUTS and len(out_dims) <= 2 \
+            and accel.enabled():
+        return DepthwiseCompiled(x_shape, w_shape, dtype, strides, dilations, begin, out_dims, fallback=plan)
+    return plan
+
+
+def _numpy_plan(x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype, strides: Sequence[int],
+                dilations: Sequence[int], begin: Sequence[int], out_dims: Sequence[int]) -> Plan | None:
+    """`plan_forward`'s choice among the numpy plans."""
     if np.dtype(dtype).kind != "f":
         return None
     n, g, c = x_shape[:3]
@@ -488,6 +565,8 @@ BAND_COLUMNS = 2
 # Elements of a layer's banded matrices kept per Const, at most (4 MB of f32); larger ones are
 # made at each call, a block of channels at a time.
 BAND_KEEP = 1 << 20
+# Outputs (a phase's row width each) the compiled plan sums a block of rows into: 8 KB of f32.
+COMPILED_BLOCK = 2048
 
 
 def forward_convolution(x: np.ndarray, w: np.ndarray, strides: Sequence[int], dilations: Sequence[int],
