@@ -63,7 +63,7 @@ GROUP = 4
 LANES = 16
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, inline="always")
 def _add_taps(acc, copy, offsets, weights, t, start, length):  # pragma: no cover - compiled
     """acc[:length] += the products of taps t to t + GROUP - 1 (those there are), in that order."""
     a = copy[offsets[t] + start:offsets[t] + start + length]

@@ -23,10 +23,10 @@ works on x [N, G, C_IN, *in] and w [G, C_OUT, C_IN, *kernel] in the work dtype a
   small maps of many channels (`DepthwiseChannelsLast`), channels first in wide rows by stride
   phase on large maps (`DepthwiseRows`).
 * `depthwise (compiled)`: with numba (`accel.enabled()`), one input channel per group and one or
-  two spatial axes, whichever of the above numpy would take: the taps plans' sums in one
-  compiled loop that keeps each channel and its sums in the cache (`DepthwiseCompiled`). Its
-  bits are the per-offset kernel's, as the taps plans' are (the products through BLAS, im2col
-  and the bands, sum in BLAS's order instead).
+  two spatial axes, in place of the plans above (`plan_forward` says where): the taps plans'
+  sums in one compiled loop that keeps each channel and its sums in the cache
+  (`DepthwiseCompiled`). Its bits are the per-offset kernel's, as the taps plans' are (the
+  products through BLAS, im2col's and the bands', sum in BLAS's order instead).
 
 Work above `threads.SPLIT_WORK` is split into independent parts on irscatter's threads, BLAS
 held to one thread (see `ops/common/threads.py`). How a shape splits is worked out once, so a
@@ -503,11 +503,14 @@ def plan_forward(x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype
                  dilations: Sequence[int], begin: Sequence[int], out_dims: Sequence[int]) -> Plan | None:
     """The fastest formulation for a float convolution of this shape with finite filters, or None
     where only the per-offset kernel applies (integers, or nothing to compute). With numba
-    (`accel.enabled()`), a depthwise layer of one or two spatial axes takes the compiled loop,
-    which falls back to numpy's plan for a call made without numba."""
+    (`accel.enabled()`), a depthwise layer of two spatial axes takes the compiled loop, and one
+    of one axis where numpy's choice is not im2col (short rows of many channels, where BLAS's
+    products over the gathered patches were as fast); a call made without numba goes to the
+    numpy plan it keeps. A 1x1 kernel that needs no padding stays one product."""
     plan = _numpy_plan(x_shape, w_shape, dtype, strides, dilations, begin, out_dims)
-    if plan is not None and x_shape[2] == 1 and w_shape[1] <= DEPTHWISE_OUTPUTS and len(out_dims) <= 2 \
-            and accel.enabled():
+    if plan is None or isinstance(plan, Pointwise) or x_shape[2] != 1 or w_shape[1] > DEPTHWISE_OUTPUTS:
+        return plan
+    if (len(out_dims) == 2 or len(out_dims) == 1 and not isinstance(plan, Gathered)) and accel.enabled():
         return DepthwiseCompiled(x_shape, w_shape, dtype, strides, dilations, begin, out_dims, fallback=plan)
     return plan
 

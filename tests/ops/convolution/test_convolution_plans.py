@@ -250,7 +250,7 @@ COMPILED_CASES = [
     ((1, 4, 1, 11, 8), (4, 1, 1, 3, 2), [2, 1], [2, 2], [2, 0], [0, 3]),  # dilated, a stride of 2 down
     ((1, 2, 1, 12, 12), (2, 1, 1, 5, 5), [2, 2], [1, 1], [2, 2], [1, 2]),  # 5x5 at stride 2
     ((1, 2, 1, 6, 9), (2, 1, 1, 7, 3), [1, 3], [1, 2], [4, 0], [4, 1]),  # rows wholly in the padding
-    ((2, 3, 1, 13), (3, 2, 1, 4), [2], [1], [3], [1]),  # 1-D
+    ((2, 3, 1, 30), (3, 2, 1, 11), [2], [1], [5], [3]),  # 1-D (numpy: the bands)
 ]
 
 
@@ -294,9 +294,10 @@ def test_compiled_depthwise_gives_the_per_offset_kernels_bits(monkeypatch, dtype
         assert plan.name == plans.DepthwiseCompiled.name and got.shape == want.shape and got.flags.c_contiguous
         np.testing.assert_array_equal(_bits(got), _bits(want))
         assert not np.signbit(got[0, 0]).any()
+        for taps_plan in (taps_class(x.shape, w.shape, x.dtype, *args) for taps_class in TAPS_PLANS):
+            with np.errstate(invalid="ignore"):
+                np.testing.assert_array_equal(_bits(taps_plan(x, taps_plan.prepare(w))), _bits(want))
         np.testing.assert_array_equal(np.isnan(fallback), np.isnan(want))
-        if isinstance(plan.fallback, plans._Taps):
-            np.testing.assert_array_equal(_bits(fallback), _bits(want))
         finite = np.isfinite(want)
         np.testing.assert_allclose(fallback[finite], want[finite], rtol=1e-5, atol=1e-5)
         np.testing.assert_array_equal(x, kept[0])
@@ -306,7 +307,7 @@ def test_compiled_depthwise_gives_the_per_offset_kernels_bits(monkeypatch, dtype
 @NEEDS_NUMBA
 def test_compiled_depthwise_takes_empty_outputs_and_leaves_the_rest_to_numpy():
     """An output axis of size 0 computes nothing; three spatial axes, more outputs per input
-    channel than a few, and integers keep their plans."""
+    channel than a few, integers, short rows of one axis and a 1x1 kernel keep their plans."""
     f32 = np.dtype(np.float32)
     with accel.use("numba"):
         for x_shape, out in [((1, 3, 1, 0, 5), [0, 5]), ((1, 3, 1, 4), [0])]:
@@ -321,6 +322,9 @@ def test_compiled_depthwise_takes_empty_outputs_and_leaves_the_rest_to_numpy():
                                   [8, 8]).name == "im2col (wide rows)"
         assert plans.plan_forward((1, 2, 1, 8, 8), (2, 1, 1, 3, 3), np.dtype(np.int32), [1, 1], [1, 1], [1, 1],
                                   [8, 8]) is None
+        assert plans.plan_forward((1, 1024, 1, 50), (1024, 1, 1, 3), f32, [1], [1], [1], [50]).name == "im2col"
+        assert plans.plan_forward((1, 4, 1, 6, 6), (4, 1, 1, 1, 1), f32, [1, 1], [1, 1], [0, 0],
+                                  [6, 6]).name == "pointwise"
 
 
 def test_thread_policy_and_helpers(monkeypatch):
