@@ -98,5 +98,8 @@ def _lay_out(channel, copy, sy, sx, by, bx, hq, wq, h, wd):  # pragma: no cover 
                     continue
                 row = copy[(ay * sx + ax) * hq * wq + q * wq:]
                 line = channel[i]
-                for k in range(hi - lo):
-                    row[lo + k] = line[first + k * sx]
+                if sx == 1:  # a contiguous copy, which compiles to a vector loop
+                    row[lo:hi] = line[first:first + hi - lo]
+                else:
+                    for k in range(hi - lo):
+                        row[lo + k] = line[first + k * sx]
