@@ -25,28 +25,26 @@ works on x [N, G, C_IN, *in] and w [G, C_OUT, C_IN, *kernel] in the work dtype a
 * `depthwise (compiled)`: with numba (`accel.enabled()`), one input channel per group and one or
   two spatial axes, in place of the plans above (`plan_forward` says where): the taps plans'
   sums in one compiled loop that keeps each channel and its sums in the cache
-  (`DepthwiseCompiled`). Its bits are the per-offset kernel's, as the taps plans' are (the
+  (`depthwise_compiled.py`). Its bits are the per-offset kernel's, as the taps plans' are (the
   products through BLAS, im2col's and the bands', sum in BLAS's order instead).
 
-Work above `threads.SPLIT_WORK` is split into independent parts on irscatter's threads, BLAS
-held to one thread (see `ops/common/threads.py`). How a shape splits is worked out once, so a
-shape gives the same result on every call; a split product may differ in its last bits from an
-unsplit one, as BLAS's own products differ between its thread counts.
+What every plan implements, and how its work splits over the threads, is `plan_base.py`; a
+split product may differ in its last bits from an unsplit one, as BLAS's own products differ
+between its thread counts (the taps plans' and the compiled loop's parts are whole channels or
+rows, whose sums do not change).
 """
 
 from __future__ import annotations
 
-import itertools
 import math
-from collections.abc import Callable, Iterable, Sequence
-from contextlib import nullcontext
-from functools import partial
-from typing import Generic, TypeVar
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
 from irscatter.ops.common import accel, threads
+from irscatter.ops.convolution.depthwise_compiled import DepthwiseCompiled
 from irscatter.ops.convolution.kernels import Im2col, grouped_convolution, tap_range
+from irscatter.ops.convolution.plan_base import Plan, Taps
 
 # Patch elements a block of the im2col plan gathers at once (16 MB of f32), and at least
 # BLOCK_COLUMNS output positions: fewer, larger products were faster than cache-sized ones on a
@@ -56,56 +54,6 @@ BLOCK_ELEMENTS = 1 << 22
 # stay in L2, and a layer of many small products splits evenly.
 BAND_BLOCK = 1 << 18
 BLOCK_COLUMNS = 256
-
-
-Prepared = TypeVar("Prepared")  # what a plan derives from the filters
-
-
-class Plan(Generic[Prepared]):
-    """A formulation for one shape: `prepare(w)` derives what it needs from the filters (kept per
-    Const by the op), `__call__(x, prepared)` computes. Its work (multiply-adds) goes in blocks,
-    which the parts of a split share out (`_run`)."""
-
-    name = "plan"
-    work = 0
-    blas = True  # whether the blocks call BLAS (and BLAS is held to one thread meanwhile)
-
-    def prepare(self, w: np.ndarray) -> Prepared:
-        raise NotImplementedError
-
-    def __call__(self, x: np.ndarray, prepared: Prepared) -> np.ndarray:
-        raise NotImplementedError
-
-    def _blocks(self, count: int) -> Sequence[tuple[int, ...]]:
-        """The blocks of the work when it goes in `count` parts (at least `count` where it can)."""
-        raise NotImplementedError
-
-    def _run(self, block: Callable[..., object]) -> None:
-        """Calls `block(*b)` for every block b, in parts under the current thread policy. The
-        blocks of each part count are worked out once, so a shape always splits alike."""
-        if self.work < threads.SPLIT_WORK:  # the common small layer: no split, no BLAS limit
-            known = self.__dict__.get("_parts")
-            if known is not None and 1 in known:
-                for b in known[1][0]:
-                    block(*b)
-                return
-        count = threads.parts(self.work)
-        known = self.__dict__.setdefault("_parts", {})
-        if count not in known:
-            blocks = self._blocks(count)
-            known[count] = [blocks[lo:hi] for lo, hi in threads.spans(len(blocks), count)]
-        parts = known[count]
-        with threads.one_blas_thread(self.work) if self.blas else nullcontext():
-            if len(parts) == 1:
-                for b in parts[0]:
-                    block(*b)
-                return
-            threads.run([partial(_each, block, blocks) for blocks in parts])
-
-
-def _each(block: Callable[..., object], blocks: Sequence[tuple[int, ...]]) -> None:
-    for b in blocks:
-        block(*b)
 
 
 class Pointwise(Plan[np.ndarray]):
@@ -272,29 +220,7 @@ class DepthwiseBanded(Plan[tuple[np.ndarray, np.ndarray | None, np.ndarray]]):
         return out.reshape(n, g, d, *self.out_dims)
 
 
-class _Taps(Plan[Prepared]):
-    """One input channel per group (and C_OUT outputs of it): the sum over the taps, one tap at a
-    time in row-major order (the order OpenVINO's reference adds them in), each an elementwise
-    product of the tap's inputs by its weights, added to the sum: nothing gathered and no
-    matrix product, a multiply and an add pass of numpy a tap. Only the inputs of each window
-    and the padding's zeros meet the (finite) weights, so an infinite or NaN input reaches only
-    its windows, and a padding tap adds 0 * w = 0, as skipping it would; the sum gets a final
-    + 0.0, which makes an all -0.0 sum +0.0, as the per-offset kernel's sums from zero are."""
-
-    blas = False
-
-    def __init__(self, x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype, strides: Sequence[int],
-                 dilations: Sequence[int], begin: Sequence[int], out_dims: Sequence[int]) -> None:
-        self.n, self.g = x_shape[:2]
-        self.d, self.kernel = w_shape[1], tuple(w_shape[3:])
-        self.in_dims, self.out_dims = tuple(x_shape[3:]), tuple(out_dims)
-        self.strides, self.dilations, self.begin = tuple(strides), tuple(dilations), tuple(begin)
-        self.dtype = np.dtype(dtype)
-        self.taps = math.prod(self.kernel)
-        self.work = self.n * self.g * self.d * math.prod(out_dims) * self.taps
-
-
-class DepthwiseRows(_Taps[np.ndarray]):
+class DepthwiseRows(Taps[np.ndarray]):
     """The taps channels first, in wide rows: the padded data of each channel is laid out by
     phase of the strides (the inputs at p = q * stride + a along an axis in phase a, at q), so
     that every tap reads one phase at one offset, and its outputs over the phase's whole rows
@@ -380,7 +306,7 @@ def _sum_of_products(target: np.ndarray, pairs: Iterable[tuple[np.ndarray, np.nd
             target += scratch
 
 
-class DepthwiseChannelsLast(_Taps[np.ndarray]):
+class DepthwiseChannelsLast(Taps[np.ndarray]):
     """The taps in a channels-last copy of the data, [N, *padded, G * C_OUT] (each channel once
     per output it feeds): a tap's inputs for a row of outputs are a strided view whose channels
     are contiguous, and at stride 1 a whole row of them, one run as long as the row times the
@@ -438,65 +364,6 @@ class DepthwiseChannelsLast(_Taps[np.ndarray]):
         out = np.empty((self.n, self.channels) + self.out_dims, x.dtype)
         np.add(np.moveaxis(last[..., :self.channels], -1, 1), 0.0, out=out)
         return out.reshape(self.n, self.g, self.d, *self.out_dims)
-
-
-class DepthwiseCompiled(_Taps["_Compiled"]):
-    """The taps of a 1-D or 2-D layer in one compiled loop (`depthwise_kernels.depthwise`, with
-    numba): per channel, its data copied once by phase of the strides into a buffer that stays
-    in the cache, then a block of output rows at a time, the taps added in their order into
-    sums held in the cache, written out + 0.0. The taps plans' arithmetic, and so the
-    per-offset kernel's bits, in one pass over the data where the taps plans take two passes
-    over large arrays a tap. When numba is not to be used (`accel.enabled()`, asked at each
-    call), the plan numpy would take for the shape (`fallback`) computes instead."""
-
-    name = "depthwise (compiled)"
-
-    def __init__(self, *args, fallback: Plan) -> None:
-        super().__init__(*args)
-        self.fallback = fallback
-        pad = (1,) * (2 - len(self.kernel))  # a 1-D layer is one row
-        kernel, strides, dilations = pad + self.kernel, pad + self.strides, pad + self.dilations
-        self.in_2d = (self.n * self.g, *(pad + self.in_dims))
-        self.out_2d = (self.n * self.g, self.d, *(pad + self.out_dims))
-        reach = [(k - 1) * dl // s for k, dl, s in zip(kernel, dilations, strides)]
-        hq, wq = (o + r for o, r in zip(self.out_2d[2:], reach))  # a phase's rows and columns
-        block = max(1, min(self.out_2d[2], COMPILED_BLOCK // max(wq, 1)))
-        self.geometry = np.array([*strides, *((0,) * len(pad) + self.begin), hq, wq, block], np.int64)
-        phases = [[(t * dl % s, t * dl // s) for t in range(k)] for k, dl, s in zip(kernel, dilations, strides)]
-        self.offsets = np.array([(ay * strides[1] + ax) * hq * wq + qy * wq + qx
-                                 for (ay, qy), (ax, qx) in itertools.product(*phases)], np.int64)
-
-    def prepare(self, w: np.ndarray) -> _Compiled:
-        return _Compiled(np.ascontiguousarray(w.reshape(self.g, self.d, self.taps)), w, self.fallback)
-
-    def _blocks(self, count: int) -> Sequence[tuple[int, ...]]:
-        return threads.spans(self.n * self.g, count)
-
-    def __call__(self, x: np.ndarray, prepared: _Compiled) -> np.ndarray:
-        if not accel.enabled():
-            return self.fallback(x, prepared.for_fallback())
-        from irscatter.ops.convolution import depthwise_kernels  # (imports numba: only when used)
-
-        source = np.ascontiguousarray(x).reshape(self.in_2d)
-        out = np.empty(self.out_2d, x.dtype)
-        zero = x.dtype.type(0)
-        self._run(lambda c0, c1: depthwise_kernels.depthwise(source, prepared.taps, out, self.geometry, self.offsets,
-                                                             zero, c0, c1))
-        return out.reshape((self.n, self.g, self.d) + self.out_dims)
-
-
-class _Compiled:
-    """The filters as the compiled loop reads them [G, C_OUT, taps], and what the fallback plan
-    derives from them, made the first time a call needs it."""
-
-    def __init__(self, taps: np.ndarray, w: np.ndarray, fallback: Plan) -> None:
-        self.taps, self._w, self._fallback = taps, w, fallback
-        self._prepared: object = None
-
-    def for_fallback(self) -> object:
-        if self._prepared is None:
-            self._prepared = self._fallback.prepare(self._w)
-        return self._prepared
 
 
 def plan_forward(x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype, strides: Sequence[int],
@@ -568,8 +435,6 @@ BAND_COLUMNS = 2
 # Elements of a layer's banded matrices kept per Const, at most (4 MB of f32); larger ones are
 # made at each call, a block of channels at a time.
 BAND_KEEP = 1 << 20
-# Outputs (a phase's row width each) the compiled plan sums a block of rows into: 8 KB of f32.
-COMPILED_BLOCK = 2048
 
 
 def forward_convolution(x: np.ndarray, w: np.ndarray, strides: Sequence[int], dilations: Sequence[int],
