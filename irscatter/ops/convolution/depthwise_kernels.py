@@ -96,10 +96,12 @@ def _lay_out(channel, copy, sy, sx, by, bx, hq, wq, h, wd):  # pragma: no cover 
                 i = q * sy + ay - by
                 if i < 0 or i >= h:
                     continue
-                row = copy[(ay * sx + ax) * hq * wq + q * wq:]
+                row = copy[(ay * sx + ax) * hq * wq + q * wq + lo:(ay * sx + ax) * hq * wq + q * wq + hi]
                 line = channel[i]
-                if sx == 1:  # a contiguous copy, which compiles to a vector loop
-                    row[lo:hi] = line[first:first + hi - lo]
+                if sx == 1:  # contiguous: a vector loop
+                    line = line[first:first + hi - lo]
+                    for k in range(hi - lo):
+                        row[k] = line[k]
                 else:
                     for k in range(hi - lo):
-                        row[lo + k] = line[first + k * sx]
+                        row[k] = line[first + k * sx]
