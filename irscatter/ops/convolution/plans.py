@@ -375,7 +375,8 @@ def plan_forward(x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype
     products over the gathered patches were as fast); a call made without numba goes to the
     numpy plan it keeps. A 1x1 kernel that needs no padding stays one product."""
     plan = _numpy_plan(x_shape, w_shape, dtype, strides, dilations, begin, out_dims)
-    if plan is None or isinstance(plan, Pointwise) or x_shape[2] != 1 or w_shape[1] > DEPTHWISE_OUTPUTS:
+    if plan is None or isinstance(plan, Pointwise) or x_shape[2] != 1 or w_shape[1] > DEPTHWISE_OUTPUTS \
+            or np.dtype(dtype) not in COMPILED_TYPES:
         return plan
     if (len(out_dims) == 2 or len(out_dims) == 1 and not isinstance(plan, Gathered)) and accel.enabled():
         return DepthwiseCompiled(x_shape, w_shape, dtype, strides, dilations, begin, out_dims, fallback=plan)
@@ -409,6 +410,8 @@ def _numpy_plan(x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype,
     return Gathered(Im2col(x_shape, w_shape, dtype, strides, dilations, begin, out_dims))
 
 
+# The work dtypes the compiled depthwise loop takes (f16 and bf16 layers work in f32).
+COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 # One input channel per group: im2col's blocks are as fast as the banded product for a 3x3 kernel
 # or smaller, or more than a few outputs per input channel; beyond, the banded product wins.
 DEPTHWISE_OUTPUTS = 4

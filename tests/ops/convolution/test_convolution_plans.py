@@ -307,7 +307,8 @@ def test_compiled_depthwise_gives_the_per_offset_kernels_bits(monkeypatch, dtype
 @NEEDS_NUMBA
 def test_compiled_depthwise_takes_empty_outputs_and_leaves_the_rest_to_numpy():
     """An output axis of size 0 computes nothing; three spatial axes, more outputs per input
-    channel than a few, integers, short rows of one axis and a 1x1 kernel keep their plans."""
+    channel than a few, integers, f16 arrays, short rows of one axis and a 1x1 kernel keep their
+    plans."""
     f32 = np.dtype(np.float32)
     with accel.use("numba"):
         for x_shape, out in [((1, 3, 1, 0, 5), [0, 5]), ((1, 3, 1, 4), [0])]:
@@ -325,6 +326,8 @@ def test_compiled_depthwise_takes_empty_outputs_and_leaves_the_rest_to_numpy():
         assert plans.plan_forward((1, 1024, 1, 50), (1024, 1, 1, 3), f32, [1], [1], [1], [50]).name == "im2col"
         assert plans.plan_forward((1, 4, 1, 6, 6), (4, 1, 1, 1, 1), f32, [1, 1], [1, 1], [0, 0],
                                   [6, 6]).name == "pointwise"
+        assert plans.plan_forward((1, 4, 1, 6, 6), (4, 1, 1, 3, 3), np.dtype(np.float16), [1, 1], [1, 1], [1, 1],
+                                  [6, 6]).name == "im2col (wide rows)"
 
 
 def test_thread_policy_and_helpers(monkeypatch):
