@@ -23,8 +23,8 @@ COMPILED_SPLIT = 1 << 18
 class DepthwiseCompiled(Taps["_Compiled"]):
     """The taps of a 1-D or 2-D layer in one compiled loop (`depthwise_kernels.depthwise`, with
     numba): per channel, its data copied once by phase of the strides into a buffer that stays
-    in the cache, then a block of output rows at a time, the taps added in their order into
-    sums held in the cache, written out + 0.0. The taps plans' arithmetic, and so the
+    in the cache, then a block of output rows at a time, the taps added in their order to sums
+    from +0.0 held in the cache, and written out. The taps plans' arithmetic, and so the
     per-offset kernel's bits, in one pass over the data where the taps plans take two passes
     over large arrays a tap. When numba is not to be used (`accel.enabled()`, asked at each
     call), the plan numpy would take for the shape (`fallback`) computes instead."""

@@ -1,13 +1,14 @@
-"""The compiled loop of `plans.DepthwiseCompiled` (imported only when numba is used, since
-importing this module imports numba). A module-level function, so that numba's disk cache finds
-it again in the next process; it holds no GIL, so irscatter's threads run its channel ranges
-side by side.
+"""The compiled loop of `depthwise_compiled.DepthwiseCompiled` (imported only when numba is
+used, since importing this module imports numba). Module-level functions, so that numba's disk
+cache finds them again in the next process; they hold no GIL, so irscatter's threads run their
+channel ranges side by side.
 
-The arithmetic is the per-offset kernel's: each output is its taps' products in row-major tap
-order, each product rounded, then added (no fused multiply-add: numba leaves contraction off
-unless `fastmath` asks for it, and this function does not), and a final + 0 turns a sum of
--0.0 products into +0.0. The padding is zeros in the channel's copy, so a tap there adds
-0 * w = +-0, which changes no sum but its sign of zero (the weights are finite).
+The arithmetic is the per-offset kernel's: each output is +0.0 plus its taps' products in
+row-major tap order, each product rounded, then added (no fused multiply-add: numba leaves
+contraction off unless `fastmath` asks for it, and these functions do not), so a sum of -0.0
+products is +0.0 as there. The padding is zeros in the channel's copy, so a tap there adds
+0 * w = +-0, which changes no sum from +0.0 on (the weights are finite), where the per-offset
+kernel skips the tap.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy as np
 def depthwise(x, w, out, geometry, offsets, zero, c0, c1):  # pragma: no cover - compiled
     """out[c, d] for channels c in [c0, c1): x [channels, H, W] (channel c in group c % G),
     w [G, D, taps], out [channels, D, OH, OW], `offsets` [taps] (int64) where each tap reads in
-    the channel's copy laid out by stride phase, `zero` the dtype's 0. `geometry` (int64):
+    the channel's copy laid out by stride phase, `zero` the dtype's +0.0. `geometry` (int64):
     strides (sy, sx), pads before (by, bx), a phase's rows and columns (hq, wq), rows per block.
 
     The channel is copied once into a buffer by phase of the strides (input (p, q) at
@@ -53,7 +54,7 @@ def depthwise(x, w, out, geometry, offsets, zero, c0, c1):  # pragma: no cover -
                 for r in range(rows):
                     row, line = target[r0 + r], acc[r * wq:r * wq + ow]
                     for j in range(ow):
-                        row[j] = line[j] + zero
+                        row[j] = line[j]
 
 
 # Taps added in one pass over a block's sums: each sum stays in a register across them, in
@@ -65,7 +66,8 @@ LANES = 16
 
 @numba.njit(nogil=True, cache=True, inline="always")
 def _add_taps(acc, copy, offsets, weights, t, start, length):  # pragma: no cover - compiled
-    """acc[:length] += the products of taps t to t + GROUP - 1 (those there are), in that order."""
+    """acc[:length] += the products of taps t to t + GROUP - 1 in that order, or of tap t alone
+    where fewer than GROUP are left."""
     a = copy[offsets[t] + start:offsets[t] + start + length]
     wa = weights[t]
     if t + GROUP > len(offsets):
