@@ -99,11 +99,14 @@ def _lay_out(channel, copy, sy, sx, by, bx, hq, wq, h, wd):  # pragma: no cover 
                 if i < 0 or i >= h:
                     continue
                 row = copy[(ay * sx + ax) * hq * wq + q * wq + lo:(ay * sx + ax) * hq * wq + q * wq + hi]
-                line = channel[i]
-                if sx == 1:  # contiguous: a vector loop
-                    line = line[first:first + hi - lo]
+                # views of the inputs, read at indices numba knows are not negative (an index
+                # it computes could be, and it checks for that at every element); a contiguous
+                # one at a column stride of 1, a vector loop
+                if sx == 1:
+                    contiguous = channel[i, first:first + hi - lo]
                     for k in range(hi - lo):
-                        row[k] = line[k]
+                        row[k] = contiguous[k]
                 else:
+                    strided = channel[i, first:first + (hi - lo - 1) * sx + 1:sx]
                     for k in range(hi - lo):
-                        row[k] = line[first + k * sx]
+                        row[k] = strided[k]
