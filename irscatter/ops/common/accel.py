@@ -12,7 +12,9 @@ Which path runs is chosen per call:
 
 `use("numpy" | "numba" | "auto")` overrides the variable for a block of code (the run context's
 `backend`, `ops/context.py`, so one test can run both paths side by side), and `enabled()` tells whether large
-scatters go through numba.
+scatters go through numba. Other kernels with a compiled loop ask `enabled()` as well: the
+decompression of compressed weights (`decompress.py`) and the depthwise convolutions
+(`ops/convolution/depthwise_compiled.py`).
 
 Identical bits. Threads never share a target element: the element scatter along an axis runs
 `core`'s tiles (whole fibers along the axis, which no update leaves), one tile per thread at a

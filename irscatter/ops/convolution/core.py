@@ -20,7 +20,8 @@ Kernels:
   OpenVINO computes: an infinite weight there gives no NaN). Convolution, GroupConvolution and
   the two backprop-data ops use them; the forward ones only for integers and non-finite filters.
 * `plans.plan_forward`: the formulation a float forward convolution with finite filters takes
-  for its shape (pointwise, im2col, depthwise taps), worked out once per shape.
+  for its shape (pointwise, im2col, depthwise taps, or with numba their compiled loop), worked
+  out once per shape.
 * `pad_spatial` + `windows`: for an op whose padding has a value (BinaryConvolution's pad_value)
   or that samples each window itself: pad, then take a [N, C, *out, *kernel] view, no copy:
 

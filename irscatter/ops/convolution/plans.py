@@ -22,25 +22,29 @@ works on x [N, G, C_IN, *in] and w [G, C_OUT, C_IN, *kernel] in the work dtype a
   view of one padded copy of the data, laid out so that the passes run long: channels last on
   small maps of many channels (`DepthwiseChannelsLast`), channels first in wide rows by stride
   phase on large maps (`DepthwiseRows`).
+* `depthwise (compiled)`: with numba (`accel.enabled()`), one input channel per group and one or
+  two spatial axes, in place of the plans above (`plan_forward` says where): the taps plans'
+  sums in one compiled loop that keeps each channel and its sums in the cache
+  (`depthwise_compiled.py`). Its bits are the per-offset kernel's, as the taps plans' are (the
+  products through BLAS, im2col's and the bands', sum in BLAS's order instead).
 
-Work above `threads.SPLIT_WORK` is split into independent parts on irscatter's threads, BLAS
-held to one thread (see `ops/common/threads.py`). How a shape splits is worked out once, so a
-shape gives the same result on every call; a split product may differ in its last bits from an
-unsplit one, as BLAS's own products differ between its thread counts.
+What every plan implements, and how its work splits over the threads, is `plan_base.py`; a
+split product may differ in its last bits from an unsplit one, as BLAS's own products differ
+between its thread counts (the taps plans' and the compiled loop's parts are whole channels or
+rows, whose sums do not change).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
-from contextlib import nullcontext
-from functools import partial
-from typing import Generic, TypeVar
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from irscatter.ops.common import threads
+from irscatter.ops.common import accel, threads
+from irscatter.ops.convolution.depthwise_compiled import DepthwiseCompiled
 from irscatter.ops.convolution.kernels import Im2col, grouped_convolution, tap_range
+from irscatter.ops.convolution.plan_base import Plan, Taps
 
 # Patch elements a block of the im2col plan gathers at once (16 MB of f32), and at least
 # BLOCK_COLUMNS output positions: fewer, larger products were faster than cache-sized ones on a
@@ -50,56 +54,6 @@ BLOCK_ELEMENTS = 1 << 22
 # stay in L2, and a layer of many small products splits evenly.
 BAND_BLOCK = 1 << 18
 BLOCK_COLUMNS = 256
-
-
-Prepared = TypeVar("Prepared")  # what a plan derives from the filters
-
-
-class Plan(Generic[Prepared]):
-    """A formulation for one shape: `prepare(w)` derives what it needs from the filters (kept per
-    Const by the op), `__call__(x, prepared)` computes. Its work (multiply-adds) goes in blocks,
-    which the parts of a split share out (`_run`)."""
-
-    name = "plan"
-    work = 0
-    blas = True  # whether the blocks call BLAS (and BLAS is held to one thread meanwhile)
-
-    def prepare(self, w: np.ndarray) -> Prepared:
-        raise NotImplementedError
-
-    def __call__(self, x: np.ndarray, prepared: Prepared) -> np.ndarray:
-        raise NotImplementedError
-
-    def _blocks(self, count: int) -> Sequence[tuple[int, ...]]:
-        """The blocks of the work when it goes in `count` parts (at least `count` where it can)."""
-        raise NotImplementedError
-
-    def _run(self, block: Callable[..., object]) -> None:
-        """Calls `block(*b)` for every block b, in parts under the current thread policy. The
-        blocks of each part count are worked out once, so a shape always splits alike."""
-        if self.work < threads.SPLIT_WORK:  # the common small layer: no split, no BLAS limit
-            known = self.__dict__.get("_parts")
-            if known is not None and 1 in known:
-                for b in known[1][0]:
-                    block(*b)
-                return
-        count = threads.parts(self.work)
-        known = self.__dict__.setdefault("_parts", {})
-        if count not in known:
-            blocks = self._blocks(count)
-            known[count] = [blocks[lo:hi] for lo, hi in threads.spans(len(blocks), count)]
-        parts = known[count]
-        with threads.one_blas_thread(self.work) if self.blas else nullcontext():
-            if len(parts) == 1:
-                for b in parts[0]:
-                    block(*b)
-                return
-            threads.run([partial(_each, block, blocks) for blocks in parts])
-
-
-def _each(block: Callable[..., object], blocks: Sequence[tuple[int, ...]]) -> None:
-    for b in blocks:
-        block(*b)
 
 
 class Pointwise(Plan[np.ndarray]):
@@ -266,29 +220,7 @@ class DepthwiseBanded(Plan[tuple[np.ndarray, np.ndarray | None, np.ndarray]]):
         return out.reshape(n, g, d, *self.out_dims)
 
 
-class _Taps(Plan[np.ndarray]):
-    """One input channel per group (and C_OUT outputs of it): the sum over the taps, one tap at a
-    time in row-major order (the order OpenVINO's reference adds them in), each an elementwise
-    product of the tap's inputs by its weights, added to the sum: nothing gathered and no
-    matrix product, a multiply and an add pass of numpy a tap. Only the inputs of each window
-    and the padding's zeros meet the (finite) weights, so an infinite or NaN input reaches only
-    its windows, and a padding tap adds 0 * w = 0, as skipping it would; the sum gets a final
-    + 0.0, which makes an all -0.0 sum +0.0, as the per-offset kernel's sums from zero are."""
-
-    blas = False
-
-    def __init__(self, x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype, strides: Sequence[int],
-                 dilations: Sequence[int], begin: Sequence[int], out_dims: Sequence[int]) -> None:
-        self.n, self.g = x_shape[:2]
-        self.d, self.kernel = w_shape[1], tuple(w_shape[3:])
-        self.in_dims, self.out_dims = tuple(x_shape[3:]), tuple(out_dims)
-        self.strides, self.dilations, self.begin = tuple(strides), tuple(dilations), tuple(begin)
-        self.dtype = np.dtype(dtype)
-        self.taps = math.prod(self.kernel)
-        self.work = self.n * self.g * self.d * math.prod(out_dims) * self.taps
-
-
-class DepthwiseRows(_Taps):
+class DepthwiseRows(Taps[np.ndarray]):
     """The taps channels first, in wide rows: the padded data of each channel is laid out by
     phase of the strides (the inputs at p = q * stride + a along an axis in phase a, at q), so
     that every tap reads one phase at one offset, and its outputs over the phase's whole rows
@@ -374,7 +306,7 @@ def _sum_of_products(target: np.ndarray, pairs: Iterable[tuple[np.ndarray, np.nd
             target += scratch
 
 
-class DepthwiseChannelsLast(_Taps):
+class DepthwiseChannelsLast(Taps[np.ndarray]):
     """The taps in a channels-last copy of the data, [N, *padded, G * C_OUT] (each channel once
     per output it feeds): a tap's inputs for a row of outputs are a strided view whose channels
     are contiguous, and at stride 1 a whole row of them, one run as long as the row times the
@@ -437,7 +369,23 @@ class DepthwiseChannelsLast(_Taps):
 def plan_forward(x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype, strides: Sequence[int],
                  dilations: Sequence[int], begin: Sequence[int], out_dims: Sequence[int]) -> Plan | None:
     """The fastest formulation for a float convolution of this shape with finite filters, or None
-    where only the per-offset kernel applies (integers, or nothing to compute)."""
+    where only the per-offset kernel applies (integers, or nothing to compute). With numba
+    (`accel.enabled()`), a depthwise layer of two spatial axes takes the compiled loop, and one
+    of one axis where numpy's choice is not im2col (short rows of many channels, where BLAS's
+    products over the gathered patches were as fast); a call made without numba goes to the
+    numpy plan it keeps. A 1x1 kernel that needs no padding stays one product."""
+    plan = _numpy_plan(x_shape, w_shape, dtype, strides, dilations, begin, out_dims)
+    if plan is None or isinstance(plan, Pointwise) or x_shape[2] != 1 or w_shape[1] > DEPTHWISE_OUTPUTS \
+            or np.dtype(dtype) not in COMPILED_TYPES:
+        return plan
+    if (len(out_dims) == 2 or len(out_dims) == 1 and not isinstance(plan, Gathered)) and accel.enabled():
+        return DepthwiseCompiled(x_shape, w_shape, dtype, strides, dilations, begin, out_dims, fallback=plan)
+    return plan
+
+
+def _numpy_plan(x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype, strides: Sequence[int],
+                dilations: Sequence[int], begin: Sequence[int], out_dims: Sequence[int]) -> Plan | None:
+    """`plan_forward`'s choice among the numpy plans."""
     if np.dtype(dtype).kind != "f":
         return None
     n, g, c = x_shape[:3]
@@ -462,6 +410,8 @@ def plan_forward(x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype
     return Gathered(Im2col(x_shape, w_shape, dtype, strides, dilations, begin, out_dims))
 
 
+# The work dtypes the compiled depthwise loop takes (f16 and bf16 layers work in f32).
+COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 # One input channel per group: im2col's blocks are as fast as the banded product for a 3x3 kernel
 # or smaller, or more than a few outputs per input channel; beyond, the banded product wins.
 DEPTHWISE_OUTPUTS = 4

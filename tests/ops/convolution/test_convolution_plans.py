@@ -8,10 +8,20 @@ import numpy as np
 import pytest
 
 from irscatter.ops import registry
-from irscatter.ops.common import threads
+from irscatter.ops.common import accel, threads
 from irscatter.ops.convolution import plans
 from irscatter.ops.convolution.kernels import Im2col, grouped_convolution
 from irscatter.ops.functional import call
+
+NEEDS_NUMBA = pytest.mark.skipif(not accel.available(), reason="numba is not installed")
+
+
+@pytest.fixture
+def numpy_plans():
+    """The numpy plans, whether or not numba is installed (with it, `plan_forward` hands the
+    depthwise layers of one or two spatial axes to the compiled plan)."""
+    with accel.use("numpy"):
+        yield
 
 
 def _geometry(rng, rank, c, d, g, kernel_high=4, size_high=9):
@@ -38,6 +48,7 @@ def _check(x, w, args, name=None):
     return got
 
 
+@pytest.mark.usefixtures("numpy_plans")
 @pytest.mark.parametrize("split", [False, True])
 def test_every_plan_matches_the_per_offset_kernel(monkeypatch, split):
     """Random 1-D to 3-D geometries, dense, grouped and depthwise (with channel multipliers),
@@ -96,6 +107,7 @@ def test_im2col_blocks_cover_samples_and_rows():
         np.testing.assert_allclose(out, grouped_convolution(x, w, *args), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.usefixtures("numpy_plans")
 def test_banded_depthwise_leaves_non_finite_data_to_im2col():
     """The band's zeros would turn an infinite or NaN input into NaN in windows that do not hold
     it: such a call goes to im2col, where it reaches only the windows that hold it (and a sum of
@@ -162,27 +174,31 @@ def test_taps_plans_take_non_finite_data_as_the_per_offset_kernel(plan_class):
     assert not np.signbit(got[np.isfinite(got)]).any() and not np.signbit(want[np.isfinite(want)]).any()
 
 
+@pytest.mark.parametrize("backend", ["numpy", pytest.param("numba", marks=NEEDS_NUMBA)])
 @pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
-def test_half_precision_depthwise_layers_sum_in_f32(dtype):
+def test_half_precision_depthwise_layers_sum_in_f32(dtype, backend):
     """GroupConvolution in f16 and bf16 on the taps plans' shapes: summed in f32 in the per-offset
-    kernel's order, rounded once, so the results are the same to the bit."""
+    kernel's order, rounded once, so the results are the same to the bit (with numba, through
+    the compiled plan)."""
     rng = np.random.default_rng(5)
     op = registry.find("GroupConvolution", "opset1")
     attrs = {"strides": [1, 1], "dilations": [1, 1], "pads_begin": [1, 1], "pads_end": [1, 1]}
     for x_shape, w_shape, name in [((1, 672, 14, 14), (672, 1, 1, 3, 3), "depthwise (channels last)"),
                                    ((1, 48, 56, 56), (48, 1, 1, 3, 3), "depthwise (wide rows)")]:
-        plan = plans.plan_forward((1, *w_shape[:3], *x_shape[2:]), w_shape, np.dtype(np.float32), [1, 1], [1, 1],
-                                  [1, 1], list(x_shape[2:]))
-        assert plan.name == name
         x = rng.standard_normal(x_shape).astype(dtype)
         w = rng.standard_normal(w_shape).astype(dtype)
+        with accel.use(backend):
+            plan = plans.plan_forward((1, *w_shape[:3], *x_shape[2:]), w_shape, np.dtype(np.float32), [1, 1], [1, 1],
+                                      [1, 1], list(x_shape[2:]))
+            got = call(op, [x, w], attrs)
+        assert plan.name == (name if backend == "numpy" else plans.DepthwiseCompiled.name)
         want = grouped_convolution(x.astype(np.float32)[:, :, None], w.astype(np.float32), [1, 1], [1, 1], [1, 1],
                                    list(x_shape[2:])).reshape(x_shape)
-        got = call(op, [x, w], attrs)
         assert got.dtype == dtype
         np.testing.assert_array_equal(got, want.astype(dtype))
 
 
+@pytest.mark.usefixtures("numpy_plans")
 def test_which_plan_each_shape_takes():
     f32 = np.dtype(np.float32)
     assert plans.plan_forward((1, 1, 4, 8, 8), (1, 4, 4, 3, 3), np.dtype(np.int64), [1, 1], [1, 1], [1, 1],
@@ -199,6 +215,7 @@ def test_which_plan_each_shape_takes():
                               [8, 8]).name == "im2col (wide rows)"  # many outputs per input channel
 
 
+@pytest.mark.usefixtures("numpy_plans")
 @pytest.mark.parametrize("x_shape, kernel, stride, name", [
     ((1, 960, 1, 7, 7), 5, 1, "depthwise (channels last)"),  # small maps of many channels
     ((1, 768, 1, 7, 7), 7, 1, "depthwise (channels last)"),
@@ -224,6 +241,93 @@ def test_which_plan_depthwise_shapes_take(x_shape, kernel, stride, name):
     w_shape = (x_shape[1], 1, x_shape[2]) + (kernel,) * rank
     plan = plans.plan_forward(x_shape, w_shape, np.dtype(np.float32), [stride] * rank, [1] * rank, [pad] * rank, out)
     assert plan.name == name
+
+
+# Depthwise layers for the compiled plan: data [N, G, 1, *in], filters [G, C_OUT, 1, *kernel],
+# strides, dilations, pads before and after.
+COMPILED_CASES = [
+    ((2, 3, 1, 9, 10), (3, 2, 1, 3, 3), [1, 2], [1, 1], [1, 2], [1, 0]),  # two outputs a channel, uneven pads
+    ((1, 4, 1, 11, 8), (4, 1, 1, 3, 2), [2, 1], [2, 2], [2, 0], [0, 3]),  # dilated, a stride of 2 down
+    ((1, 2, 1, 12, 12), (2, 1, 1, 5, 5), [2, 2], [1, 1], [2, 2], [1, 2]),  # 5x5 at stride 2
+    ((1, 2, 1, 6, 9), (2, 1, 1, 7, 3), [1, 3], [1, 2], [4, 0], [4, 1]),  # rows wholly in the padding
+    ((2, 3, 1, 30), (3, 2, 1, 11), [2], [1], [5], [3]),  # 1-D (numpy: the bands)
+]
+
+
+def _bits(values):
+    """The values' bits, every NaN as one (which NaN a sum passes on is the processor's choice)."""
+    values = np.where(np.isnan(values), np.nan, values).astype(values.dtype)
+    return values.view(np.uint64 if values.itemsize == 8 else np.uint32)
+
+
+@NEEDS_NUMBA
+@pytest.mark.parametrize("split", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_compiled_depthwise_gives_the_per_offset_kernels_bits(monkeypatch, dtype, split):
+    """The compiled plan sums each output's taps in the per-offset kernel's order, product by
+    product with no fused multiply-add, so its bits are that kernel's and the taps plans' (the
+    banded and im2col plans sum through BLAS, within rounding of them): with infinities, NaNs
+    and signed zeros in the data (a sum of -0.0 products is +0.0), whichever channels a part
+    of a split takes. Without numba the same plan computes through the numpy plan it keeps."""
+    if split:
+        monkeypatch.setattr(threads, "SPLIT_WORK", 0)
+        monkeypatch.setattr(threads, "_policy", "split")
+    rng = np.random.default_rng(13)
+    for x_shape, w_shape, strides, dilations, begin, end in COMPILED_CASES:
+        out = [(size + b + e - (k - 1) * dl - 1) // s + 1 for size, b, e, k, dl, s in
+               zip(x_shape[3:], begin, end, w_shape[3:], dilations, strides)]
+        args = (strides, dilations, begin, out)
+        x = rng.standard_normal(x_shape).astype(dtype)
+        x.flat[rng.choice(x.size, 4, replace=False)] = [np.inf, -np.inf, np.nan, -0.0]
+        x[0, 0] = -0.0  # a channel of -0.0: every product is a signed zero
+        w = rng.standard_normal(w_shape).astype(dtype)
+        w.flat[0] = 0.0  # inf * 0 = NaN, as in the reference
+        kept = x.copy(), w.copy()
+        with np.errstate(invalid="ignore"):
+            want = grouped_convolution(x, w, *args)
+            with accel.use("numba"):
+                plan = plans.plan_forward(x.shape, w.shape, x.dtype, *args)
+                prepared = plan.prepare(w)
+                got = plan(x, prepared)
+            with accel.use("numpy"):
+                fallback = plan(x, prepared)
+        assert plan.name == plans.DepthwiseCompiled.name and got.shape == want.shape and got.flags.c_contiguous
+        np.testing.assert_array_equal(_bits(got), _bits(want))
+        assert not np.signbit(got[0, 0]).any()
+        for taps_plan in (taps_class(x.shape, w.shape, x.dtype, *args) for taps_class in TAPS_PLANS):
+            with np.errstate(invalid="ignore"):
+                np.testing.assert_array_equal(_bits(taps_plan(x, taps_plan.prepare(w))), _bits(want))
+        np.testing.assert_array_equal(np.isnan(fallback), np.isnan(want))
+        finite = np.isfinite(want)
+        np.testing.assert_allclose(fallback[finite], want[finite], rtol=1e-5, atol=1e-5)
+        np.testing.assert_array_equal(x, kept[0])
+        np.testing.assert_array_equal(w, kept[1])
+
+
+@NEEDS_NUMBA
+def test_compiled_depthwise_takes_empty_outputs_and_leaves_the_rest_to_numpy():
+    """An output axis of size 0 computes nothing; three spatial axes, more outputs per input
+    channel than a few, integers, f16 arrays, short rows of one axis and a 1x1 kernel keep their
+    plans."""
+    f32 = np.dtype(np.float32)
+    with accel.use("numba"):
+        for x_shape, out in [((1, 3, 1, 0, 5), [0, 5]), ((1, 3, 1, 4), [0])]:
+            w_shape = (3, 1, 1, *(1,) * len(out))
+            plan = plans.DepthwiseCompiled(x_shape, w_shape, f32, [1] * len(out), [1] * len(out), [0] * len(out),
+                                           out, fallback=plans.Pointwise(x_shape, w_shape))
+            got = plan(np.ones(x_shape, f32), plan.prepare(np.ones(w_shape, f32)))
+            assert got.shape == (1, 3, 1, *out)
+        assert plans.plan_forward((1, 8, 1, 6, 6, 6), (8, 1, 1, 3, 3, 3), f32, [1] * 3, [1] * 3, [1] * 3,
+                                  [6] * 3).name == "depthwise (banded)"
+        assert plans.plan_forward((1, 2, 1, 8, 8), (2, 16, 1, 3, 3), f32, [1, 1], [1, 1], [1, 1],
+                                  [8, 8]).name == "im2col (wide rows)"
+        assert plans.plan_forward((1, 2, 1, 8, 8), (2, 1, 1, 3, 3), np.dtype(np.int32), [1, 1], [1, 1], [1, 1],
+                                  [8, 8]) is None
+        assert plans.plan_forward((1, 1024, 1, 50), (1024, 1, 1, 3), f32, [1], [1], [1], [50]).name == "im2col"
+        assert plans.plan_forward((1, 4, 1, 6, 6), (4, 1, 1, 1, 1), f32, [1, 1], [1, 1], [0, 0],
+                                  [6, 6]).name == "pointwise"
+        assert plans.plan_forward((1, 4, 1, 6, 6), (4, 1, 1, 3, 3), np.dtype(np.float16), [1, 1], [1, 1], [1, 1],
+                                  [6, 6]).name == "im2col (wide rows)"
 
 
 def test_thread_policy_and_helpers(monkeypatch):

@@ -1,0 +1,80 @@
+"""The depthwise plan of numba's compiled loop (`depthwise_kernels.py`), which `plans.plan_forward`
+chooses when numba is to be used (`accel.enabled()`): one input channel per group, one or two
+spatial axes. Its sums are the taps plans' (and the per-offset kernel's) to the bit."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+import numpy as np
+
+from irscatter.ops.common import accel, threads
+from irscatter.ops.convolution.plan_base import Plan, Taps
+
+# Outputs (a phase's row width each) the compiled plan sums a block of rows into: 8 KB of f32.
+COMPILED_BLOCK = 2048
+# Multiply-adds from which the compiled plan splits over the threads: its loop does a
+# multiply-add in a fraction of a nanosecond, so a layer this size takes several times the
+# tens of microseconds a helper thread takes to wake.
+COMPILED_SPLIT = 1 << 18
+
+
+class DepthwiseCompiled(Taps["_Compiled"]):
+    """The taps of a 1-D or 2-D layer in one compiled loop (`depthwise_kernels.depthwise`, with
+    numba): per channel, its data copied once by phase of the strides into a buffer that stays
+    in the cache, then a block of output rows at a time, the taps added in their order to sums
+    from +0.0 held in the cache, and written out. The taps plans' arithmetic, and so the
+    per-offset kernel's bits, in one pass over the data where the taps plans take two passes
+    over large arrays a tap. When numba is not to be used (`accel.enabled()`, asked at each
+    call), the plan numpy would take for the shape (`fallback`) computes instead."""
+
+    name = "depthwise (compiled)"
+    split_from = COMPILED_SPLIT
+
+    def __init__(self, *args, fallback: Plan) -> None:
+        super().__init__(*args)
+        self.fallback = fallback
+        pad = (1,) * (2 - len(self.kernel))  # a 1-D layer is one row
+        kernel, strides, dilations = pad + self.kernel, pad + self.strides, pad + self.dilations
+        self.in_2d = (self.n * self.g, *(pad + self.in_dims))
+        self.out_2d = (self.n * self.g, self.d, *(pad + self.out_dims))
+        reach = [(k - 1) * dl // s for k, dl, s in zip(kernel, dilations, strides)]
+        hq, wq = (o + r for o, r in zip(self.out_2d[2:], reach))  # a phase's rows and columns
+        block = max(1, min(self.out_2d[2], COMPILED_BLOCK // max(wq, 1)))
+        self.geometry = np.array([*strides, *((0,) * len(pad) + self.begin), hq, wq, block], np.int64)
+        phases = [[(t * dl % s, t * dl // s) for t in range(k)] for k, dl, s in zip(kernel, dilations, strides)]
+        self.offsets = np.array([(ay * strides[1] + ax) * hq * wq + qy * wq + qx
+                                 for (ay, qy), (ax, qx) in itertools.product(*phases)], np.int64)
+
+    def prepare(self, w: np.ndarray) -> _Compiled:
+        return _Compiled(np.ascontiguousarray(w.reshape(self.g, self.d, self.taps)), w, self.fallback)
+
+    def _blocks(self, count: int) -> Sequence[tuple[int, ...]]:
+        return threads.spans(self.n * self.g, count)
+
+    def __call__(self, x: np.ndarray, prepared: _Compiled) -> np.ndarray:
+        if not accel.enabled():
+            return self.fallback(x, prepared.for_fallback())
+        from irscatter.ops.convolution import depthwise_kernels  # (imports numba: only when used)
+
+        source = np.ascontiguousarray(x).reshape(self.in_2d)
+        out = np.empty(self.out_2d, x.dtype)
+        zero = x.dtype.type(0)
+        self._run(lambda c0, c1: depthwise_kernels.depthwise(source, prepared.taps, out, self.geometry, self.offsets,
+                                                             zero, c0, c1))
+        return out.reshape((self.n, self.g, self.d) + self.out_dims)
+
+
+class _Compiled:
+    """The filters as the compiled loop reads them [G, C_OUT, taps], and what the fallback plan
+    derives from them, made the first time a call needs it."""
+
+    def __init__(self, taps: np.ndarray, w: np.ndarray, fallback: Plan) -> None:
+        self.taps, self._w, self._fallback = taps, w, fallback
+        self._prepared: object = None
+
+    def for_fallback(self) -> object:
+        if self._prepared is None:
+            self._prepared = self._fallback.prepare(self._w)
+        return self._prepared
