@@ -5,6 +5,7 @@ spatial axes. Its sums are the taps plans' (and the per-offset kernel's) to the 
 from __future__ import annotations
 
 import itertools
+import sys
 from collections.abc import Sequence
 
 import numpy as np
@@ -32,9 +33,9 @@ class DepthwiseCompiled(Taps["_Compiled"]):
     name = "depthwise (compiled)"
     split_from = COMPILED_SPLIT
 
-    def __init__(self, *args, fallback: Plan) -> None:
+    def __init__(self, *args, fallback: Plan, unloaded: Plan | None = None) -> None:
         super().__init__(*args)
-        self.fallback = fallback
+        self.fallback, self.unloaded = fallback, unloaded
         pad = (1,) * (2 - len(self.kernel))  # a 1-D layer is one row
         kernel, strides, dilations = pad + self.kernel, pad + self.strides, pad + self.dilations
         self.in_2d = (self.n * self.g, *(pad + self.in_dims))
@@ -48,7 +49,7 @@ class DepthwiseCompiled(Taps["_Compiled"]):
                                  for (ay, qy), (ax, qx) in itertools.product(*phases)], np.int64)
 
     def prepare(self, w: np.ndarray) -> _Compiled:
-        return _Compiled(np.ascontiguousarray(w.reshape(self.g, self.d, self.taps)), w, self.fallback)
+        return _Compiled(np.ascontiguousarray(w.reshape(self.g, self.d, self.taps)), w, self.fallback, self.unloaded)
 
     def _blocks(self, count: int) -> Sequence[tuple[int, ...]]:
         return threads.spans(self.n * self.g, count)
@@ -56,6 +57,12 @@ class DepthwiseCompiled(Taps["_Compiled"]):
     def __call__(self, x: np.ndarray, prepared: _Compiled) -> np.ndarray:
         if not accel.enabled():
             return self.fallback(x, prepared.for_fallback())
+        if self.unloaded is not None and not prepared.called and "irscatter.ops.convolution.depthwise_kernels" \
+                not in sys.modules:
+            # A layer's first call before numba is loaded: numpy's taps plan, the same bits, so
+            # that a model run once does not wait for numba (its second call loads it).
+            prepared.called = True
+            return self.unloaded(x, prepared.for_unloaded())
         from irscatter.ops.convolution import depthwise_kernels  # (imports numba: only when used)
 
         source = np.ascontiguousarray(x).reshape(self.in_2d)
@@ -70,11 +77,20 @@ class _Compiled:
     """The filters as the compiled loop reads them [G, C_OUT, taps], and what the fallback plan
     derives from them, made the first time a call needs it."""
 
-    def __init__(self, taps: np.ndarray, w: np.ndarray, fallback: Plan) -> None:
-        self.taps, self._w, self._fallback = taps, w, fallback
-        self._prepared: object = None
+    def __init__(self, taps: np.ndarray, w: np.ndarray, fallback: Plan, unloaded: Plan | None) -> None:
+        self.taps, self._w, self._fallback, self._unloaded = taps, w, fallback, unloaded
+        self._prepared: dict[int, object] = {}
+        self.called = False  # whether a call has been made before numba's loop was loaded
 
     def for_fallback(self) -> object:
-        if self._prepared is None:
-            self._prepared = self._fallback.prepare(self._w)
-        return self._prepared
+        return self._for(self._fallback)
+
+    def for_unloaded(self) -> object:
+        assert self._unloaded is not None
+        return self._for(self._unloaded)
+
+    def _for(self, plan: Plan) -> object:
+        key = id(plan)
+        if key not in self._prepared:
+            self._prepared[key] = plan.prepare(self._w)
+        return self._prepared[key]

@@ -379,8 +379,18 @@ def plan_forward(x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype
             or np.dtype(dtype) not in COMPILED_TYPES:
         return plan
     if (len(out_dims) == 2 or len(out_dims) == 1 and not isinstance(plan, Gathered)) and accel.enabled():
-        return DepthwiseCompiled(x_shape, w_shape, dtype, strides, dilations, begin, out_dims, fallback=plan)
+        geometry = (x_shape, w_shape, dtype, strides, dilations, begin, out_dims)
+        return DepthwiseCompiled(*geometry, fallback=plan, unloaded=_same_bits_in_numpy(plan, geometry))
     return plan
+
+
+def _same_bits_in_numpy(plan: Plan, geometry: tuple) -> Plan | None:
+    """The numpy plan with the compiled loop's bits (a taps plan) for a layer's calls before
+    numba's loop is loaded: numpy's own choice where it is one, else the wide rows where the taps
+    are few enough that their passes cost less than loading numba once (None: load it)."""
+    if isinstance(plan, (DepthwiseRows, DepthwiseChannelsLast)):
+        return plan
+    return DepthwiseRows(*geometry) if math.prod(geometry[1][3:]) <= UNLOADED_TAPS else None
 
 
 def _numpy_plan(x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype, strides: Sequence[int],
@@ -412,6 +422,9 @@ def _numpy_plan(x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype,
 
 # The work dtypes the compiled depthwise loop takes (f16 and bf16 layers work in f32).
 COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
+# Taps (5x5) up to which a depthwise layer's first call, before numba's loop is loaded, takes
+# numpy's wide rows (the loop's bits) rather than loading numba, about a second once a process.
+UNLOADED_TAPS = 25
 # One input channel per group: im2col's blocks are as fast as the banded product for a 3x3 kernel
 # or smaller, or more than a few outputs per input channel; beyond, the banded product wins.
 DEPTHWISE_OUTPUTS = 4

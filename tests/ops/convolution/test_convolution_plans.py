@@ -269,6 +269,8 @@ def test_compiled_depthwise_gives_the_per_offset_kernels_bits(monkeypatch, dtype
     banded and im2col plans sum through BLAS, within rounding of them): with infinities, NaNs
     and signed zeros in the data (a sum of -0.0 products is +0.0), whichever channels a part
     of a split takes. Without numba the same plan computes through the numpy plan it keeps."""
+    from irscatter.ops.convolution import depthwise_kernels  # noqa: F401  (loaded: every call compiled)
+
     if split:
         monkeypatch.setattr(threads, "SPLIT_WORK", 0)
         monkeypatch.setattr(threads, "_policy", "split")
@@ -302,6 +304,41 @@ def test_compiled_depthwise_gives_the_per_offset_kernels_bits(monkeypatch, dtype
         np.testing.assert_allclose(fallback[finite], want[finite], rtol=1e-5, atol=1e-5)
         np.testing.assert_array_equal(x, kept[0])
         np.testing.assert_array_equal(w, kept[1])
+
+
+@NEEDS_NUMBA
+def test_a_layers_first_call_before_numba_is_loaded_takes_numpys_taps_with_the_same_bits(monkeypatch):
+    """Until numba's loop is loaded, a layer of few taps makes its first call with numpy's wide
+    rows (the loop's bits), so that a model run once never loads numba; its second call loads
+    it. A layer of many taps loads it at once, its numpy taps costing more than the load."""
+    import sys
+
+    import irscatter.ops.convolution as package
+
+    name = "irscatter.ops.convolution.depthwise_kernels"
+    __import__(name)
+
+    def unload():  # (the module and the package's attribute come back after the test)
+        monkeypatch.delitem(sys.modules, name)
+        monkeypatch.delattr(package, "depthwise_kernels")
+
+    unload()
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 6, 1, 12, 12)).astype(np.float32)
+    for kernel, first_in_numpy in ((3, True), (7, False)):
+        w = rng.standard_normal((6, 1, 1, kernel, kernel)).astype(np.float32)
+        args = ([1, 1], [1, 1], [kernel // 2] * 2, [12, 12])
+        want = grouped_convolution(x, w, *args)
+        with accel.use("numba"):
+            plan = plans.plan_forward(x.shape, w.shape, x.dtype, *args)
+            prepared = plan.prepare(w)
+            first = plan(x, prepared)
+            assert prepared.called is first_in_numpy and (name in sys.modules) is not first_in_numpy
+            second = plan(x, prepared)
+        assert name in sys.modules
+        np.testing.assert_array_equal(_bits(first), _bits(want))
+        np.testing.assert_array_equal(_bits(second), _bits(want))
+        unload()
 
 
 @NEEDS_NUMBA
