@@ -112,8 +112,9 @@ def test_bench_conv_times_each_shape_and_names_its_plan(tmp_path):
     assert done.returncode == 0, done.stderr
     rows = json.loads(out.read_text())["rows"]
     assert [(r["key"], r["batch"]) for r in rows] == [("pw", 1), ("pw", 2), ("dw9", 1), ("dw9", 2)]
-    depthwise = "depthwise (compiled)" if accel.enabled() else "depthwise (banded)"  # numba's loop, when used
-    assert [r["path"] for r in rows] == ["pointwise"] * 2 + [depthwise] * 2
+    # numba's loop where it is used and the layer is large enough for it, else the bands
+    depthwise = {"depthwise (compiled)", "depthwise (banded)"} if accel.enabled() else {"depthwise (banded)"}
+    assert [r["path"] for r in rows[:2]] == ["pointwise"] * 2 and {r["path"] for r in rows[2:]} <= depthwise
     for row in rows:
         assert set(row["times_ms"]) == {"irscatter (baseline)", "irscatter [split]", "irscatter [one]"}
         assert all(ms > 0 for ms in row["times_ms"].values())

@@ -370,7 +370,8 @@ def plan_forward(x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype
                  dilations: Sequence[int], begin: Sequence[int], out_dims: Sequence[int]) -> Plan | None:
     """The fastest formulation for a float convolution of this shape with finite filters, or None
     where only the per-offset kernel applies (integers, or nothing to compute). With numba
-    (`accel.enabled()`), a depthwise layer of two spatial axes takes the compiled loop, and one
+    (`accel.enabled()`), a depthwise layer of two spatial axes and `COMPILED_WORK` multiply-adds
+    or more takes the compiled loop, and one
     of one axis where numpy's choice is not im2col (short rows of many channels, where BLAS's
     products over the gathered patches were as fast); a call made without numba goes to the
     numpy plan it keeps. A 1x1 kernel that needs no padding stays one product."""
@@ -378,7 +379,9 @@ def plan_forward(x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype
     if plan is None or isinstance(plan, Pointwise) or x_shape[2] != 1 or w_shape[1] > DEPTHWISE_OUTPUTS \
             or np.dtype(dtype) not in COMPILED_TYPES:
         return plan
-    if (len(out_dims) == 2 or len(out_dims) == 1 and not isinstance(plan, Gathered)) and accel.enabled():
+    work = math.prod(x_shape[:2]) * w_shape[1] * math.prod(out_dims) * math.prod(w_shape[3:])
+    if (len(out_dims) == 2 or len(out_dims) == 1 and not isinstance(plan, Gathered)) and work >= COMPILED_WORK \
+            and accel.enabled():
         geometry = (x_shape, w_shape, dtype, strides, dilations, begin, out_dims)
         return DepthwiseCompiled(*geometry, fallback=plan, unloaded=_same_bits_in_numpy(plan, geometry))
     return plan
@@ -422,6 +425,10 @@ def _numpy_plan(x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype,
 
 # The work dtypes the compiled depthwise loop takes (f16 and bf16 layers work in f32).
 COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
+# Multiply-adds from which a depthwise layer takes the compiled loop: a smaller one saves some
+# tens of microseconds a call, where loading numba costs a second once a process (and compiling
+# the loop, on its first use after an install, several).
+COMPILED_WORK = 1 << 18
 # Taps (5x5) up to which a depthwise layer's first call, before numba's loop is loaded, takes
 # numpy's wide rows (the loop's bits) rather than loading numba, about a second once a process.
 UNLOADED_TAPS = 25

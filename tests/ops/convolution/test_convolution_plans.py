@@ -271,6 +271,7 @@ def test_compiled_depthwise_gives_the_per_offset_kernels_bits(monkeypatch, dtype
     of a split takes. Without numba the same plan computes through the numpy plan it keeps."""
     from irscatter.ops.convolution import depthwise_kernels  # noqa: F401  (loaded: every call compiled)
 
+    monkeypatch.setattr(plans, "COMPILED_WORK", 0)  # (small cases: the compiled loop however small)
     if split:
         monkeypatch.setattr(threads, "SPLIT_WORK", 0)
         monkeypatch.setattr(threads, "_policy", "split")
@@ -315,6 +316,7 @@ def test_a_layers_first_call_before_numba_is_loaded_takes_numpys_taps_with_the_s
 
     import irscatter.ops.convolution as package
 
+    monkeypatch.setattr(plans, "COMPILED_WORK", 0)
     name = "irscatter.ops.convolution.depthwise_kernels"
     __import__(name)
 
@@ -344,8 +346,8 @@ def test_a_layers_first_call_before_numba_is_loaded_takes_numpys_taps_with_the_s
 @NEEDS_NUMBA
 def test_compiled_depthwise_takes_empty_outputs_and_leaves_the_rest_to_numpy():
     """An output axis of size 0 computes nothing; three spatial axes, more outputs per input
-    channel than a few, integers, f16 arrays, short rows of one axis and a 1x1 kernel keep their
-    plans."""
+    channel than a few, integers, f16 arrays, short rows of one axis, a 1x1 kernel and a layer
+    of fewer multiply-adds than loading numba is worth keep their plans."""
     f32 = np.dtype(np.float32)
     with accel.use("numba"):
         for x_shape, out in [((1, 3, 1, 0, 5), [0, 5]), ((1, 3, 1, 4), [0])]:
@@ -363,6 +365,8 @@ def test_compiled_depthwise_takes_empty_outputs_and_leaves_the_rest_to_numpy():
         assert plans.plan_forward((1, 1024, 1, 50), (1024, 1, 1, 3), f32, [1], [1], [1], [50]).name == "im2col"
         assert plans.plan_forward((1, 4, 1, 6, 6), (4, 1, 1, 1, 1), f32, [1, 1], [1, 1], [0, 0],
                                   [6, 6]).name == "pointwise"
+        assert plans.plan_forward((1, 16, 1, 16, 16), (16, 1, 1, 3, 3), f32, [1, 1], [1, 1], [1, 1],
+                                  [16, 16]).name != plans.DepthwiseCompiled.name
         assert plans.plan_forward((1, 4, 1, 6, 6), (4, 1, 1, 3, 3), np.dtype(np.float16), [1, 1], [1, 1], [1, 1],
                                   [6, 6]).name == "im2col (wide rows)"
 
