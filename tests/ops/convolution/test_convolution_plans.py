@@ -261,6 +261,7 @@ def _bits(values):
 
 
 @NEEDS_NUMBA
+@pytest.mark.early  # on a fresh checkout numba compiles the loop for each dtype first: seconds each
 @pytest.mark.parametrize("split", [False, True])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_compiled_depthwise_gives_the_per_offset_kernels_bits(monkeypatch, dtype, split):
