@@ -400,10 +400,14 @@ class _LookedUp:
     def _width(self) -> int:
         return self.book.fibers * self.book.length  # the weight's columns
 
+    def _rows_in(self, size: int) -> int:
+        """Whole multiples of `ROW_ALIGN` weight rows of f32 in `size` bytes, at least one."""
+        return max(ROW_ALIGN, size // (4 * self._width()) // ROW_ALIGN * ROW_ALIGN)
+
     def _block(self, rows: int | None = None, count: int = 1) -> int:
         """Rows per block: a block of f32 in cache, and no fewer blocks than `count` parts of
         `rows` where the row count allows."""
-        cached = max(ROW_ALIGN, BLOCK_BYTES // (4 * self._width()) // ROW_ALIGN * ROW_ALIGN)
+        cached = self._rows_in(BLOCK_BYTES)
         if rows is None:
             return cached
         return min(cached, max(ROW_ALIGN, -(-rows // (count * ROW_ALIGN)) * ROW_ALIGN))
@@ -421,7 +425,7 @@ class _LookedUp:
         so both runs give the same bits (the matrix kernel's sums depend on the block's width,
         so these may differ in the last bits from one product by the whole weight)."""
         book, width = self.book, self._width()
-        block = max(ROW_ALIGN, TOKENS_BLOCK_BYTES // (4 * width) // ROW_ALIGN * ROW_ALIGN)
+        block = self._rows_in(TOKENS_BLOCK_BYTES)
         if block >= book.rows:
             return self.matmul(a, weight) if weight is not None else self._whole(a)
         out = np.empty(a.shape[:-1] + (book.rows,), np.result_type(a, np.float32))

@@ -94,7 +94,8 @@ class Plan:
         plan.fold = _plan_folding(plan, analysis)
         plan.run_steps = [plan.fold.replaced.get(i, step) for i, step in enumerate(plan.steps)
                           if i not in plan.fold.skipped]
-        plan.watched_steps = [watched_step(step, plan.fold.replaced.get(i)) for i, step in enumerate(plan.steps)]
+        plan.watched_steps = [watched_step(step, plan.fold.replaced.get(i)) for i, step in enumerate(plan.steps)] \
+            if plan.fold.replaced else plan.steps
         return plan
 
 

@@ -28,22 +28,20 @@ from irscatter.ops.common.f16_rounding import (
 )
 
 
+def _bitcast(context, builder, signature, args):  # pragma: no cover - compiled
+    return builder.bitcast(args[0], context.get_value_type(signature.return_type))
+
+
 @intrinsic
 def _word(typing_context, value):  # pragma: no cover - compiled
     """An f32's bits as a uint32 (numba has no view of a scalar)."""
-    def bitcast(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(signature.return_type))
-
-    return numba.types.uint32(numba.types.float32), bitcast
+    return numba.types.uint32(numba.types.float32), _bitcast
 
 
 @intrinsic
 def _float(typing_context, word):  # pragma: no cover - compiled
     """A uint32's bits as an f32."""
-    def bitcast(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(signature.return_type))
-
-    return numba.types.float32(numba.types.uint32), bitcast
+    return numba.types.float32(numba.types.uint32), _bitcast
 
 
 @numba.njit(nogil=True, cache=True)

@@ -76,14 +76,18 @@ def parts(work: int, least: int | None = None) -> int:
     """Into how many parts a kernel with `work` multiply-adds should split: one per core under
     the `split` policy when the work is at least `least` (a kernel whose unit of work costs
     more than a multiply-add passes a lower bar; by default `SPLIT_WORK`), else 1."""
-    return CORES if _policy == "split" and work >= (SPLIT_WORK if least is None else least) else 1
+    return CORES if _policy == "split" and work >= _bar(least) else 1
+
+
+def _bar(least: int | None) -> int:
+    return SPLIT_WORK if least is None else least
 
 
 def one_blas_thread(work: int, least: int | None = None) -> AbstractContextManager:
     """A context holding BLAS to one thread for a kernel of `work` multiply-adds, under the
     `split` and `one` policies, when the work is at least `least` (by default, large enough
     for BLAS to thread it; a kernel that splits smaller work into parts holds BLAS for them)."""
-    if _policy == "blas" or work < (SPLIT_WORK if least is None else least):
+    if _policy == "blas" or work < _bar(least):
         return nullcontext()
     global _blas
     holds = _run_holds.get()
