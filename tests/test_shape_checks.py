@@ -12,6 +12,9 @@ from test_folding import _Builder
 import irscatter
 from irscatter.checks import infer
 from irscatter.errors import IRError
+from irscatter.ir.element_types import ElementType
+from irscatter.ir.shapes import PartialShape
+from irscatter.ops.base import TensorInfo
 
 
 def _two_branches(tmp_path):
@@ -64,3 +67,24 @@ def test_a_shape_error_still_names_its_layer_before_any_kernel_runs(tmp_path):
     with pytest.raises(IRError, match="l2"):
         compiled({"l0": np.ones(3, np.float32), "l1": np.ones(4, np.float32)})
     assert compiled({"l0": np.ones(4, np.float32), "l1": np.ones(4, np.float32)})[0].tolist() == [2] * 4
+
+
+def test_a_pass_that_failed_leaves_nothing_half_updated(tmp_path):
+    """The shape check alone (the kernel would fail as well): the same bad shapes fail again."""
+    b = _Builder()
+    x = b.add("Parameter", {"shape": "?", "element_type": "f32"}, [], (-1,), "f32")
+    y = b.add("Parameter", {"shape": "?", "element_type": "f32"}, [], (-1,), "f32")
+    b.add("Result", None, [b.add("Add", {"auto_broadcast": "none"}, [x, y], (-1,), "f32")], (), "f32")
+    graph = irscatter.compile_model(b.save(tmp_path)).graph
+    previous: dict = {}
+
+    def fed(*lengths):
+        return {lid: TensorInfo(ElementType.f32, PartialShape.of((n,))) for lid, n in zip((0, 1), lengths)}
+
+    graph.recheck(fed(3, 3), previous)  # a whole pass
+    graph.recheck(fed(4, 4), previous)  # the changed layers only
+    for _ in range(2):
+        with pytest.raises(IRError, match="l2"):
+            graph.recheck(fed(4, 5), previous)
+    graph.recheck(fed(5, 5), previous)
+    assert previous[2][1][0].shape.dims == PartialShape.of((5,)).dims

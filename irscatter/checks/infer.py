@@ -10,6 +10,7 @@ comparisons are findings, because OpenVINO itself treats port dims as informatio
 
 from __future__ import annotations
 
+import heapq
 import math
 import operator
 from collections.abc import Mapping, Sequence
@@ -172,6 +173,56 @@ def _infer_in_order(order: Sequence[int], layers: Mapping[int, Layer], ops: Mapp
         for pos, info in enumerate(outs):
             infos[(lid, pos)] = info
     return infos
+
+
+def reinfer_changed(position: Mapping[int, int], layers: Mapping[int, Layer], ops: Mapping[int, Op],
+                    sources: Mapping[int, Sequence[Source | None]], readers: Mapping[int, Sequence[int]],
+                    overrides: Mapping[int, TensorInfo], previous: dict, file: str | None = None) -> None:
+    """`infer_graph` again with new `overrides`, visiting only the layers a changed output reaches.
+    `previous` holds a whole earlier pass over the graph (every layer of `position`, the layers'
+    places in run order) and is updated as `infer_graph` updates it; `readers` gives the layers
+    that read each layer's outputs. A layer whose new outputs say what its old ones said stops
+    the change there, so a decoder's next token (one input a step longer) infers the few layers
+    its mask feeds instead of thousands. On an error `previous` is emptied: the next pass is a
+    whole one, since the layers after the failing one were never brought up to date."""
+    try:
+        with strict.collecting(None):
+            _reinfer_changed(position, layers, ops, sources, readers, overrides, previous, file)
+    except BaseException:
+        previous.clear()
+        raise
+
+
+def _reinfer_changed(position: Mapping[int, int], layers: Mapping[int, Layer], ops: Mapping[int, Op],
+                     sources: Mapping[int, Sequence[Source | None]], readers: Mapping[int, Sequence[int]],
+                     overrides: Mapping[int, TensorInfo], previous: dict, file: str | None) -> None:
+    waiting: list[tuple[int, int]] = []  # (place in run order, layer id): a heap
+    queued: set[int] = set()
+
+    def changed(lid: int, entry: tuple) -> None:
+        previous[lid] = entry
+        for reader in readers.get(lid, ()):
+            if reader not in queued:
+                queued.add(reader)
+                heapq.heappush(waiting, (position[reader], reader))
+
+    for lid, info in overrides.items():
+        if lid in position and not _same_info(previous[lid][1][0], info):
+            changed(lid, ((), (info,)))
+    memo = InferenceMemo()
+    while waiting:
+        _, lid = heapq.heappop(waiting)
+        layer = layers[lid]
+        args = [previous[src[0]][1][src[1]] for src in sources[lid]]  # type: ignore[index]
+        try:
+            outs = memo.infer(ops[lid], layer, args)
+        except IRError as e:
+            raise e.add_context(file=file, layer=layer.ref, line=layer.line) from None
+        seen = previous[lid]
+        if len(outs) == len(seen[1]) and all(map(_same_info, outs, seen[1])):
+            previous[lid] = (tuple(args), seen[1])
+        else:
+            changed(lid, (tuple(args), outs))
 
 
 def _same_info(a: TensorInfo, b: TensorInfo) -> bool:

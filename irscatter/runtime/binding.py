@@ -191,7 +191,7 @@ class ShapeChecks:
                                       PartialShape.of(a.shape))
             for spec, a in zip(self.inputs, bound)
         }
-        self.graph.infer(overrides, file=self.file, previous=self._last)
+        self.graph.recheck(overrides, self._last, file=self.file)
         self._seen[key] = None
         if len(self._seen) > _SHAPE_CACHE_SIZE:
             self._seen.popitem(last=False)

@@ -15,7 +15,8 @@ everything that inspects a compiled model (debug/, the CLI, a user's script):
   Results), in the order they run.
 * `op(id)`, `type_of(id)`, `inputs_of(id)`, `outputs_of(id)`, `producer(id, position)`,
   `returned(result id)`, `readers(output)`, `tensors()`, `named(name)`, `of_type(*types)`,
-  `tensor_key(output)` and `infer(overrides)`, each described where it is defined.
+  `tensor_key(output)`, `infer(overrides)` and `recheck(overrides, previous)`, each described
+  where it is defined.
 
 A view never changes: its mappings are read-only (`types.MappingProxyType`), its sequences
 tuples, and every answer a new tuple or value, so no tool can change what the compiled model
@@ -31,7 +32,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
 
-from irscatter.checks.infer import infer_graph
+from irscatter.checks.infer import infer_graph, reinfer_changed
 from irscatter.ir.graph import Layer
 from irscatter.ir.topology import Source
 from irscatter.ops.base import Op, TensorInfo
@@ -119,6 +120,27 @@ class GraphView:
         `previous`: what an earlier such pass gave each layer, reused where a layer's inputs
         are unchanged (`checks.infer.infer_graph`)."""
         return infer_graph(self.order, self.layers, self._ops, self.sources, overrides, file=file, previous=previous)
+
+    def recheck(self, overrides: Mapping[int, TensorInfo], previous: dict, file: str | None = None) -> None:
+        """`infer(overrides, file, previous)` for its errors alone: once `previous` holds a whole
+        pass, only the layers a changed output reaches infer again (`checks.infer.reinfer_changed`)."""
+        if len(previous) < len(self.order):
+            infer_graph(self.order, self.layers, self._ops, self.sources, overrides, file=file, previous=previous)
+        else:
+            reinfer_changed(self._position, self.layers, self._ops, self.sources, self._reader_layers, overrides,
+                            previous, file)
+
+    @cached_property
+    def _position(self) -> Mapping[int, int]:
+        return {lid: place for place, lid in enumerate(self.order)}
+
+    @cached_property
+    def _reader_layers(self) -> Mapping[int, tuple[int, ...]]:
+        """The layers that read any output of a layer, each once."""
+        found: dict[int, dict[int, None]] = {}
+        for (lid, _), ports in self._readers.items():
+            found.setdefault(lid, {}).update((reader, None) for reader, _ in ports)
+        return {lid: tuple(readers) for lid, readers in found.items()}
 
     @cached_property
     def _readers(self) -> Mapping[Source, tuple[tuple[int, int], ...]]:
