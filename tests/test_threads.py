@@ -72,3 +72,43 @@ def test_a_model_run_gives_blas_back(threaded_blas, tmp_path):
     assert np.allclose(next(iter(out.values())), a @ b, rtol=1e-4, atol=1e-3)
     assert ("MatMul", 1) in seen  # held while the run went on
     assert _blas_threads() == threaded_blas
+
+
+def test_run_hands_every_task_out_and_raises_the_first_failure_in_task_order():
+    done: list[int] = []
+    threads.run([lambda i=i: done.append(i) for i in range(7)])  # more tasks than helpers
+    assert sorted(done) == list(range(7))
+
+    def failing(label):
+        def task():
+            raise KeyError(label)
+        return task
+    with pytest.raises(KeyError, match="second"):
+        threads.run([lambda: None, failing("second"), failing("third")])
+    with pytest.raises(KeyError, match="first"):
+        threads.run([failing("first"), failing("second")])
+    threads.run([lambda: done.append(8), lambda: done.append(9)])  # the helpers still serve
+    assert done[-2:] in ([8, 9], [9, 8])
+
+
+def test_a_task_that_splits_its_own_work_and_two_callers_at_once_both_finish():
+    import threading
+
+    inner: list[int] = []
+
+    def splitting():
+        threads.run([lambda: inner.append(1), lambda: inner.append(2)])  # the helpers are lent: runs here
+    threads.run([splitting, lambda: inner.append(3)])
+    assert sorted(inner) == [1, 2, 3]
+
+    totals = [0, 0]
+
+    def caller(slot):
+        for _ in range(200):
+            threads.run([lambda: None, lambda: totals.__setitem__(slot, totals[slot] + 1)])
+    others = [threading.Thread(target=caller, args=(slot,)) for slot in (0, 1)]
+    for thread in others:
+        thread.start()
+    for thread in others:
+        thread.join(timeout=60)
+    assert totals == [200, 200]

@@ -30,8 +30,8 @@ import os
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from functools import partial
 from typing import Any
 
 POLICIES = ("split", "one", "blas")
@@ -41,7 +41,7 @@ SPLIT_WORK = 1 << 22
 CORES = max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8))
 
 _policy = "split"
-_pool: ThreadPoolExecutor | None = None
+_pool: _Helpers | None = None
 _blas = None  # threadpoolctl's controller of the BLAS libraries, made on first use
 _lock = threading.Lock()
 # The limits held until the end of the model run in progress (None: no run holds them).
@@ -121,17 +121,74 @@ def holding_for_run() -> Iterator[None]:
             limit.restore_original_limits()
 
 
-def _helpers() -> ThreadPoolExecutor:
+class _Helper:
+    """A thread that runs the tasks it is handed and says when they are done. The hand-over is a
+    pair of plain locks (released by one thread, acquired by the other), which costs a fraction of
+    a thread pool's queue, condition and future: a decode step hands out a hundred products of
+    a few hundred microseconds each."""
+
+    def __init__(self, index: int) -> None:
+        self.start, self.done = threading.Lock(), threading.Lock()
+        self.start.acquire()
+        self.done.acquire()
+        self.tasks: list[tuple[int, Callable[[], None]]] = []
+        self.errors: list[tuple[int, BaseException]] = []
+        threading.Thread(target=self._serve, name=f"irscatter-kernel-{index}", daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            self.start.acquire()
+            tasks, self.tasks = self.tasks, []
+            for position, task in tasks:
+                try:
+                    task()
+                except BaseException as error:  # (handed to the caller, which raises it)
+                    self.errors.append((position, error))
+            self.done.release()
+
+
+class _Helpers:
+    """One helper per core but the caller's, lent to one caller at a time."""
+
+    def __init__(self, count: int) -> None:
+        self.lent = threading.Lock()
+        self.helpers = [_Helper(i) for i in range(count)]
+
+    def run(self, tasks: Sequence[Callable[[], None]]) -> None:
+        handed = self.helpers[:len(tasks) - 1]
+        for position, task in enumerate(tasks[1:], start=1):
+            handed[(position - 1) % len(handed)].tasks.append((position, partial(contextvars.copy_context().run, task)))
+        for helper in handed:
+            helper.start.release()
+        errors: list[tuple[int, BaseException]] = []
+        try:
+            tasks[0]()
+        except BaseException as error:
+            errors.append((0, error))
+        try:
+            for helper in handed:
+                helper.done.acquire()
+        except BaseException:  # (interrupted while a helper works: its locks are no longer in step)
+            _forget_helpers()
+            raise
+        for helper in handed:
+            errors += helper.errors
+            helper.errors = []
+        if errors:
+            raise min(errors, key=lambda found: found[0])[1]
+
+
+def _helpers() -> _Helpers:
     global _pool
     with _lock:
         if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=CORES - 1, thread_name_prefix="irscatter-kernel")
+            _pool = _Helpers(CORES - 1)
         return _pool
 
 
 def _forget_helpers() -> None:
     global _pool
-    _pool = None  # a forked child has the pool object but none of its threads
+    _pool = None  # a forked child has the helpers' objects but none of their threads
 
 
 if hasattr(os, "register_at_fork"):
@@ -140,18 +197,23 @@ if hasattr(os, "register_at_fork"):
 
 def run(tasks: Sequence[Callable[[], None]]) -> None:
     """Run independent tasks, the first on the caller's thread and the rest on the helpers;
-    returns when all are done (re-raising the first error). Each helper's task runs in a copy of
-    the caller's context, so it sees the caller's run context and numpy's error state."""
+    returns when all are done (re-raising the error of the first task that failed). Each
+    helper's task runs in a copy of the caller's context, so it sees the caller's run context
+    and numpy's error state. While the helpers work for one caller, another caller (another
+    thread's run, or a task that splits its own work) runs its tasks on its own thread."""
     if len(tasks) <= 1 or CORES == 1:
         for task in tasks:
             task()
         return
-    pending = [_helpers().submit(contextvars.copy_context().run, task) for task in tasks[1:]]
+    helpers = _helpers()
+    if not helpers.lent.acquire(blocking=False):
+        for task in tasks:
+            task()
+        return
     try:
-        tasks[0]()
+        helpers.run(tasks)
     finally:
-        for done in pending:
-            done.result()
+        helpers.lent.release()
 
 
 def spans(total: int, count: int) -> list[tuple[int, int]]:
