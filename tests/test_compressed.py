@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from test_folding import _Builder, _compiled, count_kernel_calls
 
-from irscatter.ops.common import accel
+from irscatter.ops.common import accel, threads
 from irscatter.runtime import compressed
 from irscatter.runtime.compressed import ROW_ALIGN, Arithmetic, Codebook, _LookedUp
 
@@ -173,6 +173,11 @@ def test_several_tokens_go_by_blocks_of_weight_rows_with_a_watched_runs_bits(tmp
     watched = compiled.run({"l0": _feed(3)}, hook=lambda layer, i, o: seen.append(layer.type))
     assert "MatMul" in seen and watched[0].tobytes() == plain.tobytes()
     np.testing.assert_allclose(plain, want, rtol=0, atol=2e-6 * np.abs(want).max())
+    # the blocks shared out between the cores (each part its own blocks and buffer): the same bits
+    monkeypatch.setattr(threads, "SPLIT_WORK", 1)
+    monkeypatch.setattr(threads, "_policy", "split")
+    assert compiled.run({"l0": _feed(3)})[0].tobytes() == plain.tobytes()
+    assert compiled.run({"l0": _feed(3)}, hook=lambda layer, i, o: None)[0].tobytes() == plain.tobytes()
 
 
 @pytest.mark.parametrize("zero_point", [0.5, 300.0])

@@ -419,18 +419,30 @@ class _LookedUp:
         return self.matmul(a, whole)
 
     def _tokens_by_blocks(self, a: np.ndarray, weight: np.ndarray | None) -> np.ndarray:
-        """Several activation rows times the weight, a block of weight rows at a time (the
-        MatMul's kernel on each, which splits it between the cores), decompressed into one
-        buffer or cut from the weight a watching run's layers gave: the same blocks either way,
-        so both runs give the same bits (the matrix kernel's sums depend on the block's width,
-        so these may differ in the last bits from one product by the whole weight)."""
-        book, width = self.book, self._width()
+        """Several activation rows times the weight, a block of weight rows at a time, the
+        blocks in a part per core (BLAS held to one thread meanwhile): each part decompresses
+        its blocks into a buffer of its own, or cuts them from the weight a watching run's
+        layers gave, and multiplies each by the MatMul's kernel. The same blocks and the same
+        products either way, so both runs give the same bits (the matrix kernel's sums depend
+        on the block's width, so these may differ in the last bits from one product by the
+        whole weight)."""
+        book = self.book
         block = self._rows_in(TOKENS_BLOCK_BYTES)
         if block >= book.rows:
             return self.matmul(a, weight) if weight is not None else self._whole(a)
         out = np.empty(a.shape[:-1] + (book.rows,), np.result_type(a, np.float32))
-        buffer = np.empty((block, width), np.float32) if weight is None else None
-        for start in range(0, book.rows, block):
+        starts = range(0, book.rows, block)
+        work = math.prod(a.shape[:-1]) * book.rows * self._width()
+        with threads.one_blas_thread(work):
+            threads.run([partial(self._token_blocks, a, weight, starts[lo:hi], block, out)
+                         for lo, hi in threads.spans(len(starts), threads.parts(work))])
+        return out
+
+    def _token_blocks(self, a: np.ndarray, weight: np.ndarray | None, starts: range, block: int,
+                      out: np.ndarray) -> None:
+        book = self.book
+        buffer = np.empty((block, self._width()), np.float32) if weight is None else None
+        for start in starts:
             n = min(block, book.rows - start)
             if weight is not None:
                 part = weight[start:start + n]
@@ -439,7 +451,6 @@ class _LookedUp:
                 part = buffer[:n]
                 book.decode(start * book.fibers, part.reshape(n * book.fibers, book.length))
             out[..., start:start + n] = self.matmul(a, part)
-        return out
 
     def _in_one_pass(self, a: np.ndarray) -> np.ndarray:
         """One activation row times the weight, decompressed and multiplied in one compiled
