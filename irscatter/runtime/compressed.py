@@ -419,38 +419,21 @@ class _LookedUp:
         return self.matmul(a, whole)
 
     def _tokens_by_blocks(self, a: np.ndarray, weight: np.ndarray | None) -> np.ndarray:
-        """Several activation rows times the weight, a block of weight rows at a time, the
-        blocks in a part per core (BLAS held to one thread meanwhile): each part decompresses
-        its blocks into a buffer of its own, or cuts them from the weight a watching run's
-        layers gave, and multiplies each by the MatMul's kernel. The same blocks and the same
-        products either way, so both runs give the same bits (the matrix kernel's sums depend
-        on the block's width, so these may differ in the last bits from one product by the
-        whole weight)."""
+        """Several activation rows times the weight, a block of weight rows at a time, each
+        multiplied by the MatMul's kernel (`_in_parts`; a watching run's weight is cut into the
+        same blocks, so both runs give the same bits; the matrix kernel's sums depend on the
+        block's width, so these may differ in the last bits from one product by the whole
+        weight)."""
         book = self.book
         block = self._rows_in(TOKENS_BLOCK_BYTES)
         if block >= book.rows:
             return self.matmul(a, weight) if weight is not None else self._whole(a)
         out = np.empty(a.shape[:-1] + (book.rows,), np.result_type(a, np.float32))
-        starts = range(0, book.rows, block)
-        work = math.prod(a.shape[:-1]) * book.rows * self._width()
-        with threads.one_blas_thread(work):
-            threads.run([partial(self._token_blocks, a, weight, starts[lo:hi], block, out)
-                         for lo, hi in threads.spans(len(starts), threads.parts(work))])
-        return out
 
-    def _token_blocks(self, a: np.ndarray, weight: np.ndarray | None, starts: range, block: int,
-                      out: np.ndarray) -> None:
-        book = self.book
-        buffer = np.empty((block, self._width()), np.float32) if weight is None else None
-        for start in starts:
-            n = min(block, book.rows - start)
-            if weight is not None:
-                part = weight[start:start + n]
-            else:
-                assert buffer is not None
-                part = buffer[:n]
-                book.decode(start * book.fibers, part.reshape(n * book.fibers, book.length))
-            out[..., start:start + n] = self.matmul(a, part)
+        def multiply(part: np.ndarray, start: int) -> None:
+            out[..., start:start + len(part)] = self.matmul(a, part)
+        self._in_parts(book.rows, block, math.prod(a.shape[:-1]) * book.rows * self._width(), None, multiply, weight)
+        return out
 
     def _in_one_pass(self, a: np.ndarray) -> np.ndarray:
         """One activation row times the weight, decompressed and multiplied in one compiled
@@ -465,28 +448,41 @@ class _LookedUp:
         return out
 
     def _by_blocks(self, a: np.ndarray, rows: int | None = None) -> np.ndarray:
-        """The product by blocks of rows, the blocks in a part per core under the thread policy
-        (each part decompresses into its own buffer), BLAS held to one thread meanwhile."""
+        """One activation row times the weight by blocks of rows (`_in_parts`). np.dot rather
+        than the MatMul kernel's np.matmul: the same matrix-vector product (the first call
+        compares the bits with the kernel's), but numpy's matmul holds the GIL for it, so the
+        parts' products would take turns instead of running on both cores."""
         rows = rows or self.book.rows
         work = rows * self._width()
-        count = threads.parts(work, SPLIT_DECODED)
-        block = self._block(rows, count)
-        starts = range(0, rows, block)
         out = np.empty(a.shape[:-1] + (rows,), np.result_type(a, np.float32))
-        spans = threads.spans(len(starts), count)
-        with threads.one_blas_thread(work, SPLIT_DECODED):
-            threads.run([partial(self._blocks, a, starts[lo:hi], block, rows, out) for lo, hi in spans])
+        vector, flat = a.reshape(-1), out.reshape(-1)
+
+        def multiply(part: np.ndarray, start: int) -> None:
+            np.dot(part, vector, out=flat[start:start + len(part)])
+        self._in_parts(rows, self._block(rows, threads.parts(work, SPLIT_DECODED)), work, SPLIT_DECODED, multiply)
         return out
 
-    def _blocks(self, a: np.ndarray, starts: range, block: int, rows: int, out: np.ndarray) -> None:
-        # np.dot rather than the MatMul kernel's np.matmul: the same matrix-vector product (the
-        # first call compares the bits with the kernel's), but numpy's matmul holds the GIL for
-        # it, so the parts' products would take turns instead of running on both cores.
+    def _in_parts(self, rows: int, block: int, work: int, least: int | None,
+                  multiply: Callable[[np.ndarray, int], None], weight: np.ndarray | None = None) -> None:
+        """`multiply(part, start)` for each block of `block` weight rows of the first `rows`, the
+        blocks in a part per core under the thread policy (`work` multiply-adds, split from
+        `least`), BLAS held to one thread meanwhile: each part decompresses its blocks into a
+        buffer of its own, or cuts them from `weight` (the weight a watching run's layers gave)."""
+        starts = range(0, rows, block)
+        with threads.one_blas_thread(work, least):
+            threads.run([partial(self._blocks, starts[lo:hi], block, rows, multiply, weight)
+                         for lo, hi in threads.spans(len(starts), threads.parts(work, least))])
+
+    def _blocks(self, starts: range, block: int, rows: int, multiply: Callable[[np.ndarray, int], None],
+                weight: np.ndarray | None) -> None:
         book = self.book
-        buffer = np.empty((block, self._width()), np.float32)
-        vector, flat = a.reshape(-1), out.reshape(-1)
+        buffer = np.empty((block, self._width()), np.float32) if weight is None else None
         for start in starts:
             n = min(block, rows - start)
-            part = buffer[:n]
-            book.decode(start * book.fibers, part.reshape(n * book.fibers, book.length))
-            np.dot(part, vector, out=flat[start:start + n])
+            if weight is not None:
+                part = weight[start:start + n]
+            else:
+                assert buffer is not None
+                part = buffer[:n]
+                book.decode(start * book.fibers, part.reshape(n * book.fibers, book.length))
+            multiply(part, start)

@@ -113,17 +113,15 @@ class GraphView:
         layer = self.layers[src[0]]
         return f"{layer.name}:{layer.outputs[src[1]].id}"
 
-    def infer(self, overrides: Mapping[int, TensorInfo], file: str | None = None,
-              previous: dict | None = None) -> dict[Source, TensorInfo]:
+    def infer(self, overrides: Mapping[int, TensorInfo], file: str | None = None) -> dict[Source, TensorInfo]:
         """Inference over the graph again with some layers' (Parameters') outputs replaced by
-        `overrides`: a new dict, the view unchanged. Raises the first layer's error.
-        `previous`: what an earlier such pass gave each layer, reused where a layer's inputs
-        are unchanged (`checks.infer.infer_graph`)."""
-        return infer_graph(self.order, self.layers, self._ops, self.sources, overrides, file=file, previous=previous)
+        `overrides`: a new dict, the view unchanged. Raises the first layer's error."""
+        return infer_graph(self.order, self.layers, self._ops, self.sources, overrides, file=file)
 
     def recheck(self, overrides: Mapping[int, TensorInfo], previous: dict, file: str | None = None) -> None:
-        """`infer(overrides, file, previous)` for its errors alone: once `previous` holds a whole
-        pass, only the layers a changed output reaches infer again (`checks.infer.reinfer_changed`)."""
+        """`infer(overrides, file)` for its errors alone. `previous` holds what the earlier passes
+        gave each layer and is updated (`checks.infer.infer_graph`); once it holds a whole pass,
+        only the layers a changed output reaches infer again (`checks.infer.reinfer_changed`)."""
         if len(previous) < len(self.order):
             infer_graph(self.order, self.layers, self._ops, self.sources, overrides, file=file, previous=previous)
         else:
