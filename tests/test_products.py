@@ -1,6 +1,9 @@
 """Matrix products under the thread policy (`ops/common/products.py`): whatever the policy and
 however a product is cut (by batch matrices, by blocks of rows, or not at all), the result has
-the bits of np.matmul on one BLAS thread (`split`, `one`) or of np.matmul itself (`blas`)."""
+the bits of np.matmul on one BLAS thread (`split`, `one`) or of np.matmul itself (`blas`); a
+batch times one matrix has, under `split` and `one`, the bits of one product of all its rows."""
+
+import math
 
 import numpy as np
 import pytest
@@ -11,7 +14,12 @@ from irscatter.ops.common import products, threads
 SHAPES = [
     ((2, 3, 40, 24), (2, 3, 24, 30)),  # cut by batch matrices
     ((3, 1, 40, 24), (1, 4, 24, 30)),  # broadcast batches
-    ((1, 5, 40, 24), (24, 30)),  # a 2-D weight under a batch: not folded into one product
+    ((1, 5, 40, 24), (24, 30)),  # a batch times one matrix: one product of all the batch's rows
+    ((2, 3, 40, 24), (1, 1, 24, 30)),
+    ((3, 40, 24), (1, 1, 24, 30)),  # (the matrix's batch axes of size 1 lengthen the output's)
+    ((4, 7, 24), (24,)),
+    ((3, 0, 24), (24, 30)),  # no rows
+    ((3, 5, 0), (0, 30)),  # nothing to sum: zeros
     ((1, 197, 64), (64, 50)),  # one matrix: cut by blocks of rows
     ((197, 64), (64, 50)),
     ((1, 1, 64), (64, 300)),  # one row: not cut
@@ -26,6 +34,12 @@ def _reference(a, b, policy):
     if policy == "blas":
         return np.matmul(a, b)
     with threadpool_limits(1, "blas"):
+        if a.ndim > 2 and math.prod(a.shape[:-2]) > 1 and math.prod(b.shape[:-2]) == 1:
+            matrix = b.reshape(b.shape[-2], b.shape[-1]) if b.ndim > 1 else b[:, None]
+            batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+            rows = np.matmul(a.reshape(-1, a.shape[-1]) if a.size else np.zeros((math.prod(a.shape[:-1]), a.shape[-1]), a.dtype), matrix)
+            out = rows.reshape(*batch, a.shape[-2], matrix.shape[-1])
+            return out[..., 0] if b.ndim == 1 else out
         return np.matmul(a, b)
 
 

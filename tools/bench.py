@@ -447,6 +447,23 @@ def scatter_backend() -> str:
     return "numba" if accel.enabled() else "numpy"
 
 
+def byte_compile_irscatter() -> str:
+    """Compiles the bytecode of the irscatter the workers import, as installing it does, and
+    says where that irscatter is. Python writes no bytecode where PYTHONDONTWRITEBYTECODE is
+    set, and a checkout on the path then compiles each op module from source in every process,
+    at its first use: inside the first run the tools time, where an installed copy (whose
+    bytecode pip compiles) or any environment that writes bytecode pays nothing. The engines it
+    is compared with come from wheels whose bytecode pip compiled at installation."""
+    import compileall
+
+    import irscatter
+
+    package = Path(irscatter.__file__).resolve().parent
+    if not compileall.compile_dir(package, quiet=1):
+        raise RuntimeError(f"could not compile the bytecode of {package}")
+    return str(package)
+
+
 def installed_engines() -> list[str]:
     engines = [IRSCATTER]
     for module, name in (("openvino", OPENVINO), ("onnxruntime", ORT), ("onnx.reference", ONNX_REF)):
@@ -637,7 +654,7 @@ def main(argv: list[str] | None = None) -> int:
         selected = [w for w in WORKLOADS if w.key in keys or re.match(r"W\d+", w.key).group() in keys]
         if not selected:
             parser.error(f"no workload matches {args.only}")
-    print(f"irscatter's scatter backend: {scatter_backend()}", flush=True)
+    print(f"irscatter's scatter backend: {scatter_backend()}; bytecode compiled in {byte_compile_irscatter()}", flush=True)
     with tempfile.TemporaryDirectory(prefix="irscatter-bench-") as tmp:
         root = args.workdir or Path(tmp)
         rows = bench(selected, root, args.runs, args.small, not args.no_memory)

@@ -143,6 +143,10 @@ def worker(engine: str, folder: Path) -> dict:
 
 
 def measure(cache: Path, formats: list[str], rounds: int) -> list[dict]:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import bench  # (its imports are the benchmarks', not the workers')
+
+    bench.byte_compile_irscatter()
     rows = []
     for fmt in formats:
         for round_ in range(rounds):
