@@ -153,6 +153,31 @@ def test_a_tied_embedding_gathers_its_rows_from_the_compressed_weight(tmp_path, 
     np.testing.assert_allclose(got[0], want[0], rtol=0, atol=2e-6 * np.abs(want[0]).max())
 
 
+@pytest.mark.skipif(not accel.available(), reason="numba is not installed")
+@pytest.mark.parametrize("kind, tokens", [("u4", 1), ("i4", 1), ("u4", 3), ("i4", 3)])
+def test_four_bit_codes_are_read_two_to_a_byte_as_the_file_holds_them(tmp_path, monkeypatch, kind, tokens):
+    """4-bit codes stay packed: a product of one token reads the file's bytes, blocks of several
+    tokens and gathered rows unpack only what they decode, and the codes are never unpacked
+    whole; the values are the layers' (one token's to the order of its sums, gathered rows to
+    the bit), on one core or split."""
+    monkeypatch.setattr(compressed, "TOKENS_BLOCK_BYTES", ROW_ALIGN * K * 4)
+    xml = _nncf_matmul(tmp_path, kind, tokens, gather=True)
+    ids = np.array([[3, -1, ROWS + 4, 3, -ROWS - 1, 0]])
+    feeds = {"l0": _feed(tokens), ids_name(xml): ids}
+    want = _compiled(xml, budget=0).run(feeds)
+    with accel.use("numba"):
+        compiled = _compiled(xml)
+        book = _book(compiled)
+        assert isinstance(book, Arithmetic) and book.packed is not None and book.packed.shape == (ROWS * 4, 32)
+        for policy, split_work in (("one", threads.SPLIT_WORK), ("split", 1)):
+            monkeypatch.setattr(threads, "_policy", policy)
+            monkeypatch.setattr(threads, "SPLIT_WORK", split_work)
+            got = compiled.run(feeds)
+            assert got[1].tobytes() == want[1].tobytes()
+            np.testing.assert_allclose(got[0], want[0], rtol=0, atol=2e-6 * np.abs(want[0]).max())
+    assert "codes" not in vars(book)  # (a cached property: set once read)
+
+
 def ids_name(xml) -> str:
     """The name of the ids input of `_nncf_matmul(gather=True)` (its last Parameter)."""
     import irscatter

@@ -69,3 +69,25 @@ def test_the_kernels_decompress_every_code_and_scale_as_the_chain_does(want, bac
         wider = scales * np.float32(1.1)
         decompress(codes[1000:1300], 0, np.full(fibers, 7, np.float32), wider, 1000, False, out[:300])
         assert _same(out[:300], (np.arange(256, dtype=np.float32) - 7) * wider[1000:1300, None])
+
+
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+@pytest.mark.parametrize("to_f16", [True, False])
+def test_codes_two_to_a_byte_decompress_as_the_same_codes_a_byte_each(backend, to_f16):
+    """4-bit codes as the weights file packs them (code 2j in the low nibble of byte j), unsigned
+    and signed (sign 8), with zero points across the codes' range and scales of every kind."""
+    if backend == "numba" and not accel.available():
+        pytest.skip("numba is not installed")
+    generator = np.random.default_rng(3)
+    codes = generator.integers(0, 16, (300, 64), dtype=np.uint8)
+    packed = codes[:, 0::2] | (codes[:, 1::2] << 4)
+    scales = SCALES[generator.integers(0, len(SCALES), 300)]
+    scales[~np.isfinite(scales)] = 1
+    with accel.use(backend), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for sign in (0, 8):
+            shift = (generator.integers(0, 16, 300) + sign).astype(np.float32)
+            one, two = np.empty((200, 64), np.float32), np.empty((200, 64), np.float32)
+            decompress(codes[100:], sign, shift, scales, 100, to_f16, one)
+            decompress(packed[100:], sign, shift, scales, 100, to_f16, two, packed=True)
+            assert _same(two, one)

@@ -190,16 +190,18 @@ class ConstData:
         self.buffer, self.offset, self.size, self.etype, self.shape = buffer, offset, size, etype, shape
         self._value: np.ndarray | None = None
 
+    def raw(self) -> np.ndarray:
+        """The Const's bytes as the weights hold them (a read-only view: packed types stay packed)."""
+        nbytes = self.size if self.etype is ElementType.string else self.etype.nbytes(math.prod(self.shape))
+        return self.buffer[self.offset : self.offset + nbytes]
+
     def value(self) -> np.ndarray:
         """The decoded array, read-only: a view of the weights where their offset suits the
         element type, else a copy made once. numpy's matmul, and its ufuncs, take a slow path
         on every run for a misaligned array (matmul leaves BLAS), and writers of IR put
         weights at any byte offset."""
         if self._value is None:
-            count = math.prod(self.shape)
-            nbytes = self.size if self.etype is ElementType.string else self.etype.nbytes(count)
-            raw = self.buffer[self.offset : self.offset + nbytes]
-            value = decode(raw, self.etype, self.shape)
+            value = decode(self.raw(), self.etype, self.shape)
             if not value.flags.aligned:
                 value = value.copy()
             value.flags.writeable = False  # one array for every run: no kernel or caller may write it

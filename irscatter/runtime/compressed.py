@@ -60,7 +60,7 @@ import numpy as np
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import Op, TensorInfo
 from irscatter.ops.common import accel, threads
-from irscatter.ops.common.decompress import product
+from irscatter.ops.common.decompress import product, product_nibbles, split_pairs
 from irscatter.ops.common.products import VECTOR_ROWS
 from irscatter.ops.indexing.gather import gather_with_zero_fill
 from irscatter.ops.matrix.mat_mul import MatMul
@@ -443,8 +443,14 @@ class _LookedUp:
         out = np.empty(a.shape[:-1] + (book.rows,), np.float32)
         vector, flat = np.ascontiguousarray(a.reshape(-1)), out.reshape(-1)
         count = threads.parts(book.rows * self._width(), SPLIT_DECODED)
-        threads.run([partial(product, book.codes, book.sign, book.shift, book.scale, book.fibers, vector,
-                             book.to_f16, flat, lo, hi) for lo, hi in threads.spans(book.rows, count)])
+        packed = book.packed
+        if packed is not None:  # 4-bit codes as the file holds them: half the bytes to read
+            multiply = partial(product_nibbles, packed, book.sign, book.shift, book.scale, book.fibers,
+                               split_pairs(vector), book.to_f16, flat)
+        else:
+            multiply = partial(product, book.codes, book.sign, book.shift, book.scale, book.fibers, vector,
+                               book.to_f16, flat)
+        threads.run([partial(multiply, lo, hi) for lo, hi in threads.spans(book.rows, count)])
         return out
 
     def _by_blocks(self, a: np.ndarray, rows: int | None = None) -> np.ndarray:

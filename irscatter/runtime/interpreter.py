@@ -145,8 +145,9 @@ class CompiledModel:
         self._binding = Binding(self.plan, self._graph, model.source)
         self._shapes = ShapeChecks(self.plan.inputs, self._graph, model.source)
         # The decoded Const values, from the first run on (a Const is read when first used, so
-        # an unused model's weights are never touched; after that, a lookup per run is waste).
-        self._consts: list[tuple[int, np.ndarray]] | None = None
+        # an unused model's weights are never touched; after that, a lookup per run is waste):
+        # those a plain run reads, then all of them.
+        self._consts: list[list[tuple[int, np.ndarray]] | None] = [None, None]
         self._plain: list[tuple] | None = None  # the steps as `_execute_plain` takes them, from its first run
 
     @property
@@ -434,10 +435,12 @@ class CompiledModel:
                 self._fill_kept(values)
             if not observers:
                 return self._execute_plain(values, donated)
-            steps = self.plan.run_steps
+            return self._watched(values, self.plan.run_steps, observers, donated)
         if steps is None:
             altered = any(observer.alters_values for observer in observers)
             steps = self.plan.steps if altered else self.plan.watched_steps
+        for slot, array in self._const_arrays(every=True):  # (those only the steps left out of a plain run read)
+            values[slot] = array
         return self._watched(values, steps, observers, donated)
 
     def _filled(self, bound: list[np.ndarray]) -> list[Any]:
@@ -453,11 +456,14 @@ class CompiledModel:
             values[slot] = array
         return values
 
-    def _const_arrays(self) -> list[tuple[int, np.ndarray]]:
-        """(slot, value) of every Const, decoded on the first run that needs them."""
-        if self._consts is None:
-            self._consts = [(slot, self._const(layer)) for slot, layer in self.plan.const_slots]
-        return self._consts
+    def _const_arrays(self, every: bool = False) -> list[tuple[int, np.ndarray]]:
+        """(slot, value) of the Consts a plain run reads (`every`: of all of them), decoded on the
+        first run that needs them: the codes of a compressed weight are left to its lookup."""
+        found = self._consts[every]
+        if found is None:
+            slots = self.plan.const_slots if every else self.plan.run_const_slots
+            found = self._consts[every] = [(slot, self._const(layer)) for slot, layer in slots]
+        return found
 
     def _step_observers(self, hook: LayerHook | None, timings: list | None, record: Record | None,
                         donated: frozenset[int]) -> list[StepObserver]:

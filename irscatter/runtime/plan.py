@@ -60,6 +60,8 @@ class Plan:
     inputs: list[InputSpec]
     param_slots: list[int]  # per input, in Parameter order
     const_slots: list[tuple[int, Layer]]
+    # Those a plain run reads: not the codes of a compressed weight, which its lookup reads.
+    run_const_slots: list[tuple[int, Layer]]
     outputs: list[OutputSpec]
     output_slots: list[int]  # per output, in Result order
     steps: list[Step] = field(default_factory=list)
@@ -88,6 +90,7 @@ class Plan:
                    param_slots=[slot_of[(p.id, 0)] for p in parameters],
                    const_slots=[(slot_of[(lid, 0)], layers[lid]) for lid in analysis.order
                                 if layers[lid].type == "Const"],
+                   run_const_slots=[],
                    outputs=outputs, output_slots=output_slots,
                    is_static=all(spec.shape.is_static and spec.etype is not ElementType.dynamic for spec in inputs))
         plan.steps = _steps(plan, analysis)
@@ -96,6 +99,9 @@ class Plan:
                           if i not in plan.fold.skipped]
         plan.watched_steps = [watched_step(step, plan.fold.replaced.get(i)) for i, step in enumerate(plan.steps)] \
             if plan.fold.replaced else plan.steps
+        read = {slot for step in plan.run_steps for slot in step.inputs} | set(plan.output_slots) \
+            | {slot for i in plan.fold.once for slot in plan.steps[i].inputs}
+        plan.run_const_slots = [(slot, layer) for slot, layer in plan.const_slots if slot in read]
         return plan
 
 

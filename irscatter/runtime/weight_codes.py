@@ -163,17 +163,34 @@ class Arithmetic:
 
     @cached_property
     def codes(self) -> np.ndarray:
+        """[rows * fibers, length], a byte a code (unpacked from 4 bits; see `packed`)."""
         return _codes(self.codes_layer, self.rows * self.fibers)
+
+    @cached_property
+    def packed(self) -> np.ndarray | None:
+        """4-bit codes as the weights file holds them, two to a byte [rows * fibers, length / 2]
+        (a fiber's code 2j in the low nibble of its byte j), when each fiber fills whole bytes;
+        else None. With them, the codes are never unpacked whole: products read the file's
+        bytes, and decoding unpacks the fibers it decodes."""
+        data = self.codes_layer.const_data
+        if data is None or data.etype.bitwidth != 4 or self.length % 2:
+            return None
+        return data.raw().reshape(self.rows * self.fibers, self.length // 2)
 
     def decode(self, first: int, out: np.ndarray) -> None:
         """The weight's fibers [first, first + len(out)) into `out` [fibers, length], f32."""
-        decompress(self.codes[first:first + len(out)], self.sign, self.shift, self.scale, first, self.to_f16, out)
+        packed = self.packed
+        codes = self.codes if packed is None else packed
+        decompress(codes[first:first + len(out)], self.sign, self.shift, self.scale, first, self.to_f16, out,
+                   packed is not None)
 
     def decode_rows(self, rows: np.ndarray, out: np.ndarray) -> None:
         """Weight rows `rows` into `out` [len(rows), K], f32."""
         fibers = _fibers_of(rows, self.fibers)
-        decompress(self.codes[fibers], self.sign, self.shift[fibers], self.scale[fibers], 0, self.to_f16,
-                   out.reshape(-1, self.length))
+        packed = self.packed
+        codes = self.codes if packed is None else packed
+        decompress(codes[fibers], self.sign, self.shift[fibers], self.scale[fibers], 0, self.to_f16,
+                   out.reshape(-1, self.length), packed is not None)
 
 
 def _fibers_of(rows: np.ndarray, fibers: int) -> np.ndarray:

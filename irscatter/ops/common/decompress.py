@@ -15,10 +15,14 @@ bit, with numpy's own f16 rounding for every f16 scale and every d in -255..255.
 
 Codes arrive as the bytes that hold them; a signed code's byte is its two's complement within
 its width, so its value is `(byte ^ sign) - sign` (`sign` the width's top bit, 0 for unsigned
-codes), and the kernels subtract `sign + zero point` per fiber in one step.
+codes), and the kernels subtract `sign + zero point` per fiber in one step. Codes of 4 bits may
+also stay two to a byte, as the weights file holds them (`unpack_nibbles`, `product_nibbles`):
+a matrix-vector product then reads half the bytes.
 """
 
 from __future__ import annotations
+
+import sys
 
 import numpy as np
 
@@ -26,19 +30,24 @@ from irscatter.ops.common import accel
 
 
 def decompress(codes: np.ndarray, sign: int, shift: np.ndarray, scale: np.ndarray, first: int, to_f16: bool,
-               out: np.ndarray) -> np.ndarray:
+               out: np.ndarray, packed: bool = False) -> np.ndarray:
     """`out[i, j] = ((codes[i, j] ^ sign) - shift[first + i]) * scale[first + i]` in f32, rounded
-    to f16 when `to_f16`, for codes [P, L] (uint8: each code's byte), shift and scale [fibers]
-    (f32; `shift` is `sign` plus the fiber's zero point; codes minus zero points within
-    -255..255) and `out` [P, L] (f32, C-contiguous)."""
+    to f16 when `to_f16`, for codes [P, L] (uint8: each code's byte; `packed`: [P, L / 2], 4-bit
+    codes two to a byte, code 2j in the low nibble of byte j), shift and scale [fibers] (f32;
+    `shift` is `sign` plus the fiber's zero point; codes minus zero points within -255..255) and
+    `out` [P, L] (f32, C-contiguous)."""
     if accel.enabled():
         from irscatter.ops.common import decompress_kernels as kernels  # (imports numba: only when used)
 
-        if to_f16:
+        if packed:
+            kernels.nibbles_decoded(codes, sign, shift, scale, first, to_f16, out)
+        elif to_f16:
             kernels.to_f16(codes, sign, shift, scale, first, out.view(np.uint32))
         else:
             kernels.to_f32(codes, sign, shift, scale, first, out)
         return out
+    if packed:
+        codes = unpack_nibbles(codes, np.empty(out.shape, np.uint8))
     stop = first + len(codes)
     np.bitwise_xor(codes, np.uint8(sign), out=out, casting="unsafe")
     out -= shift[first:stop, None]
@@ -57,3 +66,31 @@ def product(codes: np.ndarray, sign: int, shift: np.ndarray, scale: np.ndarray, 
     from irscatter.ops.common import decompress_kernels as kernels  # (imports numba)
 
     kernels.product(codes, sign, shift, scale, fibers, x, to_f16, out, lo, hi)
+
+
+def product_nibbles(packed: np.ndarray, sign: int, shift: np.ndarray, scale: np.ndarray, fibers: int,
+                    pairs: tuple[np.ndarray, np.ndarray], to_f16: bool, out: np.ndarray, lo: int, hi: int) -> None:
+    """`product` for 4-bit codes two to a byte (packed [rows * fibers, L / 2], a fiber's code 2j
+    in the low nibble of its byte j, 2j + 1 in the high one), read as they are; `pairs` is
+    `split_pairs(x)`. Needs numba."""
+    from irscatter.ops.common import decompress_kernels as kernels  # (imports numba)
+
+    kernels.product_nibbles(packed, sign, shift, scale, fibers, pairs[0], pairs[1], to_f16, out, lo, hi)
+
+
+def split_pairs(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The elements of `x` (1-D, of even length) of even index and of odd index, each contiguous."""
+    return np.ascontiguousarray(x[0::2]), np.ascontiguousarray(x[1::2])
+
+
+def unpack_nibbles(packed: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """4-bit codes two to a byte [P, L / 2] (code 2j in the low nibble of byte j) as a byte each,
+    into `out` [P, L] (uint8, C-contiguous): each byte becomes a 16-bit word of its two codes,
+    the low one first in memory, so that every store is contiguous."""
+    words = out.view(np.uint16)
+    np.right_shift(packed, np.uint8(4), out=words, casting="unsafe")
+    np.left_shift(words, np.uint16(8), out=words)
+    np.bitwise_or(words, packed & np.uint8(15), out=words, casting="unsafe")
+    if sys.byteorder == "big":
+        words.byteswap(inplace=True)
+    return out

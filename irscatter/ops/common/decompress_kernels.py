@@ -74,9 +74,7 @@ def _plain_scale(factor):  # pragma: no cover - compiled
 def to_f32(codes, sign, shift, scale, first, out):  # pragma: no cover - compiled
     sign = np.int32(sign)
     for i in range(codes.shape[0]):
-        offset, factor, row, fiber = shift[first + i], scale[first + i], out[i], codes[i]
-        for j in range(fiber.shape[0]):
-            row[j] = (np.float32(np.int32(fiber[j]) ^ sign) - offset) * factor
+        _fiber_to_f32(codes[i], sign, shift[first + i], scale[first + i], out[i])
 
 
 @numba.njit(nogil=True, cache=True)
@@ -84,13 +82,45 @@ def to_f16(codes, sign, shift, scale, first, bits):  # pragma: no cover - compil
     """As `to_f32`, each value then rounded to f16, written as its f32 bits."""
     sign = np.int32(sign)
     for i in range(codes.shape[0]):
-        offset, factor, row, fiber = shift[first + i], scale[first + i], bits[i], codes[i]
-        if _plain_scale(factor):
-            for j in range(fiber.shape[0]):
-                row[j] = _rounded_plain((np.float32(np.int32(fiber[j]) ^ sign) - offset) * factor)
+        _fiber_to_f16(codes[i], sign, shift[first + i], scale[first + i], bits[i])
+
+
+@numba.njit(nogil=True, cache=True)
+def nibbles_decoded(packed, sign, shift, scale, first, to_f16, out):  # pragma: no cover - compiled
+    """As `to_f32` (`to_f16`: as `to_f16`, into the same f32 `out`), for codes two to a byte
+    (see `product_nibbles`)."""
+    sign, codes = np.int32(sign), np.empty(2 * packed.shape[1], np.uint8)
+    for i in range(packed.shape[0]):
+        _unpack(packed[i], codes)
+        if to_f16:
+            _fiber_to_f16(codes, sign, shift[first + i], scale[first + i], out[i].view(np.uint32))
         else:
-            for j in range(fiber.shape[0]):
-                row[j] = _rounded_any((np.float32(np.int32(fiber[j]) ^ sign) - offset) * factor)
+            _fiber_to_f32(codes, sign, shift[first + i], scale[first + i], out[i])
+
+
+@numba.njit(nogil=True, cache=True)
+def _fiber_to_f32(fiber, sign, offset, factor, row):  # pragma: no cover - compiled
+    for j in range(fiber.shape[0]):
+        row[j] = _scaled(fiber[j], sign, offset, factor)
+
+
+@numba.njit(nogil=True, cache=True)
+def _fiber_to_f16(fiber, sign, offset, factor, row):  # pragma: no cover - compiled
+    if _plain_scale(factor):
+        for j in range(fiber.shape[0]):
+            row[j] = _rounded_plain(_scaled(fiber[j], sign, offset, factor))
+    else:
+        for j in range(fiber.shape[0]):
+            row[j] = _rounded_any(_scaled(fiber[j], sign, offset, factor))
+
+
+@numba.njit(nogil=True, cache=True)
+def _unpack(fiber, codes):  # pragma: no cover - compiled
+    """A fiber's codes two to a byte (code 2j in the low nibble of byte j) into `codes`, a byte each."""
+    for j in range(fiber.shape[0]):
+        byte = fiber[j]
+        codes[2 * j] = byte & np.uint8(15)
+        codes[2 * j + 1] = byte >> np.uint8(4)
 
 
 # The products below may reassociate their sums (and only those: `fastmath` marks the
@@ -117,6 +147,38 @@ def product(codes, sign, shift, scale, fibers, x, to_f16, out, lo, hi):  # pragm
             else:
                 for j in range(length):
                     total += _float(_rounded_any(_scaled(fiber[j], sign, offset, factor))) * x[base + j]
+        out[r] = total
+
+
+@numba.njit(nogil=True, cache=True, fastmath={"reassoc"})
+def product_nibbles(packed, sign, shift, scale, fibers, even_x, odd_x, to_f16, out, lo, hi):  # pragma: no cover - compiled
+    """As `product`, for codes two to a byte (packed [rows * fibers, length / 2]: a fiber's code
+    2j in the low nibble of its byte j, code 2j + 1 in the high one), `even_x` and `odd_x` the
+    activation's elements of even and of odd index. Each fiber's low and high nibbles are split
+    into two buffers that stay in the cache, then multiplied by the elements they meet (a loop
+    that unpacked as it multiplied, or unpacked in order, ran slower than one over bytes)."""
+    sign, half = np.int32(sign), packed.shape[1]
+    low, high = np.empty(half, np.uint8), np.empty(half, np.uint8)
+    for r in range(lo, hi):
+        total = np.float32(0)
+        for f in range(fibers):
+            i, base = r * fibers + f, f * half
+            offset, factor, fiber = shift[i], scale[i], packed[i]
+            for j in range(half):
+                low[j] = fiber[j] & np.uint8(15)
+                high[j] = fiber[j] >> np.uint8(4)
+            if not to_f16:
+                for j in range(half):
+                    total += _scaled(low[j], sign, offset, factor) * even_x[base + j] \
+                        + _scaled(high[j], sign, offset, factor) * odd_x[base + j]
+            elif _plain_scale(factor):
+                for j in range(half):
+                    total += _float(_rounded_plain(_scaled(low[j], sign, offset, factor))) * even_x[base + j] \
+                        + _float(_rounded_plain(_scaled(high[j], sign, offset, factor))) * odd_x[base + j]
+            else:
+                for j in range(half):
+                    total += _float(_rounded_any(_scaled(low[j], sign, offset, factor))) * even_x[base + j] \
+                        + _float(_rounded_any(_scaled(high[j], sign, offset, factor))) * odd_x[base + j]
         out[r] = total
 
 
