@@ -178,7 +178,7 @@ def clamp(x: np.ndarray, *, min: float, max: float) -> np.ndarray:
     return out if etype.is_integral else from_compute(np.asarray(out, dtype=work.dtype), etype)
 
 
-@blocks.by_blocks
+@blocks.by_blocks(work=blocks.SPECIAL_FUNCTION_WORK)
 def gelu_erf(x: np.ndarray) -> np.ndarray:
     """x * Phi(x) = x * erfc(-x / sqrt 2) / 2, computed in f64 and rounded once."""
     etype = ElementType.from_dtype(x.dtype)

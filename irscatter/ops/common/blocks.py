@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial, wraps
+from typing import Any
 
 import numpy as np
 
@@ -27,26 +28,34 @@ SMALLEST = 1 << 16  # elements below which the kernel runs on the whole array at
 # What one element of a kernel weighs against a multiply-add when choosing the parts: an
 # element-wise kernel does a few passes, some through a transcendental function.
 ELEMENT_WORK = 16
+# scipy's f64 error function takes about 20 ns an element, some thousand times a BLAS
+# multiply-add: a kernel through it is worth both cores from `SMALLEST` elements on.
+SPECIAL_FUNCTION_WORK = 1024
 
 Kernel = Callable[..., np.ndarray]
 
 
-def by_blocks(kernel: Kernel) -> Kernel:
-    """`kernel` (of one array, and keyword attributes) run by `elementwise`: for kernels whose
-    temporaries cost more than the pass of a cheap one (a transcendental function, a wider
-    compute type). A cheap kernel (Abs, Relu) stays a whole-array call: per block, numpy's call
-    overhead costs more than the cache saves, and one core already keeps up with memory."""
+def by_blocks(kernel: Kernel | None = None, *, work: int = ELEMENT_WORK) -> Any:
+    """`kernel` (of one array, and keyword attributes) run by `elementwise`, each element
+    weighing `work` multiply-adds (`by_blocks(work=...)` as a decorator with a weight): for
+    kernels whose temporaries cost more than the pass of a cheap one (a transcendental
+    function, a wider compute type). A cheap kernel (Abs, Relu) stays a whole-array call: per
+    block, numpy's call overhead costs more than the cache saves, and one core already keeps up
+    with memory."""
+    if kernel is None:
+        return partial(by_blocks, work=work)
 
     @wraps(kernel)
     def blocked(x: np.ndarray, **attributes: object) -> np.ndarray:
-        return elementwise(partial(kernel, **attributes) if attributes else kernel, x)
+        return elementwise(partial(kernel, **attributes) if attributes else kernel, x, work)
 
     return blocked
 
 
-def elementwise(kernel: Kernel, x: np.ndarray) -> np.ndarray:
+def elementwise(kernel: Kernel, x: np.ndarray, work: int = ELEMENT_WORK) -> np.ndarray:
     """kernel(x) for a kernel that computes each output element from the input element at its
-    position alone, with an output of x's shape: by blocks and parts when `x` is large."""
+    position alone, with an output of x's shape: by blocks and parts when `x` is large (`work`:
+    an element's weight in multiply-adds, for `threads.parts`)."""
     if x.size < SMALLEST or not x.flags.c_contiguous:
         return kernel(x)
     flat = x.reshape(-1)
@@ -56,7 +65,7 @@ def elementwise(kernel: Kernel, x: np.ndarray) -> np.ndarray:
     out = np.empty(flat.size, first.dtype)
     out[:BLOCK] = first
     blocks = -(-flat.size // BLOCK)
-    parts = threads.spans(blocks - 1, threads.parts(flat.size * ELEMENT_WORK))
+    parts = threads.spans(blocks - 1, threads.parts(flat.size * work))
     threads.run([partial(_blocks, kernel, flat, out, 1 + lo, 1 + hi) for lo, hi in parts])
     return out.reshape(x.shape)
 

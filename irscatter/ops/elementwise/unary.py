@@ -141,7 +141,7 @@ def real(fn: Callable[[np.ndarray], np.ndarray], integers: str = "round") -> Cal
 _erf_of_f64 = real(erf)
 
 
-@blocks.by_blocks
+@blocks.by_blocks(work=blocks.SPECIAL_FUNCTION_WORK)
 def erf_kernel(x: np.ndarray) -> np.ndarray:
     """f32 and f64 straight through scipy's erf, which rounds its f64 value once as `real` does
     but skips the two conversions; other types as `real` computes them."""
