@@ -176,6 +176,10 @@ def test_four_bit_codes_are_read_two_to_a_byte_as_the_file_holds_them(tmp_path, 
             assert got[1].tobytes() == want[1].tobytes()
             np.testing.assert_allclose(got[0], want[0], rtol=0, atol=2e-6 * np.abs(want[0]).max())
     assert "codes" not in vars(book)  # (a cached property: set once read)
+    assert book.codes_layer.const_data._value is None  # nor was the codes Const decoded for the run
+    with accel.use("numba"):
+        compiled.run(feeds, hook=lambda layer, i, o: None)  # a run of the layers as written decodes it
+    assert book.codes_layer.const_data._value is not None
 
 
 def ids_name(xml) -> str:
