@@ -54,7 +54,10 @@ def int_values(value: np.ndarray | None) -> list[int] | None: ...
 
 def int_values(value: np.ndarray | None) -> list[int] | None:
     """The integers of `value` in order, or None for a value inference does not know."""
-    return None if value is None else [int(v) for v in np.asarray(value).reshape(-1)]
+    if value is None:
+        return None
+    flat = np.asarray(value).reshape(-1)
+    return flat.tolist() if flat.dtype.kind in "iu" else [int(v) for v in flat]  # (tolist: Python ints, at once)
 
 
 def check_1d_integral(info: TensorInfo, name: str, port: str, *, type_label: str, rank_label: str) -> None:

@@ -71,6 +71,12 @@ Product = tuple[np.ndarray, np.ndarray, np.ndarray]  # a, b, and the output bloc
 
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """np.matmul(a, b), under the thread policy when the work is large enough."""
+    # A small product, told before the shapes are worked out (a decoder's attention makes two a
+    # layer): its work, a bound of it, is below both thresholds below.
+    small = min(threads.SPLIT_WORK, VECTOR_WORK)
+    if a.size * b.size < small or (a.ndim == b.ndim > 2 and a.shape[:-2] == b.shape[:-2]
+                                   and a.size * b.shape[-1] < small):
+        return np.matmul(a, b)
     dtype = np.result_type(a, b)
     if dtype not in _BLAS_TYPES or min(a.ndim, b.ndim) < 1 or a.ndim + b.ndim < 3 or threads.policy() == "blas":
         return np.matmul(a, b)

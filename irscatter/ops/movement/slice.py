@@ -134,4 +134,7 @@ class Slice(Op):
         return TensorInfo(data.etype, planned_shape(data, params, self.port("start")))
 
     def compute(self, data, start, stop, step, axes=None) -> np.ndarray:
-        return data[planned(plan_slices, data.shape, start, stop, step, axes, port=self.port("start"), at_runtime=True).index]
+        params = (start, stop, step) if axes is None else (start, stop, step, axes)
+        plan = self.per_constant(data.shape, params, lambda: planned(plan_slices, data.shape, start, stop, step, axes,
+                                                                     port=self.port("start"), at_runtime=True))
+        return data[plan.index]
