@@ -60,11 +60,11 @@ class Plan:
     inputs: list[InputSpec]
     param_slots: list[int]  # per input, in Parameter order
     const_slots: list[tuple[int, Layer]]
-    # Those a plain run reads: not the codes of a compressed weight, which its lookup reads.
-    run_const_slots: list[tuple[int, Layer]]
     outputs: list[OutputSpec]
     output_slots: list[int]  # per output, in Result order
     steps: list[Step] = field(default_factory=list)
+    # The Consts a plain run reads: not the codes of a compressed weight, which its lookup reads.
+    run_const_slots: list[tuple[int, Layer]] = field(default_factory=list)
     fold: FoldPlan = field(default_factory=FoldPlan)
     # The steps of a run that reads the kept values of Const-only layers instead of computing
     # them (and that looks compressed weights up by blocks, `runtime/compressed.py`).
@@ -90,7 +90,6 @@ class Plan:
                    param_slots=[slot_of[(p.id, 0)] for p in parameters],
                    const_slots=[(slot_of[(lid, 0)], layers[lid]) for lid in analysis.order
                                 if layers[lid].type == "Const"],
-                   run_const_slots=[],
                    outputs=outputs, output_slots=output_slots,
                    is_static=all(spec.shape.is_static and spec.etype is not ElementType.dynamic for spec in inputs))
         plan.steps = _steps(plan, analysis)

@@ -179,18 +179,20 @@ class Arithmetic:
 
     def decode(self, first: int, out: np.ndarray) -> None:
         """The weight's fibers [first, first + len(out)) into `out` [fibers, length], f32."""
-        packed = self.packed
-        codes = self.codes if packed is None else packed
-        decompress(codes[first:first + len(out)], self.sign, self.shift, self.scale, first, self.to_f16, out,
-                   packed is not None)
+        codes, packed = self._stored()
+        decompress(codes[first:first + len(out)], self.sign, self.shift, self.scale, first, self.to_f16, out, packed)
 
     def decode_rows(self, rows: np.ndarray, out: np.ndarray) -> None:
         """Weight rows `rows` into `out` [len(rows), K], f32."""
         fibers = _fibers_of(rows, self.fibers)
-        packed = self.packed
-        codes = self.codes if packed is None else packed
+        codes, packed = self._stored()
         decompress(codes[fibers], self.sign, self.shift[fibers], self.scale[fibers], 0, self.to_f16,
-                   out.reshape(-1, self.length), packed is not None)
+                   out.reshape(-1, self.length), packed)
+
+    def _stored(self) -> tuple[np.ndarray, bool]:
+        """The codes as they are kept, and whether they are two to a byte (`packed`)."""
+        packed = self.packed
+        return (self.codes, False) if packed is None else (packed, True)
 
 
 def _fibers_of(rows: np.ndarray, fibers: int) -> np.ndarray:
