@@ -91,3 +91,31 @@ def test_codes_two_to_a_byte_decompress_as_the_same_codes_a_byte_each(backend, t
             decompress(codes[100:], sign, shift, scales, 100, to_f16, one)
             decompress(packed[100:], sign, shift, scales, 100, to_f16, two, packed=True)
             assert _same(two, one)
+
+
+def test_the_rounding_by_bits_rounds_every_product_as_numpy_does(want):
+    """The compiled loops round by the CPU's f16 conversions where it has them (x86's F16C),
+    and by arithmetic on the bits elsewhere: the second, run here on whatever CPU this is, has
+    numpy's bits too (plain scales by its short form, every scale by its whole one)."""
+    if not accel.available():
+        pytest.skip("numba is not installed")
+    import numba
+
+    from irscatter.ops.common import decompress_kernels as kernels
+
+    @numba.njit
+    def by_bits(values, plain, out):
+        for i in range(values.size):
+            v = values.flat[i]
+            out.flat[i] = kernels._float(kernels._rounded_plain(v) if plain else kernels._rounded_any(v))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        products = SCALES[:, None] * np.arange(256, dtype=np.float32)
+    got = np.empty_like(products)
+    by_bits(products, False, got)
+    assert _same(got, want)
+    plain = (np.abs(SCALES) >= 2.0 ** -14) & (np.abs(SCALES) <= 256)
+    short = np.empty_like(products[plain])
+    by_bits(products[plain], True, short)
+    assert _same(short, want[plain])

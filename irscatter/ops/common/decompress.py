@@ -40,11 +40,11 @@ def decompress(codes: np.ndarray, sign: int, shift: np.ndarray, scale: np.ndarra
         from irscatter.ops.common import decompress_kernels as kernels  # (imports numba: only when used)
 
         if packed:
-            kernels.nibbles_decoded(codes, sign, shift, scale, first, to_f16, out)
+            kernels.nibbles_decoded(codes, _compiled_sign(sign), shift, scale, first, to_f16, out)
         elif to_f16:
-            kernels.to_f16(codes, sign, shift, scale, first, out.view(np.uint32))
+            kernels.to_f16(codes, _compiled_sign(sign), shift, scale, first, out.view(np.uint32))
         else:
-            kernels.to_f32(codes, sign, shift, scale, first, out)
+            kernels.to_f32(codes, _compiled_sign(sign), shift, scale, first, out)
         return out
     if packed:
         codes = unpack_nibbles(codes, np.empty(out.shape, np.uint8))
@@ -65,7 +65,7 @@ def product(codes: np.ndarray, sign: int, shift: np.ndarray, scale: np.ndarray, 
     written out, so a matrix-vector product costs one pass over the codes."""
     from irscatter.ops.common import decompress_kernels as kernels  # (imports numba)
 
-    kernels.product(codes, sign, shift, scale, fibers, x, to_f16, out, lo, hi)
+    kernels.product(codes, _compiled_sign(sign), shift, scale, fibers, x, to_f16, out, lo, hi)
 
 
 def product_nibbles(packed: np.ndarray, sign: int, shift: np.ndarray, scale: np.ndarray, fibers: int,
@@ -75,7 +75,13 @@ def product_nibbles(packed: np.ndarray, sign: int, shift: np.ndarray, scale: np.
     `split_pairs(x)`. Needs numba."""
     from irscatter.ops.common import decompress_kernels as kernels  # (imports numba)
 
-    kernels.product_nibbles(packed, sign, shift, scale, fibers, pairs[0], pairs[1], to_f16, out, lo, hi)
+    kernels.product_nibbles(packed, _compiled_sign(sign), shift, scale, fibers, pairs[0], pairs[1], to_f16, out, lo, hi)
+
+
+def _compiled_sign(sign: int) -> np.int32 | None:
+    """The sign as the compiled loops take it: None for unsigned codes, so that their loops are
+    compiled without the flip of a sign bit."""
+    return None if sign == 0 else np.int32(sign)
 
 
 def split_pairs(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

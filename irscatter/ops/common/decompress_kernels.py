@@ -3,12 +3,22 @@ module imports numba). They are module-level functions, so that numba's disk cac
 again in the next process. Globals are frozen into the compiled code with their numpy types, so
 f32 stays f32 and the integer arithmetic stays in 32 bits; the inner loops have no branches
 (selects), so that they vectorize.
+
+Two things are settled when a loop is compiled rather than inside it. A code's sign is `None`
+for unsigned codes (numba drops the branches that test it, and with them the flip of each
+code's sign bit). And where the CPU converts between f32 and f16 in one instruction each
+(x86's F16C), a product is rounded to f16 by those conversions, which round as `f16_rounding`
+does (nearest-even, subnormals, overflow to infinity; no product is NaN); elsewhere by that
+module's arithmetic on the bits.
 """
 
 from __future__ import annotations
 
+import os
+
 import numba
 import numpy as np
+from llvmlite import ir
 from numba.extending import intrinsic
 
 from irscatter.ops.common.f16_rounding import (
@@ -44,6 +54,40 @@ def _float(typing_context, word):  # pragma: no cover - compiled
     return numba.types.float32(numba.types.uint32), _bitcast
 
 
+def _converts_f16() -> bool:
+    """Whether numba compiles for a CPU that converts f32 to f16 and back in one instruction
+    each. (A CPU set by NUMBA_CPU_NAME or NUMBA_CPU_FEATURES may not be this one.)"""
+    if os.environ.get("NUMBA_CPU_NAME") or os.environ.get("NUMBA_CPU_FEATURES"):
+        return False
+    try:
+        from llvmlite import binding
+
+        return bool(binding.get_host_cpu_features().get("f16c", False))
+    except (RuntimeError, AttributeError):
+        return False
+
+
+HALF_IN_HARDWARE = _converts_f16()
+
+
+def _through_half(context, builder, signature, args):  # pragma: no cover - compiled
+    return builder.fpext(builder.fptrunc(args[0], ir.HalfType()), ir.FloatType())
+
+
+@intrinsic
+def _half(typing_context, value):  # pragma: no cover - compiled
+    """An f32 rounded to f16 and widened again by the CPU's conversions (`HALF_IN_HARDWARE` only)."""
+    return numba.types.float32(numba.types.float32), _through_half
+
+
+@numba.njit(nogil=True, cache=True)
+def _rounded(value, plain):  # pragma: no cover - compiled
+    """`value` rounded to f16, as f32 (`plain`: a product known to be 0 or normal in f16)."""
+    if HALF_IN_HARDWARE:
+        return _half(value)
+    return _float(_rounded_plain(value) if plain else _rounded_any(value))
+
+
 @numba.njit(nogil=True, cache=True)
 def _rounded_plain(value):  # pragma: no cover - compiled
     """The bits of `value` rounded to f16, for a product that is 0 or normal in f16."""
@@ -72,7 +116,6 @@ def _plain_scale(factor):  # pragma: no cover - compiled
 
 @numba.njit(nogil=True, cache=True)
 def to_f32(codes, sign, shift, scale, first, out):  # pragma: no cover - compiled
-    sign = np.int32(sign)
     for i in range(codes.shape[0]):
         _fiber_to_f32(codes[i], sign, shift[first + i], scale[first + i], out[i])
 
@@ -80,7 +123,6 @@ def to_f32(codes, sign, shift, scale, first, out):  # pragma: no cover - compile
 @numba.njit(nogil=True, cache=True)
 def to_f16(codes, sign, shift, scale, first, bits):  # pragma: no cover - compiled
     """As `to_f32`, each value then rounded to f16, written as its f32 bits."""
-    sign = np.int32(sign)
     for i in range(codes.shape[0]):
         _fiber_to_f16(codes[i], sign, shift[first + i], scale[first + i], bits[i])
 
@@ -89,13 +131,13 @@ def to_f16(codes, sign, shift, scale, first, bits):  # pragma: no cover - compil
 def nibbles_decoded(packed, sign, shift, scale, first, to_f16, out):  # pragma: no cover - compiled
     """As `to_f32` (`to_f16`: as `to_f16`, into the same f32 `out`), for codes two to a byte
     (see `product_nibbles`)."""
-    sign, codes = np.int32(sign), np.empty(2 * packed.shape[1], np.uint8)
+    codes = np.empty(2 * packed.shape[1], np.uint8)
     for i in range(packed.shape[0]):
-        _unpack(packed[i], codes)
+        _unpack(packed[i], sign, codes)
         if to_f16:
-            _fiber_to_f16(codes, sign, shift[first + i], scale[first + i], out[i].view(np.uint32))
+            _fiber_to_f16(codes, None, shift[first + i], scale[first + i], out[i].view(np.uint32))
         else:
-            _fiber_to_f32(codes, sign, shift[first + i], scale[first + i], out[i])
+            _fiber_to_f32(codes, None, shift[first + i], scale[first + i], out[i])
 
 
 @numba.njit(nogil=True, cache=True)
@@ -108,19 +150,21 @@ def _fiber_to_f32(fiber, sign, offset, factor, row):  # pragma: no cover - compi
 def _fiber_to_f16(fiber, sign, offset, factor, row):  # pragma: no cover - compiled
     if _plain_scale(factor):
         for j in range(fiber.shape[0]):
-            row[j] = _rounded_plain(_scaled(fiber[j], sign, offset, factor))
+            row[j] = _word(_rounded(_scaled(fiber[j], sign, offset, factor), True))
     else:
         for j in range(fiber.shape[0]):
-            row[j] = _rounded_any(_scaled(fiber[j], sign, offset, factor))
+            row[j] = _word(_rounded(_scaled(fiber[j], sign, offset, factor), False))
 
 
 @numba.njit(nogil=True, cache=True)
-def _unpack(fiber, codes):  # pragma: no cover - compiled
-    """A fiber's codes two to a byte (code 2j in the low nibble of byte j) into `codes`, a byte each."""
+def _unpack(fiber, sign, codes):  # pragma: no cover - compiled
+    """A fiber's codes two to a byte (code 2j in the low nibble of byte j) into `codes`, a byte
+    each, their sign bits flipped (so that they are read as unsigned after)."""
+    flip = np.uint8(0) if sign is None else np.uint8(sign)
     for j in range(fiber.shape[0]):
         byte = fiber[j]
-        codes[2 * j] = byte & np.uint8(15)
-        codes[2 * j + 1] = byte >> np.uint8(4)
+        codes[2 * j] = (byte & np.uint8(15)) ^ flip
+        codes[2 * j + 1] = (byte >> np.uint8(4)) ^ flip
 
 
 # The products below may reassociate their sums (and only those: `fastmath` marks the
@@ -132,7 +176,7 @@ def product(codes, sign, shift, scale, fibers, x, to_f16, out, lo, hi):  # pragm
     """`out[r]` for weight rows r in [lo, hi): the weight's row, decompressed as `to_f32` or
     `to_f16` does (codes [rows * fibers, length], a fiber's zero point and scale), times `x`
     [fibers * length]."""
-    sign, length = np.int32(sign), codes.shape[1]
+    length = codes.shape[1]
     for r in range(lo, hi):
         total = np.float32(0)
         for f in range(fibers):
@@ -143,10 +187,10 @@ def product(codes, sign, shift, scale, fibers, x, to_f16, out, lo, hi):  # pragm
                     total += _scaled(fiber[j], sign, offset, factor) * x[base + j]
             elif _plain_scale(factor):
                 for j in range(length):
-                    total += _float(_rounded_plain(_scaled(fiber[j], sign, offset, factor))) * x[base + j]
+                    total += _rounded(_scaled(fiber[j], sign, offset, factor), True) * x[base + j]
             else:
                 for j in range(length):
-                    total += _float(_rounded_any(_scaled(fiber[j], sign, offset, factor))) * x[base + j]
+                    total += _rounded(_scaled(fiber[j], sign, offset, factor), False) * x[base + j]
         out[r] = total
 
 
@@ -157,7 +201,7 @@ def product_nibbles(packed, sign, shift, scale, fibers, even_x, odd_x, to_f16, o
     activation's elements of even and of odd index. Each fiber's low and high nibbles are split
     into two buffers that stay in the cache, then multiplied by the elements they meet (a loop
     that unpacked as it multiplied, or unpacked in order, ran slower than one over bytes)."""
-    sign, half = np.int32(sign), packed.shape[1]
+    half, flip = packed.shape[1], np.uint8(0) if sign is None else np.uint8(sign)
     low, high = np.empty(half, np.uint8), np.empty(half, np.uint8)
     for r in range(lo, hi):
         total = np.float32(0)
@@ -165,24 +209,26 @@ def product_nibbles(packed, sign, shift, scale, fibers, even_x, odd_x, to_f16, o
             i, base = r * fibers + f, f * half
             offset, factor, fiber = shift[i], scale[i], packed[i]
             for j in range(half):
-                low[j] = fiber[j] & np.uint8(15)
-                high[j] = fiber[j] >> np.uint8(4)
+                low[j] = (fiber[j] & np.uint8(15)) ^ flip
+                high[j] = (fiber[j] >> np.uint8(4)) ^ flip
             if not to_f16:
                 for j in range(half):
-                    total += _scaled(low[j], sign, offset, factor) * even_x[base + j] \
-                        + _scaled(high[j], sign, offset, factor) * odd_x[base + j]
+                    total += _scaled(low[j], None, offset, factor) * even_x[base + j] \
+                        + _scaled(high[j], None, offset, factor) * odd_x[base + j]
             elif _plain_scale(factor):
                 for j in range(half):
-                    total += _float(_rounded_plain(_scaled(low[j], sign, offset, factor))) * even_x[base + j] \
-                        + _float(_rounded_plain(_scaled(high[j], sign, offset, factor))) * odd_x[base + j]
+                    total += _rounded(_scaled(low[j], None, offset, factor), True) * even_x[base + j] \
+                        + _rounded(_scaled(high[j], None, offset, factor), True) * odd_x[base + j]
             else:
                 for j in range(half):
-                    total += _float(_rounded_any(_scaled(low[j], sign, offset, factor))) * even_x[base + j] \
-                        + _float(_rounded_any(_scaled(high[j], sign, offset, factor))) * odd_x[base + j]
+                    total += _rounded(_scaled(low[j], None, offset, factor), False) * even_x[base + j] \
+                        + _rounded(_scaled(high[j], None, offset, factor), False) * odd_x[base + j]
         out[r] = total
 
 
 @numba.njit(nogil=True, cache=True)
 def _scaled(code, sign, offset, factor):  # pragma: no cover - compiled
-    """A code's value before rounding: exact in f32 (see `decompress.py`)."""
+    """A code's value before rounding: exact in f32 (see `decompress.py`; `sign` None: unsigned)."""
+    if sign is None:
+        return (np.float32(code) - offset) * factor
     return (np.float32(np.int32(code) ^ sign) - offset) * factor
