@@ -21,6 +21,7 @@ in the element type, where 8-bit sums wrap; the spec defines no rounding).
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import ClassVar
 
@@ -58,13 +59,54 @@ def window_counts(axes: list[Axis], exclude_pad: bool) -> np.ndarray:
 
 
 def window_sums(values: np.ndarray, axes: list[Axis]) -> np.ndarray:
-    """[..., out...]: the sum of each window, added tap by tap over strided views of the padded
-    values (a few passes over the output, rather than a reduction over a window view)."""
+    """[..., out...]: the sum of each window, added tap by tap over the padded values (a few
+    passes over the output, rather than a reduction over a window view): over shifts of them
+    flattened where the windows move one element at a time (`_shifted_sums`), else over
+    strided views."""
+    axes = as_windows(axes)
     source = padded(values, axes, 0)
+    offsets = _flat_offsets(axes, source.shape)
+    if offsets is not None:
+        return _shifted_sums(source, axes, offsets)
     sums = np.zeros(values.shape[:values.ndim - len(axes)] + tuple(ax.out for ax in axes), dtype=values.dtype)
     for pick in tap_picks(axes):
         np.add(sums, source[pick], out=sums)
     return sums
+
+
+def _flat_offsets(axes: Windows, shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    """Where each tap (in row-major order) stands from its window's first element in the padded
+    array's flat order, for windows that move one element at a time and whose padded array is
+    not much larger than the output; else None."""
+    key = ("flat tap offsets", shape)
+    if key not in axes.derived:
+        spatial = shape[len(shape) - len(axes):]
+        outputs = math.prod(ax.out for ax in axes)
+        offsets = None
+        if all(ax.stride == 1 for ax in axes) and outputs and math.prod(spatial) <= _MOST_DROPPED * outputs:
+            steps = [math.prod(spatial[i + 1:]) for i in range(len(axes))]
+            offsets = tuple(sum(t * ax.dilation * step for t, ax, step in zip(tap, axes, steps))
+                            for tap in itertools.product(*(range(ax.kernel) for ax in axes)))
+        axes.derived[key] = offsets
+    return axes.derived[key]
+
+
+# A padded array at most this many times the output's size is summed whole (`_shifted_sums`).
+_MOST_DROPPED = 2
+
+
+def _shifted_sums(source: np.ndarray, axes: Windows, offsets: tuple[int, ...]) -> np.ndarray:
+    """`window_sums` for windows that move one element at a time: a tap of every window is then
+    the padded array, flattened, shifted by one offset, so each tap is one add over contiguous
+    memory (a window of a few elements per row made the strided views' adds mostly overhead).
+    Each window's sum takes the same additions in the same order; the positions between the
+    windows (past a row's last window) are summed too, and dropped."""
+    flat = np.ascontiguousarray(source).reshape(-1)
+    total = np.add(flat, flat.dtype.type(0))  # the first tap (offset 0) added to zeros, as the views do
+    for offset in offsets[1:]:
+        np.add(total[:flat.size - offset], flat[offset:], out=total[:flat.size - offset])
+    kept = (Ellipsis, *(slice(0, ax.out) for ax in axes))
+    return np.ascontiguousarray(total.reshape(source.shape)[kept])
 
 
 def avg_pool(data: np.ndarray, axes: list[Axis], exclude_pad: bool) -> np.ndarray:
