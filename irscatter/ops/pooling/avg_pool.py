@@ -121,8 +121,18 @@ def avg_pool(data: np.ndarray, axes: list[Axis], exclude_pad: bool) -> np.ndarra
         if divisor:  # one divisor for all: windows that tile the input
             means = np.divide(sums, work.dtype.type(divisor), out=sums)
         else:
-            means = np.where(count > 0, sums / np.maximum(count, 1).astype(work.dtype), work.dtype.type(0))
-    return from_compute(means.astype(work.dtype, copy=False), etype)
+            means = np.divide(sums, _float_counts(axes, exclude_pad, count, work.dtype), out=sums)
+            if not count.all():
+                means[..., count == 0] = 0  # a window without data elements
+    return from_compute(means, etype)
+
+
+def _float_counts(axes: Windows, exclude_pad: bool, count: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """`count` (at least 1) in the float type the means are divided in, kept with the axes."""
+    key = ("avg-pool float divisors", exclude_pad, dtype)
+    if key not in axes.derived:
+        axes.derived[key] = np.maximum(count, 1).astype(dtype)
+    return axes.derived[key]
 
 
 def _divisors(axes: Windows, exclude_pad: bool) -> tuple[np.ndarray, int]:
