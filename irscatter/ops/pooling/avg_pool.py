@@ -131,7 +131,9 @@ def _float_counts(axes: Windows, exclude_pad: bool, count: np.ndarray, dtype: np
     """`count` (at least 1) in the float type the means are divided in, kept with the axes."""
     key = ("avg-pool float divisors", exclude_pad, dtype)
     if key not in axes.derived:
-        axes.derived[key] = np.maximum(count, 1).astype(dtype)
+        counts = np.maximum(count, 1).astype(dtype)
+        counts.flags.writeable = False  # shared by every call of this shape
+        axes.derived[key] = counts
     return axes.derived[key]
 
 
