@@ -90,6 +90,26 @@ def test_port_names_are_read_as_the_tree_reader_reads_them(attributes):
         assert attributes.startswith(b'names="a"')  # (malformed)
 
 
+@pytest.mark.parametrize("first,second", [
+    (b'names="m"', b'names="a"'),
+    (b'names="m"', b'names="a,b"'),
+    (b'names="m"', b'names=""'),
+    (b'names="m"', b'names="a names=b"'),  # a value that holds what looks like another names
+    (b'names=""', b'names="a"'),
+    (b'names="m" note="x"', b'names="a" note="y names= "'),
+    (b'note="x names=" names="m"', b'note="x names=" names="a"'),
+])
+def test_outputs_that_differ_in_their_names_alone_are_read_as_the_tree_reader_reads_them(first, second):
+    """The Multiply's and the Add's outputs have the same text; named differently, the second
+    is read from what the first left (`_Reader._named_ports`), or read whole where its text
+    differs in more than the names' values."""
+    port = b'<port id="2" precision="FP32">'
+    assert SMALL.count(port) == 2
+    data = SMALL.replace(port, b'<port id="2" precision="FP32" ' + first + b">", 1)
+    data = data.replace(port, b'<port id="2" precision="FP32" ' + second + b">", 1)
+    assert port not in data and _agree(data)
+
+
 def test_the_limits_leave_the_document_to_the_others():
     with limits.using(xml_depth=5):
         assert _plain(SMALL) is None

@@ -284,7 +284,7 @@ def make_port(ctx: ReadContext, port_id: int, precision: ElementType | None, nam
     """The port of checked fields; `names` is the attribute's text, `rt_node` its `<rt_info>` element."""
     rt_node = _readable_rt_info(ctx, rt_node)
     if names or rt_node is not None:
-        return new_port(port_id, precision, _port_names(names) if names else (), PartialShape.of(dims),
+        return new_port(port_id, precision, port_names(names) if names else (), PartialShape.of(dims),
                         read_rt_info(rt_node, ctx.source) if rt_node is not None else {})
     # A port without names or rt_info is its id, type and dims: ports are frozen, so layers
     # alike (mostly their inputs) share one object, some 140 bytes less a port.
@@ -301,7 +301,7 @@ def _readable_rt_info(ctx: ReadContext, rt_node: Any) -> Any:
     return rt_node if ctx.ir_version > 10 else None
 
 
-def _port_names(text: str) -> tuple[str, ...]:
+def port_names(text: str) -> tuple[str, ...]:
     """`split_names`, without its loop for the common single name."""
     if "," in text or "\\" in text:
         return split_names(text)

@@ -31,13 +31,14 @@ from irscatter.ir.building import (
     ir_version,
     make_layer,
     make_port,
+    port_names,
     read_rt_info,
     remembered,
     small_decimal,
 )
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.events import Unread, eligible
-from irscatter.ir.graph import Edge, Model, Port, new_edge
+from irscatter.ir.graph import Edge, Model, Port, new_edge, new_port
 from irscatter.ir.shapes import MAX_DIGITS
 from irscatter.limits import current as current_limits
 
@@ -53,6 +54,9 @@ _DIM = f"<dim>{_S}*+-?[0-9]++{_S}*+</dim>"
 _PORT = f"{_S}*+<port{_ATTRIBUTES}{_S}*+(?:/>|>(?:{_S}*+{_DIM})*+{_S}*+</port>)"
 _PORTS = re.compile(f"<port({_ATTRIBUTES}){_S}*+(?:/>|>((?:{_S}*+{_DIM})*+){_S}*+</port>)")
 _DIM_TEXT = re.compile("<dim>([^<]*)</dim>")
+# A `names` attribute of a port, split out of an <input>'s or <output>'s text: what precedes its
+# value, and the value.
+_NAME_VALUES = re.compile(f'({_S}names{_S}*=[ \t\n]*)"([^"]*)"')
 # The attributes before a port's first `names`, whole (a value may hold ' names="'), and its value.
 _NAMES = re.compile(f'((?:{_S}++(?!names[ \t\n=])[A-Za-z_][A-Za-z0-9_.-]*+{_S}*+={_S}*+"[^"]*+")*+)'
                     f'{_S}++names{_S}*+={_S}*+"([^"]*+)"')
@@ -172,6 +176,9 @@ class _Reader:
         self.ctx, self.text, self.max_attributes = ctx, text, max_attributes
         self.data: dict[str, dict[str, str]] = {}  # a <data>'s attributes by their text
         self.ports: dict[str, tuple[Port, ...]] = {}  # an <input>'s or <output>'s ports by its text
+        # The ports of a named <input> or <output> by its text but the names (`_named_ports`):
+        # each port without names, or a named port's id, type and shape.
+        self.named: dict[tuple[str, ...], tuple[Any, ...]] = {}
         # A port's id, type and dims by the text of its other attributes and of its dims.
         self.skeletons: dict[tuple[str, str | None], tuple[int, ElementType | None, list[int]]] = {}
 
@@ -219,11 +226,36 @@ class _Reader:
 
     def _ports(self, text: str) -> list[Port]:
         ports = self.ports.get(text)
-        if ports is None:
-            ports = tuple(self._port(m.group(1), m.group(2)) for m in _PORTS.finditer(text))
-            if not any(p.names for p in ports):  # (ports with names are a layer's own, as the other readers make them)
-                remembered(self.ports, text, ports)
-        return list(ports)
+        if ports is not None:
+            return list(ports)
+        if "names" in text:  # (ports with names are a layer's own, as the other readers make them)
+            return self._named_ports(text)
+        return list(remembered(self.ports, text, tuple(self._read_ports(text))))
+
+    def _read_ports(self, text: str) -> list[Port]:
+        return [self._port(m.group(1), m.group(2)) for m in _PORTS.finditer(text)]
+
+    def _named_ports(self, text: str) -> list[Port]:
+        """The ports of an `<input>` or `<output>` that names them. Its text but the names'
+        values mostly repeats (an output of a repeated block, under another tensor name), so
+        what the ports are apart from their names is kept by that text, and a text that repeats
+        it has only its names read. Every "names" of the text must be a `names` attribute the
+        split found, or the text is read as it is: then no value holds what looks like one."""
+        pieces = _NAME_VALUES.split(text)
+        values = pieces[2::3]
+        if text.count("names") != len(values):
+            return self._read_ports(text)
+        rest = (*pieces[0::3], *pieces[1::3])
+        kept = self.named.get(rest)
+        if kept is None:
+            ports = self._read_ports(text)
+            if sum(1 for port in ports if port.names) == len(values):  # (not so for an empty names value)
+                remembered(self.named, rest, tuple(port if not port.names else (port.id, port.precision, port.shape)
+                                                   for port in ports))
+            return ports
+        given = iter(values)
+        return [port if port.__class__ is not tuple else new_port(port[0], port[1], port_names(next(given)), port[2], {})
+                for port in kept]
 
     def _port(self, attributes: str, dims_text: str | None) -> Port:
         names = None
