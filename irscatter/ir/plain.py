@@ -176,9 +176,9 @@ class _Reader:
         self.ctx, self.text, self.max_attributes = ctx, text, max_attributes
         self.data: dict[str, dict[str, str]] = {}  # a <data>'s attributes by their text
         self.ports: dict[str, tuple[Port, ...]] = {}  # an <input>'s or <output>'s ports by its text
-        # The ports of a named <input> or <output> by its text but the names (`_named_ports`):
-        # each port without names, or a named port's id, type and shape.
-        self.named: dict[tuple[str, ...], tuple[Any, ...]] = {}
+        # The ports of a named <input> or <output> by its text but the names (`_named_ports`); a
+        # named one stands for its id, type and shape, under other names.
+        self.named: dict[tuple[str, ...], tuple[Port, ...]] = {}
         # A port's id, type and dims by the text of its other attributes and of its dims.
         self.skeletons: dict[tuple[str, str | None], tuple[int, ElementType | None, list[int]]] = {}
 
@@ -250,11 +250,10 @@ class _Reader:
         if kept is None:
             ports = self._read_ports(text)
             if sum(1 for port in ports if port.names) == len(values):  # (not so for an empty names value)
-                remembered(self.named, rest, tuple(port if not port.names else (port.id, port.precision, port.shape)
-                                                   for port in ports))
+                remembered(self.named, rest, tuple(ports))
             return ports
         given = iter(values)
-        return [port if port.__class__ is not tuple else new_port(port[0], port[1], port_names(next(given)), port[2], {})
+        return [new_port(port.id, port.precision, port_names(next(given)), port.shape, {}) if port.names else port
                 for port in kept]
 
     def _port(self, attributes: str, dims_text: str | None) -> Port:
