@@ -3,6 +3,7 @@
 import sys
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -89,6 +90,41 @@ def test_string_tensors_cross_to_openvino_and_back(tmp_path):
     strings, lengths = oracle().infer(xml, feeds)
     assert strings.dtype == np.dtypes.StringDType() and list(strings) == ["a", "", "zürich"]
     assert list(lengths) == [1, 1, 8]
+
+
+class _Port:
+    """An OpenVINO port as `_in_port_type` reads it: its element type."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def get_element_type(self):
+        return self
+
+    def get_type_name(self):
+        return self.name
+
+    def to_dtype(self):  # as OpenVINO's: f16 for bf16
+        return {"bf16": np.float16, "f16": np.float16, "f32": np.float32, "i32": np.int32}[self.name]
+
+
+@pytest.mark.parametrize("port, array, converted", [
+    ("f32", np.array([1.5, -np.inf, np.nan], ml_dtypes.bfloat16), np.float32),  # the plugin's f32 for bf16
+    ("bf16", np.array([1.5, 3.0], ml_dtypes.bfloat16), ml_dtypes.bfloat16),  # (not OpenVINO's to_dtype: f16)
+    ("f16", np.array([1.5, 3.0], ml_dtypes.bfloat16), np.float16),
+    ("f16", np.array([1e-30], ml_dtypes.bfloat16), ml_dtypes.bfloat16),  # f16 does not hold it: as it is
+    ("i32", np.array([7, -1]), np.int32),
+    ("i32", np.array([2**40]), np.int64),
+    ("dynamic", np.array([1.0]), np.float64),
+])
+def test_a_feed_goes_in_the_ports_type_where_that_type_holds_it(port, array, converted):
+    from irscatter.targets.openvino import _in_port_type
+
+    kept = array.copy()
+    fed = _in_port_type(array, _Port(port))
+    assert fed.dtype == np.dtype(converted)
+    assert np.array_equal(fed.astype(np.float64), kept.astype(np.float64), equal_nan=True)
+    assert array.tobytes() == kept.tobytes()
 
 
 @pytest.mark.parametrize("name, physical", [("CPU", ["CPU"]), ("GPU.1", ["GPU.1"]), ("AUTO", []),

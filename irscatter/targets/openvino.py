@@ -203,22 +203,38 @@ def _ordered(inputs: Sequence[Any], feeds: dict[str, np.ndarray] | list[np.ndarr
 def exactly_as(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """`array` in numeric type `dtype` when that type holds every value exactly, else as it is:
     OpenVINO reads an IR v10 file under its legacy conventions (an f16 input taken as f32, an
-    i64 output given as i32, a boolean one as f32), and each side is met in its own type."""
-    if array.dtype == dtype or array.dtype.kind not in "biuf" or np.dtype(dtype).kind not in "biuf":
+    i64 output given as i32, a boolean one as f32), and each side is met in its own type. The
+    CPU plugin takes some ops' bf16 inputs as f32 where the CPU computes in bf16 itself."""
+    if array.dtype == dtype or not (_numeric(array.dtype) and _numeric(np.dtype(dtype))):
         return array
     converted = array.astype(dtype)
     back = converted.astype(array.dtype)
-    exact = np.array_equal(back, array, equal_nan=True) if array.dtype.kind == "f" else np.array_equal(back, array)
+    floating = array.dtype.kind == "f" or array.dtype.type.__module__ == "ml_dtypes"
+    exact = np.array_equal(back, array, equal_nan=True) if floating else np.array_equal(back, array)
     return converted if exact else array
+
+
+def _numeric(dtype: np.dtype) -> bool:
+    """Whether `dtype` holds numbers: numpy's own, or ml_dtypes' (bf16, f8, 4-bit types)."""
+    return dtype.kind in "biuf" or dtype.type.__module__ == "ml_dtypes"
+
+
+# OpenVINO's element types that numpy holds as OpenVINO's `to_dtype` says (it gives f16 for
+# bf16, and bytes for the 8-, 4- and 1-bit types)
+_NUMPY_TYPES = {"boolean", "f16", "f32", "f64", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"}
 
 
 def _in_port_type(array: np.ndarray, port: Any) -> np.ndarray:
     """A feed in the element type the compiled model takes, where that type holds it exactly."""
-    try:
-        wanted = np.dtype(port.get_element_type().to_dtype())
-    except Exception:  # (a type numpy has no dtype for: the feed goes as it is)
+    import ml_dtypes
+
+    element_type = port.get_element_type()
+    name = element_type.get_type_name()
+    if name == "bf16":
+        return exactly_as(array, np.dtype(ml_dtypes.bfloat16))
+    if name not in _NUMPY_TYPES:  # (a dynamic type, or one of ml_dtypes': the feed goes as it is)
         return array
-    return exactly_as(array, wanted)
+    return exactly_as(array, np.dtype(element_type.to_dtype()))
 
 
 def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:

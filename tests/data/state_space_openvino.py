@@ -36,7 +36,7 @@ def pack(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 def main(folder: Path) -> None:
     import openvino as ov  # here, so that the tests can import pack and unpack without OpenVINO
 
-    from irscatter.targets.openvino import _from_tensor, _to_tensor
+    from irscatter.targets.openvino import _from_tensor, _in_port_type, _to_tensor
 
     core = ov.Core()
     core.add_extension(str(Path(ov.__file__).parent / "libs" / "libopenvino_intel_cpu_plugin.so"))
@@ -46,7 +46,8 @@ def main(folder: Path) -> None:
         try:
             compiled = core.compile_model(core.read_model(str(xml)), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
             request = compiled.create_infer_request()
-            tensors = [_to_tensor(ov, array.copy()) for array in arrays]
+            # (the plugin takes some bf16 inputs as f32 where the CPU computes in bf16)
+            tensors = [_to_tensor(ov, _in_port_type(array, port).copy()) for array, port in zip(arrays, compiled.inputs)]
             for i, tensor in enumerate(tensors):
                 request.set_input_tensor(i, tensor)
             request.infer()
