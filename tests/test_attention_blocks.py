@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import irscatter
-from irscatter.ops.common import threads
+from irscatter.ops.common import products, threads
 from irscatter.ops.matrix import attention_blocks
 
 
@@ -27,6 +27,8 @@ def small_blocks(monkeypatch):
     monkeypatch.setattr(threads, "CORES", 3)
     monkeypatch.setattr(threads, "_policy", "split")
     monkeypatch.setattr(attention_blocks, "BLOCK_LOGITS", 1)  # one quantum of rows a block
+    # products this small all go to one kind of BLAS kernel, so the cuts need no least size
+    monkeypatch.setattr(products, "LEAST_CUT_WORK", 0)
 
 
 def _both(op, arrays, monkeypatch):

@@ -20,8 +20,8 @@ SHAPES = [
     ((4, 7, 24), (24,)),
     ((3, 0, 24), (24, 30)),  # no rows
     ((3, 5, 0), (0, 30)),  # nothing to sum: zeros
-    ((1, 197, 64), (64, 50)),  # one matrix: cut by blocks of rows
-    ((197, 64), (64, 50)),
+    ((1, 400, 64), (64, 300)),  # one matrix: cut by blocks of rows (each a call above BLAS's small kernels)
+    ((397, 64), (64, 301)),
     ((1, 1, 64), (64, 300)),  # one row: not cut
     ((1, 1, 96), (96, 320)),  # one row: its transposed weight cut by blocks of weight rows
     ((96,), (96, 256)),
@@ -103,21 +103,26 @@ def test_rows_are_cut_at_multiples_of_the_quantum_with_the_remainder_last():
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_the_quantum_keeps_the_bits_of_products_of_any_row_count(dtype):
-    """Whatever quantum this process's BLAS got, cutting at it keeps the whole product's bits
-    on row counts and widths the probe did not try."""
+def test_row_cuts_keep_the_bits_of_products_the_probe_did_not_try(dtype):
+    """Whatever quantum this process's BLAS got, the row cuts keep the whole product's bits on
+    row counts and widths the probe did not try, b in either layout."""
     with threadpool_limits(1, "blas"):
-        q = products.quantum(np.dtype(dtype))
-        assert q in (0, *products.QUANTA)
-        if not q:
-            return
+        if not products.quantum(np.dtype(dtype)):
+            pytest.skip("this BLAS keeps no cut's bits: rows are not cut")
         generator = np.random.default_rng(9)
-        for rows, inner, columns in [(128, 96, 77), (197, 64, 300), (7 * q + 1, 33, 5)]:
+        cut_any = False
+        for rows, inner, columns in [(400, 96, 77), (333, 64, 300), (161, 160, 129), (90, 64, 300)]:
             a = generator.standard_normal((rows, inner)).astype(dtype)
-            b = generator.standard_normal((columns, inner)).astype(dtype).T
-            whole = a @ b
-            for count in (2, 3):
-                cut = np.empty_like(whole)
-                for lo, hi in products.row_blocks(rows, count, q):
-                    np.matmul(a[lo:hi], b, out=cut[lo:hi])
-                assert np.array_equal(cut, whole), (rows, count)
+            for b in (generator.standard_normal((inner, columns)), generator.standard_normal((columns, inner)).T):
+                b = b.astype(dtype)
+                whole = a @ b
+                for count in (2, 3):
+                    blocks = products.row_cuts(rows, inner * columns, count, np.dtype(dtype))
+                    assert blocks[0][0] == 0 and blocks[-1][1] == rows and len(blocks) <= count
+                    assert all((hi - lo) * inner * columns >= products.LEAST_CUT_WORK for lo, hi in blocks[:-1])
+                    cut_any |= len(blocks) > 1
+                    cut = np.empty_like(whole)
+                    for lo, hi in blocks:
+                        np.matmul(a[lo:hi], b, out=cut[lo:hi])
+                    assert np.array_equal(cut, whole), (rows, inner, columns, blocks)
+        assert cut_any

@@ -24,10 +24,17 @@ BLAS does not promise that for every cut:
   differently, and a block of one row turns the call into a matrix-vector product. Cuts at
   multiples of the kernel's tile height, with the remainder left to the last block, keep the
   bits. The height is the BLAS's, so each process finds it once per element type
-  (`quantum`): the smallest of `QUANTA` whose cuts keep every bit of a few small products of
-  random values (where a cut falls inside a tile, some element differs); with none, rows are
-  not cut. Nor are they where a block's first row could be where `b` starts (`rows_may_meet`):
-  numpy makes the product of an array and its own transpose with another BLAS routine.
+  (`quantum`): the smallest of `QUANTA` whose cuts keep every bit of a few products of random
+  values (where a cut falls inside a tile, some element differs); with none, rows are not
+  cut. The tile height can be another in the columns' remainder: OpenBLAS's AVX-512 f64
+  kernel took the last columns of a product 24 rows at a time where the others went 8 at a
+  time, so the probe's products have column counts that leave a remainder. Nor are rows cut
+  where a block's first row could be where `b` starts (`rows_may_meet`): numpy makes the
+  product of an array and its own transpose with another BLAS routine.
+* The same OpenBLAS builds send small products (up to about a million multiply-adds) to
+  kernels of their own that sum in another order, so a block cut from a larger product came
+  out differently. No cut makes a call of fewer than `LEAST_CUT_WORK` multiply-adds
+  (`row_cuts`), and the probe's blocks are that size.
 * A cut through the columns does not keep them: in f32 the kernels group columns by the
   width and the row count of the call (a block of 48 of 101 columns differed, of one row or
   of 40), at no multiple found. So a product of few rows and one matrix is not split; it runs
@@ -62,6 +69,8 @@ from irscatter.ops.common import threads
 QUANTA = (8, 12, 16, 24, 48)
 VECTOR_ROWS = 64  # weight rows per block of a one-row product (see the module's docstring)
 VECTOR_WORK = 1 << 18  # multiply-adds from which such a product is split
+LEAST_CUT_WORK = 1 << 21  # multiply-adds of the smallest BLAS call a row cut makes (see above)
+_PROBED_WORK = LEAST_CUT_WORK  # the probe's blocks, fixed here: a test lowering the bar must not change them
 _BLAS_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _quantum: dict[str, int] = {}
 _vector_cuts: dict[tuple[str, int], bool] = {}
@@ -169,9 +178,9 @@ def _parts(a: np.ndarray, b: np.ndarray, out: np.ndarray, count: int) -> list[li
     if (_weight_rows(a, b) is not None and columns % VECTOR_ROWS == 0 and columns >= 2 * VECTOR_ROWS
             and _vector_cuts_keep_bits(out.dtype, a.shape[-1])):
         return [[(a, b[..., lo:hi], out[..., lo:hi])] for lo, hi in row_blocks(columns, count, VECTOR_ROWS)]
-    step = quantum(out.dtype)
-    if step and rows >= 2 * step and not rows_may_meet(a, b):
-        return [[(a[..., lo:hi, :], b, out[..., lo:hi, :])] for lo, hi in row_blocks(rows, count, step)]
+    if not rows_may_meet(a, b):
+        return [[(a[..., lo:hi, :], b, out[..., lo:hi, :])]
+                for lo, hi in row_cuts(rows, a.shape[-1] * columns, count, out.dtype)]
     return [[(a, b, out)]]
 
 
@@ -203,6 +212,22 @@ def row_blocks(total: int, count: int, step: int) -> list[tuple[int, int]]:
     starts = sorted({round(total * i / count / step) * step for i in range(count)})
     starts = [s for s in starts if s <= total - step]
     return list(zip(starts, [*starts[1:], total]))
+
+
+def row_cuts(rows: int, row_work: int, count: int, dtype: np.dtype) -> list[tuple[int, int]]:
+    """Blocks of a product's `rows` (each row `row_work` multiply-adds) for at most `count`
+    parts, cut where the bits are kept: at multiples of the quantum, no block making a BLAS
+    call of fewer than LEAST_CUT_WORK multiply-adds; one block where no cut is. Called with
+    BLAS on one thread."""
+    step = quantum(dtype)
+    if not step:
+        return [(0, rows)]
+    count = min(count, rows // step, rows * row_work // max(1, LEAST_CUT_WORK))
+    for parts in range(count, 1, -1):  # the first try fails only where rounding to `step` shortened a block
+        blocks = row_blocks(rows, parts, step)
+        if len(blocks) > 1 and min(hi - lo for lo, hi in blocks) * row_work >= LEAST_CUT_WORK:
+            return blocks
+    return [(0, rows)]
 
 
 def _balanced(products: Sequence[Product], count: int) -> list[list[Product]]:
@@ -240,17 +265,19 @@ def _vector_cuts_keep_bits(dtype: np.dtype, inner: int) -> bool:
 
 
 def _cuts_keep_bits(dtype: np.dtype, step: int) -> bool:
-    """Whether products cut into blocks of `step` rows (the remainder last) have the bits of the
-    whole product, on random values and a few row counts (so that some cut falls inside a
-    tile where `step` is not a multiple of the tile height)."""
+    """Whether products of random values cut at multiples of `step` have the bits of the whole
+    products: column counts that leave a remainder to any kernel width, blocks of at least
+    LEAST_CUT_WORK multiply-adds, cuts at multiples of `step` that are not multiples of larger
+    tile heights (an odd one and an even one), the last block's rows not a multiple at all."""
     generator = np.random.default_rng(7)
-    b = generator.standard_normal((160, 120)).astype(dtype)
-    for rows in (2 * step + 5, 5 * step + 3):
-        a = generator.standard_normal((rows, 160)).astype(dtype)
+    for inner, columns in ((128, 300), (96, 77)):
+        b = generator.standard_normal((inner, columns)).astype(dtype)
+        least = -(-_PROBED_WORK // (inner * columns * step)) * step  # the rows of a block
+        cuts = [0, least, 3 * least + step, 4 * least + step + 5]
+        a = generator.standard_normal((cuts[-1], inner)).astype(dtype)
         whole = np.matmul(a, b)
         cut = np.empty_like(whole)
-        for lo in range(0, rows - step + 1, step):
-            hi = rows if lo + 2 * step > rows else lo + step
+        for lo, hi in zip(cuts, cuts[1:]):
             np.matmul(a[lo:hi], b, out=cut[lo:hi])
         if not np.array_equal(whole, cut):
             return False

@@ -10,9 +10,10 @@ blocks run on the thread policy's parts (`threads.py`), BLAS held to one thread.
 Bits: the same as the whole-array arithmetic of `scaled_dot_product_attention.py`, taken only
 where they are:
 
-* The products are cut through the query rows at multiples of `products.quantum`, the cut the
-  batched products already make (found on this process's BLAS); each block is the product
-  one BLAS thread makes, which is what `products.matmul` gives for work this large.
+* The products are cut through the query rows where `products.row_cuts` cuts the batched
+  products (at multiples of the quantum found on this process's BLAS, no block smaller than
+  BLAS's own small-product kernels take); each block is the product one BLAS thread makes,
+  which is what `products.matmul` gives for work this large.
 * Scaling, biasing, exp and the quotient are element-wise; the maximum and the sum reduce
   each row along its own contiguous S values, the same loop whichever rows sit beside it.
 * Not taken: under the `blas` policy (numpy's threaded products have other bits), for work
@@ -68,7 +69,7 @@ def attend(query: np.ndarray, key: np.ndarray, value: np.ndarray, factor: np.nda
     out = np.empty((len(queries), rows, value.shape[-1]), query.dtype)
     work = len(queries) * rows * key.shape[-2] * (query.shape[-1] + value.shape[-1])
     with threads.one_blas_thread(work):
-        tasks = [(m, lo, hi) for m in range(len(queries)) for lo, hi in _row_blocks(rows, key.shape[-2], query.dtype)]
+        tasks = [(m, lo, hi) for m in range(len(queries)) for lo, hi in _row_blocks(rows, key.shape[-2], min(query.shape[-1], value.shape[-1]), query.dtype)]
         parts = threads.spans(len(tasks), threads.parts(work))
         threads.run([partial(_blocks, tasks[lo:hi], queries, keys, values, factor, biases, causal, out)
                      for lo, hi in parts])
@@ -82,15 +83,12 @@ def _per_matrix(bias: np.ndarray, batch: tuple[int, ...], rows: int, source: int
     return [stretched[index] for index in np.ndindex(*batch)]
 
 
-def _row_blocks(rows: int, source: int, dtype: np.dtype) -> list[tuple[int, int]]:
-    """Blocks of query rows, each starting at a multiple of the BLAS's quantum and at least that
-    long, of about BLOCK_LOGITS logits; one block where the rows are too few to cut, or no cut
-    keeps the product's bits. Called with BLAS on one thread."""
-    quantum = products.quantum(dtype)
-    if not quantum or rows < 2 * quantum:
-        return [(0, rows)]
-    step = max(1, BLOCK_LOGITS // (source * quantum)) * quantum
-    return products.row_blocks(rows, max(1, rows // step), quantum)
+def _row_blocks(rows: int, source: int, depth: int, dtype: np.dtype) -> list[tuple[int, int]]:
+    """Blocks of query rows of about BLOCK_LOGITS logits, cut where the products keep their bits
+    (`products.row_cuts`: each row takes `depth` multiply-adds a logit in the narrower of the
+    two products); one block where the rows are too few to cut. Called with BLAS on one thread."""
+    count = max(1, rows * source // BLOCK_LOGITS)
+    return products.row_cuts(rows, depth * source, count, dtype)
 
 
 def _blocks(tasks: list[tuple[int, int, int]], queries: np.ndarray, keys: np.ndarray, values: np.ndarray,
