@@ -27,7 +27,7 @@ BLAS does not promise that for every cut:
   (`quantum`): the smallest of `QUANTA` whose cuts keep every bit of a few products of random
   values (where a cut falls inside a tile, some element differs); with none, rows are not
   cut. The tile height can be another in the columns' remainder: OpenBLAS's AVX-512 f64
-  kernel took the last columns of a product 24 rows at a time where the others went 8 at a
+  kernel took the last columns of a product 12 rows at a time where the others went 8 at a
   time, so the probe's products have column counts that leave a remainder. Nor are rows cut
   where a block's first row could be where `b` starts (`rows_may_meet`): numpy makes the
   product of an array and its own transpose with another BLAS routine.
