@@ -21,6 +21,11 @@ a generation is (an engine may remember what it worked out for shapes it has see
 shape check does). Peak resident memory is counted from before loading. Reported: load, the
 first and the second prompt, the median of the timed steps, peak memory, and whether both
 engines chose the same tokens.
+
+OpenVINO's dynamic quantization is off (DYNAMIC_QUANTIZATION_GROUP_SIZE=0), so that both
+engines compute the model's arithmetic: on a CPU with int8 dot products (AVX-512 VNNI, AMX) the
+plugin otherwise rounds the activations of a compressed weight's product to int8 groups, which
+is faster and computes other values (other tokens). `--dynamic-quantization` leaves it on.
 """
 
 from __future__ import annotations
@@ -88,7 +93,7 @@ def _peak_mb() -> float:
     return float("nan")
 
 
-def _load(engine: str, xml: Path):
+def _load(engine: str, xml: Path, quantizing: bool):
     """(run(feeds) -> logits, reset_state()) after loading the model."""
     if engine == "irscatter":
         import irscatter
@@ -98,7 +103,10 @@ def _load(engine: str, xml: Path):
     import openvino as ov
 
     core = ov.Core()
-    request = core.compile_model(core.read_model(xml), "CPU", {"INFERENCE_PRECISION_HINT": "f32"}).create_infer_request()
+    config = {"INFERENCE_PRECISION_HINT": "f32"}
+    if not quantizing:
+        config["DYNAMIC_QUANTIZATION_GROUP_SIZE"] = "0"
+    request = core.compile_model(core.read_model(xml), "CPU", config).create_infer_request()
     return (lambda feeds: request.infer(feeds)[0]), request.reset_state
 
 
@@ -122,7 +130,7 @@ def _round(run, reset, prompt: np.ndarray, untimed: int = 0) -> tuple[float, lis
     return prefill, steps, tokens
 
 
-def worker(engine: str, folder: Path) -> dict:
+def worker(engine: str, folder: Path, quantizing: bool) -> dict:
     xml = folder / "openvino_model.xml"
     for name in ("openvino_model.xml", "openvino_model.bin"):
         with open(folder / name, "rb") as file:  # into the page cache, as for the other engine (in
@@ -134,7 +142,7 @@ def worker(engine: str, folder: Path) -> dict:
         import openvino  # noqa: F401
     base = _peak_mb()
     started = time.perf_counter()
-    run, reset = _load(engine, xml)
+    run, reset = _load(engine, xml, quantizing)
     load = time.perf_counter() - started
     prompt = np.random.default_rng(0).integers(0, VOCAB, (1, PROMPT)).astype(np.int64)
     first, second = _round(run, reset, prompt), _round(run, reset, prompt, untimed=STEPS)
@@ -142,7 +150,7 @@ def worker(engine: str, folder: Path) -> dict:
             "step_ms": float(np.median(second[1]) * 1e3), "tokens": second[2], "peak_mb": _peak_mb() - base}
 
 
-def measure(cache: Path, formats: list[str], rounds: int) -> list[dict]:
+def measure(cache: Path, formats: list[str], rounds: int, quantizing: bool) -> list[dict]:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import bench  # (its imports are the benchmarks', not the workers')
 
@@ -153,6 +161,7 @@ def measure(cache: Path, formats: list[str], rounds: int) -> list[dict]:
             row: dict = {"format": fmt, "round": round_}
             for engine in ENGINES:
                 cmd = [sys.executable, __file__, "worker", engine, str(cache / fmt)]
+                cmd += ["--dynamic-quantization"] if quantizing else []
                 done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=3600)
                 last = done.stdout.strip().splitlines()[-1:] if done.returncode == 0 else []
                 row[engine] = json.loads(last[0]) if last else {"error": done.stderr.strip().splitlines()[-1:]}
@@ -180,17 +189,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--formats", default=",".join(FORMATS))
     parser.add_argument("--rounds", type=int, default=2, help="fresh-process pairs per format")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--dynamic-quantization", action="store_true",
+                        help="let OpenVINO quantize activations to int8 for compressed weights (its default)")
     options = parser.parse_args(argv)
     formats = [f for f in options.formats.split(",") if f]
     if any(f not in FORMATS for f in formats):
         parser.error(f"--formats: each one of {', '.join(FORMATS)}")
     if options.command == "worker":
-        print(json.dumps(worker(options.args[0], Path(options.args[1]))))
+        print(json.dumps(worker(options.args[0], Path(options.args[1]), options.dynamic_quantization)))
         return 0
     if options.command == "build":
         return build(options.cache, formats)
     print("irscatter / OpenVINO (ratio: irscatter's over OpenVINO's); load, prompts in s, a step in ms, memory in MB")
-    rows = measure(options.cache, formats, options.rounds)
+    rows = measure(options.cache, formats, options.rounds, options.dynamic_quantization)
     if options.json:
         options.json.write_text(json.dumps(rows, indent=1))
     return 0
