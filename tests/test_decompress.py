@@ -14,7 +14,13 @@ import pytest
 from helpers import EXHAUSTIVE
 
 from irscatter.ops.common import accel
-from irscatter.ops.common.decompress import decompress
+from irscatter.ops.common.decompress import (
+    decompress,
+    levels_usable,
+    product_levels,
+    product_nibbles,
+    split_pairs,
+)
 from irscatter.ops.common.f16_rounding import rounded_to_f16
 
 SCALES = np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32)
@@ -119,3 +125,66 @@ def test_the_rounding_by_bits_rounds_every_product_as_numpy_does(want):
     short = np.empty_like(products[plain])
     by_bits(products[plain], True, short)
     assert _same(short, want[plain])
+
+
+@pytest.mark.parametrize("to_f16", [True, False])
+@pytest.mark.parametrize("sign", [0, 8])
+def test_codes_looked_up_have_the_values_of_the_arithmetic_for_every_scale(sign, to_f16):
+    """A fiber's 16 values as the lookups work them out in a register: fed each unit vector, a
+    product of rows of one fiber each (every finite f16 scale, zero points across the codes'
+    range) gives one column of the weight, exactly, as numpy decompresses it, wherever no value
+    of the row overflows f16."""
+    if not levels_usable(32):
+        pytest.skip("the lookups need numba and AVX-512")
+    finite = SCALES[np.isfinite(SCALES)]
+    shift = (np.random.default_rng(4).integers(0, 16, len(finite)) + sign).astype(np.float32)
+    codes = np.tile(np.arange(32, dtype=np.uint8) % 16, (len(finite), 1))  # every nibble, low and high
+    packed = codes[:, 0::2] | (codes[:, 1::2] << 4)
+    weight = np.empty(codes.shape, np.float32)
+    with accel.use("numpy"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        decompress(codes, sign, shift, finite, 0, to_f16, weight)
+    out = np.empty(len(finite), np.float32)
+    bounded = np.isfinite(weight).all(axis=1)  # (elsewhere 0 times an infinite value makes the sum NaN)
+    assert bounded.sum() > len(finite) * 0.8
+    for column in range(16):
+        unit = np.zeros(32, np.float32)
+        unit[column] = 1
+        product_levels(packed, sign, shift, finite, 1, split_pairs(unit), to_f16, out, 0, len(finite))
+        assert np.array_equal(out[bounded], weight[bounded, column]), column  # (a sum of -0 and +0 is +0)
+        assert np.isnan(out[~bounded]).all() or not to_f16
+
+
+@pytest.mark.parametrize("length", [32, 128, 256])
+def test_codes_looked_up_give_the_products_of_the_arithmetic(length):
+    """A product of 4-bit codes by lookups: fed a unit vector it gives one column of the
+    weight exactly (whatever the order of its sums), and on random activations what the
+    arithmetic gives but for the order of the sums. Runs where the CPU can look codes up."""
+    if not levels_usable(length):
+        pytest.skip("the lookups need numba and AVX-512")
+    generator = np.random.default_rng(5)
+    rows, fibers = 40, 256 // length
+    for sign in (0, 8):
+        codes = generator.integers(0, 16, (rows * fibers, length), dtype=np.uint8)
+        packed = codes[:, 0::2] | (codes[:, 1::2] << 4)
+        shift = (generator.integers(0, 16, rows * fibers) + sign).astype(np.float32)
+        scale = (generator.standard_normal(rows * fibers) * 0.01).astype(np.float32)
+        for to_f16 in (True, False):
+            weight = np.empty(codes.shape, np.float32)
+            with accel.use("numpy"):
+                decompress(codes, sign, shift, scale, 0, to_f16, weight)
+            weight = weight.reshape(rows, fibers * length)
+            out = np.empty(rows, np.float32)
+            for column in sorted({0, 1, length - 1, min(length, fibers * length - 1), fibers * length - 1}):
+                unit = np.zeros(fibers * length, np.float32)
+                unit[column] = 1
+                product_levels(packed, sign, shift, scale, fibers, split_pairs(unit), to_f16, out, 0, rows)
+                assert np.array_equal(out, weight[:, column]), (sign, to_f16, column)  # (a sum of -0 and +0 is +0)
+            x = generator.standard_normal(fibers * length).astype(np.float32)
+            arithmetic = np.empty(rows, np.float32)
+            with accel.use("numba"):
+                product_nibbles(packed, sign, shift, scale, fibers, split_pairs(x), to_f16, arithmetic, 0, rows)
+            out[:] = np.nan
+            product_levels(packed, sign, shift, scale, fibers, split_pairs(x), to_f16, out, 3, rows)  # rows 3.. only
+            assert np.isnan(out[:3]).all()
+            np.testing.assert_allclose(out[3:], arithmetic[3:], rtol=0, atol=1e-5 * np.abs(arithmetic).max())

@@ -60,7 +60,7 @@ import numpy as np
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import Op, TensorInfo
 from irscatter.ops.common import accel, threads
-from irscatter.ops.common.decompress import product, product_nibbles, split_pairs
+from irscatter.ops.common.decompress import levels_usable, product, product_levels, product_nibbles, split_pairs
 from irscatter.ops.common.products import VECTOR_ROWS
 from irscatter.ops.indexing.gather import gather_with_zero_fill
 from irscatter.ops.matrix.mat_mul import MatMul
@@ -444,7 +444,10 @@ class _LookedUp:
         vector, flat = np.ascontiguousarray(a.reshape(-1)), out.reshape(-1)
         count = threads.parts(book.rows * self._width(), SPLIT_DECODED)
         packed = book.packed
-        if packed is not None:  # 4-bit codes as the file holds them: half the bytes to read
+        if packed is not None and levels_usable(book.length):  # 4-bit codes looked up, 16 at a time
+            multiply = partial(product_levels, packed, book.sign, book.shift, book.scale, book.fibers,
+                               split_pairs(vector), book.to_f16, flat)
+        elif packed is not None:  # 4-bit codes as the file holds them: half the bytes to read
             multiply = partial(product_nibbles, packed, book.sign, book.shift, book.scale, book.fibers,
                                split_pairs(vector), book.to_f16, flat)
         else:

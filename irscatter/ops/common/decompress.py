@@ -78,6 +78,25 @@ def product_nibbles(packed: np.ndarray, sign: int, shift: np.ndarray, scale: np.
     kernels.product_nibbles(packed, _compiled_sign(sign), shift, scale, fibers, pairs[0], pairs[1], to_f16, out, lo, hi)
 
 
+def levels_usable(length: int) -> bool:
+    """Whether 4-bit codes in fibers of `length` can be looked up (`product_levels`): numba is
+    used, the CPU has AVX-512, and a fiber's bytes come in whole blocks of 16."""
+    if not accel.enabled() or length % 32:
+        return False
+    from irscatter.ops.common import decompress_kernels as kernels  # (imports numba)
+
+    return kernels.WIDE_VECTORS
+
+
+def product_levels(packed: np.ndarray, sign: int, shift: np.ndarray, scale: np.ndarray, fibers: int,
+                   pairs: tuple[np.ndarray, np.ndarray], to_f16: bool, out: np.ndarray, lo: int, hi: int) -> None:
+    """`product_nibbles`, each code's value looked up among its fiber's 16 (only where
+    `levels_usable`)."""
+    from irscatter.ops.common import decompress_levels  # (imports numba)
+
+    decompress_levels.product_levels(packed, sign, shift, scale, fibers, pairs[0], pairs[1], to_f16, out, lo, hi)
+
+
 def _compiled_sign(sign: int) -> np.int32 | None:
     """The sign as the compiled loops take it: None for unsigned codes, so that their loops are
     compiled without the flip of a sign bit."""
