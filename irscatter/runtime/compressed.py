@@ -70,6 +70,7 @@ from irscatter.runtime.weight_codes import ELEMENTWISE, Arithmetic, Codebook, si
 ROW_ALIGN = VECTOR_ROWS  # rows per block, and of the weight, for a product by blocks (see the module doc)
 BLOCK_BYTES = 1 << 20  # a looked-up block stays in cache while BLAS reads it
 TOKENS_BLOCK_BYTES = 1 << 22  # a block of weight rows for a product of several tokens
+TOKENS_SPLIT_WORK = 1 << 24  # multiply-adds from which a weight smaller than a block goes in two
 # Weight elements from which a product by blocks is split between the cores: decompressing an
 # element costs several multiply-adds, so a smaller weight than `threads.SPLIT_WORK` pays for
 # waking a thread.
@@ -425,14 +426,23 @@ class _LookedUp:
         block's width, so these may differ in the last bits from one product by the whole
         weight)."""
         book = self.book
-        block = self._rows_in(TOKENS_BLOCK_BYTES)
+        block, work = self._rows_in(TOKENS_BLOCK_BYTES), math.prod(a.shape[:-1]) * book.rows * self._width()
+        if block >= book.rows and work >= TOKENS_SPLIT_WORK and book.rows >= 2 * ROW_ALIGN:
+            block = self._block(book.rows, 2)  # a weight of one block's rows, in two: one per core
         if block >= book.rows:
             return self.matmul(a, weight) if weight is not None else self._whole(a)
         out = np.empty(a.shape[:-1] + (book.rows,), np.result_type(a, np.float32))
+        tokens, outputs = a.reshape(-1, a.shape[-1]).T, out.reshape(-1, book.rows)
 
         def multiply(part: np.ndarray, start: int) -> None:
-            out[..., start:start + len(part)] = self.matmul(a, part)
-        self._in_parts(book.rows, block, math.prod(a.shape[:-1]) * book.rows * self._width(), None, multiply, weight)
+            if a.dtype == np.float32:
+                # the block times the tokens, one BLAS call on this part's thread: BLAS ran
+                # [n, K] x [K, tokens] faster than [tokens, K] x [K, n] (the weight's rows are
+                # then the kernel's long side), and a MatMul kernel would split it again
+                outputs[:, start:start + len(part)] = np.matmul(part, tokens).T
+            else:
+                out[..., start:start + len(part)] = self.matmul(a, part)
+        self._in_parts(book.rows, block, work, None, multiply, weight)
         return out
 
     def _in_one_pass(self, a: np.ndarray) -> np.ndarray:
