@@ -189,11 +189,18 @@ def ids_name(xml) -> str:
     return irscatter.read_model(xml).parameters[-1].name
 
 
-def test_several_tokens_go_by_blocks_of_weight_rows_with_a_watched_runs_bits(tmp_path, monkeypatch):
-    """Several tokens: blocks of weight rows, each multiplied by the MatMul's kernel; a run that
+@pytest.mark.parametrize("route", ["blocks", "in two"])
+def test_several_tokens_go_by_blocks_of_weight_rows_with_a_watched_runs_bits(tmp_path, monkeypatch, route):
+    """Several tokens: blocks of weight rows, each times the tokens in one BLAS call; a run that
     watches the layers multiplies the same blocks of the weight they give, so both runs have
-    the same bits, and the values are the whole product's to the last bits of its sums."""
-    monkeypatch.setattr(compressed, "TOKENS_BLOCK_BYTES", ROW_ALIGN * K * 4)
+    the same bits, and the values are the whole product's to the last bits of its sums. A
+    weight smaller than a block goes in two blocks when the work is large enough."""
+    if route == "blocks":
+        monkeypatch.setattr(compressed, "TOKENS_BLOCK_BYTES", ROW_ALIGN * K * 4)
+    else:
+        monkeypatch.setattr(compressed, "TOKENS_SPLIT_WORK", 1)
+        calls = []
+        monkeypatch.setattr(compressed._LookedUp, "_whole", lambda self, *a: calls.append(a))  # never taken
     xml = _nncf_matmul(tmp_path, "u8", tokens=3)
     want = _compiled(xml, budget=0).run({"l0": _feed(3)})[0]
     compiled = _compiled(xml)
