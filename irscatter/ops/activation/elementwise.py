@@ -84,12 +84,23 @@ def sigmoid(x):
 
 @_float_kernel
 def hsigmoid(x):
-    return np.minimum(np.maximum(x + 3, 0), 6) / 6
+    t = _clipped_shift(x)
+    return np.divide(t, 6, out=t)
 
 
 @_float_kernel
 def hswish(x):
-    return x * np.minimum(np.maximum(x + 3, 0), 6) / 6  # (x * m) / 6, the reference's order
+    t = _clipped_shift(x)
+    np.multiply(x, t, out=t)
+    return np.divide(t, 6, out=t)  # (x * m) / 6, the reference's order
+
+
+def _clipped_shift(x):
+    """min(max(x + 3, 0), 6), in one array of its own: each step writes over the last, where
+    whole-array steps made an array each (the same operations, so the same values)."""
+    t = np.add(x, 3, out=np.empty_like(x))
+    np.maximum(t, 0, out=t)
+    return np.minimum(t, 6, out=t)
 
 
 def _softplus_exact(x):
