@@ -188,3 +188,27 @@ def test_codes_looked_up_give_the_products_of_the_arithmetic(length):
             product_levels(packed, sign, shift, scale, fibers, split_pairs(x), to_f16, out, 3, rows)  # rows 3.. only
             assert np.isnan(out[:3]).all()
             np.testing.assert_allclose(out[3:], arithmetic[3:], rtol=0, atol=1e-5 * np.abs(arithmetic).max())
+
+
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+def test_codes_not_in_order_in_memory_decompress_and_multiply_as_their_copies(backend):
+    """Every row of packed codes taken from a larger array (a strided view), and a shift that
+    is a view too: the same values as from contiguous copies, by whichever loop takes them."""
+    if backend == "numba" and not accel.available():
+        pytest.skip("numba is not installed")
+    generator = np.random.default_rng(6)
+    every = generator.integers(0, 256, (80, 64), dtype=np.uint8)
+    packed, shift = every[::2], (generator.integers(0, 16, 80) + 8).astype(np.float32)[::2]
+    scale = (generator.standard_normal(40) * 0.01).astype(np.float32)
+    with accel.use(backend):
+        one, two = np.empty((40, 128), np.float32), np.empty((40, 128), np.float32)
+        decompress(packed, 8, shift, scale, 0, True, one, packed=True)
+        decompress(packed.copy(), 8, shift.copy(), scale, 0, True, two, packed=True)
+        assert _same(one, two)
+    if backend == "numba":
+        x = generator.standard_normal(128).astype(np.float32)
+        got, want = np.empty(40, np.float32), np.empty(40, np.float32)
+        (product_levels if levels_usable(128) else product_nibbles)(packed, 8, shift, scale, 1, split_pairs(x), True,
+                                                                    got, 0, 40)
+        product_nibbles(packed.copy(), 8, shift.copy(), scale, 1, split_pairs(x), True, want, 0, 40)
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * np.abs(want).max())

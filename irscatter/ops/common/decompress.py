@@ -39,7 +39,11 @@ def decompress(codes: np.ndarray, sign: int, shift: np.ndarray, scale: np.ndarra
     if accel.enabled():
         from irscatter.ops.common import decompress_kernels as kernels  # (imports numba: only when used)
 
-        if packed:
+        if packed and levels_usable(out.shape[-1]) and _contiguous(codes, shift, scale, out):
+            from irscatter.ops.common import decompress_levels  # (imports numba)
+
+            decompress_levels.decoded_levels(codes, sign, shift, scale, first, to_f16, out)
+        elif packed:
             kernels.nibbles_decoded(codes, _compiled_sign(sign), shift, scale, first, to_f16, out)
         elif to_f16:
             kernels.to_f16(codes, _compiled_sign(sign), shift, scale, first, out.view(np.uint32))
@@ -91,10 +95,18 @@ def levels_usable(length: int) -> bool:
 def product_levels(packed: np.ndarray, sign: int, shift: np.ndarray, scale: np.ndarray, fibers: int,
                    pairs: tuple[np.ndarray, np.ndarray], to_f16: bool, out: np.ndarray, lo: int, hi: int) -> None:
     """`product_nibbles`, each code's value looked up among its fiber's 16 (only where
-    `levels_usable`)."""
+    `levels_usable`; the loop reads its arrays' memory in order, so any that is not contiguous
+    goes to `product_nibbles`)."""
+    if not _contiguous(packed, shift, scale, *pairs, out):
+        product_nibbles(packed, sign, shift, scale, fibers, pairs, to_f16, out, lo, hi)
+        return
     from irscatter.ops.common import decompress_levels  # (imports numba)
 
     decompress_levels.product_levels(packed, sign, shift, scale, fibers, pairs[0], pairs[1], to_f16, out, lo, hi)
+
+
+def _contiguous(*arrays: np.ndarray) -> bool:
+    return all(a.flags.c_contiguous for a in arrays)
 
 
 def _compiled_sign(sign: int) -> np.int32 | None:

@@ -44,47 +44,65 @@ def _lanes_summed(builder, vector):  # pragma: no cover - compiled
     return builder.extract_element(vector, ir.Constant(_I32, 0))
 
 
+class _Fibers:
+    """What both loops below share: a function's 512-bit attributes, its arrays' data, and a
+    fiber's 16 values in a register."""
+
+    def __init__(self, context, builder, types, values):  # pragma: no cover - compiled
+        self.context, self.builder = context, builder
+        # 512-bit vectors in this function, which LLVM would otherwise split in two on Intel's
+        # CPUs (llvmlite's attribute set refuses attributes it does not list; these are written
+        # as they are)
+        for attribute in ('"prefer-vector-width"="512"', '"min-legal-vector-width"="512"'):
+            set.add(builder.function.attributes, attribute)
+        self.permute = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_FLOATS, [_FLOATS, _WORDS]),
+                                                      "llvm.x86.avx512.permvar.sf.512")
+        self.types, self.values = types, values
+
+    def data(self, position, element):  # pragma: no cover - compiled
+        """The data of the array argument at `position`, as a pointer to `element`."""
+        array = self.context.make_array(self.types[position])(self.context, self.builder, self.values[position])
+        return self.builder.bitcast(array.data, element.as_pointer())
+
+    def table(self, nibble_values, shift, scale, to_f16):  # pragma: no cover - compiled
+        """A fiber's 16 values: (nibble value - shift) * scale, rounded to f16 by the CPU's
+        conversions when the chain computes in f16 (they round as numpy does: `decompress.py`)."""
+        builder = self.builder
+        exact = builder.fmul(builder.fsub(nibble_values, self._broadcast(shift)), self._broadcast(scale))
+        rounded = builder.fpext(builder.fptrunc(exact, ir.VectorType(ir.HalfType(), _LANES)), _FLOATS)
+        return builder.select(to_f16, rounded, exact)
+
+    def looked_up(self, table, codes, at):  # pragma: no cover - compiled
+        """The values of the 16 low and the 16 high nibbles of the bytes at `codes[at]`."""
+        builder = self.builder
+        words = builder.zext(_vector_at(builder, codes, at, _BYTES, 1), _WORDS)
+        low = builder.and_(words, ir.Constant(_WORDS, [15] * _LANES))
+        high = builder.lshr(words, ir.Constant(_WORDS, [4] * _LANES))
+        return builder.call(self.permute, [table, low]), builder.call(self.permute, [table, high])
+
+    def _broadcast(self, value):  # pragma: no cover - compiled
+        builder = self.builder
+        single = builder.insert_element(ir.Constant(_FLOATS, None), value, ir.Constant(_I32, 0))
+        return builder.shuffle_vector(single, ir.Constant(_FLOATS, None), ir.Constant(_WORDS, [0] * _LANES))
+
+
 def _row_dot_codegen(context, builder, signature, args):  # pragma: no cover - compiled
-    packed_type, _, nibbles_type, shift_type, scale_type, even_type, odd_type, _, _, _ = signature.args
-    packed, row, nibbles, shift, scale, even, odd, fibers, half, to_f16 = args
-    # 512-bit vectors in this function, which LLVM would otherwise split in two on Intel's CPUs
-    # (llvmlite's attribute set refuses attributes it does not list; these are written as they are)
-    for attribute in ('"prefer-vector-width"="512"', '"min-legal-vector-width"="512"'):
-        set.add(builder.function.attributes, attribute)
-    permute = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_FLOATS, [_FLOATS, _WORDS]),
-                                             "llvm.x86.avx512.permvar.sf.512")
-
-    def data(array_type, value, element):
-        return builder.bitcast(context.make_array(array_type)(context, builder, value).data, element.as_pointer())
-
-    def broadcast(value):
-        return builder.shuffle_vector(builder.insert_element(ir.Constant(_FLOATS, None), value, ir.Constant(_I32, 0)),
-                                      ir.Constant(_FLOATS, None), ir.Constant(_WORDS, [0] * _LANES))
-
+    _, row, _, _, _, _, _, fibers, half, to_f16 = args
+    shared = _Fibers(context, builder, signature.args, args)
     first_fiber = builder.mul(row, fibers)
-    codes = builder.gep(data(packed_type, packed, _I8), [builder.mul(first_fiber, half)])
-    shifts = builder.gep(data(shift_type, shift, _F32), [first_fiber])
-    scales = builder.gep(data(scale_type, scale, _F32), [first_fiber])
-    nibble_values = _vector_at(builder, data(nibbles_type, nibbles, _F32), ir.Constant(_I64, 0), _FLOATS, 4)
-    even_x, odd_x = data(even_type, even, _F32), data(odd_type, odd, _F32)
-    zero = ir.Constant(_FLOATS, [0.0] * _LANES)
-    sums = [cgutils.alloca_once_value(builder, zero) for _ in range(2)]
-    low_bits, four = ir.Constant(_WORDS, [15] * _LANES), ir.Constant(_WORDS, [4] * _LANES)
+    codes = builder.gep(shared.data(0, _I8), [builder.mul(first_fiber, half)])
+    shifts, scales = (builder.gep(shared.data(k, _F32), [first_fiber]) for k in (3, 4))
+    nibble_values = _vector_at(builder, shared.data(2, _F32), ir.Constant(_I64, 0), _FLOATS, 4)
+    even_x, odd_x = shared.data(5, _F32), shared.data(6, _F32)
+    sums = [cgutils.alloca_once_value(builder, ir.Constant(_FLOATS, [0.0] * _LANES)) for _ in range(2)]
     blocks = builder.udiv(half, ir.Constant(_I64, _LANES))
     with cgutils.for_range(builder, fibers) as fiber:
-        # the fiber's 16 values: (nibble value - shift) * scale, rounded to f16 by the CPU's
-        # conversions when the chain computes in f16 (they round as numpy does: `decompress.py`)
-        exact = builder.fmul(builder.fsub(nibble_values, broadcast(builder.load(builder.gep(shifts, [fiber.index])))),
-                             broadcast(builder.load(builder.gep(scales, [fiber.index]))))
-        rounded = builder.fpext(builder.fptrunc(exact, ir.VectorType(ir.HalfType(), _LANES)), _FLOATS)
-        table = builder.select(to_f16, rounded, exact)
+        table = shared.table(nibble_values, builder.load(builder.gep(shifts, [fiber.index])),
+                             builder.load(builder.gep(scales, [fiber.index])), to_f16)
         first = builder.mul(fiber.index, half)
         with cgutils.for_range(builder, blocks) as block:
             at = builder.add(first, builder.mul(block.index, ir.Constant(_I64, _LANES)))
-            words = builder.zext(_vector_at(builder, codes, at, _BYTES, 1), _WORDS)
-            for total, indices, x in ((sums[0], builder.and_(words, low_bits), even_x),
-                                      (sums[1], builder.lshr(words, four), odd_x)):
-                values = builder.call(permute, [table, indices])
+            for total, values, x in zip(sums, shared.looked_up(table, codes, at), (even_x, odd_x)):
                 product = builder.fmul(values, _vector_at(builder, x, at, _FLOATS, 4))
                 builder.store(builder.fadd(builder.load(total), product), total)
     return _lanes_summed(builder, builder.fadd(builder.load(sums[0]), builder.load(sums[1])))
@@ -100,12 +118,59 @@ def _row_dot(typing_context, packed, row, nibbles, shift, scale, even_x, odd_x, 
 
 
 @numba.njit(nogil=True, cache=True)
+def _nibble_values(sign):  # pragma: no cover - compiled
+    """The value of each nibble's bits, its sign bit flipped."""
+    nibbles = np.empty(16, np.float32)
+    for n in range(16):
+        nibbles[n] = np.float32(n ^ sign)
+    return nibbles
+
+
+@numba.njit(nogil=True, cache=True)
 def product_levels(packed, sign, shift, scale, fibers, even_x, odd_x, to_f16, out, lo, hi):  # pragma: no cover - compiled
     """`out[r]` for weight rows r in [lo, hi), as `decompress_kernels.product_nibbles` computes
     them, each code's value looked up among its fiber's 16 (see above)."""
-    nibbles = np.empty(16, np.float32)  # the value of each nibble's bits, its sign bit flipped
-    for n in range(16):
-        nibbles[n] = np.float32(n ^ sign)
+    nibbles = _nibble_values(sign)
     half = packed.shape[1]
     for r in range(lo, hi):
         out[r] = _row_dot(packed, r, nibbles, shift, scale, even_x, odd_x, fibers, half, to_f16)
+
+
+_INTERLEAVED = [lane for pair in zip(range(_LANES), range(_LANES, 2 * _LANES)) for lane in pair]
+
+
+def _fibers_decoded_codegen(context, builder, signature, args):  # pragma: no cover - compiled
+    _, _, _, _, first, count, half, _, to_f16 = args
+    shared = _Fibers(context, builder, signature.args, args)
+    codes, out = shared.data(0, _I8), shared.data(7, _F32)
+    nibble_values = _vector_at(builder, shared.data(1, _F32), ir.Constant(_I64, 0), _FLOATS, 4)
+    shifts, scales = (builder.gep(shared.data(k, _F32), [first]) for k in (2, 3))
+    blocks = builder.udiv(half, ir.Constant(_I64, _LANES))
+    pairs = ir.VectorType(_F32, 2 * _LANES)
+    with cgutils.for_range(builder, count) as fiber:
+        table = shared.table(nibble_values, builder.load(builder.gep(shifts, [fiber.index])),
+                             builder.load(builder.gep(scales, [fiber.index])), to_f16)
+        start = builder.mul(fiber.index, half)
+        with cgutils.for_range(builder, blocks) as block:
+            at = builder.add(start, builder.mul(block.index, ir.Constant(_I64, _LANES)))
+            low, high = shared.looked_up(table, codes, at)
+            # code 2j is byte j's low nibble: the two lookups interleaved, 32 values in order
+            values = builder.shuffle_vector(low, high, ir.Constant(ir.VectorType(_I32, 2 * _LANES), _INTERLEAVED))
+            target = builder.gep(out, [builder.mul(at, ir.Constant(_I64, 2))])
+            builder.store(values, builder.bitcast(target, pairs.as_pointer()), align=4)
+    return context.get_dummy_value()
+
+
+@intrinsic
+def _fibers_decoded(typing_context, packed, nibbles, shift, scale, first, count, half, out, to_f16):  # pragma: no cover - compiled
+    """Fibers [0, count) of `packed` (each `half` bytes, a multiple of 16) decoded into `out`
+    ([count, 2 * half] f32, C-contiguous), their shifts and scales from `first` on."""
+    index = numba.types.int64
+    return (numba.types.none(packed, nibbles, shift, scale, index, index, index, out, numba.types.boolean),
+            _fibers_decoded_codegen)
+
+
+@numba.njit(nogil=True, cache=True)
+def decoded_levels(packed, sign, shift, scale, first, to_f16, out):  # pragma: no cover - compiled
+    """As `decompress_kernels.nibbles_decoded`, each code's value looked up among its fiber's 16."""
+    _fibers_decoded(packed, _nibble_values(sign), shift, scale, first, packed.shape[0], packed.shape[1], out, to_f16)
