@@ -72,6 +72,21 @@ class _Fibers:
         rounded = builder.fpext(builder.fptrunc(exact, ir.VectorType(ir.HalfType(), _LANES)), _FLOATS)
         return builder.select(to_f16, rounded, exact)
 
+    def each_block(self, fibers, half, nibbles, shifts, scales, codes, to_f16):  # pragma: no cover - compiled
+        """For each block of 16 bytes of `fibers` fibers of `half` bytes from `codes`, the
+        values of its low and of its high nibbles and its byte's index, the IR of the
+        caller's loop body emitted between (`shifts` and `scales` point at the first fiber's)."""
+        builder = self.builder
+        nibble_values = _vector_at(builder, nibbles, ir.Constant(_I64, 0), _FLOATS, 4)
+        blocks = builder.udiv(half, ir.Constant(_I64, _LANES))
+        with cgutils.for_range(builder, fibers) as fiber:
+            table = self.table(nibble_values, builder.load(builder.gep(shifts, [fiber.index])),
+                               builder.load(builder.gep(scales, [fiber.index])), to_f16)
+            start = builder.mul(fiber.index, half)
+            with cgutils.for_range(builder, blocks) as block:
+                at = builder.add(start, builder.mul(block.index, ir.Constant(_I64, _LANES)))
+                yield (*self.looked_up(table, codes, at), at)
+
     def looked_up(self, table, codes, at):  # pragma: no cover - compiled
         """The values of the 16 low and the 16 high nibbles of the bytes at `codes[at]`."""
         builder = self.builder
@@ -92,19 +107,12 @@ def _row_dot_codegen(context, builder, signature, args):  # pragma: no cover - c
     first_fiber = builder.mul(row, fibers)
     codes = builder.gep(shared.data(0, _I8), [builder.mul(first_fiber, half)])
     shifts, scales = (builder.gep(shared.data(k, _F32), [first_fiber]) for k in (3, 4))
-    nibble_values = _vector_at(builder, shared.data(2, _F32), ir.Constant(_I64, 0), _FLOATS, 4)
     even_x, odd_x = shared.data(5, _F32), shared.data(6, _F32)
     sums = [cgutils.alloca_once_value(builder, ir.Constant(_FLOATS, [0.0] * _LANES)) for _ in range(2)]
-    blocks = builder.udiv(half, ir.Constant(_I64, _LANES))
-    with cgutils.for_range(builder, fibers) as fiber:
-        table = shared.table(nibble_values, builder.load(builder.gep(shifts, [fiber.index])),
-                             builder.load(builder.gep(scales, [fiber.index])), to_f16)
-        first = builder.mul(fiber.index, half)
-        with cgutils.for_range(builder, blocks) as block:
-            at = builder.add(first, builder.mul(block.index, ir.Constant(_I64, _LANES)))
-            for total, values, x in zip(sums, shared.looked_up(table, codes, at), (even_x, odd_x)):
-                product = builder.fmul(values, _vector_at(builder, x, at, _FLOATS, 4))
-                builder.store(builder.fadd(builder.load(total), product), total)
+    for low, high, at in shared.each_block(fibers, half, shared.data(2, _F32), shifts, scales, codes, to_f16):
+        for total, values, x in zip(sums, (low, high), (even_x, odd_x)):
+            product = builder.fmul(values, _vector_at(builder, x, at, _FLOATS, 4))
+            builder.store(builder.fadd(builder.load(total), product), total)
     return _lanes_summed(builder, builder.fadd(builder.load(sums[0]), builder.load(sums[1])))
 
 
@@ -143,21 +151,13 @@ def _fibers_decoded_codegen(context, builder, signature, args):  # pragma: no co
     _, _, _, _, first, count, half, _, to_f16 = args
     shared = _Fibers(context, builder, signature.args, args)
     codes, out = shared.data(0, _I8), shared.data(7, _F32)
-    nibble_values = _vector_at(builder, shared.data(1, _F32), ir.Constant(_I64, 0), _FLOATS, 4)
     shifts, scales = (builder.gep(shared.data(k, _F32), [first]) for k in (2, 3))
-    blocks = builder.udiv(half, ir.Constant(_I64, _LANES))
     pairs = ir.VectorType(_F32, 2 * _LANES)
-    with cgutils.for_range(builder, count) as fiber:
-        table = shared.table(nibble_values, builder.load(builder.gep(shifts, [fiber.index])),
-                             builder.load(builder.gep(scales, [fiber.index])), to_f16)
-        start = builder.mul(fiber.index, half)
-        with cgutils.for_range(builder, blocks) as block:
-            at = builder.add(start, builder.mul(block.index, ir.Constant(_I64, _LANES)))
-            low, high = shared.looked_up(table, codes, at)
-            # code 2j is byte j's low nibble: the two lookups interleaved, 32 values in order
-            values = builder.shuffle_vector(low, high, ir.Constant(ir.VectorType(_I32, 2 * _LANES), _INTERLEAVED))
-            target = builder.gep(out, [builder.mul(at, ir.Constant(_I64, 2))])
-            builder.store(values, builder.bitcast(target, pairs.as_pointer()), align=4)
+    for low, high, at in shared.each_block(count, half, shared.data(1, _F32), shifts, scales, codes, to_f16):
+        # code 2j is byte j's low nibble: the two lookups interleaved, 32 values in order
+        values = builder.shuffle_vector(low, high, ir.Constant(ir.VectorType(_I32, 2 * _LANES), _INTERLEAVED))
+        target = builder.gep(out, [builder.mul(at, ir.Constant(_I64, 2))])
+        builder.store(values, builder.bitcast(target, pairs.as_pointer()), align=4)
     return context.get_dummy_value()
 
 
