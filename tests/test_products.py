@@ -22,6 +22,7 @@ SHAPES = [
     ((3, 5, 0), (0, 30)),  # nothing to sum: zeros
     ((1, 400, 64), (64, 300)),  # one matrix: cut by blocks of rows (each a call above BLAS's small kernels)
     ((397, 64), (64, 301)),
+    ((16, 128), (128, 4099)),  # few rows, many columns: cut by blocks of columns where the BLAS keeps them
     ((1, 1, 64), (64, 300)),  # one row: not cut
     ((1, 1, 96), (96, 320)),  # one row: its transposed weight cut by blocks of weight rows
     ((96,), (96, 256)),
@@ -124,5 +125,32 @@ def test_row_cuts_keep_the_bits_of_products_the_probe_did_not_try(dtype):
                     cut = np.empty_like(whole)
                     for lo, hi in blocks:
                         np.matmul(a[lo:hi], b, out=cut[lo:hi])
+                    assert np.array_equal(cut, whole), (rows, inner, columns, blocks)
+        assert cut_any
+
+
+def test_column_cuts_keep_the_bits_of_products_the_probe_did_not_try():
+    """Whatever column quantum this process's BLAS got for f32 (none for f64), the column cuts
+    keep the whole product's bits on row counts, depths and widths the probe did not try, b in
+    either layout, each block written into its columns of the output."""
+    assert products.column_quantum(np.dtype(np.float64)) == 0
+    with threadpool_limits(1, "blas"):
+        if not products.column_quantum(np.dtype(np.float32)):
+            pytest.skip("this BLAS keeps no column cut's bits: columns are not cut")
+        generator = np.random.default_rng(10)
+        cut_any = False
+        for rows, inner, columns in [(3, 700, 2999), (64, 896, 4864), (117, 200, 1003), (40, 33, 5000)]:
+            a = generator.standard_normal((rows, inner)).astype(np.float32)
+            for b in (generator.standard_normal((inner, columns)), generator.standard_normal((columns, inner)).T):
+                b = b.astype(np.float32)
+                whole = a @ b
+                for count in (2, 3):
+                    blocks = products.column_cuts(columns, rows * inner, count, np.dtype(np.float32))
+                    assert blocks[0][0] == 0 and blocks[-1][1] == columns and len(blocks) <= count
+                    assert all((hi - lo) * rows * inner >= products.LEAST_CUT_WORK for lo, hi in blocks) or len(blocks) == 1
+                    cut_any |= len(blocks) > 1
+                    cut = np.empty_like(whole)
+                    for lo, hi in blocks:
+                        np.matmul(a, b[:, lo:hi], out=cut[:, lo:hi])
                     assert np.array_equal(cut, whole), (rows, inner, columns, blocks)
         assert cut_any

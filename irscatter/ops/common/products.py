@@ -35,16 +35,24 @@ BLAS does not promise that for every cut:
   kernels of their own that sum in another order, so a block cut from a larger product came
   out differently. No cut makes a call of fewer than `LEAST_CUT_WORK` multiply-adds
   (`row_cuts`), and the probe's blocks are that size.
-* A cut through the columns does not keep them: in f32 the kernels group columns by the
-  width and the row count of the call (a block of 48 of 101 columns differed, of one row or
-  of 40), at no multiple found. So a product of few rows and one matrix is not split; it runs
-  on one BLAS thread. The exception is one row times a matrix given as the transpose of a
+* A cut through the columns did not keep them on the AVX2 machines: in f32 the kernels group
+  columns by the width and the row count of the call (a block of 48 of 101 columns differed,
+  of one row or of 40), at no multiple found (but see column cuts below). There a product of
+  few rows and one matrix is not split; it runs on one BLAS thread. The exception is one row times a matrix given as the transpose of a
   C-contiguous one (MatMul's `transpose_b`, as a decoder's step multiplies its weights): BLAS's
   matrix-vector kernel then computes each output from its own weight row, in groups of a few
   rows, so blocks of `VECTOR_ROWS` weight rows keep the bits (checked once per element type
   and row length, `_vector_cuts_keep_bits`). Such a part is made with np.dot, the same call
   to BLAS, since numpy's matmul holds the GIL through a matrix-vector product: parts on
   irscatter's threads would take turns.
+* Column cuts, of a product of few rows and many columns (a prompt's tokens times a Linear's
+  weight), keep M whole, which BLAS runs faster than two products of half the rows. The AVX2
+  machines' OpenBLAS changed bits at every column cut tried (above); its AVX-512 build kept
+  them at multiples of 16 in f32 (1000 random cuts), not in f64 (products of 85 to 114 rows
+  changed where the probe's kept). So each process asks, for f32 only, whether cuts at
+  multiples of COLUMN_QUANTA keep the bits of a few products (`column_quantum`, with blocks of
+  LEAST_CUT_WORK as for rows), and cuts columns where one does and the columns are at least
+  twice the rows; never where `a` and `b` share memory (a block of b may be a's transpose).
 * Where `b` is one matrix (2-D, or with batch axes of size 1) and `a` a batch of several,
   `split` and `one` multiply the batch as one matrix of all its rows (`_folded`): numpy would
   make one BLAS call per matrix, and a channels-last feature map times a Linear weight
@@ -73,6 +81,9 @@ LEAST_CUT_WORK = 1 << 21  # multiply-adds of the smallest BLAS call a row cut ma
 _PROBED_WORK = LEAST_CUT_WORK  # the probe's blocks, fixed here: a test lowering the bar must not change them
 _BLAS_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _quantum: dict[str, int] = {}
+# Column counts tried as the quantum of column cuts (the widths of BLAS's column tiles)
+COLUMN_QUANTA = (16, 32, 64, 128)
+_column_quantum: dict[str, int] = {}
 _vector_cuts: dict[tuple[str, int], bool] = {}
 
 Product = tuple[np.ndarray, np.ndarray, np.ndarray]  # a, b, and the output block it writes
@@ -178,6 +189,10 @@ def _parts(a: np.ndarray, b: np.ndarray, out: np.ndarray, count: int) -> list[li
     if (_weight_rows(a, b) is not None and columns % VECTOR_ROWS == 0 and columns >= 2 * VECTOR_ROWS
             and _vector_cuts_keep_bits(out.dtype, a.shape[-1])):
         return [[(a, b[..., lo:hi], out[..., lo:hi])] for lo, hi in row_blocks(columns, count, VECTOR_ROWS)]
+    if columns >= 2 * rows and not np.may_share_memory(a, b):  # (a block of b may be a's own transpose)
+        blocks = column_cuts(columns, rows * a.shape[-1], count, out.dtype)
+        if len(blocks) > 1:
+            return [[(a, b[..., lo:hi], out[..., lo:hi])] for lo, hi in blocks]
     if not rows_may_meet(a, b):
         return [[(a[..., lo:hi, :], b, out[..., lo:hi, :])]
                 for lo, hi in row_cuts(rows, a.shape[-1] * columns, count, out.dtype)]
@@ -219,15 +234,23 @@ def row_cuts(rows: int, row_work: int, count: int, dtype: np.dtype) -> list[tupl
     parts, cut where the bits are kept: at multiples of the quantum, no block making a BLAS
     call of fewer than LEAST_CUT_WORK multiply-adds; one block where no cut is. Called with
     BLAS on one thread."""
-    step = quantum(dtype)
+    return _cuts(rows, row_work, count, quantum(dtype))
+
+
+def column_cuts(columns: int, column_work: int, count: int, dtype: np.dtype) -> list[tuple[int, int]]:
+    """`row_cuts` for a product's columns, at multiples of `column_quantum`."""
+    return _cuts(columns, column_work, count, column_quantum(dtype))
+
+
+def _cuts(total: int, unit_work: int, count: int, step: int) -> list[tuple[int, int]]:
     if not step:
-        return [(0, rows)]
-    count = min(count, rows // step, rows * row_work // max(1, LEAST_CUT_WORK))
+        return [(0, total)]
+    count = min(count, total // step, total * unit_work // max(1, LEAST_CUT_WORK))
     for parts in range(count, 1, -1):  # the first try fails only where rounding to `step` shortened a block
-        blocks = row_blocks(rows, parts, step)
-        if len(blocks) > 1 and min(hi - lo for lo, hi in blocks) * row_work >= LEAST_CUT_WORK:
+        blocks = row_blocks(total, parts, step)
+        if len(blocks) > 1 and min(hi - lo for lo, hi in blocks) * unit_work >= LEAST_CUT_WORK:
             return blocks
-    return [(0, rows)]
+    return [(0, total)]
 
 
 def _balanced(products: Sequence[Product], count: int) -> list[list[Product]]:
@@ -246,6 +269,41 @@ def quantum(dtype: np.dtype) -> int:
     if dtype.str not in _quantum:
         _quantum[dtype.str] = next((q for q in QUANTA if _cuts_keep_bits(dtype, q)), 0)
     return _quantum[dtype.str]
+
+
+def column_quantum(dtype: np.dtype) -> int:
+    """The multiple of columns at which this process's BLAS keeps a product's bits when its
+    columns are cut (0: at none of COLUMN_QUANTA), found once per element type. Called with
+    BLAS on one thread."""
+    if dtype != np.float32:  # f64's kernels changed bits at cuts that the probe's products kept
+        return 0
+    if dtype.str not in _column_quantum:
+        _column_quantum[dtype.str] = next((q for q in COLUMN_QUANTA if _column_cuts_keep_bits(dtype, q)), 0)
+    return _column_quantum[dtype.str]
+
+
+def _column_cuts_keep_bits(dtype: np.dtype, step: int) -> bool:
+    """Whether products of random values cut into blocks of columns at multiples of `step`
+    have the bits of the whole products, as `_cuts_keep_bits` asks it of rows: blocks of at
+    least LEAST_CUT_WORK multiply-adds, one cut at an odd multiple and one at an even one, the
+    last block's columns not a multiple at all, with a few rows and with many, `b` in either
+    layout (a Linear's weight comes transposed), each block written into its columns of the
+    output as the parts write it."""
+    generator = np.random.default_rng(8)
+    for rows, inner, layouts in ((64, 128, "CF"), (12, 96, "F")):
+        a = generator.standard_normal((rows, inner), dtype)
+        least = -(-_PROBED_WORK // (rows * inner * step)) * step  # the columns of a block
+        cuts = [0, least, 3 * least + step, 4 * least + step + 5]
+        for layout in layouts:
+            b = generator.standard_normal((inner, cuts[-1]), dtype)
+            b = b if layout == "C" else np.ascontiguousarray(b.T).T
+            whole = np.matmul(a, b)
+            cut = np.empty_like(whole)
+            for lo, hi in zip(cuts, cuts[1:]):
+                np.matmul(a, b[:, lo:hi], out=cut[:, lo:hi])
+            if not np.array_equal(whole, cut):
+                return False
+    return True
 
 
 def _vector_cuts_keep_bits(dtype: np.dtype, inner: int) -> bool:
