@@ -38,18 +38,19 @@ BLAS does not promise that for every cut:
 * A cut through the columns did not keep them on the AVX2 machines: in f32 the kernels group
   columns by the width and the row count of the call (a block of 48 of 101 columns differed,
   of one row or of 40), at no multiple found (but see column cuts below). There a product of
-  few rows and one matrix is not split; it runs on one BLAS thread. The exception is one row times a matrix given as the transpose of a
-  C-contiguous one (MatMul's `transpose_b`, as a decoder's step multiplies its weights): BLAS's
-  matrix-vector kernel then computes each output from its own weight row, in groups of a few
-  rows, so blocks of `VECTOR_ROWS` weight rows keep the bits (checked once per element type
-  and row length, `_vector_cuts_keep_bits`). Such a part is made with np.dot, the same call
+  few rows and one matrix is not split; it runs on one BLAS thread. The exception is one row
+  times a matrix given as the transpose of a C-contiguous one (MatMul's `transpose_b`, as a
+  decoder's step multiplies its weights): BLAS's matrix-vector kernel then computes each
+  output from its own weight row, in groups of a few rows, so blocks of `VECTOR_ROWS` weight
+  rows keep the bits (checked once per element type and row length,
+  `_vector_cuts_keep_bits`). Such a part is made with np.dot, the same call
   to BLAS, since numpy's matmul holds the GIL through a matrix-vector product: parts on
   irscatter's threads would take turns.
 * Column cuts, of a product of few rows and many columns (a prompt's tokens times a Linear's
   weight), keep M whole, which BLAS runs faster than two products of half the rows. The AVX2
   machines' OpenBLAS changed bits at every column cut tried (above); its AVX-512 build kept
-  them at multiples of 16 in f32 (1000 random cuts), not in f64 (products of 85 to 114 rows
-  changed where the probe's kept). So each process asks, for f32 only, whether cuts at
+  them at multiples of 16 in f32 on random products, but not in f64, where products of other
+  row counts than the probe's changed. So each process asks, for f32 only, whether cuts at
   multiples of COLUMN_QUANTA keep the bits of a few products (`column_quantum`, with blocks of
   LEAST_CUT_WORK as for rows), and cuts columns where one does and the columns are at least
   twice the rows; never where `a` and `b` share memory (a block of b may be a's transpose).
