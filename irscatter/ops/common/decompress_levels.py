@@ -1,17 +1,17 @@
-"""The product of 4-bit codes by looking their values up, on CPUs with AVX-512 (imported only
-when numba is used, as `decompress_kernels.py`).
+"""Products and decoding of 4-bit codes by looking their values up, on CPUs with AVX-512
+(imported only when numba is used, as `decompress_kernels.py`).
 
 A fiber of 4-bit codes has 16 possible values. Sixteen f32 values fill one 512-bit register:
 the fiber's are worked out there at once (each nibble's value less the fiber's shift, times
 its scale, rounded to f16 by the CPU's conversions where the chain computes in f16), and one
 permute instruction (`vpermps`) then looks up sixteen codes, where the arithmetic route
 converts every code to f32, subtracts, multiplies and rounds it. numba has no vector type, so
-the loop over a weight row is written in LLVM's IR here (`_row_dot`): per fiber, its values in
-a register; per 16 bytes, the low and the high nibbles
-looked up and multiplied by the activation's elements of even and of odd index, summed in two
-registers of 16 lanes, whose lanes are added at the end of the row. Each product of a level and
-an activation is rounded to f32 before it is added, as in the arithmetic route; only the order
-of the sums differs.
+the loops are written in LLVM's IR here: per fiber, its values in a register; per 16 bytes,
+the values of the low and of the high nibbles. A product (`_row_dot`) multiplies them by the
+activation's elements of even and of odd index and sums them in two registers of 16 lanes,
+whose lanes are added at the end of the row: each product of a value and an activation is
+rounded to f32 before it is added, as in the arithmetic route; only the order of the sums
+differs. Decoding (`_fibers_decoded`) interleaves the two and stores them in the codes' order.
 """
 
 from __future__ import annotations
