@@ -209,14 +209,18 @@ def exactly_as(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
         return array
     converted = array.astype(dtype)
     back = converted.astype(array.dtype)
-    floating = array.dtype.kind == "f" or array.dtype.type.__module__ == "ml_dtypes"
+    floating = array.dtype.kind == "f" or _of_ml_dtypes(array.dtype)
     exact = np.array_equal(back, array, equal_nan=True) if floating else np.array_equal(back, array)
     return converted if exact else array
 
 
 def _numeric(dtype: np.dtype) -> bool:
     """Whether `dtype` holds numbers: numpy's own, or ml_dtypes' (bf16, f8, 4-bit types)."""
-    return dtype.kind in "biuf" or dtype.type.__module__ == "ml_dtypes"
+    return dtype.kind in "biuf" or _of_ml_dtypes(dtype)
+
+
+def _of_ml_dtypes(dtype: np.dtype) -> bool:
+    return dtype.type.__module__ == "ml_dtypes"
 
 
 # OpenVINO's element types that numpy holds as OpenVINO's `to_dtype` says (it gives f16 for

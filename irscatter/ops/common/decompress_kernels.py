@@ -73,14 +73,31 @@ HALF_IN_HARDWARE = _host_has("f16c")  # converts f32 to f16 and back in one inst
 WIDE_VECTORS = _host_has("avx512f")
 
 
-def _prefer_wide(context, builder, signature, args):  # pragma: no cover - compiled
-    # llvmlite's attribute set refuses attributes it does not list; a string attribute is
-    # written into the IR as it is, and LLVM reads this one per function. (Where llvmlite
-    # keeps attributes otherwise, the loop keeps LLVM's width.)
+def ask_wide_vectors(builder, required: bool = False) -> None:  # pragma: no cover - compiled
+    """Lets LLVM use 512-bit registers in the function `builder` writes (`required`: its IR
+    holds 512-bit vectors of its own, which LLVM would otherwise split in two). llvmlite's
+    attribute set refuses attributes it does not list; a string attribute is written into the
+    IR as it is, and LLVM reads these per function. (Where llvmlite keeps attributes otherwise,
+    the function keeps LLVM's width.)"""
+    wanted = ['"prefer-vector-width"="512"'] + (['"min-legal-vector-width"="512"'] if required else [])
     try:
-        set.add(builder.function.attributes, '"prefer-vector-width"="512"')
+        for attribute in wanted:
+            set.add(builder.function.attributes, attribute)
     except TypeError:
         pass
+
+
+def prefetch(builder, address) -> None:  # pragma: no cover - compiled
+    """Asks for the cache line at the byte pointer `address` (a read, kept close). A prefetch
+    never faults, so the address may lie past an array's end."""
+    i32 = ir.IntType(32)
+    function = cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(ir.VoidType(), [ir.IntType(8).as_pointer(), i32, i32, i32]), "llvm.prefetch.p0i8")
+    builder.call(function, [address, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+
+
+def _prefer_wide(context, builder, signature, args):  # pragma: no cover - compiled
+    ask_wide_vectors(builder)
     return context.get_dummy_value()
 
 
@@ -93,26 +110,21 @@ def _wide_vectors(typing_context):  # pragma: no cover - compiled
     return numba.types.none(), _prefer_wide
 
 
-# How far ahead of its row the product asks for a weight's codes, a cache line at a time: a
-# weight streams from memory, and asking ahead kept the cores fed better than the hardware's
-# own prefetching alone
+# How far ahead of the row or fiber it works on a product asks for a weight's codes (here a
+# cache line at a time; the lookups of `decompress_levels.py` ask the same): a weight streams
+# from memory, and asking ahead kept the cores fed better than the hardware's own prefetching
 PREFETCH_BYTES, LINE_BYTES = 2048, 64
 
 
 def _prefetch_at(context, builder, signature, args):  # pragma: no cover - compiled
     array = context.make_array(signature.args[0])(context, builder, args[0])
-    address = builder.gep(builder.bitcast(array.data, ir.IntType(8).as_pointer()), [args[1]])
-    i32 = ir.IntType(32)
-    prefetch = cgutils.get_or_insert_function(
-        builder.module, ir.FunctionType(ir.VoidType(), [ir.IntType(8).as_pointer(), i32, i32, i32]), "llvm.prefetch.p0i8")
-    builder.call(prefetch, [address, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+    prefetch(builder, builder.gep(builder.bitcast(array.data, ir.IntType(8).as_pointer()), [args[1]]))
     return context.get_dummy_value()
 
 
 @intrinsic
 def _prefetch(typing_context, array, offset):  # pragma: no cover - compiled
-    """Asks for the cache line `offset` bytes past the start of `array`'s data (a read, kept
-    close). A prefetch never faults, so the address may lie past the array's end."""
+    """`prefetch` of the byte `offset` bytes past the start of `array`'s data."""
     return numba.types.none(array, numba.types.int64), _prefetch_at
 
 

@@ -22,11 +22,10 @@ from llvmlite import ir
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from irscatter.ops.common.decompress_kernels import PREFETCH_BYTES, ask_wide_vectors, prefetch
+
 _F32, _I32, _I8, _I64 = ir.FloatType(), ir.IntType(32), ir.IntType(8), ir.IntType(64)
 _LANES = 16
-# How far ahead of its fiber a loop asks for the codes: a weight streams from memory, and
-# asking 2 KB ahead kept the cores fed better than the hardware's own prefetching alone
-PREFETCH_BYTES = 2048
 _FLOATS, _WORDS, _BYTES = (ir.VectorType(t, _LANES) for t in (_F32, _I32, _I8))
 
 
@@ -53,11 +52,7 @@ class _Fibers:
 
     def __init__(self, context, builder, types, values):  # pragma: no cover - compiled
         self.context, self.builder = context, builder
-        # 512-bit vectors in this function, which LLVM would otherwise split in two on Intel's
-        # CPUs (llvmlite's attribute set refuses attributes it does not list; these are written
-        # as they are)
-        for attribute in ('"prefer-vector-width"="512"', '"min-legal-vector-width"="512"'):
-            set.add(builder.function.attributes, attribute)
+        ask_wide_vectors(builder, required=True)
         self.permute = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_FLOATS, [_FLOATS, _WORDS]),
                                                       "llvm.x86.avx512.permvar.sf.512")
         self.types, self.values = types, values
@@ -86,18 +81,10 @@ class _Fibers:
             table = self.table(nibble_values, builder.load(builder.gep(shifts, [fiber.index])),
                                builder.load(builder.gep(scales, [fiber.index])), to_f16)
             start = builder.mul(fiber.index, half)
-            self.prefetch(builder.gep(codes, [builder.add(start, ir.Constant(_I64, PREFETCH_BYTES))]))
+            prefetch(builder, builder.gep(codes, [builder.add(start, ir.Constant(_I64, PREFETCH_BYTES))]))
             with cgutils.for_range(builder, blocks) as block:
                 at = builder.add(start, builder.mul(block.index, ir.Constant(_I64, _LANES)))
                 yield (*self.looked_up(table, codes, at), at)
-
-    def prefetch(self, address):  # pragma: no cover - compiled
-        """Asks for the cache line at `address` (a read, kept close); an address past the
-        array's end is harmless, since a prefetch never faults."""
-        prefetch = cgutils.get_or_insert_function(
-            self.builder.module, ir.FunctionType(ir.VoidType(), [_I8.as_pointer(), _I32, _I32, _I32]),
-            "llvm.prefetch.p0i8")
-        self.builder.call(prefetch, [address, ir.Constant(_I32, 0), ir.Constant(_I32, 3), ir.Constant(_I32, 1)])
 
     def looked_up(self, table, codes, at):  # pragma: no cover - compiled
         """The values of the 16 low and the 16 high nibbles of the bytes at `codes[at]`."""

@@ -293,8 +293,7 @@ def _column_cuts_keep_bits(dtype: np.dtype, step: int) -> bool:
     generator = np.random.default_rng(8)
     for rows, inner, layouts in ((64, 128, "CF"), (12, 96, "F")):
         a = generator.standard_normal((rows, inner), dtype)
-        least = -(-_PROBED_WORK // (rows * inner * step)) * step  # the columns of a block
-        cuts = [0, least, 3 * least + step, 4 * least + step + 5]
+        cuts = _probe_cuts(step, rows * inner)
         for layout in layouts:
             b = generator.standard_normal((inner, cuts[-1]), dtype)
             b = b if layout == "C" else np.ascontiguousarray(b.T).T
@@ -305,6 +304,15 @@ def _column_cuts_keep_bits(dtype: np.dtype, step: int) -> bool:
             if not np.array_equal(whole, cut):
                 return False
     return True
+
+
+def _probe_cuts(step: int, unit_work: int) -> list[int]:
+    """Where a probe cuts a product of rows (or columns) of `unit_work` multiply-adds each: at
+    an odd and at an even multiple of `step` (not multiples of larger tile sizes), each block
+    at least _PROBED_WORK multiply-adds, the last block's count not a multiple at all; the
+    last item is the count."""
+    least = -(-_PROBED_WORK // (unit_work * step)) * step  # the rows (columns) of a block
+    return [0, least, 3 * least + step, 4 * least + step + 5]
 
 
 def _vector_cuts_keep_bits(dtype: np.dtype, inner: int) -> bool:
@@ -331,8 +339,7 @@ def _cuts_keep_bits(dtype: np.dtype, step: int) -> bool:
     generator = np.random.default_rng(7)
     for inner, columns in ((128, 300), (96, 77)):
         b = generator.standard_normal((inner, columns)).astype(dtype)
-        least = -(-_PROBED_WORK // (inner * columns * step)) * step  # the rows of a block
-        cuts = [0, least, 3 * least + step, 4 * least + step + 5]
+        cuts = _probe_cuts(step, inner * columns)
         a = generator.standard_normal((cuts[-1], inner)).astype(dtype)
         whole = np.matmul(a, b)
         cut = np.empty_like(whole)

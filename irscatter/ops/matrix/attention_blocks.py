@@ -69,7 +69,8 @@ def attend(query: np.ndarray, key: np.ndarray, value: np.ndarray, factor: np.nda
     out = np.empty((len(queries), rows, value.shape[-1]), query.dtype)
     work = len(queries) * rows * key.shape[-2] * (query.shape[-1] + value.shape[-1])
     with threads.one_blas_thread(work):
-        tasks = [(m, lo, hi) for m in range(len(queries)) for lo, hi in _row_blocks(rows, key.shape[-2], min(query.shape[-1], value.shape[-1]), query.dtype)]
+        blocks = _row_blocks(rows, key.shape[-2], min(query.shape[-1], value.shape[-1]), query.dtype)
+        tasks = [(m, lo, hi) for m in range(len(queries)) for lo, hi in blocks]
         parts = threads.spans(len(tasks), threads.parts(work))
         threads.run([partial(_blocks, tasks[lo:hi], queries, keys, values, factor, biases, causal, out)
                      for lo, hi in parts])
