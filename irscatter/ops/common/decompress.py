@@ -87,9 +87,9 @@ def levels_usable(length: int) -> bool:
     used, the CPU has AVX-512, and a fiber's bytes come in whole blocks of 16."""
     if not accel.enabled() or length % 32:
         return False
-    from irscatter.ops.common import decompress_kernels as kernels  # (imports numba)
+    from irscatter.ops.common import compiled_hints  # (imports numba)
 
-    return kernels.WIDE_VECTORS
+    return compiled_hints.WIDE_VECTORS
 
 
 def product_levels(packed: np.ndarray, sign: int, shift: np.ndarray, scale: np.ndarray, fibers: int,

@@ -10,12 +10,10 @@ code's sign bit). And where the CPU converts between f32 and f16 in one instruct
 (x86's F16C), a product is rounded to f16 by those conversions, which round as `f16_rounding`
 does (nearest-even, subnormals, overflow to infinity; no product is NaN); elsewhere by that
 module's arithmetic on the bits. On a CPU with AVX-512, the product of 8-bit codes is
-vectorized with 512-bit registers (`_wide_vectors`); its sums are reassociated anyway.
+vectorized with 512-bit registers (`compiled_hints.wide_vectors`); its sums are reassociated anyway.
 """
 
 from __future__ import annotations
-
-import os
 
 import numba
 import numpy as np
@@ -23,6 +21,7 @@ from llvmlite import ir
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from irscatter.ops.common.compiled_hints import WIDE_VECTORS, host_has, wide_vectors
 from irscatter.ops.common.f16_rounding import (
     F16_SHIFT,
     HALF,
@@ -56,35 +55,7 @@ def _float(typing_context, word):  # pragma: no cover - compiled
     return numba.types.float32(numba.types.uint32), _bitcast
 
 
-def _host_has(feature: str) -> bool:
-    """Whether numba compiles for a CPU with `feature` (llvmlite's name). A CPU set by
-    NUMBA_CPU_NAME or NUMBA_CPU_FEATURES may not be this one: then no."""
-    if os.environ.get("NUMBA_CPU_NAME") or os.environ.get("NUMBA_CPU_FEATURES"):
-        return False
-    try:
-        from llvmlite import binding
-
-        return bool(binding.get_host_cpu_features().get(feature, False))
-    except (RuntimeError, AttributeError):
-        return False
-
-
-HALF_IN_HARDWARE = _host_has("f16c")  # converts f32 to f16 and back in one instruction each
-WIDE_VECTORS = _host_has("avx512f")
-
-
-def ask_wide_vectors(builder, required: bool = False) -> None:  # pragma: no cover - compiled
-    """Lets LLVM use 512-bit registers in the function `builder` writes (`required`: its IR
-    holds 512-bit vectors of its own, which LLVM would otherwise split in two). llvmlite's
-    attribute set refuses attributes it does not list; a string attribute is written into the
-    IR as it is, and LLVM reads these per function. (Where llvmlite keeps attributes otherwise,
-    the function keeps LLVM's width.)"""
-    wanted = ['"prefer-vector-width"="512"'] + (['"min-legal-vector-width"="512"'] if required else [])
-    try:
-        for attribute in wanted:
-            set.add(builder.function.attributes, attribute)
-    except TypeError:
-        pass
+HALF_IN_HARDWARE = host_has("f16c")  # converts f32 to f16 and back in one instruction each
 
 
 def prefetch(builder, address) -> None:  # pragma: no cover - compiled
@@ -94,20 +65,6 @@ def prefetch(builder, address) -> None:  # pragma: no cover - compiled
     function = cgutils.get_or_insert_function(
         builder.module, ir.FunctionType(ir.VoidType(), [ir.IntType(8).as_pointer(), i32, i32, i32]), "llvm.prefetch.p0i8")
     builder.call(function, [address, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
-
-
-def _prefer_wide(context, builder, signature, args):  # pragma: no cover - compiled
-    ask_wide_vectors(builder)
-    return context.get_dummy_value()
-
-
-@intrinsic
-def _wide_vectors(typing_context):  # pragma: no cover - compiled
-    """Lets LLVM vectorize the calling function's loops with 512-bit registers. LLVM holds
-    Intel's AVX-512 CPUs to 256 bits unless a function asks (wide vectors once slowed the
-    clock); a product of 8-bit codes is bound by the conversions of each code, which wide
-    registers make half as many, while the other loops here ran slower with them."""
-    return numba.types.none(), _prefer_wide
 
 
 # How far ahead of the row or fiber it works on a product asks for a weight's codes (here a
@@ -234,8 +191,8 @@ def product(codes, sign, shift, scale, fibers, x, to_f16, out, lo, hi):  # pragm
     """`out[r]` for weight rows r in [lo, hi): the weight's row, decompressed as `to_f32` or
     `to_f16` does (codes [rows * fibers, length], a fiber's zero point and scale), times `x`
     [fibers * length]."""
-    if WIDE_VECTORS:
-        _wide_vectors()
+    if WIDE_VECTORS:  # the conversions of each code are most of the work: wide registers halve them
+        wide_vectors()
     length = codes.shape[1]
     for r in range(lo, hi):
         total = np.float32(0)

@@ -22,7 +22,8 @@ from llvmlite import ir
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from irscatter.ops.common.decompress_kernels import PREFETCH_BYTES, ask_wide_vectors, prefetch
+from irscatter.ops.common.compiled_hints import ask_wide_vectors
+from irscatter.ops.common.decompress_kernels import PREFETCH_BYTES, prefetch
 
 _F32, _I32, _I8, _I64 = ir.FloatType(), ir.IntType(32), ir.IntType(8), ir.IntType(64)
 _LANES = 16
