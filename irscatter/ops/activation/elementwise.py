@@ -34,6 +34,8 @@ Choices where the spec says nothing, each following OpenVINO's core reference:
 from __future__ import annotations
 
 import math
+import sys
+from functools import partial
 from typing import Annotated, Literal
 
 import ml_dtypes
@@ -42,7 +44,7 @@ from pydantic import Field, ValidationInfo, field_validator
 
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import Lower, OpAttrs
-from irscatter.ops.common import blocks
+from irscatter.ops.common import accel, blocks, threads
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.common.special import ndtr
 from irscatter.ops.elementwise.table import Row, declare
@@ -189,17 +191,53 @@ def clamp(x: np.ndarray, *, min: float, max: float) -> np.ndarray:
     return out if etype.is_integral else from_compute(np.asarray(out, dtype=work.dtype), etype)
 
 
+# The compiled Gelu's weight of an element for `threads.parts`: a few ns a core, about a hundred
+# multiply-adds, where scipy's path weighs SPECIAL_FUNCTION_WORK.
+GELU_COMPILED_WORK = 128
+
+
+def gelu_erf(x: np.ndarray, *, compiled: bool = False) -> np.ndarray:
+    """x * Phi(x) = x * erfc(-x / sqrt 2) / 2, computed in f64 and rounded once: by scipy's
+    normal distribution function, or (`compiled`, numba used, an input type f32 holds) by the
+    compiled loop of `gelu_kernels`, which gives the same bits."""
+    if x.dtype != np.float64 and (accel.forced() or (compiled and accel.enabled())):
+        return _gelu_erf_compiled(x)
+    return _gelu_erf_scipy(x)
+
+
 @blocks.by_blocks(work=blocks.SPECIAL_FUNCTION_WORK)
-def gelu_erf(x: np.ndarray) -> np.ndarray:
-    """x * Phi(x) = x * erfc(-x / sqrt 2) / 2, computed in f64 and rounded once."""
+def _gelu_erf_scipy(x: np.ndarray) -> np.ndarray:
     etype = ElementType.from_dtype(x.dtype)
-    work = np.asarray(x, dtype=np.float64)
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"):  # (a signalling NaN's widening flags it as invalid)
+        work = np.asarray(x, dtype=np.float64)
         out = np.asarray(ndtr(work))  # a new array (a 0-d one for a scalar): the product may take its place
         np.multiply(out, work, out=out)
     if etype is ElementType.f64:
         return out
     return from_compute(out.astype(compute_dtype(etype)), etype)
+
+
+def _gelu_erf_compiled(x: np.ndarray) -> np.ndarray:
+    """The compiled loop (on the thread policy's parts of a large input), then scipy's path for
+    the elements the loop leaves to it."""
+    from irscatter.ops.activation import gelu_kernels  # (imports numba: only when used)
+
+    etype = ElementType.from_dtype(x.dtype)
+    with np.errstate(invalid="ignore"):  # (a signalling NaN stays a NaN)
+        work = np.ascontiguousarray(x, dtype=np.float32).reshape(-1)  # exact: every type but f64 fits in f32
+    out = np.empty(work.size, np.float32)
+    unsure = np.empty(work.size, np.bool_)
+    spans = threads.spans(work.size, threads.parts(work.size * GELU_COMPILED_WORK))
+    threads.run([partial(gelu_kernels.gelu_f32, work[lo:hi], out[lo:hi], unsure[lo:hi]) for lo, hi in spans])
+    if unsure.any():
+        where = np.flatnonzero(unsure)
+        out[where] = _gelu_erf_scipy(work[where])
+    return from_compute(out.reshape(x.shape), etype)
+
+
+def gelu_compiled_loaded() -> bool:
+    """Whether the compiled loop of Gelu is loaded in this process."""
+    return "irscatter.ops.activation.gelu_kernels" in sys.modules
 
 
 @_float_kernel
@@ -213,8 +251,22 @@ class GeluAttrs(OpAttrs):
     approximation_mode: Annotated[Literal["erf", "tanh"], Lower] = "erf"
 
 
-def gelu(x: np.ndarray, *, approximation_mode: str) -> np.ndarray:
-    return gelu_tanh(x) if approximation_mode == "tanh" else gelu_erf(x)
+def gelu(x: np.ndarray, *, approximation_mode: str, compiled: bool = False) -> np.ndarray:
+    return gelu_tanh(x) if approximation_mode == "tanh" else gelu_erf(x, compiled=compiled)
+
+
+class GeluOp(UnaryElementwise):
+    """Gelu's versions. A layer's calls take the compiled loop of the erf form (`gelu_erf`) from
+    its second call on, or from its first once the loop is loaded: loading numba and the loop
+    takes longer than a model's Gelu layers take on scipy's path, so a model run once does not
+    wait for it, and the runs after the first gain it."""
+
+    called = False
+
+    def compute(self, x: np.ndarray) -> np.ndarray:  # type: ignore[override]
+        compiled = self.called or gelu_compiled_loaded()
+        self.called = True
+        return self.row.kernel(x, compiled=compiled, **self.kernel_args)
 
 
 OPS = declare(UnaryElementwise, (
@@ -229,6 +281,8 @@ OPS = declare(UnaryElementwise, (
     Row("Elu", 1, elu, accepts="float", attrs=EluAttrs, doc="Elu-1: x if x > 0, else alpha * (e^x - 1)."),
     Row("Clamp", 1, clamp, attrs=ClampAttrs,
         doc="Clamp-1: min(max(x, min), max); integer inputs round min up and max down."),
+))
+OPS |= declare(GeluOp, (
     Row("Gelu", 2, gelu_erf, accepts="float", doc="Gelu-2: x * Phi(x), the erf form."),
     Row("Gelu", 7, gelu, accepts="float", attrs=GeluAttrs,
         doc="Gelu-7: x * Phi(x) by erf, or its tanh approximation (approximation_mode)."),
