@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from irscatter import limits
@@ -27,6 +27,7 @@ from irscatter.ir.graph import Layer, Model, output_name
 from irscatter.ir.topology import Source
 from irscatter.ops.base import Op, TensorInfo
 from irscatter.runtime.compressed import fuse_compressed, watched_step
+from irscatter.runtime.epilogues import fuse_epilogues
 from irscatter.runtime.folding import FoldPlan, keep_once
 from irscatter.runtime.graph_view import BOUNDARY
 from irscatter.runtime.ports import InputSpec, OutputSpec
@@ -94,6 +95,7 @@ class Plan:
                    is_static=all(spec.shape.is_static and spec.etype is not ElementType.dynamic for spec in inputs))
         plan.steps = _steps(plan, analysis)
         plan.fold = _plan_folding(plan, analysis)
+        _fuse_epilogues(plan, analysis)
         plan.run_steps = [plan.fold.replaced.get(i, step) for i, step in enumerate(plan.steps)
                           if i not in plan.fold.skipped]
         plan.watched_steps = [watched_step(step, plan.fold.replaced.get(i)) for i, step in enumerate(plan.steps)] \
@@ -181,6 +183,18 @@ def _plan_folding(plan: Plan, analysis: Analysis) -> FoldPlan:
     return fused.into(keep_once(plan.steps, lambda step: analysis.ops[step.layer.id].foldable,
                                 {s for s, _ in plan.const_slots}, set(plan.output_slots), slot_bytes,
                                 budget - fused.cost))
+
+
+def _fuse_epilogues(plan: Plan, analysis: Analysis) -> None:
+    """Convolutions with their bias and activation as one step of a plain run (runtime/epilogues.py),
+    beside what folding and the compressed weights already replace."""
+    fold = plan.fold
+    infos = {slot: info for key, slot in plan.slot_of.items() if (info := analysis.infos.get(key)) is not None}
+    taken = set(fold.skipped) | set(fold.replaced) | set(fold.once)
+    fusion = fuse_epilogues(plan.steps, analysis.ops, infos, {s for s, _ in plan.const_slots} | set(fold.kept),
+                            set(plan.output_slots), taken)
+    if fusion.steps:
+        plan.fold = replace(fold, skipped=fold.skipped | fusion.skipped, replaced={**fold.replaced, **fusion.steps})
 
 
 def _static_bytes(info: TensorInfo | None, sizes: dict[tuple[int, ElementType], tuple[Any, int | None]]) -> int | None:

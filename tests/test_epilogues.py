@@ -1,0 +1,156 @@
+"""A convolution with its bias Add and activation fused into one step of a plain run
+(`runtime/epilogues.py`): the values are the layers' own to the bit, on the first call (the
+layers' kernels in turn) and after it (numba's pass), and only the chains it may fuse are fused."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import irscatter
+from irscatter.ir.element_types import ElementType
+from irscatter.ir.graph import Layer, Port
+from irscatter.ir.writer import IRWriter
+from irscatter.ops.common import accel
+from irscatter.runtime.epilogues import _Epilogue
+
+EDGES = [0.0, -0.0, 1.0, -1.0, -3.0, 3.0, -2.9999998, 6.0, -6.0, 1e-40, -1e-40, 1e30, -1e30, np.inf, -np.inf, np.nan]
+ACTIVATIONS = [None, ("Relu", "opset1"), ("HSwish", "opset4"), ("HSigmoid", "opset5")]
+
+
+def _layer(n: int, type_: str, version: str, inputs: int, attrs: dict[str, str] | None = None) -> Layer:
+    return Layer(id=n, name=f"{type_.lower()}_{n}", type=type_, version=version, attrs=attrs or {},
+                 inputs=[Port(id=i) for i in range(inputs)], outputs=[Port(id=inputs)])
+
+
+def _model(folder: Path, activation: tuple[str, str] | None, dtype=np.float32, bias_shape=(1, 6, 1, 1),
+           bias_first: bool = False, conv_also_out: bool = False, add_also_out: bool = False, group: bool = False,
+           x_shape=(2, 4, 9, 7)) -> Path:
+    etype = ElementType.from_dtype(np.dtype(dtype))
+    rng = np.random.default_rng(3)
+    writer = IRWriter("epilogue")
+    x = writer.parameter("x", etype, x_shape, ("x",))
+    out_shape = (x_shape[0], 6, x_shape[2] - 2, x_shape[3] - 2)
+    attrs = {"strides": "1,1", "dilations": "1,1", "pads_begin": "0,0", "pads_end": "0,0", "auto_pad": "explicit"}
+    if group:
+        w = writer.const("w", rng.standard_normal((2, 3, x_shape[1] // 2, 3, 3)).astype(dtype))
+        conv = writer.copy(_layer(1, "GroupConvolution", "opset1", 2, attrs), [x, w],
+                           [(etype, x_shape), (etype, (2, 3, x_shape[1] // 2, 3, 3))], [(etype, out_shape)])[0]
+    else:
+        w = writer.const("w", rng.standard_normal((6, x_shape[1], 3, 3)).astype(dtype))
+        conv = writer.copy(_layer(1, "Convolution", "opset1", 2, attrs), [x, w],
+                           [(etype, x_shape), (etype, (6, x_shape[1], 3, 3))], [(etype, out_shape)])[0]
+    bias = writer.const("b", (rng.standard_normal(bias_shape) * 4).astype(dtype))
+    pair = [bias, conv] if bias_first else [conv, bias]
+    types = [(etype, bias_shape), (etype, out_shape)] if bias_first else [(etype, out_shape), (etype, bias_shape)]
+    out = writer.copy(_layer(2, "Add", "opset1", 2, {"auto_broadcast": "numpy"}), pair, types, [(etype, out_shape)])[0]
+    if add_also_out:
+        writer.result("sum", out, etype, out_shape)
+    if activation is not None:
+        out = writer.copy(_layer(3, activation[0], activation[1], 1), [out], [(etype, out_shape)],
+                          [(etype, out_shape)])[0]
+    if conv_also_out:
+        writer.result("conv", conv, etype, out_shape)
+    writer.result("y", out, etype, out_shape)
+    return writer.save(folder / "model.xml")
+
+
+def _feeds(dtype=np.float32, shape=(2, 4, 9, 7)) -> dict[str, np.ndarray]:
+    x = np.random.default_rng(5).standard_normal(shape).astype(dtype)
+    flat = x.reshape(-1)
+    flat[:len(EDGES)] = EDGES[:flat.size]  # edge values reach the outputs through the convolution's windows
+    return {"x": x}
+
+
+def _fused(compiled) -> int:
+    return sum(isinstance(step.compute, _Epilogue) for step in compiled.plan.fold.replaced.values())
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    """Bits, every NaN as one value (a NaN's payload depends on the order of its operands)."""
+    bits = a.view(f"u{a.dtype.itemsize}").copy()
+    bits[np.isnan(a)] = 0
+    return bits
+
+
+def _same_as_layers(compiled, feeds) -> None:
+    watched = compiled.run(feeds, timings=[])  # a run that watches its layers runs them as written
+    for _ in range(3):  # the first call takes the layers' kernels, the later ones the compiled pass
+        before = {k: v.copy() for k, v in feeds.items()}
+        got = compiled.run(feeds)
+        for name in watched:
+            np.testing.assert_array_equal(_bits(got[name]), _bits(watched[name]))
+        for k in feeds:
+            np.testing.assert_array_equal(feeds[k], before[k])  # the feeds are not written
+
+
+@pytest.mark.parametrize("activation", ACTIVATIONS, ids=lambda a: a[0] if a else "none")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("backend", ["auto", "numpy"])
+def test_fused_values_are_the_layers(tmp_path, activation, dtype, backend):
+    compiled = irscatter.compile_model(_model(tmp_path, activation, dtype))
+    assert _fused(compiled) == 1
+    assert len(compiled.plan.run_steps) == 1
+    with accel.use(backend):
+        _same_as_layers(compiled, _feeds(dtype))
+    if backend == "auto" and accel.available():
+        assert "irscatter.ops.elementwise.bias_kernels" in sys.modules  # the compiled pass ran
+
+
+@pytest.mark.parametrize("variant", [dict(bias_shape=(6, 1, 1)), dict(bias_first=True), dict(group=True),
+                                     dict(x_shape=(1, 4, 40, 40)), dict(x_shape=(3, 4, 30, 30))],
+                         ids=["rank-3-bias", "bias-first", "group", "one-sample-split", "samples-split"])
+def test_fused_forms(tmp_path, variant):
+    x_shape = variant.get("x_shape", (2, 4, 9, 7))
+    compiled = irscatter.compile_model(_model(tmp_path, ("HSwish", "opset4"), **variant))
+    assert _fused(compiled) == 1
+    with accel.use("auto"):
+        _same_as_layers(compiled, _feeds(shape=x_shape))
+
+
+def test_the_split_pass_is_the_whole_pass():
+    """The compiled pass on parts of rows (whole samples, or one sample's channels) gives what
+    one call over all rows gives."""
+    if not accel.available():
+        pytest.skip("numba is not installed")
+    from irscatter.ops.elementwise import bias_kernels
+
+    rng = np.random.default_rng(0)
+    for samples in (1, 3):
+        out = rng.standard_normal((samples * 8, 100)).astype(np.float32)
+        bias = rng.standard_normal(8).astype(np.float32)
+        whole = out.copy()
+        bias_kernels.biased(whole, bias, 2, np.float32(0), np.float32(3), np.float32(6))
+        parts = out.copy()
+        if samples > 1:
+            for lo, hi in ((0, 1), (1, 3)):
+                bias_kernels.biased(parts[lo * 8:hi * 8], bias, 2, np.float32(0), np.float32(3), np.float32(6))
+        else:
+            for lo, hi in ((0, 3), (3, 8)):
+                bias_kernels.biased(parts[lo:hi], bias[lo:hi], 2, np.float32(0), np.float32(3), np.float32(6))
+        np.testing.assert_array_equal(parts, whole)
+
+
+@pytest.mark.parametrize(("variant", "fused", "steps"), [
+    (dict(conv_also_out=True), 0, 3),  # the convolution's output is a Result too
+    (dict(add_also_out=True), 1, 2),  # the sum is a Result: the Add is fused, the activation is not
+    (dict(bias_shape=(1, 6, 7, 5)), 0, 3),  # not a bias of the channels
+    (dict(bias_shape=(1, 1, 1, 1)), 0, 3),  # one value for all: not the channel axis's
+])
+def test_what_is_not_fused(tmp_path, variant, fused, steps):
+    compiled = irscatter.compile_model(_model(tmp_path, ("Relu", "opset1"), **variant))
+    assert _fused(compiled) == fused
+    assert len(compiled.plan.run_steps) == steps
+    with accel.use("auto"):
+        _same_as_layers(compiled, _feeds())
+
+
+def test_a_size_zero_batch(tmp_path):
+    xml = _model(tmp_path, ("Relu", "opset1"), x_shape=(0, 4, 9, 7))
+    compiled = irscatter.compile_model(xml)
+    with accel.use("auto"):
+        for _ in range(2):
+            assert compiled.run(_feeds(shape=(0, 4, 9, 7)))["y"].shape == (0, 6, 7, 5)
