@@ -18,7 +18,7 @@ from irscatter.ops.common import accel
 from irscatter.runtime.epilogues import _Epilogue
 
 EDGES = [0.0, -0.0, 1.0, -1.0, -3.0, 3.0, -2.9999998, 6.0, -6.0, 1e-40, -1e-40, 1e30, -1e30, np.inf, -np.inf, np.nan]
-ACTIVATIONS = [None, ("Relu", "opset1"), ("HSwish", "opset4"), ("HSigmoid", "opset5")]
+ACTIVATIONS = [None, ("Relu", "opset1"), ("HSwish", "opset4"), ("HSigmoid", "opset5"), ("Swish", "opset4")]
 
 
 def _layer(n: int, type_: str, version: str, inputs: int, attrs: dict[str, str] | None = None) -> Layer:
@@ -111,27 +111,29 @@ def test_fused_forms(tmp_path, variant):
         _same_as_layers(compiled, _feeds(shape=x_shape))
 
 
-def test_the_split_pass_is_the_whole_pass():
-    """The compiled pass on parts of rows (whole samples, or one sample's channels) gives what
-    one call over all rows gives."""
+@pytest.mark.parametrize("activation", [2, 4], ids=["HSwish", "Swish"])
+def test_the_split_pass_is_the_whole_pass(activation):
+    """The pass over ranges of rows (a part's, from any row: a channel's bias is its row's index
+    modulo the channels) gives what one pass over all rows gives."""
     if not accel.available():
         pytest.skip("numba is not installed")
-    from irscatter.ops.elementwise import bias_kernels
+    from irscatter.runtime.epilogues import _rows
 
     rng = np.random.default_rng(0)
-    for samples in (1, 3):
-        out = rng.standard_normal((samples * 8, 100)).astype(np.float32)
-        bias = rng.standard_normal(8).astype(np.float32)
-        whole = out.copy()
-        bias_kernels.biased(whole, bias, 2, np.float32(0), np.float32(3), np.float32(6))
-        parts = out.copy()
-        if samples > 1:
-            for lo, hi in ((0, 1), (1, 3)):
-                bias_kernels.biased(parts[lo * 8:hi * 8], bias, 2, np.float32(0), np.float32(3), np.float32(6))
-        else:
-            for lo, hi in ((0, 3), (3, 8)):
-                bias_kernels.biased(parts[lo:hi], bias[lo:hi], 2, np.float32(0), np.float32(3), np.float32(6))
-        np.testing.assert_array_equal(parts, whole)
+    out = rng.standard_normal((3 * 8, 5000)).astype(np.float32)  # Swish's blocks: several rows each... or one
+    bias = rng.standard_normal(8).astype(np.float32)
+    whole = out.copy()
+    _rows(whole, bias, 0, activation)
+    parts = out.copy()
+    for lo, hi in ((0, 5), (5, 13), (13, 24)):
+        _rows(parts[lo:hi], bias, lo, activation)
+    np.testing.assert_array_equal(parts, whole)
+    narrow = out[:, :7].copy()  # rows shorter than a block: several rows a block
+    expected = narrow.copy()
+    _rows(expected, bias, 0, activation)
+    for lo, hi in ((0, 11), (11, 24)):
+        _rows(narrow[lo:hi], bias, lo, activation)
+    np.testing.assert_array_equal(narrow, expected)
 
 
 @pytest.mark.parametrize(("variant", "fused", "steps"), [

@@ -12,13 +12,16 @@ run, so a model run once does not wait for it), the step calls the three layers'
 
 Taken where nothing else reads the convolution's output or the Add's (no Result, no other layer),
 the bias is a Const of the output's float type that varies along the channel axis alone, the
-Add broadcasts numpy's way, and the activation is Relu-1, HSwish-4 or HSigmoid-5 (or there is
-none: the Add alone). A run that watches its layers (hooks, records, timings, strict mode,
+Add broadcasts numpy's way, and the activation is Relu-1, HSwish-4, HSigmoid-5 or Swish-4
+without beta (or there is none: the Add alone). Swish's exponential stays numpy's: the pass
+goes a block of rows at a time, the sums and their negations made by one compiled loop, numpy's
+exp over the block, and the quotients by another. A run that watches its layers (hooks, records, timings, strict mode,
 emulated precision) runs them as written.
 """
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -35,7 +38,9 @@ from irscatter.ops.convolution.group_convolution import GroupConvolution
 from irscatter.ops.elementwise.binary import BinaryElementwise
 
 # The activations the compiled pass applies, by (type, version), as bias_kernels numbers them.
-ACTIVATIONS = {("Relu", 1): 1, ("HSwish", 4): 2, ("HSigmoid", 5): 3}
+ACTIVATIONS = {("Relu", 1): 1, ("HSwish", 4): 2, ("HSigmoid", 5): 3, ("Swish", 4): 4}
+SWISH = 4
+BLOCK = 1 << 14  # elements of a Swish's exponentials at a time: they stay in a core's L2 cache
 FLOATS = (ElementType.f32, ElementType.f64)
 # An output element's weight in multiply-adds for `threads.parts`: the pass is a few operations
 # an element, bound by the memory it reads and writes.
@@ -81,8 +86,8 @@ def fuse_epilogues(steps: Sequence[Any], ops: Mapping[int, Op], infos: Mapping[i
         activation = 0
         k = only_reader(add_step.outputs[0])
         if k is not None:
-            row = getattr(ops[steps[k].layer.id], "row", None)  # (a table op's: its type as registered)
-            code = None if row is None else ACTIVATIONS.get((row.type_name, row.version))
+            act = ops[steps[k].layer.id]
+            code = ACTIVATIONS.get((act.type_name, act.version))
             if code is not None and len(steps[k].inputs) == 1:
                 chain.append(k)
                 activation = code
@@ -151,23 +156,33 @@ def _writable(out: np.ndarray, inputs: tuple[np.ndarray, ...]) -> bool:
 
 
 def _biased(out: np.ndarray, bias: np.ndarray, activation: int) -> None:
-    """The compiled pass over `out` [N, C, ...], on the thread policy's parts of a large output:
-    whole samples a part, or ranges of one sample's channels."""
-    from irscatter.ops.elementwise import bias_kernels  # (imports numba: only when used)
-
-    samples, channels = out.shape[:2]
+    """The compiled pass over `out` [N, C, ...] as rows [N x C, positions], on the thread policy's
+    parts of a large output, each a range of rows."""
     if out.size == 0:
         return
-    rows = out.reshape(samples * channels, -1)
+    rows = out.reshape(math.prod(out.shape[:2]), -1)
     per_channel = np.ascontiguousarray(bias.reshape(-1))
-    kind = out.dtype.type
-    constants = (activation, kind(0), kind(3), kind(6))
-    count = threads.parts(out.size * ELEMENT_WORK)
-    if count <= 1:
-        bias_kernels.biased(rows, per_channel, *constants)
-    elif samples > 1:
-        threads.run([partial(bias_kernels.biased, rows[lo * channels:hi * channels], per_channel, *constants)
-                     for lo, hi in threads.spans(samples, count)])
+    spans = threads.spans(rows.shape[0], threads.parts(out.size * ELEMENT_WORK))
+    if len(spans) == 1:
+        _rows(rows, per_channel, 0, activation)
     else:
-        threads.run([partial(bias_kernels.biased, rows[lo:hi], per_channel[lo:hi], *constants)
-                     for lo, hi in threads.spans(channels, count)])
+        threads.run([partial(_rows, rows[lo:hi], per_channel, lo, activation) for lo, hi in spans])
+
+
+def _rows(rows: np.ndarray, bias: np.ndarray, first: int, activation: int) -> None:
+    """The pass over rows from row `first` on: one compiled loop, or for Swish, a block of rows at
+    a time, the compiled loops around numpy's exponential."""
+    from irscatter.ops.elementwise import bias_kernels  # (imports numba: only when used)
+
+    kind = rows.dtype.type
+    if activation != SWISH:
+        bias_kernels.biased(rows, bias, first, activation, kind(0), kind(3), kind(6))
+        return
+    step = max(1, BLOCK // max(rows.shape[1], 1))
+    room = np.empty(min(step, rows.shape[0]) * rows.shape[1], rows.dtype)
+    for lo in range(0, rows.shape[0], step):
+        block = rows[lo:lo + step]
+        exps = room[:block.size].reshape(block.shape)
+        bias_kernels.biased_scaled(block, bias, first + lo, kind(-1), exps)
+        np.exp(exps, out=exps)
+        bias_kernels.divided_by_successor(block, exps, kind(1))

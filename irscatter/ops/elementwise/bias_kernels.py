@@ -8,7 +8,9 @@ theirs: the sum of Add-1 (one rounding), then
   kernel's fmax and + 0.0 do);
 * HSwish-4: t = min(max(v + 3, 0), 6), then (v * t) / 6, a NaN kept through the clamps as
   numpy's maximum and minimum keep it;
-* HSigmoid-5: the same t, then t / 6.
+* HSigmoid-5: the same t, then t / 6;
+* Swish-4 without beta: v / (e^(v * -1) + 1), its exponential numpy's (the layer's own call)
+  between two compiled passes (`biased_scaled`, then `divided_by_successor`), a block at a time.
 The constants come typed as the output (`ops/elementwise/...` compute f32 layers in f32), so
 nothing is widened. The loops have no fast-math: no contraction, no reassociation.
 """
@@ -17,16 +19,16 @@ from __future__ import annotations
 
 import numba
 
-NONE, RELU, HSWISH, HSIGMOID = 0, 1, 2, 3
+NONE, RELU, HSWISH, HSIGMOID, SWISH = 0, 1, 2, 3, 4
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
-def biased(out, bias, activation, zero, three, six):  # pragma: no cover - compiled
-    """out[r] = activation(out[r] + bias[r % channels]) for each row r of out [samples x
-    channels, positions], in place."""
+def biased(out, bias, first, activation, zero, three, six):  # pragma: no cover - compiled
+    """out[r] = activation(out[r] + bias[(first + r) % channels]) for each row r of out, in
+    place: rows of [samples x channels, positions] from row `first` on."""
     channels = bias.size
     for r in range(out.shape[0]):
-        b = bias[r % channels]
+        b = bias[(first + r) % channels]
         row = out[r]
         if activation == RELU:
             for j in range(row.size):
@@ -48,3 +50,24 @@ def biased(out, bias, activation, zero, three, six):  # pragma: no cover - compi
         else:
             for j in range(row.size):
                 row[j] = row[j] + b
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def biased_scaled(out, bias, first, factor, scaled):  # pragma: no cover - compiled
+    """out[r] += bias[(first + r) % channels], in place, and scaled = that sum * factor."""
+    channels = bias.size
+    for r in range(out.shape[0]):
+        b, row, target = bias[(first + r) % channels], out[r], scaled[r]
+        for j in range(row.size):
+            v = row[j] + b
+            row[j] = v
+            target[j] = v * factor
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def divided_by_successor(out, values, one):  # pragma: no cover - compiled
+    """out = out / (values + 1), in place."""
+    for r in range(out.shape[0]):
+        row, value = out[r], values[r]
+        for j in range(row.size):
+            row[j] = row[j] / (value[j] + one)
