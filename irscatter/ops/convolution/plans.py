@@ -429,9 +429,11 @@ COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 # tens of microseconds a call, where loading numba costs a second once a process (and compiling
 # the loop, on its first use after an install, several).
 COMPILED_WORK = 1 << 18
-# Taps (5x5) up to which a depthwise layer's first call, before numba's loop is loaded, takes
-# numpy's wide rows (the loop's bits) rather than loading numba, about a second once a process.
-UNLOADED_TAPS = 25
+# Taps (7x7) up to which a depthwise layer's first call, before numba's loop is loaded, takes
+# numpy's wide rows (the loop's bits) rather than loading numba, about a second once a process
+# (numba's first kernel imports scipy.linalg): ConvNeXt-T's eighteen 7x7 layers take 100-130 ms
+# that way. ConvMixer's 9x9 layers of 1024 channels took as long as the load.
+UNLOADED_TAPS = 49
 # One input channel per group: im2col's blocks are as fast as the banded product for a 3x3 kernel
 # or smaller, or more than a few outputs per input channel; beyond, the banded product wins.
 DEPTHWISE_OUTPUTS = 4

@@ -328,7 +328,7 @@ def test_a_layers_first_call_before_numba_is_loaded_takes_numpys_taps_with_the_s
     unload()
     rng = np.random.default_rng(3)
     x = rng.standard_normal((1, 6, 1, 12, 12)).astype(np.float32)
-    for kernel, first_in_numpy in ((3, True), (7, False)):
+    for kernel, first_in_numpy in ((3, True), (7, True), (9, False)):
         w = rng.standard_normal((6, 1, 1, kernel, kernel)).astype(np.float32)
         args = ([1, 1], [1, 1], [kernel // 2] * 2, [12, 12])
         want = grouped_convolution(x, w, *args)
