@@ -15,10 +15,18 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Layer, Port
 from irscatter.ir.writer import IRWriter
 from irscatter.ops.common import accel
-from irscatter.runtime.epilogues import _Epilogue
+from irscatter.runtime import epilogues
+from irscatter.runtime.epilogues import _Affine, _Epilogue
 
 EDGES = [0.0, -0.0, 1.0, -1.0, -3.0, 3.0, -2.9999998, 6.0, -6.0, 1e-40, -1e-40, 1e30, -1e30, np.inf, -np.inf, np.nan]
 ACTIVATIONS = [None, ("Relu", "opset1"), ("HSwish", "opset4"), ("HSigmoid", "opset5"), ("Swish", "opset4")]
+
+
+@pytest.fixture(autouse=True)
+def _small_steps_load_the_pass(monkeypatch):
+    """The models here are small: let their second calls load the compiled pass as a large
+    step's would (a small step alone never loads it: `test_a_small_step_does_not_load_the_pass`)."""
+    monkeypatch.setattr(epilogues, "LOAD_ELEMENTS", 0)
 
 
 def _layer(n: int, type_: str, version: str, inputs: int, attrs: dict[str, str] | None = None) -> Layer:
@@ -65,8 +73,8 @@ def _feeds(dtype=np.float32, shape=(2, 4, 9, 7)) -> dict[str, np.ndarray]:
     return {"x": x}
 
 
-def _fused(compiled) -> int:
-    return sum(isinstance(step.compute, _Epilogue) for step in compiled.plan.fold.replaced.values())
+def _fused(compiled, kind=_Epilogue) -> int:
+    return sum(isinstance(step.compute, kind) for step in compiled.plan.fold.replaced.values())
 
 
 def _bits(a: np.ndarray) -> np.ndarray:
@@ -113,31 +121,28 @@ def test_fused_forms(tmp_path, variant):
 
 @pytest.mark.parametrize("activation", [2, 4], ids=["HSwish", "Swish"])
 def test_the_split_pass_is_the_whole_pass(activation):
-    """The pass over ranges of rows (a part's, from any row: a channel's bias is its row's index
-    modulo the channels) gives what one pass over all rows gives."""
+    """The pass over ranges of rows (a part's, from any row: a channel's Consts are its row's
+    index modulo the channels) gives what one pass over all rows gives."""
     if not accel.available():
         pytest.skip("numba is not installed")
     from irscatter.runtime.epilogues import _rows
 
     rng = np.random.default_rng(0)
-    out = rng.standard_normal((3 * 8, 5000)).astype(np.float32)  # Swish's blocks: several rows each... or one
+    scale = rng.standard_normal(8).astype(np.float32) if activation != 4 else np.ones(8, np.float32)
     bias = rng.standard_normal(8).astype(np.float32)
-    whole = out.copy()
-    _rows(whole, bias, 0, activation)
-    parts = out.copy()
-    for lo, hi in ((0, 5), (5, 13), (13, 24)):
-        _rows(parts[lo:hi], bias, lo, activation)
-    np.testing.assert_array_equal(parts, whole)
-    narrow = out[:, :7].copy()  # rows shorter than a block: several rows a block
-    expected = narrow.copy()
-    _rows(expected, bias, 0, activation)
-    for lo, hi in ((0, 11), (11, 24)):
-        _rows(narrow[lo:hi], bias, lo, activation)
-    np.testing.assert_array_equal(narrow, expected)
+    constants = (np.float32(0), np.float32(3), np.float32(6))
+    for width in (5000, 7):  # rows longer than Swish's block, and several rows a block
+        out = rng.standard_normal((3 * 8, width)).astype(np.float32)
+        whole = out.copy()
+        _rows(whole, whole, 0, scale=scale, bias=bias, activation=activation, constants=constants)
+        parts = out.copy()
+        for lo, hi in ((0, 5), (5, 13), (13, 24)):
+            _rows(parts[lo:hi], parts[lo:hi], lo, scale=scale, bias=bias, activation=activation, constants=constants)
+        np.testing.assert_array_equal(parts, whole)
 
 
 @pytest.mark.parametrize(("variant", "fused", "steps"), [
-    (dict(conv_also_out=True), 0, 3),  # the convolution's output is a Result too
+    (dict(conv_also_out=True), 0, 2),  # the convolution's output is a Result too: the Add and Relu alone
     (dict(add_also_out=True), 1, 2),  # the sum is a Result: the Add is fused, the activation is not
     (dict(bias_shape=(1, 6, 7, 5)), 0, 3),  # not a bias of the channels
     (dict(bias_shape=(1, 1, 1, 1)), 0, 3),  # one value for all: not the channel axis's
@@ -156,3 +161,61 @@ def test_a_size_zero_batch(tmp_path):
     with accel.use("auto"):
         for _ in range(2):
             assert compiled.run(_feeds(shape=(0, 4, 9, 7)))["y"].shape == (0, 6, 7, 5)
+
+
+def _affine_model(folder: Path, shape, const_shape, chain, dtype=np.float32, const_first=False) -> Path:
+    """x -> each of `chain` ("Multiply", "Add" by a Const of `const_shape`, or an activation) -> y."""
+    etype = ElementType.from_dtype(np.dtype(dtype))
+    rng = np.random.default_rng(4)
+    writer = IRWriter("affine")
+    value = writer.parameter("x", etype, shape, ("x",))
+    for n, kind in enumerate(chain, start=1):
+        if kind in ("Multiply", "Add"):
+            const = writer.const(f"c{n}", (rng.standard_normal(const_shape) * 3).astype(dtype))
+            pair = [const, value] if const_first else [value, const]
+            types = [(etype, const_shape), (etype, shape)] if const_first else [(etype, shape), (etype, const_shape)]
+            value = writer.copy(_layer(n, kind, "opset1", 2, {"auto_broadcast": "numpy"}), pair, types,
+                                [(etype, shape)])[0]
+        else:
+            version = {"Relu": "opset1", "HSwish": "opset4", "HSigmoid": "opset5"}[kind]
+            value = writer.copy(_layer(n, kind, version, 1), [value], [(etype, shape)], [(etype, shape)])[0]
+    writer.result("y", value, etype, shape)
+    return writer.save(folder / "model.xml")
+
+
+@pytest.mark.parametrize(("shape", "const_shape", "chain", "const_first"), [
+    ((2, 6, 5, 7), (1, 6, 1, 1), ("Multiply", "Add", "Relu"), False),  # a batch normalization, then Relu
+    ((2, 6, 5, 7), (6, 1, 1), ("Multiply", "Add"), True),
+    ((3, 5, 8), (8,), ("Multiply", "Add"), False),  # channels last: a normalization's scale and shift
+    ((3, 5, 8), (1, 1, 8), ("Add", "HSwish"), False),
+    ((4, 9), (9,), ("Multiply", "HSigmoid"), True),
+    ((1, 64, 40, 40), (1, 64, 1, 1), ("Multiply", "Add", "Relu"), False),  # large enough to split
+], ids=["bn-relu", "bn-const-first", "channels-last", "bias-hswish", "scale-hsigmoid", "split"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_affine_chains_are_the_layers(tmp_path, shape, const_shape, chain, const_first, dtype):
+    compiled = irscatter.compile_model(_affine_model(tmp_path, shape, const_shape, chain, dtype, const_first))
+    assert _fused(compiled, _Affine) == 1
+    assert len(compiled.plan.run_steps) == 1
+    with accel.use("auto"):
+        _same_as_layers(compiled, _feeds(dtype, shape))
+
+
+@pytest.mark.parametrize(("const_shape", "chain"), [
+    ((1, 6, 5, 1), ("Multiply", "Add")),  # the Const varies along two axes
+    ((1, 6, 1, 1), ("Add",)),  # one layer: nothing to fuse
+    ((1, 6, 1, 1), ("Add", "Multiply")),  # a bias then a scale: not the order the pass takes
+])
+def test_affine_chains_not_fused(tmp_path, const_shape, chain):
+    compiled = irscatter.compile_model(_affine_model(tmp_path, (2, 6, 5, 7), const_shape, chain))
+    assert _fused(compiled, _Affine) == 0
+    with accel.use("auto"):
+        _same_as_layers(compiled, _feeds(shape=(2, 6, 5, 7)))
+
+
+def test_a_small_step_does_not_load_the_pass(tmp_path, monkeypatch):
+    monkeypatch.setattr(epilogues, "LOAD_ELEMENTS", 1 << 16)
+    monkeypatch.delitem(sys.modules, epilogues.KERNELS, raising=False)
+    compiled = irscatter.compile_model(_model(tmp_path, ("Relu", "opset1")))
+    with accel.use("auto"):
+        _same_as_layers(compiled, _feeds())
+    assert epilogues.KERNELS not in sys.modules

@@ -1,22 +1,30 @@
-"""A convolution, the Add of its per-channel bias, and the activation after it, as one step of a
-plain run: the layers OpenVINO's converters write for every convolution of a CNN (its batch
-normalization folded into the filters and a bias).
+"""Chains of element-wise layers by per-channel Consts, each as one step of a plain run:
 
-Run as written, the Add and the activation each make an array as large as the convolution's
-output and pass over it, out of the cache for most layers of a network at 224x224. Fused, the
-convolution computes as it does, and with numba, one compiled pass adds the bias and applies the
-activation over its output in place (`ops/elementwise/bias_kernels.py`), each element by the
-layers' own arithmetic, so the values are the layers' to the bit. Without numba, or on a
-layer's first call before that loop is loaded (loading numba takes longer than such a model's
-run, so a model run once does not wait for it), the step calls the three layers' kernels in turn.
+* a convolution, the Add of its per-channel bias, and the activation after it: the layers
+  OpenVINO's converters write for every convolution of a CNN (its batch normalization folded
+  into the filters and a bias);
+* a Multiply by a per-channel scale, an Add of a per-channel bias, or both in that order, and
+  maybe an activation, after any other layer: a batch normalization that no convolution before
+  it could take (DenseNet's, after each concatenation), the scale and shift after a
+  normalization (GroupNorm's, LayerNorm's), a bias and an activation.
 
-Taken where nothing else reads the convolution's output or the Add's (no Result, no other layer),
-the bias is a Const of the output's float type that varies along the channel axis alone, the
-Add broadcasts numpy's way, and the activation is Relu-1, HSwish-4, HSigmoid-5 or Swish-4
-without beta (or there is none: the Add alone). Swish's exponential stays numpy's: the pass
-goes a block of rows at a time, the sums and their negations made by one compiled loop, numpy's
-exp over the block, and the quotients by another. A run that watches its layers (hooks, records, timings, strict mode,
-emulated precision) runs them as written.
+Run as written, each layer makes an array as large as its input and passes over it, out of the
+cache for most layers of a network at 224x224. Fused, with numba, one compiled pass
+(`ops/elementwise/bias_kernels.py`) makes every element from its input by the layers' own
+arithmetic, so the values are the layers' to the bit: over the convolution's output in place,
+or from the chain's input into an array of its own. Without numba, or on a step's first call
+before that loop is loaded (loading numba takes longer than such a model's run, so a model run
+once does not wait for it), or on a small step's calls before then (`LOAD_ELEMENTS`: a small
+model never loads it), the step calls the layers' kernels in turn.
+
+Taken where nothing but the next layer of the chain reads a layer's output (no Result, no other
+layer); each Const is of the data's float type and varies along one axis alone (the channels,
+whichever axis they are), with that axis's extent; the Multiply and Add broadcast numpy's way;
+the activation is Relu-1, HSwish-4 or HSigmoid-5, or after a convolution Swish-4 without beta.
+Swish's exponential stays numpy's: the pass goes a block of rows at a time, the sums and their
+negations made by one compiled loop, numpy's exp over the block, and the quotients by another.
+A run that watches its layers (hooks, records, timings, strict mode, emulated precision) runs
+them as written.
 """
 
 from __future__ import annotations
@@ -45,20 +53,39 @@ FLOATS = (ElementType.f32, ElementType.f64)
 # An output element's weight in multiply-adds for `threads.parts`: the pass is a few operations
 # an element, bound by the memory it reads and writes.
 ELEMENT_WORK = 4
+KERNELS = "irscatter.ops.elementwise.bias_kernels"
+# Elements of a step's output from which its second call loads the compiled pass (a smaller one
+# saves some microseconds a call, where loading numba takes most of a second once a process);
+# once loaded, every fused step takes it.
+LOAD_ELEMENTS = 1 << 16
+
+
+def _use_compiled(called: bool, size: int) -> bool:
+    """Whether a fused step takes the compiled pass (see LOAD_ELEMENTS and the module doc)."""
+    return accel.enabled() and (KERNELS in sys.modules or called and size >= LOAD_ELEMENTS)
 
 
 @dataclass(frozen=True)
 class Fusion:
-    """The fused steps (position of the convolution -> its step) and the positions they leave out."""
+    """The fused steps (position of the chain's first step -> its step) and the positions they
+    leave out."""
 
     steps: dict[int, Any]
     skipped: frozenset[int]
 
 
+@dataclass(frozen=True)
+class _Link:
+    """A Multiply or Add of the chain: its position, and which of its inputs is the Const."""
+
+    position: int
+    const: int
+
+
 def fuse_epilogues(steps: Sequence[Any], ops: Mapping[int, Op], infos: Mapping[int, TensorInfo],
                    const_slots: set[int], result_slots: set[int], taken: set[int]) -> Fusion:
-    """The convolutions whose bias Add and activation a plain run can fuse (see the module doc);
-    `taken`: positions some other plan already replaces or leaves out."""
+    """The chains a plain run can fuse (see the module doc); `taken`: positions some other plan
+    already replaces or leaves out (this adds those it takes)."""
     readers: dict[int, list[int]] = {}
     for i, step in enumerate(steps):
         for slot in step.inputs:
@@ -68,116 +95,200 @@ def fuse_epilogues(steps: Sequence[Any], ops: Mapping[int, Op], infos: Mapping[i
         found = readers.get(slot, ())
         return found[0] if len(found) == 1 and slot not in result_slots and found[0] not in taken else None
 
+    def link(position: int | None, kind: str, source: int, axis: int | None) -> tuple[_Link, int] | None:
+        """The step at `position` as a link of `kind` reading `source`, and its Const's axis."""
+        if position is None:
+            return None
+        found = _per_channel(position, steps[position], ops[steps[position].layer.id], kind, source, const_slots, infos)
+        return None if found is None or axis is not None and found[1] != axis else found
+
+    def activation_after(slot: int, swish: bool) -> int | None:
+        k = only_reader(slot)
+        if k is None or len(steps[k].inputs) != 1:
+            return None
+        op = ops[steps[k].layer.id]
+        code = ACTIVATIONS.get((op.type_name, op.version))
+        return k if code is not None and (swish or code != SWISH) else None
+
     fused: dict[int, Any] = {}
     skipped: set[int] = set()
     for i, step in enumerate(steps):
+        if i in taken or len(step.outputs) != 1:
+            continue
         op = ops[step.layer.id]
-        if i in taken or not isinstance(op, (Convolution, GroupConvolution)) or len(step.outputs) != 1:
-            continue
-        out_info = infos.get(step.outputs[0])
-        j = only_reader(step.outputs[0])
-        if out_info is None or out_info.etype not in FLOATS or j is None:
-            continue
-        add_step, add_op = steps[j], ops[steps[j].layer.id]
-        bias_position = _bias_position(add_step, add_op, step.outputs[0], const_slots, infos, out_info)
-        if bias_position is None:
-            continue
-        chain = [j]
-        activation = 0
-        k = only_reader(add_step.outputs[0])
-        if k is not None:
-            act = ops[steps[k].layer.id]
-            code = ACTIVATIONS.get((act.type_name, act.version))
-            if code is not None and len(steps[k].inputs) == 1:
-                chain.append(k)
-                activation = code
-        last = steps[chain[-1]]
-        compute = _Epilogue(op.compute, add_op.compute, bias_position,
-                            ops[last.layer.id].compute if activation else None, activation)
-        fused[i] = replace(step, compute=compute, inputs=(*step.inputs, add_step.inputs[bias_position]),
-                           outputs=last.outputs, release=tuple(dict.fromkeys(
-                               s for p in (i, *chain) for s in steps[p].release)),
-                           reuse_slot=None, reuse_input=None)
+        if isinstance(op, (Convolution, GroupConvolution)):
+            found = link(only_reader(step.outputs[0]), "Add", step.outputs[0], None)
+            if found is None or found[1] != 1:
+                continue
+            add = found[0]
+            k = activation_after(steps[add.position].outputs[0], swish=True)
+            chain = [add.position] + ([k] if k is not None else [])
+            compute: Any = _Epilogue(op.compute, ops[steps[add.position].layer.id].compute, add.const,
+                                     _activation(steps, ops, k))
+            inputs = (*step.inputs, steps[add.position].inputs[add.const])
+            first = i
+        else:
+            found = link(i, "Multiply", -1, None) or link(i, "Add", -1, None)
+            if found is None:
+                continue
+            start, axis = found
+            source = steps[i].inputs[1 - start.const]
+            scale = start if ops[step.layer.id].type_name == "Multiply" else None
+            bias = start if scale is None else None
+            if scale is not None:
+                after = link(only_reader(step.outputs[0]), "Add", step.outputs[0], axis)
+                bias = after[0] if after is not None else None
+            last = steps[(bias or scale or start).position].outputs[0]
+            k = activation_after(last, swish=False)
+            chain = [link_.position for link_ in (scale, bias) if link_ is not None] + ([k] if k is not None else [])
+            if len(chain) < 2:
+                continue
+            compute = _Affine([(ops[steps[p].layer.id].compute, _const_of(steps, scale, bias, p)) for p in chain],
+                              axis, scale is not None, bias is not None, _activation(steps, ops, k))
+            inputs = (source, *(steps[link_.position].inputs[link_.const] for link_ in (scale, bias) if link_ is not None))
+            first = chain[0]
+            chain = chain[1:]
+        last_step = steps[chain[-1]]
+        fused[first] = replace(steps[first], compute=compute, inputs=inputs, outputs=last_step.outputs,
+                               release=tuple(dict.fromkeys(s for p in (first, *chain) for s in steps[p].release)),
+                               reuse_slot=None, reuse_input=None)
         skipped.update(chain)
-        taken.update((i, *chain))
+        taken.update((first, *chain))
     return Fusion(fused, frozenset(skipped))
 
 
-def _bias_position(add_step: Any, add_op: Op, source: int, const_slots: set[int], infos: Mapping[int, TensorInfo],
-                   out_info: TensorInfo) -> int | None:
-    """Which input of the Add is a per-channel bias of the convolution's output `source` (None:
-    the Add is no such Add)."""
-    if not (isinstance(add_op, BinaryElementwise) and add_op.row.type_name == "Add"
-            and add_op.attrs.auto_broadcast == "numpy" and len(add_step.inputs) == 2):
+def _const_of(steps: Sequence[Any], scale: _Link | None, bias: _Link | None, position: int) -> int | None:
+    """Where the Const goes among a Multiply's or Add's two inputs (None: an activation's step)."""
+    for link_ in (scale, bias):
+        if link_ is not None and link_.position == position:
+            return link_.const
+    return None
+
+
+def _activation(steps: Sequence[Any], ops: Mapping[int, Op], position: int | None) -> tuple[Callable[..., Any], int] | None:
+    if position is None:
         return None
-    position = 1 if add_step.inputs[0] == source else 0
-    bias_slot = add_step.inputs[position]
-    if add_step.inputs[1 - position] != source or bias_slot not in const_slots:
+    op = ops[steps[position].layer.id]
+    return op.compute, ACTIVATIONS[(op.type_name, op.version)]
+
+
+def _per_channel(position: int, step: Any, op: Op, kind: str, source: int, const_slots: set[int],
+                 infos: Mapping[int, TensorInfo]) -> tuple[_Link, int] | None:
+    """The step (at `position`) as a `kind` (Multiply or Add) of `source` (-1: whichever input is
+    not the Const) by a Const that varies along one axis of it alone, and that axis; None where
+    it is not."""
+    if not (isinstance(op, BinaryElementwise) and op.row.type_name == kind and op.attrs.auto_broadcast == "numpy"
+            and len(step.inputs) == 2):
         return None
-    bias, out = infos.get(bias_slot), out_info.shape
-    if bias is None or bias.etype is not out_info.etype or not bias.shape.is_static or not out.rank_is_static \
-            or out.rank < 3 or not out[1].is_static:
+    consts = [p for p in (0, 1) if step.inputs[p] in const_slots]
+    if len(consts) != 1 or source not in (-1, step.inputs[1 - consts[0]]):
         return None
-    dims = bias.shape.to_tuple()
-    if len(dims) > out.rank:
+    const, data = infos.get(step.inputs[consts[0]]), infos.get(step.inputs[1 - consts[0]])
+    if const is None or data is None or data.etype not in FLOATS or const.etype is not data.etype \
+            or not const.shape.is_static or not data.shape.rank_is_static or data.shape.rank < 2:
         return None
-    aligned = (1,) * (out.rank - len(dims)) + tuple(dims)
-    return position if all(d == 1 for a, d in enumerate(aligned) if a != 1) and aligned[1] == int(out[1]) else None
+    dims, rank = const.shape.to_tuple(), data.shape.rank
+    if len(dims) > rank:
+        return None
+    aligned = (1,) * (rank - len(dims)) + tuple(dims)
+    varying = [a for a, d in enumerate(aligned) if d != 1]
+    if len(varying) != 1 or not data.shape[varying[0]].is_static or int(data.shape[varying[0]]) != aligned[varying[0]]:
+        return None
+    return _Link(position, consts[0]), varying[0]
 
 
 class _Epilogue:
-    """The fused step's kernel: convolution, then bias and activation (see the module doc)."""
+    """The fused step's kernel after a convolution: the convolution, then bias and activation."""
 
     layer_inputs = 2  # of the step's inputs, those of its layer (the convolution): the bias comes after
 
     def __init__(self, convolve: Callable[..., Any], add: Callable[..., Any], bias_position: int,
-                 activate: Callable[..., Any] | None, activation: int) -> None:
+                 activation: tuple[Callable[..., Any], int] | None) -> None:
         self.convolve, self.add, self.bias_position = convolve, add, bias_position
-        self.activate, self.activation = activate, activation
+        self.activate: Callable[..., Any] | None = activation[0] if activation is not None else None
+        self.activation = activation[1] if activation is not None else 0
         self.called = False
 
     def __call__(self, x: np.ndarray, filters: np.ndarray, bias: np.ndarray) -> np.ndarray:
         out = self.convolve(x, filters)
-        compiled = (self.called or "irscatter.ops.elementwise.bias_kernels" in sys.modules) and accel.enabled()
+        compiled = _use_compiled(self.called, out.size)
         self.called = True
-        if compiled and _writable(out, (x, filters, bias)) and bias.dtype == out.dtype:
-            _biased(out, bias, self.activation)
+        if compiled and _fits(out, bias) and not any(np.may_share_memory(out, a) for a in (x, filters, bias)):
+            _in_rows(out, out, None, bias, 1, self.activation)
             return out
         summed = self.add(out, bias) if self.bias_position == 1 else self.add(bias, out)
         return summed if self.activate is None else self.activate(summed)
 
 
-def _writable(out: np.ndarray, inputs: tuple[np.ndarray, ...]) -> bool:
-    """Whether the pass may write over the convolution's output: a float array in order, which
-    shares no memory with the step's inputs (a convolution makes its output, but the pass
-    checks rather than trusts that)."""
-    return isinstance(out, np.ndarray) and out.dtype.kind == "f" and out.ndim >= 3 and out.flags.c_contiguous \
-        and out.flags.writeable and not any(np.may_share_memory(out, a) for a in inputs)
+class _Affine:
+    """The fused step's kernel of a scale, a bias and an activation after any layer."""
+
+    layer_inputs = 2  # of the step's inputs, those of its first layer (data and its Const)
+
+    def __init__(self, layers: list[tuple[Callable[..., Any], int | None]], axis: int, scaled: bool, biased: bool,
+                 activation: tuple[Callable[..., Any], int] | None) -> None:
+        self.layers, self.axis, self.scaled, self.biased = layers, axis, scaled, biased
+        self.activation = activation[1] if activation is not None else 0
+        self.called = False
+
+    def __call__(self, x: np.ndarray, *consts: np.ndarray) -> np.ndarray:
+        compiled = _use_compiled(self.called, x.size)
+        self.called = True
+        if compiled and _fits(x, *consts):
+            scale = consts[0] if self.scaled else None
+            bias = consts[-1] if self.biased else None
+            out = np.empty(x.shape, x.dtype)
+            _in_rows(x, out, scale, bias, self.axis, self.activation)
+            return out
+        value, remaining = x, list(consts)
+        for compute, const in self.layers:  # the layers' kernels in turn
+            if const is None:
+                value = compute(value)
+            else:
+                operand = remaining.pop(0)
+                value = compute(value, operand) if const == 1 else compute(operand, value)
+        return value
 
 
-def _biased(out: np.ndarray, bias: np.ndarray, activation: int) -> None:
-    """The compiled pass over `out` [N, C, ...] as rows [N x C, positions], on the thread policy's
-    parts of a large output, each a range of rows."""
-    if out.size == 0:
+def _fits(x: np.ndarray, *consts: np.ndarray) -> bool:
+    """Whether the compiled pass takes these arrays: a float array in order, Consts of its type."""
+    return isinstance(x, np.ndarray) and x.dtype.kind == "f" and x.flags.c_contiguous and x.flags.writeable \
+        and all(c.dtype == x.dtype for c in consts)
+
+
+def _in_rows(source: np.ndarray, out: np.ndarray, scale: np.ndarray | None, bias: np.ndarray | None, axis: int,
+             activation: int) -> None:
+    """out = activation(source * scale + bias), the Consts along `axis`, as rows [outer x
+    channels, inner] (or, with the channels last, rows [outer, channels]) on the thread policy's
+    parts of a large array, each a range of rows."""
+    if source.size == 0:
         return
-    rows = out.reshape(math.prod(out.shape[:2]), -1)
-    per_channel = np.ascontiguousarray(bias.reshape(-1))
-    spans = threads.spans(rows.shape[0], threads.parts(out.size * ELEMENT_WORK))
+    channels = source.shape[axis]
+    kind = source.dtype.type
+    scale = np.ones(channels, source.dtype) if scale is None else np.ascontiguousarray(scale.reshape(-1))
+    bias = np.full(channels, -0.0, source.dtype) if bias is None else np.ascontiguousarray(bias.reshape(-1))
+    last = axis == source.ndim - 1
+    width = channels if last else math.prod(source.shape[axis + 1:])
+    rows, targets = source.reshape(-1, width), out.reshape(-1, width)
+    spans = threads.spans(rows.shape[0], threads.parts(source.size * ELEMENT_WORK))
+    task = partial(_columns if last else _rows, scale=scale, bias=bias, activation=activation,
+                   constants=(kind(0), kind(3), kind(6)))
     if len(spans) == 1:
-        _rows(rows, per_channel, 0, activation)
+        task(rows, targets, 0)
     else:
-        threads.run([partial(_rows, rows[lo:hi], per_channel, lo, activation) for lo, hi in spans])
+        threads.run([partial(task, rows[lo:hi], targets[lo:hi], lo) for lo, hi in spans])
 
 
-def _rows(rows: np.ndarray, bias: np.ndarray, first: int, activation: int) -> None:
-    """The pass over rows from row `first` on: one compiled loop, or for Swish, a block of rows at
-    a time, the compiled loops around numpy's exponential."""
+def _rows(rows: np.ndarray, targets: np.ndarray, first: int, *, scale: np.ndarray, bias: np.ndarray,
+          activation: int, constants: tuple) -> None:
+    """The pass over rows from row `first` on: one compiled loop, or for Swish (in place), a block
+    of rows at a time, the compiled loops around numpy's exponential."""
     from irscatter.ops.elementwise import bias_kernels  # (imports numba: only when used)
 
-    kind = rows.dtype.type
     if activation != SWISH:
-        bias_kernels.biased(rows, bias, first, activation, kind(0), kind(3), kind(6))
+        bias_kernels.affine_rows(rows, targets, scale, bias, first, activation, *constants)
         return
+    kind = rows.dtype.type
     step = max(1, BLOCK // max(rows.shape[1], 1))
     room = np.empty(min(step, rows.shape[0]) * rows.shape[1], rows.dtype)
     for lo in range(0, rows.shape[0], step):
@@ -186,3 +297,10 @@ def _rows(rows: np.ndarray, bias: np.ndarray, first: int, activation: int) -> No
         bias_kernels.biased_scaled(block, bias, first + lo, kind(-1), exps)
         np.exp(exps, out=exps)
         bias_kernels.divided_by_successor(block, exps, kind(1))
+
+
+def _columns(rows: np.ndarray, targets: np.ndarray, first: int, *, scale: np.ndarray, bias: np.ndarray,
+             activation: int, constants: tuple) -> None:
+    from irscatter.ops.elementwise import bias_kernels  # (imports numba: only when used)
+
+    bias_kernels.affine_columns(rows, targets, scale, bias, activation, *constants)

@@ -194,6 +194,7 @@ def clamp(x: np.ndarray, *, min: float, max: float) -> np.ndarray:
 # The compiled Gelu's weight of an element for `threads.parts`: a few ns a core, about a hundred
 # multiply-adds, where scipy's path weighs SPECIAL_FUNCTION_WORK.
 GELU_COMPILED_WORK = 128
+GELU_LOAD_ELEMENTS = 1 << 16  # (see GeluOp)
 
 
 def gelu_erf(x: np.ndarray, *, compiled: bool = False) -> np.ndarray:
@@ -259,12 +260,14 @@ class GeluOp(UnaryElementwise):
     """Gelu's versions. A layer's calls take the compiled loop of the erf form (`gelu_erf`) from
     its second call on, or from its first once the loop is loaded: loading numba and the loop
     takes longer than a model's Gelu layers take on scipy's path, so a model run once does not
-    wait for it, and the runs after the first gain it."""
+    wait for it, and the runs after the first gain it. A layer of fewer elements than
+    `GELU_LOAD_ELEMENTS` does not load it (it would save microseconds a call), but takes it once
+    loaded."""
 
     called = False
 
     def compute(self, x: np.ndarray) -> np.ndarray:  # type: ignore[override]
-        compiled = self.called or gelu_compiled_loaded()
+        compiled = gelu_compiled_loaded() or self.called and x.size >= GELU_LOAD_ELEMENTS
         self.called = True
         return self.row.kernel(x, compiled=compiled, **self.kernel_args)
 

@@ -1,9 +1,10 @@
-"""A per-channel bias added to a convolution's output, then an activation, in one compiled pass
-written over the output (`runtime/epilogues.py` fuses the three layers in a plain run; imported
-only when numba is used, since importing it imports numba).
+"""A per-channel scale and bias (Multiply-1 and Add-1 by Consts) and an activation in one compiled
+pass: over a convolution's output in place, or from another layer's output into an array of
+its own (`runtime/epilogues.py` fuses the layers in a plain run; imported only when numba is
+used, since importing it imports numba).
 
 Each element takes the layers' own arithmetic, in their type, in their order, so the bits are
-theirs: the sum of Add-1 (one rounding), then
+theirs: the product of Multiply-1 and the sum of Add-1 (one rounding each, never fused), then
 * Relu-1: the sum if it is greater than 0, else +0.0 (so NaN and -0.0 give +0.0, as the row
   kernel's fmax and + 0.0 do);
 * HSwish-4: t = min(max(v + 3, 0), 6), then (v * t) / 6, a NaN kept through the clamps as
@@ -22,34 +23,39 @@ import numba
 NONE, RELU, HSWISH, HSIGMOID, SWISH = 0, 1, 2, 3, 4
 
 
+@numba.njit(inline="always", error_model="numpy")
+def _activated(v, activation, zero, three, six):  # pragma: no cover - compiled
+    if activation == RELU:
+        return v if v > zero else zero
+    if activation == HSWISH or activation == HSIGMOID:
+        t = v + three
+        t = zero if t < zero else t
+        t = six if t > six else t
+        return (v * t) / six if activation == HSWISH else t / six
+    return v
+
+
 @numba.njit(nogil=True, cache=True, error_model="numpy")
-def biased(out, bias, first, activation, zero, three, six):  # pragma: no cover - compiled
-    """out[r] = activation(out[r] + bias[(first + r) % channels]) for each row r of out, in
-    place: rows of [samples x channels, positions] from row `first` on."""
-    channels = bias.size
-    for r in range(out.shape[0]):
-        b = bias[(first + r) % channels]
-        row = out[r]
-        if activation == RELU:
-            for j in range(row.size):
-                v = row[j] + b
-                row[j] = v if v > zero else zero
-        elif activation == HSWISH:
-            for j in range(row.size):
-                v = row[j] + b
-                t = v + three
-                t = zero if t < zero else t
-                t = six if t > six else t
-                row[j] = (v * t) / six
-        elif activation == HSIGMOID:
-            for j in range(row.size):
-                t = row[j] + b + three
-                t = zero if t < zero else t
-                t = six if t > six else t
-                row[j] = t / six
-        else:
-            for j in range(row.size):
-                row[j] = row[j] + b
+def affine_rows(source, out, scale, bias, first, activation, zero, three, six):  # pragma: no cover - compiled
+    """out[r] = activation(source[r] * scale[c] + bias[c]) with c = (first + r) % channels, for
+    rows of [outer x channels, inner] from row `first` on (`out` may be `source`). A Multiply
+    left out has a scale of 1 and an Add a bias of -0.0, which change no value (x * 1 and
+    x + -0.0 are x, -0.0 and NaN included)."""
+    channels = scale.size
+    for r in range(source.shape[0]):
+        c = (first + r) % channels
+        s, b, row, target = scale[c], bias[c], source[r], out[r]
+        for j in range(row.size):
+            target[j] = _activated(row[j] * s + b, activation, zero, three, six)
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def affine_columns(source, out, scale, bias, activation, zero, three, six):  # pragma: no cover - compiled
+    """out[r, c] = activation(source[r, c] * scale[c] + bias[c]): the channels along the last axis."""
+    for r in range(source.shape[0]):
+        row, target = source[r], out[r]
+        for j in range(row.size):
+            target[j] = _activated(row[j] * scale[j] + bias[j], activation, zero, three, six)
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")

@@ -110,18 +110,24 @@ def test_a_layer_takes_the_loop_from_its_second_call(op, attrs, monkeypatch):
 
     monkeypatch.setattr(elementwise, "_gelu_erf_compiled", spy)
     monkeypatch.setattr(elementwise, "gelu_compiled_loaded", lambda: False)
-    x = np.linspace(-5, 5, 11, dtype=np.float32)
+    size = elementwise.GELU_LOAD_ELEMENTS
+    x = np.linspace(-5, 5, size, dtype=np.float32)
+    small = x[:11]
     with accel.use("auto"):
         layer = op(Layer(id=1, name="g", type="Gelu", version=f"opset{op.row.version}", attrs=attrs))
         first, second = layer.compute(x), layer.compute(x)
-        assert taken == [11]  # the second call only
+        assert taken == [size]  # the second call only
         np.testing.assert_array_equal(_bits(first), _bits(second))
+        tiny = op(Layer(id=3, name="t", type="Gelu", version=f"opset{op.row.version}", attrs=attrs))
+        tiny.compute(small)
+        tiny.compute(small)
+        assert taken == [size]  # a small layer does not load the loop
         monkeypatch.setattr(elementwise, "gelu_compiled_loaded", lambda: True)
-        op(Layer(id=2, name="h", type="Gelu", version=f"opset{op.row.version}", attrs=attrs)).compute(x)
-        assert taken == [11, 11]  # a new layer's first call, once the loop is loaded
+        op(Layer(id=2, name="h", type="Gelu", version=f"opset{op.row.version}", attrs=attrs)).compute(small)
+        assert taken == [size, 11]  # a new layer's first call, once the loop is loaded, however small
         with accel.use("numpy"):
             layer.compute(x)
-        assert taken == [11, 11]  # never without numba
+        assert taken == [size, 11]  # never without numba
 
 
 def test_the_tanh_form_never_takes_the_loop(monkeypatch):
