@@ -219,3 +219,34 @@ def test_a_small_step_does_not_load_the_pass(tmp_path, monkeypatch):
     with accel.use("auto"):
         _same_as_layers(compiled, _feeds())
     assert epilogues.KERNELS not in sys.modules
+
+
+@pytest.mark.parametrize(("x_shape", "bias_shape", "activation"), [
+    ((2, 5, 8), (6,), ("Relu", "opset1")),
+    ((5, 8), (1, 6), None),
+    ((3, 2, 5, 8), (1, 1, 1, 6), ("HSigmoid", "opset5")),
+], ids=["3d-relu", "2d", "4d-hsigmoid"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_a_products_bias_stays_as_written(tmp_path, x_shape, bias_shape, activation, dtype):
+    """A MatMul's bias Add is not fused (its Add writes into the product's array already, and the
+    pass measured slower); a Relu or HSigmoid after it is, with the Add, as a chain of its own."""
+    etype = ElementType.from_dtype(np.dtype(dtype))
+    rng = np.random.default_rng(6)
+    writer = IRWriter("linear")
+    x = writer.parameter("x", etype, x_shape, ("x",))
+    out_shape = (*x_shape[:-1], 6)
+    w = writer.const("w", rng.standard_normal((6, 8)).astype(dtype))
+    value = writer.copy(_layer(1, "MatMul", "opset1", 2, {"transpose_a": "false", "transpose_b": "true"}), [x, w],
+                        [(etype, x_shape), (etype, (6, 8))], [(etype, out_shape)])[0]
+    b = writer.const("b", (rng.standard_normal(bias_shape) * 3).astype(dtype))
+    value = writer.copy(_layer(2, "Add", "opset1", 2, {"auto_broadcast": "numpy"}), [value, b],
+                        [(etype, out_shape), (etype, bias_shape)], [(etype, out_shape)])[0]
+    if activation is not None:
+        value = writer.copy(_layer(3, *activation, 1), [value], [(etype, out_shape)], [(etype, out_shape)])[0]
+    writer.result("y", value, etype, out_shape)
+    compiled = irscatter.compile_model(writer.save(tmp_path / "model.xml"))
+    assert _fused(compiled) == 0
+    assert len(compiled.plan.run_steps) == 2 + (activation is not None) - _fused(compiled, _Affine)
+    assert _fused(compiled, _Affine) == (activation is not None)
+    with accel.use("auto"):
+        _same_as_layers(compiled, _feeds(dtype, x_shape))
