@@ -89,93 +89,104 @@ def fuse_epilogues(steps: Sequence[Any], ops: Mapping[int, Op], infos: Mapping[i
                    const_slots: set[int], result_slots: set[int], taken: set[int]) -> Fusion:
     """The chains a plain run can fuse (see the module doc); `taken`: positions some other plan
     already replaces or leaves out (this adds those it takes)."""
-    readers: dict[int, list[int]] = {}
-    for i, step in enumerate(steps):
-        for slot in step.inputs:
-            readers.setdefault(slot, []).append(i)
-
-    def only_reader(slot: int) -> int | None:
-        found = readers.get(slot, ())
-        return found[0] if len(found) == 1 and slot not in result_slots and found[0] not in taken else None
-
-    def link(position: int | None, kind: str, source: int, axis: int | None) -> tuple[_Link, int] | None:
-        """The step at `position` as a link of `kind` reading `source`, and its Const's axis."""
-        if position is None:
-            return None
-        found = _per_channel(position, steps[position], ops[steps[position].layer.id], kind, source, const_slots, infos)
-        return None if found is None or axis is not None and found[1] != axis else found
-
-    def activation_after(slot: int, swish: bool) -> int | None:
-        k = only_reader(slot)
-        if k is None or len(steps[k].inputs) != 1:
-            return None
-        op = ops[steps[k].layer.id]
-        code = ACTIVATIONS.get((op.type_name, op.version))
-        return k if code is not None and (swish or code != SWISH) else None
-
+    chains = _Chains(steps, ops, infos, const_slots, result_slots, taken)
     fused: dict[int, Any] = {}
     skipped: set[int] = set()
     for i, step in enumerate(steps):
         if i in taken or len(step.outputs) != 1:
             continue
-        op = ops[step.layer.id]
-        if isinstance(op, (Convolution, GroupConvolution)):
-            found = link(only_reader(step.outputs[0]), "Add", step.outputs[0], None)
-            out_info = infos.get(step.outputs[0])
-            if found is None or out_info is None:
-                continue
-            add, axis = found
-            if not (out_info.shape.rank_is_static and axis + out_info.shape.rank == 1):  # the channels
-                continue
-            k = activation_after(steps[add.position].outputs[0], swish=True)
-            chain = [add.position] + ([k] if k is not None else [])
-            compute: Any = _Epilogue(op.compute, ops[steps[add.position].layer.id].compute, add.const, axis,
-                                     _activation(steps, ops, k))
-            inputs = (*step.inputs, steps[add.position].inputs[add.const])
-            first = i
-        else:
-            found = link(i, "Multiply", -1, None) or link(i, "Add", -1, None)
-            if found is None:
-                continue
-            start, axis = found
-            source = steps[i].inputs[1 - start.const]
-            scale = start if ops[step.layer.id].type_name == "Multiply" else None
-            bias = start if scale is None else None
-            if scale is not None:
-                after = link(only_reader(step.outputs[0]), "Add", step.outputs[0], axis)
-                bias = after[0] if after is not None else None
-            last = steps[(bias or scale or start).position].outputs[0]
-            k = activation_after(last, swish=False)
-            chain = [link_.position for link_ in (scale, bias) if link_ is not None] + ([k] if k is not None else [])
-            if len(chain) < 2:
-                continue
-            compute = _Affine([(ops[steps[p].layer.id].compute, _const_of(steps, scale, bias, p)) for p in chain],
-                              axis, scale is not None, bias is not None, _activation(steps, ops, k))
-            inputs = (source, *(steps[link_.position].inputs[link_.const] for link_ in (scale, bias) if link_ is not None))
-            first = chain[0]
-            chain = chain[1:]
-        last_step = steps[chain[-1]]
-        fused[first] = replace(steps[first], compute=compute, inputs=inputs, outputs=last_step.outputs,
-                               release=tuple(dict.fromkeys(s for p in (first, *chain) for s in steps[p].release)),
-                               reuse_slot=None, reuse_input=None)
-        skipped.update(chain)
-        taken.update((first, *chain))
+        found = chains.after_convolution(i) if isinstance(ops[step.layer.id], (Convolution, GroupConvolution)) \
+            else chains.affine(i)
+        if found is None:
+            continue
+        positions, compute, inputs = found
+        fused[i] = replace(step, compute=compute, inputs=inputs, outputs=steps[positions[-1]].outputs,
+                           release=tuple(dict.fromkeys(s for p in positions for s in steps[p].release)),
+                           reuse_slot=None, reuse_input=None)
+        skipped.update(positions[1:])
+        taken.update(positions)
     return Fusion(fused, frozenset(skipped))
 
 
-def _const_of(steps: Sequence[Any], scale: _Link | None, bias: _Link | None, position: int) -> int | None:
-    """Where the Const goes among a Multiply's or Add's two inputs (None: an activation's step)."""
-    for link_ in (scale, bias):
-        if link_ is not None and link_.position == position:
-            return link_.const
-    return None
+class _Chains:
+    """Finds the chains that start at a step: each as the positions of its steps (the first
+    replaced by the fused step, the others left out), the fused kernel and its inputs."""
 
+    def __init__(self, steps: Sequence[Any], ops: Mapping[int, Op], infos: Mapping[int, TensorInfo],
+                 const_slots: set[int], result_slots: set[int], taken: set[int]) -> None:
+        self.steps, self.ops, self.infos, self.const_slots = steps, ops, infos, const_slots
+        self.result_slots, self.taken = result_slots, taken
+        self.readers: dict[int, list[int]] = {}
+        for i, step in enumerate(steps):
+            for slot in step.inputs:
+                self.readers.setdefault(slot, []).append(i)
 
-def _activation(steps: Sequence[Any], ops: Mapping[int, Op], position: int | None) -> tuple[Callable[..., Any], int] | None:
-    if position is None:
-        return None
-    op = ops[steps[position].layer.id]
-    return op.compute, ACTIVATIONS[(op.type_name, op.version)]
+    def after_convolution(self, i: int) -> tuple[list[int], Any, tuple[int, ...]] | None:
+        """A convolution, the Add of its channels' bias, maybe an activation (Swish included)."""
+        step = self.steps[i]
+        found = self._link(self._only_reader(step.outputs[0]), "Add", step.outputs[0], None)
+        out_info = self.infos.get(step.outputs[0])
+        if found is None or out_info is None:
+            return None
+        add, axis = found
+        if not (out_info.shape.rank_is_static and axis + out_info.shape.rank == 1):  # the channels
+            return None
+        k = self._activation_after(self.steps[add.position].outputs[0], swish=True)
+        compute = _Epilogue(self._op(i).compute, self._op(add.position).compute, add.const, axis, self._activation(k))
+        positions = [i, add.position] + ([k] if k is not None else [])
+        return positions, compute, (*step.inputs, self.steps[add.position].inputs[add.const])
+
+    def affine(self, i: int) -> tuple[list[int], Any, tuple[int, ...]] | None:
+        """A Multiply by a per-channel Const, an Add of one, or both in that order, then maybe an
+        activation: two layers at least."""
+        found = self._link(i, "Multiply", -1, None) or self._link(i, "Add", -1, None)
+        if found is None:
+            return None
+        start, axis = found
+        scale = start if self._op(i).type_name == "Multiply" else None
+        bias = None if scale is not None else start
+        if scale is not None:
+            after = self._link(self._only_reader(self.steps[i].outputs[0]), "Add", self.steps[i].outputs[0], axis)
+            bias = after[0] if after is not None else None
+        links = [link_ for link_ in (scale, bias) if link_ is not None]
+        k = self._activation_after(self.steps[links[-1].position].outputs[0], swish=False)
+        positions = [link_.position for link_ in links] + ([k] if k is not None else [])
+        if len(positions) < 2:
+            return None
+        layers = [(self._op(p).compute, next((link_.const for link_ in links if link_.position == p), None))
+                  for p in positions]
+        compute = _Affine(layers, axis, scale is not None, bias is not None, self._activation(k))
+        source = self.steps[i].inputs[1 - start.const]
+        return positions, compute, (source, *(self.steps[link_.position].inputs[link_.const] for link_ in links))
+
+    def _op(self, position: int) -> Op:
+        return self.ops[self.steps[position].layer.id]
+
+    def _only_reader(self, slot: int) -> int | None:
+        found = self.readers.get(slot, ())
+        return found[0] if len(found) == 1 and slot not in self.result_slots and found[0] not in self.taken else None
+
+    def _link(self, position: int | None, kind: str, source: int, axis: int | None) -> tuple[_Link, int] | None:
+        """The step at `position` as a link of `kind` reading `source`, and its Const's axis."""
+        if position is None:
+            return None
+        found = _per_channel(position, self.steps[position], self._op(position), kind, source, self.const_slots,
+                             self.infos)
+        return None if found is None or axis is not None and found[1] != axis else found
+
+    def _activation_after(self, slot: int, swish: bool) -> int | None:
+        k = self._only_reader(slot)
+        if k is None or len(self.steps[k].inputs) != 1:
+            return None
+        op = self._op(k)
+        code = ACTIVATIONS.get((op.type_name, op.version))
+        return k if code is not None and (swish or code != SWISH) else None
+
+    def _activation(self, position: int | None) -> tuple[Callable[..., Any], int] | None:
+        if position is None:
+            return None
+        op = self._op(position)
+        return op.compute, ACTIVATIONS[(op.type_name, op.version)]
 
 
 def _per_channel(position: int, step: Any, op: Op, kind: str, source: int, const_slots: set[int],
