@@ -51,6 +51,7 @@ from irscatter.ops.elementwise.binary import BinaryElementwise
 # The activations the compiled pass applies, by (type, version), as bias_kernels numbers them.
 ACTIVATIONS = {("Relu", 1): 1, ("HSwish", 4): 2, ("HSigmoid", 5): 3, ("Swish", 4): 4}
 SWISH = 4
+ACTIVATION_NAMES = {name.lower() for name, _ in ACTIVATIONS}  # as layers' types may spell them (OpenVINO writes ReLU)
 BLOCK = 1 << 14  # elements of a Swish's exponentials at a time: they stay in a core's L2 cache
 FLOATS = (ElementType.f32, ElementType.f64)
 # An output element's weight in multiply-adds for `threads.parts`: the pass is a few operations
@@ -139,6 +140,8 @@ class _Chains:
     def affine(self, i: int) -> tuple[list[int], Any, tuple[int, ...]] | None:
         """A Multiply by a per-channel Const, an Add of one, or both in that order, then maybe an
         activation: two layers at least."""
+        if not self._may_start(i):
+            return None
         found = self._link(i, "Multiply", -1, None) or self._link(i, "Add", -1, None)
         if found is None:
             return None
@@ -158,6 +161,19 @@ class _Chains:
         compute = _Affine(layers, axis, scale is not None, bias is not None, self._activation(k))
         source = self.steps[i].inputs[1 - start.const]
         return positions, compute, (source, *(self.steps[link_.position].inputs[link_.const] for link_ in links))
+
+    def _may_start(self, i: int) -> bool:
+        """Whether a chain of two layers may start at step i, by the type names of it and its
+        reader alone: a cheap test first, since most steps of a model start none (the ops
+        themselves are asked after)."""
+        kind = self.steps[i].layer.type.lower()
+        if kind not in ("multiply", "add"):
+            return False
+        k = self._only_reader(self.steps[i].outputs[0])
+        if k is None:
+            return False
+        after = self.steps[k].layer.type.lower()
+        return after in ACTIVATION_NAMES or kind == "multiply" and after == "add"
 
     def _op(self, position: int) -> Op:
         return self.ops[self.steps[position].layer.id]

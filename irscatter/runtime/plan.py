@@ -94,8 +94,9 @@ class Plan:
                    outputs=outputs, output_slots=output_slots,
                    is_static=all(spec.shape.is_static and spec.etype is not ElementType.dynamic for spec in inputs))
         plan.steps = _steps(plan, analysis)
-        plan.fold = _plan_folding(plan, analysis)
-        _fuse_epilogues(plan, analysis)
+        slot_infos = {slot: info for key, slot in slot_of.items() if (info := infos.get(key)) is not None}
+        plan.fold = _plan_folding(plan, analysis, slot_infos)
+        _fuse_epilogues(plan, analysis, slot_infos)
         plan.run_steps = [plan.fold.replaced.get(i, step) for i, step in enumerate(plan.steps)
                           if i not in plan.fold.skipped]
         plan.watched_steps = [watched_step(step, plan.fold.replaced.get(i)) for i, step in enumerate(plan.steps)] \
@@ -170,13 +171,12 @@ def _steps(plan: Plan, analysis: Analysis) -> list[Step]:
     return steps
 
 
-def _plan_folding(plan: Plan, analysis: Analysis) -> FoldPlan:
+def _plan_folding(plan: Plan, analysis: Analysis, infos: dict[int, TensorInfo]) -> FoldPlan:
     """What of the layers that depend on Consts alone to compute once (runtime/folding.py),
     within `limits.folded_bytes`, beside the MatMuls that look their compressed weights up by
-    blocks instead (runtime/compressed.py)."""
+    blocks instead (runtime/compressed.py); `infos`: each slot's inferred type and shape."""
     sizes: dict[tuple[int, ElementType], tuple[Any, int | None]] = {}
     slot_bytes = {slot: _static_bytes(analysis.infos.get(key), sizes) for key, slot in plan.slot_of.items()}
-    infos = {slot: info for key, slot in plan.slot_of.items() if (info := analysis.infos.get(key)) is not None}
     budget = limits.current().folded_bytes
     fused = fuse_compressed(plan.steps, analysis.ops, infos, dict(plan.const_slots), set(plan.output_slots), budget)
     slot_bytes.update(dict.fromkeys(fused.weights))  # looked up by blocks on each run instead
@@ -185,11 +185,10 @@ def _plan_folding(plan: Plan, analysis: Analysis) -> FoldPlan:
                                 budget - fused.cost))
 
 
-def _fuse_epilogues(plan: Plan, analysis: Analysis) -> None:
+def _fuse_epilogues(plan: Plan, analysis: Analysis, infos: dict[int, TensorInfo]) -> None:
     """Convolutions with their bias and activation as one step of a plain run (runtime/epilogues.py),
     beside what folding and the compressed weights already replace."""
     fold = plan.fold
-    infos = {slot: info for key, slot in plan.slot_of.items() if (info := analysis.infos.get(key)) is not None}
     taken = set(fold.skipped) | set(fold.replaced) | set(fold.once)
     fusion = fuse_epilogues(plan.steps, analysis.ops, infos, {s for s, _ in plan.const_slots} | set(fold.kept),
                             set(plan.output_slots), taken)
