@@ -41,7 +41,7 @@ TAIL = 15.0
 SCALE = 5.0
 _LOW = SCALE / (SCALE + REACH)  # SCALE / (SCALE + t) at t = REACH
 STRETCH, SHIFT = 2 / (1 - _LOW), (1 + _LOW) / (1 - _LOW)
-SLACK = 2.0**-40  # relative; some 40 times the largest difference `tools/gelu_fit.py check` found
+SLACK = 2.0**-40  # relative; some twenty times the largest difference `tools/gelu_fit.py check` found
 BLOCK = 1 << 14  # elements: the exponentials of a block (128 KiB of f64) stay in a core's L2 cache
 
 # erfcx(t / sqrt 2) by powers of u, the constant first (tools/gelu_fit.py fit).
