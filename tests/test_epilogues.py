@@ -250,3 +250,38 @@ def test_a_products_bias_stays_as_written(tmp_path, x_shape, bias_shape, activat
     assert _fused(compiled, _Affine) == (activation is not None)
     with accel.use("auto"):
         _same_as_layers(compiled, _feeds(dtype, x_shape))
+
+
+def _sum_model(folder: Path, a_shape, b_shape, activation, dtype=np.float32) -> Path:
+    etype = ElementType.from_dtype(np.dtype(dtype))
+    writer = IRWriter("residual")
+    a = writer.parameter("a", etype, a_shape, ("a",))
+    b = writer.parameter("b", etype, b_shape, ("b",))
+    out_shape = np.broadcast_shapes(a_shape, b_shape)
+    value = writer.copy(_layer(1, "Add", "opset1", 2, {"auto_broadcast": "numpy"}), [a, b],
+                        [(etype, a_shape), (etype, b_shape)], [(etype, out_shape)])[0]
+    value = writer.copy(_layer(2, *activation, 1), [value], [(etype, out_shape)], [(etype, out_shape)])[0]
+    writer.result("y", value, etype, out_shape)
+    return writer.save(folder / "model.xml")
+
+
+@pytest.mark.parametrize("activation", [("Relu", "opset1"), ("HSwish", "opset4"), ("HSigmoid", "opset5")],
+                         ids=lambda a: a[0])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("shape", [(2, 6, 5, 7), (1, 64, 40, 40), (0, 3)], ids=["small", "split", "empty"])
+def test_a_residual_sum_and_its_activation(tmp_path, activation, dtype, shape):
+    compiled = irscatter.compile_model(_sum_model(tmp_path, shape, shape, activation, dtype))
+    assert _fused(compiled, epilogues._Sum) == 1 and len(compiled.plan.run_steps) == 1
+    rng = np.random.default_rng(8)
+    feeds = {"a": _feeds(dtype, shape)["x"], "b": rng.standard_normal(shape).astype(dtype)}
+    with accel.use("auto"):
+        _same_as_layers(compiled, feeds)
+
+
+def test_a_broadcasting_sum_is_not_fused(tmp_path):
+    compiled = irscatter.compile_model(_sum_model(tmp_path, (2, 6, 5, 7), (1, 6, 1, 7), ("Relu", "opset1")))
+    assert _fused(compiled, epilogues._Sum) == 0
+    rng = np.random.default_rng(9)
+    with accel.use("auto"):
+        _same_as_layers(compiled, {"a": rng.standard_normal((2, 6, 5, 7)).astype(np.float32),
+                                   "b": rng.standard_normal((1, 6, 1, 7)).astype(np.float32)})

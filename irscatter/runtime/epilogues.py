@@ -6,7 +6,9 @@
 * a Multiply by a per-channel scale, an Add of a per-channel bias, or both in that order, and
   maybe an activation, after any other layer: a batch normalization that no convolution before
   it could take (DenseNet's, after each concatenation), the scale and shift after a
-  normalization (GroupNorm's, LayerNorm's), a bias and an activation.
+  normalization (GroupNorm's, LayerNorm's), a bias and an activation;
+* an Add of two layers' outputs of one shape and the activation after it (a residual
+  connection: ResNet's, RegNet's).
 
 Run as written, each layer makes an array as large as its input and passes over it, out of the
 cache for most layers of a network at 224x224. Fused, with numba, one compiled pass
@@ -97,7 +99,7 @@ def fuse_epilogues(steps: Sequence[Any], ops: Mapping[int, Op], infos: Mapping[i
         if i in taken or len(step.outputs) != 1:
             continue
         found = chains.after_convolution(i) if isinstance(ops[step.layer.id], (Convolution, GroupConvolution)) \
-            else chains.affine(i)
+            else chains.affine(i) or chains.sum(i)
         if found is None:
             continue
         positions, compute, inputs = found
@@ -162,6 +164,23 @@ class _Chains:
         source = self.steps[i].inputs[1 - start.const]
         return positions, compute, (source, *(self.steps[link_.position].inputs[link_.const] for link_ in links))
 
+    def sum(self, i: int) -> tuple[list[int], Any, tuple[int, ...]] | None:
+        """An Add of two layers' outputs of one shape (a residual connection), then an activation."""
+        step = self.steps[i]
+        if step.layer.type.lower() != "add":  # (a cheap test first, as in `_may_start`)
+            return None
+        op = self._op(i)
+        if not (isinstance(op, BinaryElementwise) and op.row.type_name == "Add" and len(step.inputs) == 2
+                and not any(slot in self.const_slots for slot in step.inputs)):
+            return None
+        a, b = (self.infos.get(slot) for slot in step.inputs)
+        if a is None or b is None or a.etype not in FLOATS or a.etype is not b.etype or a.shape != b.shape:
+            return None
+        k = self._activation_after(step.outputs[0], swish=False)
+        if k is None:
+            return None
+        return [i, k], _Sum(op.compute, self._activation_of(k)), step.inputs
+
     def _may_start(self, i: int) -> bool:
         """Whether a chain of two layers may start at step i, by the type names of it and its
         reader alone: a cheap test first, since most steps of a model start none (the ops
@@ -199,8 +218,10 @@ class _Chains:
         return k if code is not None and (swish or code != SWISH) else None
 
     def _activation(self, position: int | None) -> tuple[Callable[..., Any], int] | None:
-        if position is None:
-            return None
+        return None if position is None else self._activation_of(position)
+
+    def _activation_of(self, position: int) -> tuple[Callable[..., Any], int]:
+        """The activation's kernel and its number in bias_kernels."""
         op = self._op(position)
         return op.compute, ACTIVATIONS[(op.type_name, op.version)]
 
@@ -285,6 +306,32 @@ class _Affine:
                 operand = remaining.pop(0)
                 value = compute(value, operand) if const == 1 else compute(operand, value)
         return value
+
+
+class _Sum:
+    """The fused step's kernel of an Add of two arrays of one shape and an activation."""
+
+    layer_inputs = 2  # of the step's inputs, those of its layer (the Add's)
+
+    def __init__(self, add: Callable[..., Any], activation: tuple[Callable[..., Any], int]) -> None:
+        self.add, (self.activate, self.activation) = add, activation
+        self.called = False
+
+    def __call__(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        compiled = _use_compiled(self.called, a.size)
+        self.called = True
+        if compiled and a.shape == b.shape and a.dtype == b.dtype and a.dtype.kind == "f" \
+                and a.flags.c_contiguous and b.flags.c_contiguous:
+            from irscatter.ops.elementwise import bias_kernels  # (imports numba: only when used)
+
+            out = np.empty(a.shape, a.dtype)
+            kind = a.dtype.type
+            flat = (a.reshape(-1), b.reshape(-1), out.reshape(-1))
+            spans = threads.spans(a.size, threads.parts(a.size * ELEMENT_WORK))
+            threads.run([partial(bias_kernels.summed, *(x[lo:hi] for x in flat), self.activation, kind(0), kind(3),
+                                 kind(6)) for lo, hi in spans])
+            return out
+        return self.activate(self.add(a, b))
 
 
 def _fits(x: np.ndarray, axis: int, *consts: np.ndarray) -> bool:

@@ -1,6 +1,6 @@
-"""A per-channel scale and bias (Multiply-1 and Add-1 by Consts) and an activation in one compiled
-pass: over a convolution's output in place, or from another layer's output into an array of
-its own (`runtime/epilogues.py` fuses the layers in a plain run; imported only when numba is
+"""A per-channel scale and bias (Multiply-1 and Add-1 by Consts), or the sum of two arrays of one
+shape, and an activation in one compiled pass: over a convolution's output in place, or from
+other layers' outputs into an array of its own (`runtime/epilogues.py` fuses the layers in a plain run; imported only when numba is
 used, since importing it imports numba).
 
 Each element takes the layers' own arithmetic, in their type, in their order, so the bits are
@@ -56,6 +56,14 @@ def affine_columns(source, out, scale, bias, activation, zero, three, six):  # p
         row, target = source[r], out[r]
         for j in range(row.size):
             target[j] = _activated(row[j] * scale[j] + bias[j], activation, zero, three, six)
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def summed(a, b, out, activation, zero, three, six):  # pragma: no cover - compiled
+    """out = activation(a + b), for arrays of one length (an Add of two layers' outputs, then
+    its activation)."""
+    for j in range(a.size):
+        out[j] = _activated(a[j] + b[j], activation, zero, three, six)
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
