@@ -1,5 +1,6 @@
-"""A convolution with its bias Add and activation fused into one step of a plain run
-(`runtime/epilogues.py`): the values are the layers' own to the bit, on the first call (the
+"""Chains fused into one step of a plain run (`runtime/epilogues.py`): a convolution with its bias
+Add and activation, per-channel scales, biases and activations after any layer, residual sums
+and their activation. The values are the layers' own to the bit, on the first call (the
 layers' kernels in turn) and after it (numba's pass), and only the chains it may fuse are fused."""
 
 from __future__ import annotations
