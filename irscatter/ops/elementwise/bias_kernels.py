@@ -1,7 +1,7 @@
 """A per-channel scale and bias (Multiply-1 and Add-1 by Consts), or the sum of two arrays of one
 shape, and an activation in one compiled pass: over a convolution's output in place, or from
-other layers' outputs into an array of its own (`runtime/epilogues.py` fuses the layers in a plain run; imported only when numba is
-used, since importing it imports numba).
+other layers' outputs into an array of its own (`runtime/epilogues.py` fuses the layers in a
+plain run; imported only when numba is used, since importing it imports numba).
 
 Each element takes the layers' own arithmetic, in their type, in their order, so the bits are
 theirs: the product of Multiply-1 and the sum of Add-1 (one rounding each, never fused), then
@@ -12,7 +12,7 @@ theirs: the product of Multiply-1 and the sum of Add-1 (one rounding each, never
 * HSigmoid-5: the same t, then t / 6;
 * Swish-4 without beta: v / (e^(v * -1) + 1), its exponential numpy's (the layer's own call)
   between two compiled passes (`biased_scaled`, then `divided_by_successor`), a block at a time.
-The constants come typed as the output (`ops/elementwise/...` compute f32 layers in f32), so
+The constants come typed as the output (the element-wise ops compute f32 layers in f32), so
 nothing is widened. The loops have no fast-math: no contraction, no reassociation.
 """
 
