@@ -27,7 +27,7 @@ ACTIVATIONS = [None, ("Relu", "opset1"), ("HSwish", "opset4"), ("HSigmoid", "ops
 def _small_steps_load_the_pass(monkeypatch):
     """The models here are small: let their second calls load the compiled pass as a large
     step's would (a small step alone never loads it: `test_a_small_step_does_not_load_the_pass`)."""
-    monkeypatch.setattr(epilogues, "LOAD_ELEMENTS", 0)
+    monkeypatch.setattr(accel, "LOAD_ELEMENTS", 0)
 
 
 def _layer(n: int, type_: str, version: str, inputs: int, attrs: dict[str, str] | None = None) -> Layer:
@@ -214,7 +214,7 @@ def test_affine_chains_not_fused(tmp_path, const_shape, chain):
 
 
 def test_a_small_step_does_not_load_the_pass(tmp_path, monkeypatch):
-    monkeypatch.setattr(epilogues, "LOAD_ELEMENTS", 1 << 16)
+    monkeypatch.setattr(accel, "LOAD_ELEMENTS", 1 << 16)
     monkeypatch.delitem(sys.modules, epilogues.KERNELS, raising=False)
     compiled = irscatter.compile_model(_model(tmp_path, ("Relu", "opset1")))
     with accel.use("auto"):

@@ -64,7 +64,7 @@ from irscatter.ops.common.decompress import levels_usable, product, product_leve
 from irscatter.ops.common.products import VECTOR_ROWS
 from irscatter.ops.indexing.gather import gather_with_zero_fill
 from irscatter.ops.matrix.mat_mul import MatMul
-from irscatter.runtime.folding import FoldPlan, behind, constant_steps
+from irscatter.runtime.folding import FoldPlan, behind, constant_steps, readers_of
 from irscatter.runtime.weight_codes import ELEMENTWISE, Arithmetic, Codebook, side_values
 
 ROW_ALIGN = VECTOR_ROWS  # rows per block, and of the weight, for a product by blocks (see the module doc)
@@ -106,7 +106,7 @@ def fuse_compressed(steps: Sequence[Any], ops: Mapping[int, Op], infos: Mapping[
         if not (isinstance(op, MatMul) and op.attrs.transpose_b and not op.attrs.transpose_a):
             continue
         if readers is None:
-            readers = _readers(steps)
+            readers = readers_of(steps)
         if i in fused.steps:
             continue  # (a weight that two MatMuls read: taken with the first)
         others = [r for r in readers.get(step.inputs[1], ()) if r != i]
@@ -154,15 +154,6 @@ def _gathers_rows(step: Any, op: Op, matmul: Any, consts: Mapping[int, Any]) -> 
     axis = consts.get(step.inputs[2])
     value = None if axis is None else np.asarray(axis.const_value)
     return value is not None and value.size == 1 and int(value.reshape(-1)[0]) in (0, -2)
-
-
-def _readers(steps: Sequence[Any]) -> dict[int, list[int]]:
-    """The positions of the steps that read each slot."""
-    readers: dict[int, list[int]] = {}
-    for i, step in enumerate(steps):
-        for slot in step.inputs:
-            readers.setdefault(slot, []).append(i)
-    return readers
 
 
 def weight_chains(steps: Sequence[Any], ops: Mapping[int, Op], consts: Mapping[int, Any]) -> Iterator[tuple[int, list[int]]]:

@@ -16,7 +16,7 @@ cache for most layers of a network at 224x224. Fused, with numba, one compiled p
 arithmetic, so the values are the layers' to the bit: over the convolution's output in place,
 or from the chain's input into an array of its own. Without numba, or on a step's first call
 before that loop is loaded (loading numba takes longer than such a model's run, so a model run
-once does not wait for it), or on a small step's calls before then (`LOAD_ELEMENTS`: a small
+once does not wait for it), or on a small step's calls before then (`accel.loads`: a small
 model never loads it), the step calls the layers' kernels in turn.
 
 Taken where nothing but the next layer of the chain reads a layer's output (no Result, no other
@@ -35,7 +35,6 @@ them as written.
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
@@ -49,10 +48,9 @@ from irscatter.ops.common import accel, threads
 from irscatter.ops.convolution.convolution import Convolution
 from irscatter.ops.convolution.group_convolution import GroupConvolution
 from irscatter.ops.elementwise.binary import BinaryElementwise
+from irscatter.ops.elementwise.pass_codes import ACTIVATIONS, SWISH
+from irscatter.runtime.folding import readers_of
 
-# The activations the compiled pass applies, by (type, version), as bias_kernels numbers them.
-ACTIVATIONS = {("Relu", 1): 1, ("HSwish", 4): 2, ("HSigmoid", 5): 3, ("Swish", 4): 4}
-SWISH = 4
 ACTIVATION_NAMES = {name.lower() for name, _ in ACTIVATIONS}  # as layers' types may spell them (OpenVINO writes ReLU)
 BLOCK = 1 << 14  # elements of a Swish's exponentials at a time: they stay in a core's L2 cache
 FLOATS = (ElementType.f32, ElementType.f64)
@@ -60,15 +58,6 @@ FLOATS = (ElementType.f32, ElementType.f64)
 # an element, bound by the memory it reads and writes.
 ELEMENT_WORK = 4
 KERNELS = "irscatter.ops.elementwise.bias_kernels"
-# Elements of a step's output from which its second call loads the compiled pass (a smaller one
-# saves some microseconds a call, where loading numba takes most of a second once a process);
-# once loaded, every fused step takes it.
-LOAD_ELEMENTS = 1 << 16
-
-
-def _use_compiled(called: bool, size: int) -> bool:
-    """Whether a fused step takes the compiled pass (see LOAD_ELEMENTS and the module doc)."""
-    return accel.enabled() and (KERNELS in sys.modules or called and size >= LOAD_ELEMENTS)
 
 
 @dataclass(frozen=True)
@@ -119,10 +108,7 @@ class _Chains:
                  const_slots: set[int], result_slots: set[int], taken: set[int]) -> None:
         self.steps, self.ops, self.infos, self.const_slots = steps, ops, infos, const_slots
         self.result_slots, self.taken = result_slots, taken
-        self.readers: dict[int, list[int]] = {}
-        for i, step in enumerate(steps):
-            for slot in step.inputs:
-                self.readers.setdefault(slot, []).append(i)
+        self.readers = readers_of(steps)
 
     def after_convolution(self, i: int) -> tuple[list[int], Any, tuple[int, ...]] | None:
         """A convolution, the Add of its channels' bias, maybe an activation (Swish included)."""
@@ -254,45 +240,48 @@ def _per_channel(position: int, step: Any, op: Op, kind: str, source: int, const
     return _Link(position, consts[0]), varying[0]
 
 
-class _Epilogue:
+class _Fused:
+    """What the fused steps' kernels share: the layer's own inputs come first among the step's
+    (the Consts after them), and whether a call takes the compiled pass (`accel.loads`)."""
+
+    layer_inputs = 2  # of the step's inputs, those of its (first) layer: the rest come after
+    called = False
+
+    def _compiled(self, elements: int) -> bool:
+        compiled = accel.loads(KERNELS, self.called, elements)
+        self.called = True
+        return compiled
+
+
+class _Epilogue(_Fused):
     """The fused step's kernel after a convolution: that layer, then bias and activation over its
     output."""
-
-    layer_inputs = 2  # of the step's inputs, those of its layer (data and filters): the bias comes after
 
     def __init__(self, produce: Callable[..., Any], add: Callable[..., Any], bias_position: int, axis: int,
                  activation: tuple[Callable[..., Any], int] | None) -> None:
         self.produce, self.add, self.bias_position, self.axis = produce, add, bias_position, axis
         self.activate: Callable[..., Any] | None = activation[0] if activation is not None else None
         self.activation = activation[1] if activation is not None else 0
-        self.called = False
 
     def __call__(self, x: np.ndarray, filters: np.ndarray, bias: np.ndarray) -> np.ndarray:
         out = self.produce(x, filters)
-        compiled = _use_compiled(self.called, out.size)
-        self.called = True
-        if compiled and _fits(out, self.axis, bias) and not any(np.may_share_memory(out, a) for a in (x, filters, bias)):
+        if self._compiled(out.size) and _fits(out, self.axis, bias) and not any(np.may_share_memory(out, a) for a in (x, filters, bias)):
             _in_rows(out, out, None, bias, self.axis, self.activation)
             return out
         summed = self.add(out, bias) if self.bias_position == 1 else self.add(bias, out)
         return summed if self.activate is None else self.activate(summed)
 
 
-class _Affine:
+class _Affine(_Fused):
     """The fused step's kernel of a scale, a bias and an activation after any layer."""
-
-    layer_inputs = 2  # of the step's inputs, those of its first layer (data and its Const)
 
     def __init__(self, layers: list[tuple[Callable[..., Any], int | None]], axis: int, scaled: bool, biased: bool,
                  activation: tuple[Callable[..., Any], int] | None) -> None:
         self.layers, self.axis, self.scaled, self.biased = layers, axis, scaled, biased
         self.activation = activation[1] if activation is not None else 0
-        self.called = False
 
     def __call__(self, x: np.ndarray, *consts: np.ndarray) -> np.ndarray:
-        compiled = _use_compiled(self.called, x.size)
-        self.called = True
-        if compiled and _fits(x, self.axis, *consts):
+        if self._compiled(x.size) and _fits(x, self.axis, *consts):
             scale = consts[0] if self.scaled else None
             bias = consts[-1] if self.biased else None
             out = np.empty(x.shape, x.dtype)
@@ -308,19 +297,14 @@ class _Affine:
         return value
 
 
-class _Sum:
+class _Sum(_Fused):
     """The fused step's kernel of an Add of two arrays of one shape and an activation."""
-
-    layer_inputs = 2  # of the step's inputs, those of its layer (the Add's)
 
     def __init__(self, add: Callable[..., Any], activation: tuple[Callable[..., Any], int]) -> None:
         self.add, (self.activate, self.activation) = add, activation
-        self.called = False
 
     def __call__(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        compiled = _use_compiled(self.called, a.size)
-        self.called = True
-        if compiled and a.shape == b.shape and a.dtype == b.dtype and a.dtype.kind == "f" \
+        if self._compiled(a.size) and a.shape == b.shape and a.dtype == b.dtype and a.dtype.kind == "f" \
                 and a.flags.c_contiguous and b.flags.c_contiguous:
             from irscatter.ops.elementwise import bias_kernels  # (imports numba: only when used)
 

@@ -43,6 +43,15 @@ class FoldPlan:
     replaced: dict[int, Any] = field(default_factory=dict)
 
 
+def readers_of(steps: Sequence[_Step]) -> dict[int, list[int]]:
+    """The positions of the steps that read each slot."""
+    found: dict[int, list[int]] = {}
+    for i, step in enumerate(steps):
+        for slot in step.inputs:
+            found.setdefault(slot, []).append(i)
+    return found
+
+
 def keep_once(steps: Sequence[_Step], foldable: Callable[[_Step], bool], const_slots: set[int],
               result_slots: set[int], slot_bytes: Mapping[int, int | None], budget: int) -> FoldPlan:
     """Which steps compute values of Consts alone, which of their values to keep (`slot_bytes`

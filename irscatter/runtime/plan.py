@@ -176,7 +176,7 @@ def _plan_folding(plan: Plan, analysis: Analysis, infos: dict[int, TensorInfo]) 
     within `limits.folded_bytes`, beside the MatMuls that look their compressed weights up by
     blocks instead (runtime/compressed.py); `infos`: each slot's inferred type and shape."""
     sizes: dict[tuple[int, ElementType], tuple[Any, int | None]] = {}
-    slot_bytes = {slot: _static_bytes(analysis.infos.get(key), sizes) for key, slot in plan.slot_of.items()}
+    slot_bytes = {slot: _static_bytes(infos.get(slot), sizes) for slot in plan.slot_of.values()}
     budget = limits.current().folded_bytes
     fused = fuse_compressed(plan.steps, analysis.ops, infos, dict(plan.const_slots), set(plan.output_slots), budget)
     slot_bytes.update(dict.fromkeys(fused.weights))  # looked up by blocks on each run instead

@@ -34,7 +34,6 @@ Choices where the spec says nothing, each following OpenVINO's core reference:
 from __future__ import annotations
 
 import math
-import sys
 from functools import partial
 from typing import Annotated, Literal
 
@@ -194,7 +193,7 @@ def clamp(x: np.ndarray, *, min: float, max: float) -> np.ndarray:
 # The compiled Gelu's weight of an element for `threads.parts`: a few ns a core, about a hundred
 # multiply-adds, where scipy's path weighs SPECIAL_FUNCTION_WORK.
 GELU_COMPILED_WORK = 128
-GELU_LOAD_ELEMENTS = 1 << 16  # (see GeluOp)
+GELU_KERNELS = "irscatter.ops.activation.gelu_kernels"
 
 
 def gelu_erf(x: np.ndarray, *, compiled: bool = False) -> np.ndarray:
@@ -236,11 +235,6 @@ def _gelu_erf_compiled(x: np.ndarray) -> np.ndarray:
     return from_compute(out.reshape(x.shape), etype)
 
 
-def gelu_compiled_loaded() -> bool:
-    """Whether the compiled loop of Gelu is loaded in this process."""
-    return "irscatter.ops.activation.gelu_kernels" in sys.modules
-
-
 @_float_kernel
 def gelu_tanh(x):
     # 0.5 * (1 + tanh u) == 1 / (1 + e^(-2u)), which keeps its digits where tanh u is near -1.
@@ -260,14 +254,13 @@ class GeluOp(UnaryElementwise):
     """Gelu's versions. A layer's calls take the compiled loop of the erf form (`gelu_erf`) from
     its second call on, or from its first once the loop is loaded: loading numba and the loop
     takes longer than a model's Gelu layers take on scipy's path, so a model run once does not
-    wait for it, and the runs after the first gain it. A layer of fewer elements than
-    `GELU_LOAD_ELEMENTS` does not load it (it would save microseconds a call), but takes it once
-    loaded."""
+    wait for it, and the runs after the first gain it. A small layer does not load it (it would
+    save microseconds a call), but takes it once loaded (`accel.loads`)."""
 
     called = False
 
     def compute(self, x: np.ndarray) -> np.ndarray:  # type: ignore[override]
-        compiled = gelu_compiled_loaded() or self.called and x.size >= GELU_LOAD_ELEMENTS
+        compiled = accel.loads(GELU_KERNELS, self.called, x.size)
         self.called = True
         return self.row.kernel(x, compiled=compiled, **self.kernel_args)
 

@@ -43,6 +43,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import sys
 from collections.abc import Iterator
 from functools import cache
 
@@ -62,6 +63,10 @@ MIN_PARALLEL_UPDATES = 1 << 16  # update elements of one scatter
 # narrower (a long axis): measured on W1, 64-column tiles lost to wider ones. Threads still
 # own whole tiles, so the order of every element's updates does not change.
 MIN_TILE_COLUMNS = 256
+# Elements of a layer's output from which its second call loads a compiled loop (`loads`): a
+# smaller layer would save microseconds a call, where loading numba takes most of a second
+# and some 100 MB once a process.
+LOAD_ELEMENTS = 1 << 16
 
 
 def mode() -> str:
@@ -82,6 +87,14 @@ def enabled() -> bool:
     """Whether large scatters go through numba."""
     chosen = mode()
     return chosen == "numba" or (chosen == "auto" and available())
+
+
+def loads(module: str, called: bool, elements: int) -> bool:
+    """Whether a layer's call takes the compiled loop of `module` (a module that imports numba):
+    numba is to be used, and the loop is loaded already, or this is the layer's second call or
+    a later one and its output has `LOAD_ELEMENTS` elements or more. A model run once, or a
+    small model, never waits for numba; the runs after the first gain the loop."""
+    return enabled() and (module in sys.modules or called and elements >= LOAD_ELEMENTS)
 
 
 def forced() -> bool:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numba
 
-NONE, RELU, HSWISH, HSIGMOID, SWISH = 0, 1, 2, 3, 4
+from irscatter.ops.elementwise.pass_codes import HSIGMOID, HSWISH, RELU
 
 
 @numba.njit(inline="always", error_model="numpy")

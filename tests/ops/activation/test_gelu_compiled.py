@@ -5,6 +5,8 @@ call, or its first once the loop is loaded."""
 
 from __future__ import annotations
 
+import sys
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -109,8 +111,8 @@ def test_a_layer_takes_the_loop_from_its_second_call(op, attrs, monkeypatch):
         return real(x)
 
     monkeypatch.setattr(elementwise, "_gelu_erf_compiled", spy)
-    monkeypatch.setattr(elementwise, "gelu_compiled_loaded", lambda: False)
-    size = elementwise.GELU_LOAD_ELEMENTS
+    monkeypatch.delitem(sys.modules, elementwise.GELU_KERNELS, raising=False)  # the loop not loaded yet
+    size = accel.LOAD_ELEMENTS
     x = np.linspace(-5, 5, size, dtype=np.float32)
     small = x[:11]
     with accel.use("auto"):
@@ -122,7 +124,7 @@ def test_a_layer_takes_the_loop_from_its_second_call(op, attrs, monkeypatch):
         tiny.compute(small)
         tiny.compute(small)
         assert taken == [size]  # a small layer does not load the loop
-        monkeypatch.setattr(elementwise, "gelu_compiled_loaded", lambda: True)
+        monkeypatch.setitem(sys.modules, elementwise.GELU_KERNELS, object())  # as if loaded
         op(Layer(id=2, name="h", type="Gelu", version=f"opset{op.row.version}", attrs=attrs)).compute(small)
         assert taken == [size, 11]  # a new layer's first call, once the loop is loaded, however small
         with accel.use("numpy"):
