@@ -120,10 +120,11 @@ def test_fused_forms(tmp_path, variant):
         _same_as_layers(compiled, _feeds(shape=x_shape))
 
 
-@pytest.mark.parametrize("activation", [2, 4], ids=["HSwish", "Swish"])
+@pytest.mark.parametrize("activation", [1, 2, 3, 4], ids=["Relu", "HSwish", "HSigmoid", "Swish"])
 def test_the_split_pass_is_the_whole_pass(activation):
     """The pass over ranges of rows (a part's, from any row: a channel's Consts are its row's
-    index modulo the channels) gives what one pass over all rows gives."""
+    index modulo the channels) gives what one pass over all rows gives, and in place what it
+    gives into an array of its own."""
     if not accel.available():
         pytest.skip("numba is not installed")
     from irscatter.runtime.epilogues import _rows
@@ -134,12 +135,18 @@ def test_the_split_pass_is_the_whole_pass(activation):
     constants = (np.float32(0), np.float32(3), np.float32(6))
     for width in (5000, 7):  # rows longer than Swish's block, and several rows a block
         out = rng.standard_normal((3 * 8, width)).astype(np.float32)
+        out[0, :4] = [np.nan, np.inf, -np.inf, -0.0]
         whole = out.copy()
-        _rows(whole, whole, 0, scale=scale, bias=bias, activation=activation, constants=constants)
+        _rows(whole, whole, 0, scale=scale, bias=bias, activation=activation, constants=constants, in_place=True)
         parts = out.copy()
         for lo, hi in ((0, 5), (5, 13), (13, 24)):
-            _rows(parts[lo:hi], parts[lo:hi], lo, scale=scale, bias=bias, activation=activation, constants=constants)
+            _rows(parts[lo:hi], parts[lo:hi], lo, scale=scale, bias=bias, activation=activation, constants=constants,
+                  in_place=True)
         np.testing.assert_array_equal(parts, whole)
+        if activation != 4:  # (Swish goes in place only)
+            apart = np.empty_like(out)
+            _rows(out, apart, 0, scale=scale, bias=bias, activation=activation, constants=constants, in_place=False)
+            assert apart.tobytes() == whole.tobytes()
 
 
 @pytest.mark.parametrize(("variant", "fused", "steps"), [

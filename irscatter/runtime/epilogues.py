@@ -344,7 +344,7 @@ def _in_rows(source: np.ndarray, out: np.ndarray, scale: np.ndarray | None, bias
     rows, targets = source.reshape(-1, width), out.reshape(-1, width)
     spans = threads.spans(rows.shape[0], threads.parts(source.size * ELEMENT_WORK))
     task = partial(_columns if last else _rows, scale=scale, bias=bias, activation=activation,
-                   constants=(kind(0), kind(3), kind(6)))
+                   constants=(kind(0), kind(3), kind(6)), in_place=source is out)
     if len(spans) == 1:
         task(rows, targets, 0)
     else:
@@ -352,13 +352,17 @@ def _in_rows(source: np.ndarray, out: np.ndarray, scale: np.ndarray | None, bias
 
 
 def _rows(rows: np.ndarray, targets: np.ndarray, first: int, *, scale: np.ndarray, bias: np.ndarray,
-          activation: int, constants: tuple) -> None:
-    """The pass over rows from row `first` on: one compiled loop, or for Swish (in place), a block
-    of rows at a time, the compiled loops around numpy's exponential."""
+          activation: int, constants: tuple, in_place: bool) -> None:
+    """The pass over rows from row `first` on: one compiled loop (its own for a pass in place),
+    or for Swish (in place), a block of rows at a time, the compiled loops around numpy's
+    exponential."""
     from irscatter.ops.elementwise import bias_kernels  # (imports numba: only when used)
 
     if activation != SWISH:
-        bias_kernels.affine_rows(rows, targets, scale, bias, first, activation, *constants)
+        if in_place:
+            bias_kernels.affine_rows_in_place(rows, scale, bias, first, activation, *constants)
+        else:
+            bias_kernels.affine_rows(rows, targets, scale, bias, first, activation, *constants)
         return
     kind = rows.dtype.type
     step = max(1, BLOCK // max(rows.shape[1], 1))
@@ -372,7 +376,9 @@ def _rows(rows: np.ndarray, targets: np.ndarray, first: int, *, scale: np.ndarra
 
 
 def _columns(rows: np.ndarray, targets: np.ndarray, first: int, *, scale: np.ndarray, bias: np.ndarray,
-             activation: int, constants: tuple) -> None:
+             activation: int, constants: tuple, in_place: bool) -> None:
+    """The pass over rows [outer, channels]: never in place (a convolution's channels are not its
+    last axis; the other chains write an array of their own)."""
     from irscatter.ops.elementwise import bias_kernels  # (imports numba: only when used)
 
     bias_kernels.affine_columns(rows, targets, scale, bias, activation, *constants)

@@ -50,6 +50,19 @@ def affine_rows(source, out, scale, bias, first, activation, zero, three, six): 
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
+def affine_rows_in_place(rows, scale, bias, first, activation, zero, three, six):  # pragma: no cover - compiled
+    """`affine_rows` with the source as its own output. One array read and written is a loop the
+    compiler vectorizes; given two arrays, it checks at run time whether they overlap, and where
+    they do (the same array twice) it takes its scalar loop, several times slower."""
+    channels = scale.size
+    for r in range(rows.shape[0]):
+        c = (first + r) % channels
+        s, b, row = scale[c], bias[c], rows[r]
+        for j in range(row.size):
+            row[j] = _activated(row[j] * s + b, activation, zero, three, six)
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
 def affine_columns(source, out, scale, bias, activation, zero, three, six):  # pragma: no cover - compiled
     """out[r, c] = activation(source[r, c] * scale[c] + bias[c]): the channels along the last axis."""
     for r in range(source.shape[0]):
