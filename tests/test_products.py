@@ -25,6 +25,7 @@ SHAPES = [
     ((16, 128), (128, 4099)),  # few rows, many columns: cut by blocks of columns where the BLAS keeps them
     ((1, 1, 64), (64, 300)),  # one row: not cut
     ((1, 1, 96), (96, 320)),  # one row: its transposed weight cut by blocks of weight rows
+    ((1, 96), (96, 1000)),  # (weight rows that no block's size divides: the remainder in the last)
     ((96,), (96, 256)),
     ((64,), (2, 64, 50)),  # 1-D operands
     ((2, 150, 64), (64,)),
@@ -47,6 +48,7 @@ def _reference(a, b, policy):
 @pytest.fixture
 def every_product_split(monkeypatch):
     monkeypatch.setattr(threads, "SPLIT_WORK", 0)
+    monkeypatch.setattr(products, "VECTOR_WORK", 0)
     monkeypatch.setattr(threads, "CORES", 3)
 
 

@@ -42,7 +42,7 @@ BLAS does not promise that for every cut:
   times a matrix given as the transpose of a C-contiguous one (MatMul's `transpose_b`, as a
   decoder's step multiplies its weights): BLAS's matrix-vector kernel then computes each
   output from its own weight row, in groups of a few rows, so blocks of `VECTOR_ROWS` weight
-  rows keep the bits (checked once per element type and row length,
+  rows, the remainder in the last, keep the bits (checked once per element type and row length,
   `_vector_cuts_keep_bits`). Such a part is made with np.dot, the same call
   to BLAS, since numpy's matmul holds the GIL through a matrix-vector product: parts on
   irscatter's threads would take turns.
@@ -187,7 +187,7 @@ def _parts(a: np.ndarray, b: np.ndarray, out: np.ndarray, count: int) -> list[li
                     for lo, hi in threads.spans(batch[axis], count)]
     rows = out.shape[-2]
     columns = out.shape[-1]
-    if (_weight_rows(a, b) is not None and columns % VECTOR_ROWS == 0 and columns >= 2 * VECTOR_ROWS
+    if (_weight_rows(a, b) is not None and columns >= 2 * VECTOR_ROWS
             and _vector_cuts_keep_bits(out.dtype, a.shape[-1])):
         return [[(a, b[..., lo:hi], out[..., lo:hi])] for lo, hi in row_blocks(columns, count, VECTOR_ROWS)]
     if columns >= 2 * rows and not np.may_share_memory(a, b):  # (a block of b may be a's own transpose)
@@ -317,16 +317,18 @@ def _probe_cuts(step: int, unit_work: int) -> list[int]:
 
 def _vector_cuts_keep_bits(dtype: np.dtype, inner: int) -> bool:
     """Whether one row times a transposed matrix of rows of `inner` elements, made by blocks
-    of `VECTOR_ROWS` weight rows, has the bits of the whole product, on random values; found
-    once per element type and row length. Called with BLAS on one thread."""
+    of `VECTOR_ROWS` weight rows with the remainder in the last block (as `row_blocks` cuts
+    them), has the bits of the whole product, on random values; found once per element type
+    and row length. Called with BLAS on one thread."""
     key = (dtype.str, inner)
     if key not in _vector_cuts:
         generator = np.random.default_rng(11)
-        weight = generator.standard_normal((4 * VECTOR_ROWS, inner)).astype(dtype)
+        # weight rows that no kernel's group of rows divides, so that the last block's
+        # remainder is taken as the whole product takes its own
+        weight = generator.standard_normal((3 * VECTOR_ROWS + 37, inner)).astype(dtype)
         row = generator.standard_normal((1, inner)).astype(dtype)
         whole = np.matmul(row, weight.T)[0]
-        cut = np.concatenate([np.dot(weight[lo:lo + VECTOR_ROWS], row[0])
-                              for lo in range(0, len(weight), VECTOR_ROWS)])
+        cut = np.concatenate([np.dot(weight[lo:hi], row[0]) for lo, hi in row_blocks(len(weight), 3, VECTOR_ROWS)])
         _vector_cuts[key] = whole.tobytes() == cut.tobytes()
     return _vector_cuts[key]
 

@@ -8,7 +8,8 @@ works on x [N, G, C_IN, *in] and w [G, C_OUT, C_IN, *kernel] in the work dtype a
 [N, G, C_OUT, *out]:
 
 * `pointwise`: a 1x1 kernel at stride 1 without padding is one matrix product per sample and
-  group over the data as it lies, [C_OUT, C_IN] x [C_IN, positions], with no copy.
+  group over the data as it lies, [C_OUT, C_IN] x [C_IN, positions], with no copy; on a map
+  of one position and one group, [N, C_IN] x [C_IN, C_OUT] (`products.matmul`).
 * `im2col`: a dense or grouped kernel, and a depthwise one of 3x3 taps or fewer that the taps
   plans below do not take, gathers each output position's patch and multiplies the filters by
   them (`kernels.Im2col`), in blocks of samples and output rows, so that a block's patches stay
@@ -41,7 +42,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from irscatter.ops.common import accel, threads
+from irscatter.ops.common import accel, products, threads
 from irscatter.ops.convolution.depthwise_compiled import DepthwiseCompiled
 from irscatter.ops.convolution.kernels import Im2col, grouped_convolution, tap_range
 from irscatter.ops.convolution.plan_base import Plan, Taps
@@ -76,6 +77,12 @@ class Pointwise(Plan[np.ndarray]):
         return [(lo, hi, 0, self.positions) for lo, hi in threads.spans(self.n, count)]
 
     def __call__(self, x: np.ndarray, prepared: np.ndarray) -> np.ndarray:
+        if self.positions == 1 and self.g == 1:
+            # A map of one position (a squeeze-excitation block's, a network's head): the samples
+            # times the filters' transpose, a matrix-vector product for one sample, which
+            # `products.matmul` splits by filters where a position split has nothing to split.
+            rows = np.ascontiguousarray(x).reshape(self.n, self.c)
+            return products.matmul(rows, prepared[0].T).reshape(self.out_shape)
         x = np.ascontiguousarray(x).reshape(self.n, self.g, self.c, self.positions)
         out = np.empty((self.n, self.g, self.d, self.positions), x.dtype)
         self._run(lambda n0, n1, p0, p1: np.matmul(prepared, x[n0:n1, ..., p0:p1], out=out[n0:n1, ..., p0:p1]))

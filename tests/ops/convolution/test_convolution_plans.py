@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from irscatter.ops import registry
-from irscatter.ops.common import accel, threads
+from irscatter.ops.common import accel, products, threads
 from irscatter.ops.convolution import plans
 from irscatter.ops.convolution.kernels import Im2col, grouped_convolution
 from irscatter.ops.functional import call
@@ -76,6 +76,26 @@ def test_pointwise_multiplies_the_data_as_it_lies():
     w = rng.standard_normal((3, 7, 4, 1, 1)).astype(np.float32)
     got = _check(x, w, ([1, 1], [1, 1], [0, 0], [5, 6]), "pointwise")
     np.testing.assert_array_equal(got, np.matmul(w.reshape(3, 7, 4), x.reshape(2, 3, 4, 30)).reshape(2, 3, 7, 5, 6))
+
+
+@pytest.mark.parametrize("samples", [1, 3])
+@pytest.mark.parametrize("split", [False, True])
+def test_pointwise_on_one_position_is_the_samples_times_the_filters(monkeypatch, samples, split):
+    """A map of one position and one group (a squeeze-excitation block's): the samples' rows
+    times the filters' transpose, with `products.matmul`'s bits (split by filters or not)."""
+    if split:
+        monkeypatch.setattr(threads, "SPLIT_WORK", 0)
+        monkeypatch.setattr(products, "VECTOR_WORK", 0)
+        monkeypatch.setattr(threads, "_policy", "split")
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((samples, 1, 96, 1, 1)).astype(np.float32)
+    w = rng.standard_normal((1, 200, 96, 1, 1)).astype(np.float32)
+    before = x.copy()
+    got = _check(x, w, ([1, 1], [1, 1], [0, 0], [1, 1]), "pointwise")
+    with threads.one_blas_thread(1 << 30):
+        expected = np.matmul(x.reshape(samples, 96), w.reshape(200, 96).T)
+    assert got.shape == (samples, 1, 200, 1, 1) and got.tobytes() == expected.tobytes()
+    assert np.array_equal(x, before)
 
 
 def test_a_split_gives_the_same_result_on_every_call(monkeypatch):
