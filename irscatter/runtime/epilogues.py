@@ -85,7 +85,7 @@ def fuse_epilogues(steps: Sequence[Any], ops: Mapping[int, Op], infos: Mapping[i
     fused: dict[int, Any] = {}
     skipped: set[int] = set()
     for i, step in enumerate(steps):
-        if i in taken or len(step.outputs) != 1:
+        if i in taken or len(step.outputs) != 1 or not chains.may_start(i):
             continue
         found = chains.after_convolution(i) if isinstance(ops[step.layer.id], (Convolution, GroupConvolution)) \
             else chains.affine(i) or chains.sum(i)
@@ -128,8 +128,6 @@ class _Chains:
     def affine(self, i: int) -> tuple[list[int], Any, tuple[int, ...]] | None:
         """A Multiply by a per-channel Const, an Add of one, or both in that order, then maybe an
         activation: two layers at least."""
-        if not self._may_start(i):
-            return None
         found = self._link(i, "Multiply", -1, None) or self._link(i, "Add", -1, None)
         if found is None:
             return None
@@ -153,8 +151,6 @@ class _Chains:
     def sum(self, i: int) -> tuple[list[int], Any, tuple[int, ...]] | None:
         """An Add of two layers' outputs of one shape (a residual connection), then an activation."""
         step = self.steps[i]
-        if step.layer.type.lower() != "add":  # (a cheap test first, as in `_may_start`)
-            return None
         op = self._op(i)
         if not (isinstance(op, BinaryElementwise) and op.row.type_name == "Add" and len(step.inputs) == 2
                 and not any(slot in self.const_slots for slot in step.inputs)):
@@ -167,18 +163,17 @@ class _Chains:
             return None
         return [i, k], _Sum(op.compute, self._activation_of(k)), step.inputs
 
-    def _may_start(self, i: int) -> bool:
-        """Whether a chain of two layers may start at step i, by the type names of it and its
-        reader alone: a cheap test first, since most steps of a model start none (the ops
-        themselves are asked after)."""
-        kind = self.steps[i].layer.type.lower()
-        if kind not in ("multiply", "add"):
-            return False
+    def may_start(self, i: int) -> bool:
+        """Whether a chain may start at step i, by the type names of it and of its only reader:
+        a cheap test first, since most steps of a model start none (a chain of 10000 Adds
+        starts none), and the ops themselves are asked after."""
         k = self._only_reader(self.steps[i].outputs[0])
         if k is None:
             return False
-        after = self.steps[k].layer.type.lower()
-        return after in ACTIVATION_NAMES or kind == "multiply" and after == "add"
+        kind, after = self.steps[i].layer.type.lower(), self.steps[k].layer.type.lower()
+        if after == "add":  # a bias: after a convolution or a scale
+            return kind == "multiply" or isinstance(self._op(i), (Convolution, GroupConvolution))
+        return after in ACTIVATION_NAMES and kind in ("multiply", "add")
 
     def _op(self, position: int) -> Op:
         return self.ops[self.steps[position].layer.id]
