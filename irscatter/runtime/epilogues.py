@@ -52,7 +52,7 @@ from irscatter.ops.elementwise.pass_codes import ACTIVATIONS, SWISH
 from irscatter.runtime.folding import readers_of
 
 ACTIVATION_NAMES = {name.lower() for name, _ in ACTIVATIONS}  # as layers' types may spell them (OpenVINO writes ReLU)
-BLOCK = 1 << 14  # elements of a Swish's exponentials at a time: they stay in a core's L2 cache
+BLOCK = 1 << 16  # elements of a Swish's exponentials at a time (see `_rows`): they stay in a core's L2 cache
 FLOATS = (ElementType.f32, ElementType.f64)
 # An output element's weight in multiply-adds for `threads.parts`: the pass is a few operations
 # an element, bound by the memory it reads and writes.
@@ -350,7 +350,9 @@ def _rows(rows: np.ndarray, targets: np.ndarray, first: int, *, scale: np.ndarra
           activation: int, constants: tuple, in_place: bool) -> None:
     """The pass over rows from row `first` on: one compiled loop (its own for a pass in place),
     or for Swish (in place), a block of rows at a time, the compiled loops around numpy's
-    exponential."""
+    exponential. Each of a block's three calls takes the GIL to start, and the two parts of a
+    split pass hand it to each other: blocks of a row or two (16 K elements) made such a pass
+    slower on two cores than on one, so a block is BLOCK elements of whole rows."""
     from irscatter.ops.elementwise import bias_kernels  # (imports numba: only when used)
 
     if activation != SWISH:

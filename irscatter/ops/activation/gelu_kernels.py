@@ -42,7 +42,9 @@ SCALE = 5.0
 _LOW = SCALE / (SCALE + REACH)  # SCALE / (SCALE + t) at t = REACH
 STRETCH, SHIFT = 2 / (1 - _LOW), (1 + _LOW) / (1 - _LOW)
 SLACK = 2.0**-40  # relative; some twenty times the largest difference `tools/gelu_fit.py check` found
-BLOCK = 1 << 14  # elements: the exponentials of a block (128 KiB of f64) stay in a core's L2 cache
+# Elements a block: its exponentials (512 KiB of f64) stay in a core's L2 cache, and a split
+# layer's two parts, which take the GIL at each of a block's three calls, seldom wait for it.
+BLOCK = 1 << 16
 
 # erfcx(t / sqrt 2) by powers of u, the constant first (tools/gelu_fit.py fit).
 ERFCX_POWERS = (
