@@ -20,13 +20,19 @@ def _sdpa(causal: bool, inputs: int):
         f'<output><port id="{inputs}" precision="FP32"/></output></layer>'))
 
 
-@pytest.fixture
-def small_blocks(monkeypatch):
-    """Blocks, parts and several helpers on small operands."""
+@pytest.fixture(params=["rows", "matrices"])
+def small_blocks(monkeypatch, request):
+    """Blocks, parts and several helpers on small operands: blocks of one quantum of rows, or
+    (`matrices`) runs of two whole matrices a task, and a shorter run after them."""
     monkeypatch.setattr(threads, "SPLIT_WORK", 0)
     monkeypatch.setattr(threads, "CORES", 3)
     monkeypatch.setattr(threads, "_policy", "split")
-    monkeypatch.setattr(attention_blocks, "BLOCK_LOGITS", 1)  # one quantum of rows a block
+    if request.param == "rows":
+        monkeypatch.setattr(attention_blocks, "BLOCK_LOGITS", 1)
+    else:  # every matrix one block; the runs' length as `_tasks` makes them for larger blocks
+        monkeypatch.setattr(attention_blocks, "BLOCK_LOGITS", 1 << 40)
+        monkeypatch.setattr(attention_blocks, "_tasks", lambda matrices, rows, source, blocks, parts:
+                            [(m, min(m + 2, matrices), 0, rows) for m in range(0, matrices, 2)])
     # products this small all go to one kind of BLAS kernel, so the cuts need no least size
     monkeypatch.setattr(products, "LEAST_CUT_WORK", 0)
 
@@ -103,3 +109,13 @@ def test_where_blocks_would_change_bits_the_whole_arithmetic_runs(small_blocks, 
     assert not attention_blocks.usable(q.astype(np.float16), q.astype(np.float16), q.astype(np.float16), None)
     monkeypatch.setattr(threads, "_policy", "blas")
     assert not attention_blocks.usable(q, q.copy(), q.copy(), None)
+
+
+def test_tasks_are_row_blocks_or_runs_of_whole_matrices(monkeypatch):
+    monkeypatch.setattr(attention_blocks, "BLOCK_LOGITS", 2 * 49 * 49 + 10)
+    assert attention_blocks._tasks(5, 49, 49, [(0, 49)], 1) == [(0, 2, 0, 49), (2, 4, 0, 49), (4, 5, 0, 49)]
+    assert attention_blocks._tasks(12, 8, 8, [(0, 8)], 2) == [(0, 6, 0, 8), (6, 12, 0, 8)]  # a part's share at most
+    assert attention_blocks._tasks(2, 300, 49, [(0, 144), (144, 300)], 2) == [
+        (0, 1, 0, 144), (0, 1, 144, 300), (1, 2, 0, 144), (1, 2, 144, 300)]
+    monkeypatch.setattr(attention_blocks, "BLOCK_LOGITS", 100)  # a matrix larger than a block: one a task
+    assert attention_blocks._tasks(3, 49, 49, [(0, 49)], 1) == [(0, 1, 0, 49), (1, 2, 0, 49), (2, 3, 0, 49)]

@@ -70,8 +70,9 @@ def attend(query: np.ndarray, key: np.ndarray, value: np.ndarray, factor: np.nda
     work = len(queries) * rows * key.shape[-2] * (query.shape[-1] + value.shape[-1])
     with threads.one_blas_thread(work):
         blocks = _row_blocks(rows, key.shape[-2], min(query.shape[-1], value.shape[-1]), query.dtype)
-        tasks = [(m, lo, hi) for m in range(len(queries)) for lo, hi in blocks]
-        parts = threads.spans(len(tasks), threads.parts(work))
+        count = threads.parts(work)
+        tasks = _tasks(len(queries), rows, key.shape[-2], blocks, count)
+        parts = threads.spans(len(tasks), count)
         threads.run([partial(_blocks, tasks[lo:hi], queries, keys, values, factor, biases, causal, out)
                      for lo, hi in parts])
     return out.reshape(*batch, rows, value.shape[-1])
@@ -92,19 +93,34 @@ def _row_blocks(rows: int, source: int, depth: int, dtype: np.dtype) -> list[tup
     return products.row_cuts(rows, depth * source, count, dtype)
 
 
-def _blocks(tasks: list[tuple[int, int, int]], queries: np.ndarray, keys: np.ndarray, values: np.ndarray,
+def _tasks(matrices: int, rows: int, source: int, blocks: list[tuple[int, int]],
+           parts: int) -> list[tuple[int, int, int, int]]:
+    """The tasks (first matrix, end, first row, end): each block of rows of a matrix, or where a
+    matrix is one block, a run of whole matrices of about BLOCK_LOGITS logits in all, and no
+    longer than a part's share of the matrices. Many small matrices (a Swin's windows of 49
+    positions) would otherwise make eight numpy calls each, and the parts of a split layer,
+    which take the GIL at every call, would wait for each other."""
+    if len(blocks) > 1:
+        return [(m, m + 1, lo, hi) for m in range(matrices) for lo, hi in blocks]
+    run = max(1, min(BLOCK_LOGITS // max(1, rows * source), -(-matrices // parts)))
+    return [(m, min(m + run, matrices), 0, rows) for m in range(0, matrices, run)]
+
+
+def _blocks(tasks: list[tuple[int, int, int, int]], queries: np.ndarray, keys: np.ndarray, values: np.ndarray,
             factor: np.ndarray | np.generic, biases: list[np.ndarray] | None, causal: bool, out: np.ndarray) -> None:
+    """Each task's logits, weights and products; a run of matrices as stacks, whose products
+    numpy makes one BLAS call a matrix, as it makes each matrix's alone, and whose reductions go
+    along each row's own S values."""
     zero, minus_infinity = queries.dtype.type(0), queries.dtype.type(-np.inf)
-    for matrix, lo, hi in tasks:
-        logits = np.matmul(queries[matrix, lo:hi], keys[matrix].T)
+    for first, end, lo, hi in tasks:
+        logits = np.matmul(queries[first:end, lo:hi], np.swapaxes(keys[first:end], -1, -2))
         logits *= factor
         if causal:
-            above = np.arange(logits.shape[1])[None, :] > np.arange(lo, hi)[:, None]
+            above = np.arange(logits.shape[-1])[None, :] > np.arange(lo, hi)[:, None]
             logits += np.where(above, minus_infinity, zero)
         elif biases is not None:
-            bias = biases[matrix]
-            logits += bias if bias.shape[0] == 1 else bias[lo:hi]
+            logits += np.stack([bias if bias.shape[0] == 1 else bias[lo:hi] for bias in biases[first:end]])
         logits -= logits.max(axis=-1, keepdims=True)
         np.exp(logits, out=logits)
         logits /= logits.sum(axis=-1, keepdims=True)
-        np.matmul(logits, values[matrix], out=out[matrix, lo:hi])
+        np.matmul(logits, values[first:end], out=out[first:end, lo:hi])
