@@ -167,13 +167,16 @@ class _Chains:
         """Whether a chain may start at step i, by the type names of it and of its only reader:
         a cheap test first, since most steps of a model start none (a chain of 10000 Adds
         starts none), and the ops themselves are asked after."""
+        kind = self.steps[i].layer.type.lower()
+        if kind not in ("add", "multiply") and not isinstance(self._op(i), (Convolution, GroupConvolution)):
+            return False
         k = self._only_reader(self.steps[i].outputs[0])
         if k is None:
             return False
-        kind, after = self.steps[i].layer.type.lower(), self.steps[k].layer.type.lower()
-        if after == "add":  # a bias: after a convolution or a scale
-            return kind == "multiply" or isinstance(self._op(i), (Convolution, GroupConvolution))
-        return after in ACTIVATION_NAMES and kind in ("multiply", "add")
+        after = self.steps[k].layer.type.lower()
+        if kind == "add":  # a residual sum (or a bias, which an activation must follow)
+            return after in ACTIVATION_NAMES
+        return after == "add" or kind == "multiply" and after in ACTIVATION_NAMES  # a bias, or a scale's activation
 
     def _op(self, position: int) -> Op:
         return self.ops[self.steps[position].layer.id]
