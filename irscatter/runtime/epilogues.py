@@ -341,8 +341,9 @@ def _in_rows(source: np.ndarray, out: np.ndarray, scale: np.ndarray | None, bias
     width = channels if last else math.prod(source.shape[axis + 1:])
     rows, targets = source.reshape(-1, width), out.reshape(-1, width)
     spans = threads.spans(rows.shape[0], threads.parts(source.size * ELEMENT_WORK))
-    task = partial(_columns if last else _rows, scale=scale, bias=bias, activation=activation,
-                   constants=(kind(0), kind(3), kind(6)), in_place=source is out)
+    constants = (kind(0), kind(3), kind(6))
+    task = partial(_columns, scale=scale, bias=bias, activation=activation, constants=constants) if last \
+        else partial(_rows, scale=scale, bias=bias, activation=activation, constants=constants, in_place=source is out)
     if len(spans) == 1:
         task(rows, targets, 0)
     else:
@@ -376,7 +377,7 @@ def _rows(rows: np.ndarray, targets: np.ndarray, first: int, *, scale: np.ndarra
 
 
 def _columns(rows: np.ndarray, targets: np.ndarray, first: int, *, scale: np.ndarray, bias: np.ndarray,
-             activation: int, constants: tuple, in_place: bool) -> None:
+             activation: int, constants: tuple) -> None:
     """The pass over rows [outer, channels]: never in place (a convolution's channels are not its
     last axis; the other chains write an array of their own)."""
     from irscatter.ops.elementwise import bias_kernels  # (imports numba: only when used)

@@ -186,8 +186,9 @@ def _plan_folding(plan: Plan, analysis: Analysis, infos: dict[int, TensorInfo]) 
 
 
 def _fuse_epilogues(plan: Plan, analysis: Analysis, infos: dict[int, TensorInfo]) -> None:
-    """Convolutions with their bias and activation as one step of a plain run (runtime/epilogues.py),
-    beside what folding and the compressed weights already replace."""
+    """The chains of element-wise layers a plain run takes as one step (runtime/epilogues.py: a
+    convolution's bias and activation, per-channel scales and biases, residual sums), beside
+    what folding and the compressed weights already replace."""
     fold = plan.fold
     taken = set(fold.skipped) | set(fold.replaced) | set(fold.once)
     fusion = fuse_epilogues(plan.steps, analysis.ops, infos, {s for s, _ in plan.const_slots} | set(fold.kept),
