@@ -23,6 +23,7 @@ SHAPES = [
     ((1, 400, 64), (64, 300)),  # one matrix: cut by blocks of rows (each a call above BLAS's small kernels)
     ((397, 64), (64, 301)),
     ((16, 128), (128, 4099)),  # few rows, many columns: cut by blocks of columns where the BLAS keeps them
+    ((200, 64), (64, 300)),  # rows up to COLUMN_CUT_ROWS: cut by columns however few
     ((1, 1, 64), (64, 300)),  # one row: not cut
     ((1, 1, 96), (96, 320)),  # one row: its transposed weight cut by blocks of weight rows
     ((1, 96), (96, 1000)),  # (weight rows that no block's size divides: the remainder in the last)
@@ -141,7 +142,8 @@ def test_column_cuts_keep_the_bits_of_products_the_probe_did_not_try():
             pytest.skip("this BLAS keeps no column cut's bits: columns are not cut")
         generator = np.random.default_rng(10)
         cut_any = False
-        for rows, inner, columns in [(3, 700, 2999), (64, 896, 4864), (117, 200, 1003), (40, 33, 5000)]:
+        for rows, inner, columns in [(3, 700, 2999), (64, 896, 4864), (117, 200, 1003), (40, 33, 5000),
+                                     (197, 1536, 384), (256, 96, 200)]:
             a = generator.standard_normal((rows, inner)).astype(np.float32)
             for b in (generator.standard_normal((inner, columns)), generator.standard_normal((columns, inner)).T):
                 b = b.astype(np.float32)
@@ -156,3 +158,22 @@ def test_column_cuts_keep_the_bits_of_products_the_probe_did_not_try():
                         np.matmul(a, b[:, lo:hi], out=cut[:, lo:hi])
                     assert np.array_equal(cut, whole), (rows, inner, columns, blocks)
         assert cut_any
+
+
+@pytest.mark.parametrize("rows, columns, by", [(197, 384, "columns"), (16, 4099, "columns"), (400, 300, "rows")])
+def test_few_rows_are_cut_through_the_columns_and_many_through_the_rows(rows, columns, by):
+    """Up to COLUMN_CUT_ROWS rows a split product keeps its rows whole and cuts its columns (where
+    this BLAS keeps their bits); beyond, and where the columns are fewer than twice the rows, it
+    cuts its rows."""
+    with threadpool_limits(1, "blas"):
+        if not products.column_quantum(np.dtype(np.float32)) or not products.quantum(np.dtype(np.float32)):
+            pytest.skip("this BLAS keeps no cut's bits along one of the two axes")
+        inner = 384
+        a = np.zeros((1, rows, inner), np.float32)
+        b = np.zeros((1, inner, columns), np.float32)
+        parts = products._parts(a, b, np.empty((1, rows, columns), np.float32), 2)
+    assert len(parts) == 2
+    blocks = [block for part in parts for block in part]
+    whole_rows = all(x.shape[-2] == rows for x, _, _ in blocks)
+    whole_columns = all(y.shape[-1] == columns for _, y, _ in blocks)
+    assert (whole_rows, whole_columns) == ((True, False) if by == "columns" else (False, True))

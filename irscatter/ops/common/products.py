@@ -53,7 +53,9 @@ BLAS does not promise that for every cut:
   row counts than the probe's changed. So each process asks, for f32 only, whether cuts at
   multiples of COLUMN_QUANTA keep the bits of a few products (`column_quantum`, with blocks of
   LEAST_CUT_WORK as for rows), and cuts columns where one does and the columns are at least
-  twice the rows; never where `a` and `b` share memory (a block of b may be a's transpose).
+  twice the rows, or the rows are at most COLUMN_CUT_ROWS (a transformer's tokens times a
+  Linear of fewer outputs); never where `a` and `b` share memory (a block of b may be a's
+  transpose).
 * Where `b` is one matrix (2-D, or with batch axes of size 1) and `a` a batch of several,
   `split` and `one` multiply the batch as one matrix of all its rows (`_folded`): numpy would
   make one BLAS call per matrix, and a channels-last feature map times a Linear weight
@@ -85,6 +87,12 @@ _quantum: dict[str, int] = {}
 # Column counts tried as the quantum of column cuts (the widths of BLAS's column tiles)
 COLUMN_QUANTA = (16, 32, 64, 128)
 _column_quantum: dict[str, int] = {}
+# Rows up to which a split product is cut through its columns (where the cuts keep the bits),
+# whatever the column count: two blocks of half the rows each ran 10-30% slower than two of
+# half the columns (a ViT's 197 tokens times a Linear of 384 outputs), while from several
+# hundred rows on the row cuts were as fast or faster. A block of b may be a's own transpose,
+# so never where the two share memory.
+COLUMN_CUT_ROWS = 256
 _vector_cuts: dict[tuple[str, int], bool] = {}
 
 Product = tuple[np.ndarray, np.ndarray, np.ndarray]  # a, b, and the output block it writes
@@ -190,7 +198,7 @@ def _parts(a: np.ndarray, b: np.ndarray, out: np.ndarray, count: int) -> list[li
     if (_weight_rows(a, b) is not None and columns >= 2 * VECTOR_ROWS
             and _vector_cuts_keep_bits(out.dtype, a.shape[-1])):
         return [[(a, b[..., lo:hi], out[..., lo:hi])] for lo, hi in row_blocks(columns, count, VECTOR_ROWS)]
-    if columns >= 2 * rows and not np.may_share_memory(a, b):  # (a block of b may be a's own transpose)
+    if (columns >= 2 * rows or rows <= COLUMN_CUT_ROWS) and not np.may_share_memory(a, b):  # (see COLUMN_CUT_ROWS)
         blocks = column_cuts(columns, rows * a.shape[-1], count, out.dtype)
         if len(blocks) > 1:
             return [[(a, b[..., lo:hi], out[..., lo:hi])] for lo, hi in blocks]
