@@ -6,6 +6,7 @@ and the dispatch keeps non-finite filters on the per-offset kernel."""
 import numpy as np
 import pytest
 
+from irscatter.ops.convolution import kernels
 from irscatter.ops.convolution.kernels import Im2col, grouped_convolution, im2col_convolution
 from irscatter.ops.convolution.plans import forward_convolution
 
@@ -26,10 +27,12 @@ def test_gathered_patches_match_the_per_offset_products(seed):
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_wide_rows_match_the_per_offset_products(seed):
+def test_wide_rows_match_the_per_offset_products(seed, monkeypatch):
     """Stride 1 along the last two axes and short rows: the patches are gathered as rows as wide
     as the padded input, whose extra columns run into the next row (and, for the last tap of
-    the last channel, into the buffer's tail), and are cut off."""
+    the last channel, into the buffer's tail), and are cut off (here whatever the extra columns
+    cost: empty rows and wide padding included)."""
+    monkeypatch.setattr(kernels, "WIDE_EXTRA", 1 << 30)
     rng = np.random.default_rng(1000 + seed)
     n, g, c, d = (int(v) for v in rng.integers(1, 4, 4))
     rank = int(rng.integers(2, 4))
@@ -46,6 +49,17 @@ def test_wide_rows_match_the_per_offset_products(seed):
     assert plan.wide is not None or plan.direct
     with np.errstate(invalid="ignore", over="ignore"):
         np.testing.assert_allclose(plan(x, w), grouped_convolution(x, w, *args), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("channels, size, wide", [(32, 7, True), (128, 7, True), (512, 7, False), (64, 17, True), (192, 17, False)])
+def test_rows_are_gathered_wide_only_where_their_extra_columns_cost_little(channels, size, wide):
+    """A wide row's extra columns (the padding) are multiplied by every filter: with many output
+    channels on a small map, the plain gathering is taken."""
+    kernel = (3, 3) if size == 7 else (1, 7)
+    begin = [k // 2 for k in kernel]
+    plan = Im2col((1, 1, channels, size, size), (1, channels, channels, *kernel), np.dtype(np.float32), [1, 1],
+                  [1, 1], begin, [size, size])
+    assert (plan.wide is not None) == wide
 
 
 def test_non_finite_filters_skip_the_padding():
