@@ -9,7 +9,9 @@ works on x [N, G, C_IN, *in] and w [G, C_OUT, C_IN, *kernel] in the work dtype a
 
 * `pointwise`: a 1x1 kernel at stride 1 without padding is one matrix product per sample and
   group over the data as it lies, [C_OUT, C_IN] x [C_IN, positions], with no copy; on a map
-  of one position and one group, [N, C_IN] x [C_IN, C_OUT] (`products.matmul`).
+  of one position and one group, [N, C_IN] x [C_IN, C_OUT] (`products.matmul`), and for one
+  sample and one group with many more filters than positions, the product through
+  `products.matmul`, which splits it by filters.
 * `im2col`: a dense or grouped kernel, and a depthwise one of 3x3 taps or fewer that the taps
   plans below do not take, gathers each output position's patch and multiplies the filters by
   them (`kernels.Im2col`), in blocks of samples and output rows, so that a block's patches stay
@@ -51,6 +53,11 @@ from irscatter.ops.convolution.plan_base import Plan, Taps
 # BLOCK_COLUMNS output positions: fewer, larger products were faster than cache-sized ones on a
 # quiet machine, while the bound keeps a large batch from gathering all its patches at once.
 BLOCK_ELEMENTS = 1 << 22
+# Output channels per position from which a 1x1 layer of one sample is split by its filters
+# (`products.matmul`'s row blocks) rather than by its positions: there the filters outweigh the
+# map, and a part of half the positions still reads all of them (ResNet-50's 1x1 layers at 7x7
+# and 14x14 took 6-21% less that way in the model; at fewer filters, positions were as fast).
+FILTER_CUT_RATIO = 4
 # Gathered elements of one block of channels of the banded plan: they and the channels' bands
 # stay in L2, and a layer of many small products splits evenly.
 BAND_BLOCK = 1 << 18
@@ -83,6 +90,11 @@ class Pointwise(Plan[np.ndarray]):
             # `products.matmul` splits by filters where a position split has nothing to split.
             rows = np.ascontiguousarray(x).reshape(self.n, self.c)
             return products.matmul(rows, prepared[0].T).reshape(self.out_shape)
+        if self.g == 1 and self.n == 1 and self.d >= FILTER_CUT_RATIO * self.positions:
+            # Many filters on a small map (a ResNet's 512 -> 2048 channels at 7x7): two parts of
+            # half the positions each read every filter; `products.matmul` cuts the filters.
+            data = np.ascontiguousarray(x).reshape(self.c, self.positions)
+            return products.matmul(prepared[0], data).reshape(self.out_shape)
         x = np.ascontiguousarray(x).reshape(self.n, self.g, self.c, self.positions)
         out = np.empty((self.n, self.g, self.d, self.positions), x.dtype)
         self._run(lambda n0, n1, p0, p1: np.matmul(prepared, x[n0:n1, ..., p0:p1], out=out[n0:n1, ..., p0:p1]))

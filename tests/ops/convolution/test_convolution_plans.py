@@ -98,6 +98,25 @@ def test_pointwise_on_one_position_is_the_samples_times_the_filters(monkeypatch,
     assert np.array_equal(x, before)
 
 
+@pytest.mark.parametrize("split", [False, True])
+def test_pointwise_with_many_more_filters_than_positions_is_one_product(monkeypatch, split):
+    """One sample and one group on a map of few positions for its filters (a ResNet's last 1x1
+    layers): the filters times the data, with `products.matmul`'s bits (cut by filters or not)."""
+    if split:
+        monkeypatch.setattr(threads, "SPLIT_WORK", 0)
+        monkeypatch.setattr(threads, "_policy", "split")
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((1, 1, 512, 3, 3)).astype(np.float32)
+    w = rng.standard_normal((1, 1024, 512, 1, 1)).astype(np.float32)
+    assert 1024 >= plans.FILTER_CUT_RATIO * 9
+    before = x.copy()
+    got = _check(x, w, ([1, 1], [1, 1], [0, 0], [3, 3]), "pointwise")
+    with threads.one_blas_thread(1 << 30):
+        expected = np.matmul(w.reshape(1024, 512), x.reshape(512, 9))
+    assert got.shape == (1, 1, 1024, 3, 3) and got.tobytes() == expected.tobytes()
+    assert np.array_equal(x, before)
+
+
 def test_a_split_gives_the_same_result_on_every_call(monkeypatch):
     """The parts of a split are fixed per shape, so repeated calls agree bit for bit."""
     monkeypatch.setattr(threads, "SPLIT_WORK", 0)
