@@ -5,6 +5,7 @@ layers' kernels in turn) and after it (numba's pass), and only the chains it may
 
 from __future__ import annotations
 
+import itertools
 import sys
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import irscatter
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Layer, Port
 from irscatter.ir.writer import IRWriter
-from irscatter.ops.common import accel
+from irscatter.ops.common import accel, threads
 from irscatter.runtime import epilogues
 from irscatter.runtime.epilogues import _Affine, _Epilogue
 
@@ -37,21 +38,23 @@ def _layer(n: int, type_: str, version: str, inputs: int, attrs: dict[str, str] 
 
 def _model(folder: Path, activation: tuple[str, str] | None, dtype=np.float32, bias_shape=(1, 6, 1, 1),
            bias_first: bool = False, conv_also_out: bool = False, add_also_out: bool = False, group: bool = False,
-           x_shape=(2, 4, 9, 7)) -> Path:
+           x_shape=(2, 4, 9, 7), kernel: int = 3) -> Path:
     etype = ElementType.from_dtype(np.dtype(dtype))
     rng = np.random.default_rng(3)
     writer = IRWriter("epilogue")
     x = writer.parameter("x", etype, x_shape, ("x",))
-    out_shape = (x_shape[0], 6, x_shape[2] - 2, x_shape[3] - 2)
+    out_shape = (x_shape[0], 6, x_shape[2] - kernel + 1, x_shape[3] - kernel + 1)
     attrs = {"strides": "1,1", "dilations": "1,1", "pads_begin": "0,0", "pads_end": "0,0", "auto_pad": "explicit"}
     if group:
-        w = writer.const("w", rng.standard_normal((2, 3, x_shape[1] // 2, 3, 3)).astype(dtype))
-        conv = writer.copy(_layer(1, "GroupConvolution", "opset1", 2, attrs), [x, w],
-                           [(etype, x_shape), (etype, (2, 3, x_shape[1] // 2, 3, 3))], [(etype, out_shape)])[0]
+        w_shape: tuple[int, ...] = (2, 3, x_shape[1] // 2, kernel, kernel)
+        conv = writer.copy(_layer(1, "GroupConvolution", "opset1", 2, attrs),
+                           [x, writer.const("w", rng.standard_normal(w_shape).astype(dtype))],
+                           [(etype, x_shape), (etype, w_shape)], [(etype, out_shape)])[0]
     else:
-        w = writer.const("w", rng.standard_normal((6, x_shape[1], 3, 3)).astype(dtype))
-        conv = writer.copy(_layer(1, "Convolution", "opset1", 2, attrs), [x, w],
-                           [(etype, x_shape), (etype, (6, x_shape[1], 3, 3))], [(etype, out_shape)])[0]
+        w_shape = (6, x_shape[1], kernel, kernel)
+        conv = writer.copy(_layer(1, "Convolution", "opset1", 2, attrs),
+                           [x, writer.const("w", rng.standard_normal(w_shape).astype(dtype))],
+                           [(etype, x_shape), (etype, w_shape)], [(etype, out_shape)])[0]
     bias = writer.const("b", (rng.standard_normal(bias_shape) * 4).astype(dtype))
     pair = [bias, conv] if bias_first else [conv, bias]
     types = [(etype, bias_shape), (etype, out_shape)] if bias_first else [(etype, out_shape), (etype, bias_shape)]
@@ -120,6 +123,31 @@ def test_fused_forms(tmp_path, variant):
         _same_as_layers(compiled, _feeds(shape=x_shape))
 
 
+@pytest.mark.parametrize("variant", [
+    dict(kernel=1, x_shape=(1, 4, 9, 7)),  # 1x1: parts of the positions
+    dict(kernel=1, x_shape=(3, 4, 9, 7)),  # 1x1: parts of the samples
+    dict(x_shape=(2, 4, 9, 7)),  # im2col, wide rows
+    dict(x_shape=(1, 4, 5, 40)),  # im2col, blocks of rows
+    dict(x_shape=(1, 4, 4, 3)),  # im2col, the filters outweigh the patches: parts of the channels
+    dict(group=True),  # groups: parts of the groups
+], ids=["pointwise-positions", "pointwise-samples", "wide-rows", "rows", "channels", "groups"])
+@pytest.mark.parametrize("activation", ACTIVATIONS, ids=lambda a: a[0] if a else "none")
+def test_a_convolution_finished_block_by_block(tmp_path, monkeypatch, variant, activation):
+    """Every layer split into parts: once the compiled pass is loaded, each part biases and
+    activates the blocks of the output it writes (Swish: the whole pass), to the layers' bits."""
+    if not accel.available():
+        pytest.skip("numba is not installed")
+    monkeypatch.setattr(threads, "SPLIT_WORK", 0)
+    blocks = []
+    block_pass = epilogues._BlockPass.__call__
+    monkeypatch.setattr(epilogues._BlockPass, "__call__", lambda self, *a: blocks.append(a[1:]) or block_pass(self, *a))
+    compiled = irscatter.compile_model(_model(tmp_path, activation, **variant))
+    assert _fused(compiled) == 1
+    with accel.use("auto"):
+        _same_as_layers(compiled, _feeds(shape=variant.get("x_shape", (2, 4, 9, 7))))
+    assert (len(blocks) > 1) == (activation is None or activation[0] != "Swish")
+
+
 @pytest.mark.parametrize("activation", [1, 2, 3, 4], ids=["Relu", "HSwish", "HSigmoid", "Swish"])
 def test_the_split_pass_is_the_whole_pass(activation):
     """The pass over ranges of rows (a part's, from any row: a channel's Consts are its row's
@@ -143,10 +171,24 @@ def test_the_split_pass_is_the_whole_pass(activation):
             _rows(parts[lo:hi], parts[lo:hi], lo, scale=scale, bias=bias, activation=activation, constants=constants,
                   in_place=True)
         np.testing.assert_array_equal(parts, whole)
-        if activation != 4:  # (Swish goes in place only)
+        if activation != 4:  # (Swish goes in place only, and not by blocks)
             apart = np.empty_like(out)
             _rows(out, apart, 0, scale=scale, bias=bias, activation=activation, constants=constants, in_place=False)
             assert apart.tobytes() == whole.tobytes()
+            _by_blocks_of_positions(out, whole, scale, bias, activation, constants)
+
+
+def _by_blocks_of_positions(out, whole, scale, bias, activation, constants):
+    """The pass over blocks of a larger array given flat (`affine_block_in_place`, as a
+    convolution's parts hand them over): columns lo..hi of rows r0..r1, from any row."""
+    from irscatter.ops.elementwise.bias_kernels import affine_block_in_place
+
+    rows, width = out.shape
+    blocks = out.copy()
+    flat = blocks.reshape(-1)
+    for (r0, r1), (lo, hi) in itertools.product(((0, 5), (5, 13), (13, rows)), ((0, 1), (1, width // 2), (width // 2, width))):
+        affine_block_in_place(flat, r0 * width + lo, width, r1 - r0, hi - lo, scale, bias, r0, activation, *constants)
+    assert blocks.tobytes() == whole.tobytes()
 
 
 @pytest.mark.parametrize(("variant", "fused", "steps"), [

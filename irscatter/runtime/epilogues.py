@@ -35,6 +35,7 @@ them as written.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
@@ -121,7 +122,9 @@ class _Chains:
         if not (out_info.shape.rank_is_static and axis + out_info.shape.rank == 1):  # the channels
             return None
         k = self._activation_after(self.steps[add.position].outputs[0], swish=True)
-        compute = _Epilogue(self._op(i).compute, self._op(add.position).compute, add.const, axis, self._activation(k))
+        op = self._op(i)
+        assert isinstance(op, (Convolution, GroupConvolution))  # (what starts this chain)
+        compute = _Epilogue(op, self._op(add.position).compute, add.const, axis, self._activation(k))
         positions = [i, add.position] + ([k] if k is not None else [])
         return positions, compute, (*step.inputs, self.steps[add.position].inputs[add.const])
 
@@ -253,21 +256,65 @@ class _Fused:
 
 class _Epilogue(_Fused):
     """The fused step's kernel after a convolution: that layer, then bias and activation over its
-    output."""
+    output. Once the compiled pass is loaded, a convolution whose plan writes its output by
+    blocks (`plan_base.Finish`) has each block biased and activated by the part that wrote it,
+    while the block is in that core's cache, rather than in a pass of its own over the whole
+    output (Swish, whose exponential goes by blocks of its own, takes that pass)."""
 
-    def __init__(self, produce: Callable[..., Any], add: Callable[..., Any], bias_position: int, axis: int,
-                 activation: tuple[Callable[..., Any], int] | None) -> None:
-        self.produce, self.add, self.bias_position, self.axis = produce, add, bias_position, axis
+    def __init__(self, convolution: Convolution | GroupConvolution, add: Callable[..., Any], bias_position: int,
+                 axis: int, activation: tuple[Callable[..., Any], int] | None) -> None:
+        self.convolution, self.add, self.bias_position, self.axis = convolution, add, bias_position, axis
+        self.produce = convolution.compute
         self.activate: Callable[..., Any] | None = activation[0] if activation is not None else None
         self.activation = activation[1] if activation is not None else 0
 
     def __call__(self, x: np.ndarray, filters: np.ndarray, bias: np.ndarray) -> np.ndarray:
+        if self.activation != SWISH and accel.enabled() and KERNELS in sys.modules and self._by_blocks(filters, bias):
+            finished = self.convolution.finishing(x, filters, self._block_pass(bias))
+            if finished is not None:
+                return finished
         out = self.produce(x, filters)
         if self._compiled(out.size) and _fits(out, self.axis, bias) and not any(np.may_share_memory(out, a) for a in (x, filters, bias)):
             _in_rows(out, out, None, bias, self.axis, self.activation)
             return out
         summed = self.add(out, bias) if self.bias_position == 1 else self.add(bias, out)
         return summed if self.activate is None else self.activate(summed)
+
+
+    def _block_pass(self, bias: np.ndarray) -> _BlockPass:
+        """The pass by blocks for this bias, made once for the Const's array."""
+        kept = self.__dict__.get("_kept")
+        if kept is None or kept[0] is not bias:
+            kept = self._kept = (bias, _BlockPass(bias, self.activation, bias.dtype))
+        return kept[1]
+
+    def _by_blocks(self, filters: np.ndarray, bias: np.ndarray) -> bool:
+        """Whether the bias is one float per output channel (the pass by blocks indexes it by
+        channel); the convolution then asks whether its plan writes by blocks."""
+        channels = math.prod(filters.shape[:2]) if self.convolution.grouped else filters.shape[0]
+        return isinstance(bias, np.ndarray) and bias.dtype.kind == "f" and bias.dtype == filters.dtype \
+            and bias.size == channels
+
+
+class _BlockPass:
+    """The bias and activation of `_Epilogue` over a block of a convolution's output, as its plan
+    hands the blocks over (`plan_base.Finish`): the compiled pass in place, row by row, each row
+    a channel's."""
+
+    def __init__(self, bias: np.ndarray, activation: int, dtype: np.dtype) -> None:
+        from irscatter.ops.elementwise import bias_kernels  # (loaded already: see `_Epilogue`)
+
+        self.kernel = bias_kernels.affine_block_in_place
+        self.bias = np.ascontiguousarray(bias.reshape(-1))
+        self.scale = np.ones(self.bias.size, dtype)
+        self.activation = activation
+        kind = dtype.type
+        self.constants = (kind(0), kind(3), kind(6))
+
+    def __call__(self, flat: np.ndarray, start: int, stride: int, rows: int, width: int, first: int) -> None:
+        if rows and width:
+            self.kernel(flat, start, stride, rows, width, self.scale, self.bias, first, self.activation,
+                        *self.constants)
 
 
 class _Affine(_Fused):

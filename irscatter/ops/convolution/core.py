@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, ClassVar, Literal, overload
+from typing import Annotated, Any, ClassVar, Literal, overload
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -47,6 +47,7 @@ from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.common.padding import pad_constant
 from irscatter.ops.common.types import same_element_type
 from irscatter.ops.convolution.kernels import grouped_convolution, grouped_transposed
+from irscatter.ops.convolution.plan_base import Finish
 from irscatter.ops.convolution.plans import Plan, plan_forward
 
 AUTO_PADS = ("explicit", "valid", "same_upper", "same_lower")
@@ -408,17 +409,36 @@ class ForwardConvolution(Op):
     def convolve(self, data: np.ndarray, filters: np.ndarray) -> tuple[np.ndarray, _ForwardPlan]:
         """The result in the work dtype, shaped as the output, before its one rounding (what a
         biased convolution adds its bias to), and the plan that gives its element type."""
-        plan = self.per_shape((data.shape, filters.shape, data.dtype), lambda: self._plan(data, filters))
+        plan = self._shape_plan(data, filters)
         x = data.reshape(plan.x_shape).astype(plan.work, copy=False)
         with np.errstate(invalid="ignore", over="ignore"):  # inf - inf, inf * 0: IEEE answers
             w = filters.reshape(plan.w_shape).astype(plan.work, copy=False)
             if plan.fast is not None and self._finite(filters, w):
-                # keyed by the plan object itself, which the cache then holds: one entry per shape
-                prepared = self.per_constant(plan.fast, (filters,), lambda: plan.fast.prepare(w))
-                out = plan.fast(x, prepared)
+                out = plan.fast(x, self._prepared(plan.fast, filters, w))
             else:
                 out = grouped_convolution(x, w, self.attrs.strides, self.attrs.dilations, plan.begin, plan.out_dims)
         return out.reshape(plan.out_shape), plan
+
+    def finishing(self, data: np.ndarray, filters: np.ndarray, finish: Finish) -> np.ndarray | None:
+        """The output of a layer whose type is its work dtype (f32, f64), each block handed to
+        `finish` as the plan's part writes it (`plan_base.Finish`); None, with nothing computed,
+        where the plan for the shape finishes no blocks."""
+        plan = self._shape_plan(data, filters)
+        if plan.fast is None or not plan.fast.finishes or plan.work != data.dtype or plan.work != filters.dtype:
+            return None
+        w = filters.reshape(plan.w_shape)
+        if not self._finite(filters, w):
+            return None
+        with np.errstate(invalid="ignore", over="ignore"):
+            out = plan.fast.finishing(data.reshape(plan.x_shape), self._prepared(plan.fast, filters, w), finish)
+        return out.reshape(plan.out_shape)
+
+    def _shape_plan(self, data: np.ndarray, filters: np.ndarray) -> _ForwardPlan:
+        return self.per_shape((data.shape, filters.shape, data.dtype), lambda: self._plan(data, filters))
+
+    def _prepared(self, fast: Plan, filters: np.ndarray, w: np.ndarray) -> Any:
+        # keyed by the plan object itself, which the cache then holds: one entry per shape
+        return self.per_constant(fast, (filters,), lambda: fast.prepare(w))
 
     def compute(self, data: np.ndarray, filters: np.ndarray) -> np.ndarray:
         out, plan = self.convolve(data, filters)

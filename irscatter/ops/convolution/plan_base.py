@@ -14,13 +14,24 @@ import math
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from functools import partial
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 import numpy as np
 
 from irscatter.ops.common import threads
 
 Prepared = TypeVar("Prepared")  # what a plan derives from the filters
+
+
+class Finish(Protocol):
+    """What a caller does to each block of a convolution's output, in place, as soon as a part
+    has written it (a fused bias and activation, `runtime/epilogues.py`), while the block is
+    still in that part's core's cache: `rows` rows of `width` elements of the output seen flat
+    (`flat`, the output [N, G, C_OUT, *out] as one contiguous axis), the first at `start`, each
+    `stride` elements after the one before, the first row of channel `first` (counted over the
+    groups and their output channels) and each next row of the next channel."""
+
+    def __call__(self, flat: np.ndarray, start: int, stride: int, rows: int, width: int, first: int) -> None: ...
 
 
 class Plan(Generic[Prepared]):
@@ -32,11 +43,17 @@ class Plan(Generic[Prepared]):
     work = 0
     blas = True  # whether the blocks call BLAS (and BLAS is held to one thread meanwhile)
     split_from: int | None = None  # the work from which it splits, if not threads.SPLIT_WORK
+    finishes = False  # whether `finishing` hands each block of the output to a Finish
 
     def prepare(self, w: np.ndarray) -> Prepared:
         raise NotImplementedError
 
     def __call__(self, x: np.ndarray, prepared: Prepared) -> np.ndarray:
+        raise NotImplementedError
+
+    def finishing(self, x: np.ndarray, prepared: Prepared, finish: Finish) -> np.ndarray:
+        """`self(x, prepared)`, each block of the output handed to `finish` by the part that
+        wrote it (for a plan that `finishes`)."""
         raise NotImplementedError
 
     def _blocks(self, count: int) -> Sequence[tuple[int, ...]]:

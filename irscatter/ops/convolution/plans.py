@@ -34,11 +34,14 @@ works on x [N, G, C_IN, *in] and w [G, C_OUT, C_IN, *kernel] in the work dtype a
 What every plan implements, and how its work splits over the threads, is `plan_base.py`; a
 split product may differ in its last bits from an unsplit one, as BLAS's own products differ
 between its thread counts (the taps plans' and the compiled loop's parts are whole channels or
-rows, whose sums do not change).
+rows, whose sums do not change). The pointwise plan by blocks and the im2col plan can hand each
+block of their output to a caller's `Finish` (a fused bias and activation) from the part that
+wrote it (`finishing`).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Sequence
 
@@ -47,7 +50,7 @@ import numpy as np
 from irscatter.ops.common import accel, products, threads
 from irscatter.ops.convolution.depthwise_compiled import DepthwiseCompiled
 from irscatter.ops.convolution.kernels import Im2col, grouped_convolution, tap_range
-from irscatter.ops.convolution.plan_base import Plan, Taps
+from irscatter.ops.convolution.plan_base import Finish, Plan, Taps
 
 # Patch elements a block of the im2col plan gathers at once (16 MB of f32), and at least
 # BLOCK_COLUMNS output positions: fewer, larger products were faster than cache-sized ones on a
@@ -73,6 +76,9 @@ class Pointwise(Plan[np.ndarray]):
         self.positions = math.prod(x_shape[3:])
         self.out_shape = (self.n, self.g, self.d, *x_shape[3:])
         self.work = self.n * self.g * self.d * self.c * self.positions
+        # one product through `products.matmul` (see `_products`), which finishes no blocks
+        self.whole = self.g == 1 and (self.positions == 1 or self.n == 1 and self.d >= FILTER_CUT_RATIO * self.positions)
+        self.finishes = not self.whole
 
     def prepare(self, w: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(w.reshape(self.g, self.d, self.c))
@@ -84,20 +90,34 @@ class Pointwise(Plan[np.ndarray]):
         return [(lo, hi, 0, self.positions) for lo, hi in threads.spans(self.n, count)]
 
     def __call__(self, x: np.ndarray, prepared: np.ndarray) -> np.ndarray:
-        if self.positions == 1 and self.g == 1:
+        return self._whole(x, prepared) if self.whole else self._by_blocks(x, prepared, None)
+
+    def finishing(self, x: np.ndarray, prepared: np.ndarray, finish: Finish) -> np.ndarray:
+        return self._by_blocks(x, prepared, finish)
+
+    def _whole(self, x: np.ndarray, prepared: np.ndarray) -> np.ndarray:
+        if self.positions == 1:
             # A map of one position (a squeeze-excitation block's, a network's head): the samples
             # times the filters' transpose, a matrix-vector product for one sample, which
             # `products.matmul` splits by filters where a position split has nothing to split.
             rows = np.ascontiguousarray(x).reshape(self.n, self.c)
             return products.matmul(rows, prepared[0].T).reshape(self.out_shape)
-        if self.g == 1 and self.n == 1 and self.d >= FILTER_CUT_RATIO * self.positions:
-            # Many filters on a small map (a ResNet's 512 -> 2048 channels at 7x7): two parts of
-            # half the positions each read every filter; `products.matmul` cuts the filters.
-            data = np.ascontiguousarray(x).reshape(self.c, self.positions)
-            return products.matmul(prepared[0], data).reshape(self.out_shape)
+        # Many filters on a small map (a ResNet's 512 -> 2048 channels at 7x7): two parts of half
+        # the positions each read every filter; `products.matmul` cuts the filters.
+        data = np.ascontiguousarray(x).reshape(self.c, self.positions)
+        return products.matmul(prepared[0], data).reshape(self.out_shape)
+
+    def _by_blocks(self, x: np.ndarray, prepared: np.ndarray, finish: Finish | None) -> np.ndarray:
         x = np.ascontiguousarray(x).reshape(self.n, self.g, self.c, self.positions)
         out = np.empty((self.n, self.g, self.d, self.positions), x.dtype)
-        self._run(lambda n0, n1, p0, p1: np.matmul(prepared, x[n0:n1, ..., p0:p1], out=out[n0:n1, ..., p0:p1]))
+        flat, channels = out.reshape(-1), self.g * self.d
+
+        def block(n0: int, n1: int, p0: int, p1: int) -> None:
+            np.matmul(prepared, x[n0:n1, ..., p0:p1], out=out[n0:n1, ..., p0:p1])
+            if finish is not None:
+                for i in range(n0, n1):
+                    finish(flat, i * channels * self.positions + p0, self.positions, channels, p1 - p0, 0)
+        self._run(block)
         return out.reshape(self.out_shape)
 
 
@@ -106,6 +126,8 @@ class Gathered(Plan[np.ndarray]):
     the filters outweigh the patches (few positions, many channels: a network's last stages)
     or the groups' patches fit one block, the patches gathered once and the products split by
     groups or output channels, so that no two parts read all the filters."""
+
+    finishes = True
 
     def __init__(self, im2col: Im2col) -> None:
         self.im2col = im2col
@@ -132,15 +154,37 @@ class Gathered(Plan[np.ndarray]):
         return plan.blocks(min(limit, -(-patches // count)))
 
     def __call__(self, x: np.ndarray, prepared: np.ndarray) -> np.ndarray:
+        return self._by_blocks(x, prepared, None)
+
+    def finishing(self, x: np.ndarray, prepared: np.ndarray, finish: Finish) -> np.ndarray:
+        return self._by_blocks(x, prepared, finish)
+
+    def _by_blocks(self, x: np.ndarray, prepared: np.ndarray, finish: Finish | None) -> np.ndarray:
         plan = self.im2col
         out = np.empty(plan.out_shape, x.dtype)
         view = plan.source(x)
+        n, g, d = plan.out_shape[:3]
+        positions = math.prod(plan.out_shape[3:])
+        flat = out.reshape(-1)
         if self.by_channels:
             cols = plan.patches_of(view)
-            self._run(lambda g0, g1, d0, d1: plan.product(cols[:, g0:g1], prepared[g0:g1, d0:d1],
-                                                          out[:, g0:g1, d0:d1]))
-        else:
-            self._run(lambda *block: plan.block(view, prepared, out, *block))
+
+            def by_channels(g0: int, g1: int, d0: int, d1: int) -> None:
+                plan.product(cols[:, g0:g1], prepared[g0:g1, d0:d1], out[:, g0:g1, d0:d1])
+                if finish is not None:  # each group's block of channels, in each sample
+                    for i, group in itertools.product(range(n), range(g0, g1)):
+                        finish(flat, ((i * g + group) * d + d0) * positions, positions, d1 - d0, positions,
+                               group * d + d0)
+            self._run(by_channels)
+            return out
+        rest = positions // plan.out_shape[3]  # positions per index of the first output axis
+
+        def by_rows(n0: int, n1: int, r0: int, r1: int) -> None:
+            plan.block(view, prepared, out, n0, n1, r0, r1)
+            if finish is not None:  # every channel's rows r0..r1, in each sample
+                for i in range(n0, n1):
+                    finish(flat, i * g * d * positions + r0 * rest, positions, g * d, (r1 - r0) * rest, 0)
+        self._run(by_rows)
         return out
 
 

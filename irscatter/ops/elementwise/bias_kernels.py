@@ -63,6 +63,23 @@ def affine_rows_in_place(rows, scale, bias, first, activation, zero, three, six)
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
+def affine_block_in_place(flat, start, stride, rows, width, scale, bias, first, activation, zero, three,
+                          six):  # pragma: no cover - compiled
+    """`affine_rows_in_place` over a block of a larger array, given flat: `rows` rows of `width`
+    elements, the first at flat[start], each `stride` elements after the one before (a block of
+    positions of every channel, as a convolution's part writes it). Each row is a contiguous
+    slice of the flat array, so the loop over it vectorizes as over a contiguous array."""
+    channels = scale.size
+    for r in range(rows):
+        c = (first + r) % channels
+        s, b = scale[c], bias[c]
+        begin = start + r * stride
+        row = flat[begin:begin + width]
+        for j in range(width):
+            row[j] = _activated(row[j] * s + b, activation, zero, three, six)
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
 def affine_columns(source, out, scale, bias, activation, zero, three, six):  # pragma: no cover - compiled
     """out[r, c] = activation(source[r, c] * scale[c] + bias[c]): the channels along the last axis."""
     for r in range(source.shape[0]):
