@@ -15,11 +15,13 @@ once; epsilon is taken in the compute type, as OpenVINO's reference does.
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
+from irscatter.ops.common import accel, threads
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.common.types import check_float, same_element_type
 from irscatter.ops.normalization.core import channels_of
@@ -59,11 +61,18 @@ class GroupNormalization(Op):
                   port=self.port("num_groups"))
         return TensorInfo(etype, data.shape)
 
+    called = False
+
     def compute(self, data: np.ndarray, scale: np.ndarray, bias: np.ndarray) -> np.ndarray:
         etype = ElementType.from_dtype(data.dtype)
         dtype = compute_dtype(etype)
         n, g = data.shape[0], self.attrs.num_groups
         groups = data.astype(dtype, copy=False).reshape(n, g, math.prod(data.shape[1:]) // g)
+        compiled = accel.loads(KERNELS, self.called, data.size)
+        self.called = True
+        if compiled and groups.size and dtype in COMPILED_TYPES:
+            out = self._compiled(groups, scale, bias, dtype, math.prod(data.shape[2:]))
+            return from_compute(out.reshape(data.shape), etype)
         per_channel = (-1,) + (1,) * (data.ndim - 2)
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             # sum / count rather than np.mean, which warns on the empty groups of size-0 data
@@ -74,3 +83,35 @@ class GroupNormalization(Op):
             out = (normalized * scale.astype(dtype, copy=False).reshape(per_channel)
                    + bias.astype(dtype, copy=False).reshape(per_channel))
         return from_compute(np.asarray(out, dtype=dtype), etype)
+
+    def _compiled(self, groups: np.ndarray, scale: np.ndarray, bias: np.ndarray, dtype: np.dtype,
+                  per_channel: int) -> np.ndarray:
+        """The numpy path's bits in two compiled passes around numpy's two sums over each group
+        (`norm_kernels`), on the thread policy's parts (ranges of channels, so that one group
+        splits too): seven passes over the data, five of them making an array, become four."""
+        from irscatter.ops.normalization import norm_kernels  # (imports numba: only when used)
+
+        whole = np.ascontiguousarray(groups)
+        count = dtype.type(whole.shape[2])
+        channels_per_group = scale.size // whole.shape[1]
+        rows = whole.reshape(-1, per_channel)  # a row per channel of each sample
+        spans = threads.spans(len(rows), threads.parts(rows.size * ELEMENT_WORK))
+        scale, bias = (np.ascontiguousarray(v, dtype=dtype).reshape(-1) for v in (scale, bias))
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            means = np.repeat(np.add.reduce(whole, axis=2, dtype=dtype).reshape(-1) / count, channels_per_group)
+            squares = np.empty_like(rows)
+            threads.run([partial(norm_kernels.centred_squares, rows[lo:hi], means[lo:hi], squares[lo:hi])
+                         for lo, hi in spans])
+            variances = np.add.reduce(squares.reshape(whole.shape), axis=2, dtype=dtype).reshape(-1) / count
+            deviations = np.repeat(np.sqrt(variances + dtype.type(self.attrs.epsilon)), channels_per_group)
+            out = squares  # (each part reads its squares' rows no more: it writes the output there)
+            threads.run([partial(norm_kernels.normalized, rows[lo:hi], means[lo:hi], deviations[lo:hi], scale, bias,
+                                 lo, out[lo:hi]) for lo, hi in spans])
+        return out
+
+
+# The types the compiled passes take (f16 and bf16 compute in f32).
+COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
+KERNELS = "irscatter.ops.normalization.norm_kernels"
+# An element's weight for `threads.parts`: a few operations a pass, bound by memory.
+ELEMENT_WORK = 4

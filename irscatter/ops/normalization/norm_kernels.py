@@ -1,0 +1,40 @@
+"""The compiled passes of GroupNormalization (`group_normalization.py`), imported only when numba is
+used, since importing this module imports numba. Module-level functions, so that numba's disk
+cache finds them in the next process; they hold no GIL, so irscatter's threads run their ranges
+of channels side by side.
+
+They do the element-wise arithmetic of the numpy path, operation for operation in the compute
+type (each result rounded, no fused multiply-add: numba contracts nothing unless `fastmath`
+asks, and these functions do not): the difference from the mean, its square, and
+((x - mean) / std) * scale + bias. The sums stay numpy's (its pairwise order), taken over the
+arrays these passes write. Where numpy makes the difference once and keeps it, the second pass
+makes it again from the input: the same operation on the same values, so the same bits.
+"""
+
+from __future__ import annotations
+
+import numba
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def centred_squares(rows, means, squares):  # pragma: no cover - compiled
+    """squares[r] = (rows[r] - means[r])^2, for rows [channels, elements of a channel], each with
+    its group's mean."""
+    for r in range(rows.shape[0]):
+        mean, row, target = means[r], rows[r], squares[r]
+        for j in range(row.size):
+            centred = row[j] - mean
+            target[j] = centred * centred
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def normalized(rows, means, deviations, scale, bias, first, out):  # pragma: no cover - compiled
+    """out[r] = ((rows[r] - means[r]) / deviations[r]) * scale[c] + bias[c], for rows [channels,
+    elements of a channel] from row `first` on, each with its group's mean and deviation; c is
+    the row's channel, (first + r) modulo the channels."""
+    channels = scale.size
+    for r in range(rows.shape[0]):
+        c = (first + r) % channels
+        mean, deviation, s, b, row, target = means[r], deviations[r], scale[c], bias[c], rows[r], out[r]
+        for j in range(row.size):
+            target[j] = ((row[j] - mean) / deviation) * s + b
