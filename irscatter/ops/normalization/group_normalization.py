@@ -70,7 +70,7 @@ class GroupNormalization(Op):
         groups = data.astype(dtype, copy=False).reshape(n, g, math.prod(data.shape[1:]) // g)
         compiled = accel.loads(KERNELS, self.called, data.size)
         self.called = True
-        if compiled and groups.size and dtype in COMPILED_TYPES:
+        if compiled and groups.size and dtype in COMPILED_TYPES and groups.flags.c_contiguous:
             out = self._compiled(groups, scale, bias, dtype, math.prod(data.shape[2:]))
             return from_compute(out.reshape(data.shape), etype)
         per_channel = (-1,) + (1,) * (data.ndim - 2)
@@ -91,7 +91,7 @@ class GroupNormalization(Op):
         splits too): seven passes over the data, five of them making an array, become four."""
         from irscatter.ops.normalization import norm_kernels  # (imports numba: only when used)
 
-        whole = np.ascontiguousarray(groups)
+        whole = groups
         count = dtype.type(whole.shape[2])
         channels_per_group = scale.size // whole.shape[1]
         rows = whole.reshape(-1, per_channel)  # a row per channel of each sample

@@ -23,12 +23,14 @@ where the data is not finite).
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Annotated, Literal
 
 import numpy as np
 
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import IntList, IRBool, Lower, Op, OpAttrs, TensorInfo, check
+from irscatter.ops.common import accel, threads
 from irscatter.ops.common.axes import int_values, normalize_axes
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.common.types import check_float
@@ -45,9 +47,15 @@ def _mean(values: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
 
 
 def mean_variance_normalize(data: np.ndarray, axes: tuple[int, ...], normalize_variance: bool, eps: float,
-                            inside_sqrt: bool) -> np.ndarray:
+                            inside_sqrt: bool, compiled: bool = False) -> np.ndarray:
+    """The normalization in the compute type, rounded once; `compiled` (numba to be used): by the
+    compiled passes where the axes are the trailing ones of data in order (a transposed view
+    would be copied first: numpy's passes read it as it lies) and the variance is normalized."""
     etype = ElementType.from_dtype(data.dtype)
     work = data.astype(compute_dtype(etype), copy=False)
+    if compiled and normalize_variance and axes and axes == tuple(range(data.ndim - len(axes), data.ndim)) \
+            and work.size and work.dtype in COMPILED_TYPES and work.flags.c_contiguous:
+        return from_compute(_trailing(work, math.prod(data.shape[a] for a in axes), eps, inside_sqrt), etype)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         centred = work - _mean(work, axes) if axes else work - work
         if normalize_variance:
@@ -57,8 +65,49 @@ def mean_variance_normalize(data: np.ndarray, axes: tuple[int, ...], normalize_v
     return from_compute(np.asarray(centred, dtype=work.dtype), etype)
 
 
+def _trailing(work: np.ndarray, inner: int, eps: float, inside_sqrt: bool) -> np.ndarray:
+    """`mean_variance_normalize`'s bits over the trailing `inner` elements of each slice: numpy's
+    two sums around two compiled passes (`norm_kernels`) on the thread policy's parts (ranges of
+    slices), where numpy makes three arrays in six passes."""
+    from irscatter.ops.normalization import norm_kernels  # (imports numba: only when used)
+
+    rows = work.reshape(-1, inner)
+    count, e = work.dtype.type(inner), work.dtype.type(eps)
+    spans = threads.spans(len(rows), threads.parts(rows.size * ELEMENT_WORK))
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        means = np.add.reduce(rows, axis=1, dtype=work.dtype) / count
+        squares = np.empty_like(rows)
+        threads.run([partial(norm_kernels.centred_squares, rows[lo:hi], means[lo:hi], squares[lo:hi])
+                     for lo, hi in spans])
+        variances = np.add.reduce(squares, axis=1, dtype=work.dtype) / count
+        deviations = np.sqrt(variances + e) if inside_sqrt else np.sqrt(variances) + e
+        out = squares  # (each part reads its squares' rows no more: it writes the output there)
+        threads.run([partial(norm_kernels.standardized, rows[lo:hi], means[lo:hi], deviations[lo:hi], out[lo:hi])
+                     for lo, hi in spans])
+    return out.reshape(work.shape)
+
+
+# The types the compiled passes take (f16 and bf16 compute in f32).
+COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
+KERNELS = "irscatter.ops.normalization.norm_kernels"
+# An element's weight for `threads.parts`: a few operations a pass, bound by memory.
+ELEMENT_WORK = 4
+
+
+class _Normalizing(Op):
+    """What both versions share: a layer's calls take the compiled passes from its second on, or
+    from its first once they are loaded (`accel.loads`)."""
+
+    called = False
+
+    def _compiled(self, data: np.ndarray) -> bool:
+        compiled = accel.loads(KERNELS, self.called, data.size)
+        self.called = True
+        return compiled
+
+
 @register("MVN", 2)
-class MVN(Op):
+class MVN(_Normalizing):
     """MVN-2: the axes come from `reduction_axes` or `across_channels` (see the module doc)."""
 
     labels = {
@@ -92,11 +141,11 @@ class MVN(Op):
 
     def compute(self, data: np.ndarray) -> np.ndarray:
         return mean_variance_normalize(data, self._axes(data.ndim), self.attrs.normalize_variance, self.attrs.eps,
-                                       inside_sqrt=True)
+                                       inside_sqrt=True, compiled=self._compiled(data))
 
 
 @register("MVN", 6)
-class MVN6(Op):
+class MVN6(_Normalizing):
     """MVN-6: the axes come from an input; eps inside or outside the square root."""
 
     class Attrs(OpAttrs):
@@ -118,4 +167,4 @@ class MVN6(Op):
         reduced = self.per_constant(data.ndim, (axes,),
                                     lambda: distinct_axes(self, int_values(axes), data.ndim, at_runtime=True))
         return mean_variance_normalize(data, reduced, self.attrs.normalize_variance, self.attrs.eps,
-                                       inside_sqrt=self.attrs.eps_mode == "inside_sqrt")
+                                       inside_sqrt=self.attrs.eps_mode == "inside_sqrt", compiled=self._compiled(data))

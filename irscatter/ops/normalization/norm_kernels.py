@@ -1,12 +1,12 @@
-"""The compiled passes of GroupNormalization (`group_normalization.py`), imported only when numba is
-used, since importing this module imports numba. Module-level functions, so that numba's disk
+"""The compiled passes of GroupNormalization (`group_normalization.py`) and MVN (`mvn.py`), imported
+only when numba is used, since importing this module imports numba. Module-level functions, so that numba's disk
 cache finds them in the next process; they hold no GIL, so irscatter's threads run their ranges
 of channels side by side.
 
 They do the element-wise arithmetic of the numpy path, operation for operation in the compute
 type (each result rounded, no fused multiply-add: numba contracts nothing unless `fastmath`
 asks, and these functions do not): the difference from the mean, its square, and
-((x - mean) / std) * scale + bias. The sums stay numpy's (its pairwise order), taken over the
+((x - mean) / std) * scale + bias, or MVN's (x - mean) / std. The sums stay numpy's (its pairwise order), taken over the
 arrays these passes write. Where numpy makes the difference once and keeps it, the second pass
 makes it again from the input: the same operation on the same values, so the same bits.
 """
@@ -38,3 +38,12 @@ def normalized(rows, means, deviations, scale, bias, first, out):  # pragma: no 
         mean, deviation, s, b, row, target = means[r], deviations[r], scale[c], bias[c], rows[r], out[r]
         for j in range(row.size):
             target[j] = ((row[j] - mean) / deviation) * s + b
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def standardized(rows, means, deviations, out):  # pragma: no cover - compiled
+    """out[r] = (rows[r] - means[r]) / deviations[r] (MVN's, the deviation with its epsilon)."""
+    for r in range(rows.shape[0]):
+        mean, deviation, row, target = means[r], deviations[r], rows[r], out[r]
+        for j in range(row.size):
+            target[j] = (row[j] - mean) / deviation

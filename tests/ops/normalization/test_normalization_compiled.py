@@ -1,0 +1,124 @@
+"""The compiled passes of GroupNormalization and MVN (`norm_kernels.py`, numba) give the numpy
+path's bits: ranks 2 to 5 (GroupNormalization: one group to one per channel; MVN: trailing axes,
+both epsilon modes), every float type, edge values (NaN, infinities, -0.0, huge and subnormal
+values), on one thread and split into parts; a layer's first call takes the numpy path, its
+later ones the compiled passes; the inputs are not written."""
+
+import sys
+
+import numpy as np
+import pytest
+from helpers import element_dtypes
+
+from irscatter.ir.graph import Layer, Port
+from irscatter.ops.common import accel, threads
+from irscatter.ops.normalization import group_normalization
+from irscatter.ops.normalization.group_normalization import GroupNormalization
+from irscatter.ops.normalization.mvn import MVN, MVN6
+
+FLOATS = element_dtypes("f32", "f64", "f16", "bf16")
+EDGES = [np.nan, np.inf, -np.inf, -0.0, 0.0, 3e38, -3e38, 1e-40, 1.0]
+
+pytestmark = pytest.mark.skipif(not accel.available(), reason="numba is not installed")
+
+
+def _op(groups: int, epsilon: float) -> GroupNormalization:
+    return GroupNormalization(Layer(id=0, name="gn", type="GroupNormalization", version="opset12",
+                                    attrs={"num_groups": str(groups), "epsilon": str(epsilon)},
+                                    inputs=[Port(id=i) for i in range(3)], outputs=[Port(id=3)]))
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    """Bits, every NaN as one value (a NaN's payload depends on the order of its operands)."""
+    bits = a.view(f"u{a.itemsize}").copy()
+    bits[np.isnan(a.astype(np.float64))] = 0
+    return bits
+
+
+def _data(rng, shape, dtype, edges):
+    data = (rng.standard_normal(shape) * 3 + 1).astype(dtype)
+    if edges:
+        flat = data.reshape(-1)
+        with np.errstate(over="ignore"):
+            flat[:len(EDGES)] = np.array(EDGES[:flat.size], np.float64).astype(dtype)
+    return data
+
+
+@pytest.fixture(params=[False, True], ids=["one-part", "parts"])
+def split(request, monkeypatch):
+    """The layers' second calls take the compiled passes however small; `parts`: in parts."""
+    monkeypatch.setattr(accel, "LOAD_ELEMENTS", 0)
+    if request.param:
+        monkeypatch.setattr(threads, "SPLIT_WORK", 0)
+        monkeypatch.setattr(threads, "CORES", 3)
+        monkeypatch.setattr(threads, "_policy", "split")
+
+
+def _calls(op, *inputs) -> None:
+    """The numpy path's result, then the layer's first and second calls: the same bits."""
+    before = [a.copy() for a in inputs]
+    with accel.use("numpy"):
+        expected = op.compute(*inputs)
+    with accel.use("auto"):
+        first = op.compute(*inputs)  # (the first call: numpy's path, then the passes)
+        got = op.compute(*inputs)
+    for result in (first, got):
+        assert result.dtype == expected.dtype and result.shape == expected.shape
+        assert np.array_equal(_bits(result), _bits(expected))
+    assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(inputs, before))
+
+
+@pytest.mark.parametrize("dtype", list(FLOATS.values()), ids=list(FLOATS))
+def test_group_normalization_keeps_the_numpy_bits(split, dtype):
+    rng = np.random.default_rng(2)
+    cases = [((3, 4), 2), ((2, 6, 5), 3), ((1, 8, 7, 9), 1), ((2, 4, 3, 2, 5), 4), ((1, 12, 300), 12),
+             ((5, 6, 4, 4), 6), ((1, 3, 1), 1)]
+    for k, (shape, groups) in enumerate(cases):
+        for edges in (False, True):
+            data = _data(rng, shape, dtype, edges)
+            scale = _data(rng, shape[1:2], dtype, False)
+            bias = _data(rng, shape[1:2], dtype, False)
+            _calls(_op(groups, [1e-5, 0.0, 0.5][k % 3]), data, scale, bias)
+    assert group_normalization.KERNELS in sys.modules
+
+
+@pytest.mark.parametrize("dtype", list(FLOATS.values()), ids=list(FLOATS))
+def test_mvn_keeps_the_numpy_bits(split, monkeypatch, dtype):
+    """Trailing axes (a LayerNorm's last axis, an instance norm's spatial axes, all but the
+    batch), both epsilon modes and MVN-2's attributes; other axes and normalize_variance false
+    stay on numpy's path, with the same results."""
+    from irscatter.ops.normalization import norm_kernels
+
+    passes = []
+    standardized = norm_kernels.standardized
+    monkeypatch.setattr(norm_kernels, "standardized", lambda *a: passes.append(a[0].shape) or standardized(*a))
+    rng = np.random.default_rng(3)
+    cases = [((4, 7), (1,)), ((2, 197, 384), (2,)), ((2, 3, 5, 6), (2, 3)), ((2, 3, 4, 2, 3), (1, 2, 3, 4)),
+             ((3, 8), (0, 1)), ((2, 5, 6), (1,)), ((1, 1), (1,))]
+    for k, (shape, axes) in enumerate(cases):
+        data = _data(rng, shape, dtype, k % 2 == 0)
+        for mode, variance in (("inside_sqrt", True), ("outside_sqrt", True), ("inside_sqrt", False)):
+            layer = Layer(id=1, name="mvn", type="MVN", version="opset6", inputs=[Port(id=0), Port(id=1)],
+                          outputs=[Port(id=2)], attrs={"normalize_variance": str(variance).lower(),
+                                                       "eps": str([1e-5, 1e-9, 0.25][k % 3]), "eps_mode": mode})
+            _calls(MVN6(layer), data, np.array(axes, np.int64))
+        layer = Layer(id=2, name="mvn2", type="MVN", version="opset2", inputs=[Port(id=0)], outputs=[Port(id=1)],
+                      attrs={"reduction_axes": ",".join(map(str, axes)), "normalize_variance": "true",
+                             "eps": "1e-6"})
+        _calls(MVN(layer), data)
+    assert len(passes) >= 2 * 6  # (each trailing case's MVN-6 and MVN-2, at least, took the passes)
+    taken = len(passes)
+    transposed = _data(rng, (5, 6, 4), dtype, True).transpose(0, 2, 1)  # read as it lies: numpy's passes
+    _calls(MVN(Layer(id=3, name="t", type="MVN", version="opset2", inputs=[Port(id=0)], outputs=[Port(id=1)],
+                     attrs={"reduction_axes": "2", "normalize_variance": "true", "eps": "1e-6"})), transposed)
+    assert len(passes) == taken
+
+
+def test_a_size_zero_tensor_keeps_the_numpy_path(monkeypatch):
+    monkeypatch.setattr(accel, "LOAD_ELEMENTS", 0)
+    op = _op(2, 1e-5)
+    data = np.ones((0, 4, 3), np.float32)
+    scale = np.ones(4, np.float32)
+    with accel.use("auto"):
+        for _ in range(2):
+            assert op.compute(data, scale, scale).shape == (0, 4, 3)
