@@ -134,7 +134,7 @@ def test_fused_forms(tmp_path, variant):
 @pytest.mark.parametrize("activation", ACTIVATIONS, ids=lambda a: a[0] if a else "none")
 def test_a_convolution_finished_block_by_block(tmp_path, monkeypatch, variant, activation):
     """Every layer split into parts: once the compiled pass is loaded, each part biases and
-    activates the blocks of the output it writes (Swish: the whole pass), to the layers' bits."""
+    activates the blocks of the output it writes, to the layers' bits."""
     if not accel.available():
         pytest.skip("numba is not installed")
     monkeypatch.setattr(threads, "SPLIT_WORK", 0)
@@ -145,7 +145,7 @@ def test_a_convolution_finished_block_by_block(tmp_path, monkeypatch, variant, a
     assert _fused(compiled) == 1
     with accel.use("auto"):
         _same_as_layers(compiled, _feeds(shape=variant.get("x_shape", (2, 4, 9, 7))))
-    assert (len(blocks) > 1) == (activation is None or activation[0] != "Swish")
+    assert len(blocks) > 1
 
 
 @pytest.mark.parametrize("activation", [1, 2, 3, 4], ids=["Relu", "HSwish", "HSigmoid", "Swish"])
@@ -175,20 +175,33 @@ def test_the_split_pass_is_the_whole_pass(activation):
             apart = np.empty_like(out)
             _rows(out, apart, 0, scale=scale, bias=bias, activation=activation, constants=constants, in_place=False)
             assert apart.tobytes() == whole.tobytes()
-            _by_blocks_of_positions(out, whole, scale, bias, activation, constants)
 
 
-def _by_blocks_of_positions(out, whole, scale, bias, activation, constants):
-    """The pass over blocks of a larger array given flat (`affine_block_in_place`, as a
-    convolution's parts hand them over): columns lo..hi of rows r0..r1, from any row."""
-    from irscatter.ops.elementwise.bias_kernels import affine_block_in_place
+@pytest.mark.parametrize("activation", [1, 2, 3, 4], ids=["Relu", "HSwish", "HSigmoid", "Swish"])
+def test_the_pass_by_blocks_is_the_whole_pass(activation, monkeypatch):
+    """The bias and activation over blocks of a larger array given flat, as a convolution's
+    parts hand them over (`_BlockPass`: columns lo..hi of rows r0..r1, from any row; Swish in
+    blocks of its exponentials), give what one pass over all rows gives."""
+    if not accel.available():
+        pytest.skip("numba is not installed")
+    from irscatter.runtime.epilogues import _BlockPass, _rows
 
-    rows, width = out.shape
-    blocks = out.copy()
-    flat = blocks.reshape(-1)
-    for (r0, r1), (lo, hi) in itertools.product(((0, 5), (5, 13), (13, rows)), ((0, 1), (1, width // 2), (width // 2, width))):
-        affine_block_in_place(flat, r0 * width + lo, width, r1 - r0, hi - lo, scale, bias, r0, activation, *constants)
-    assert blocks.tobytes() == whole.tobytes()
+    monkeypatch.setattr(epilogues, "BLOCK", 64)  # several blocks of exponentials within a part's block
+    rng = np.random.default_rng(1)
+    bias = rng.standard_normal(8).astype(np.float32)
+    constants = (np.float32(0), np.float32(3), np.float32(6))
+    for width in (300, 7):
+        out = (rng.standard_normal((3 * 8, width)) * 4).astype(np.float32)
+        out[0, :4] = [np.nan, np.inf, -np.inf, -0.0]
+        whole = out.copy()
+        _rows(whole, whole, 0, scale=np.ones(8, np.float32), bias=bias, activation=activation, constants=constants,
+              in_place=True)
+        blocks = out.copy()
+        flat, finish = blocks.reshape(-1), _BlockPass(bias, activation, blocks.dtype)
+        for (r0, r1), (lo, hi) in itertools.product(((0, 5), (5, 13), (13, 24)), ((0, 1), (1, width // 2),
+                                                                                   (width // 2, width))):
+            finish(flat, r0 * width + lo, width, r1 - r0, hi - lo, r0)
+        assert _bits(blocks).tobytes() == _bits(whole).tobytes()
 
 
 @pytest.mark.parametrize(("variant", "fused", "steps"), [

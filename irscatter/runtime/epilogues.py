@@ -259,7 +259,7 @@ class _Epilogue(_Fused):
     output. Once the compiled pass is loaded, a convolution whose plan writes its output by
     blocks (`plan_base.Finish`) has each block biased and activated by the part that wrote it,
     while the block is in that core's cache, rather than in a pass of its own over the whole
-    output (Swish, whose exponential goes by blocks of its own, takes that pass)."""
+    output."""
 
     def __init__(self, convolution: Convolution | GroupConvolution, add: Callable[..., Any], bias_position: int,
                  axis: int, activation: tuple[Callable[..., Any], int] | None) -> None:
@@ -269,7 +269,7 @@ class _Epilogue(_Fused):
         self.activation = activation[1] if activation is not None else 0
 
     def __call__(self, x: np.ndarray, filters: np.ndarray, bias: np.ndarray) -> np.ndarray:
-        if self.activation != SWISH and accel.enabled() and KERNELS in sys.modules and self._by_blocks(filters, bias):
+        if accel.enabled() and KERNELS in sys.modules and self._by_blocks(filters, bias):
             finished = self.convolution.finishing(x, filters, self._block_pass(bias))
             if finished is not None:
                 return finished
@@ -299,22 +299,35 @@ class _Epilogue(_Fused):
 class _BlockPass:
     """The bias and activation of `_Epilogue` over a block of a convolution's output, as its plan
     hands the blocks over (`plan_base.Finish`): the compiled pass in place, row by row, each row
-    a channel's."""
+    a channel's; for Swish, as `_rows` makes it, the sums and their negations, numpy's exp and
+    the quotients, BLOCK elements of whole rows at a time."""
 
     def __init__(self, bias: np.ndarray, activation: int, dtype: np.dtype) -> None:
         from irscatter.ops.elementwise import bias_kernels  # (loaded already: see `_Epilogue`)
 
-        self.kernel = bias_kernels.affine_block_in_place
+        self.kernels = bias_kernels
         self.bias = np.ascontiguousarray(bias.reshape(-1))
         self.scale = np.ones(self.bias.size, dtype)
         self.activation = activation
-        kind = dtype.type
+        kind = self.kind = dtype.type
         self.constants = (kind(0), kind(3), kind(6))
 
     def __call__(self, flat: np.ndarray, start: int, stride: int, rows: int, width: int, first: int) -> None:
-        if rows and width:
-            self.kernel(flat, start, stride, rows, width, self.scale, self.bias, first, self.activation,
-                        *self.constants)
+        if not rows or not width:
+            return
+        if self.activation != SWISH:
+            self.kernels.affine_block_in_place(flat, start, stride, rows, width, self.scale, self.bias, first,
+                                               self.activation, *self.constants)
+            return
+        step = max(1, BLOCK // width)
+        exps = np.empty(min(step, rows) * width, flat.dtype)  # (a part's own: the parts call this side by side)
+        for lo in range(0, rows, step):
+            count = min(step, rows - lo)
+            at, values = start + lo * stride, exps[:count * width]
+            self.kernels.biased_scaled_block(flat, at, stride, count, width, self.bias, first + lo, self.kind(-1),
+                                             values)
+            np.exp(values, out=values)
+            self.kernels.divided_by_successor_block(flat, at, stride, count, width, values, self.kind(1))
 
 
 class _Affine(_Fused):

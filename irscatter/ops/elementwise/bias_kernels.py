@@ -115,3 +115,29 @@ def divided_by_successor(out, values, one):  # pragma: no cover - compiled
         row, value = out[r], values[r]
         for j in range(row.size):
             row[j] = row[j] / (value[j] + one)
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def biased_scaled_block(flat, start, stride, rows, width, bias, first, factor, scaled):  # pragma: no cover - compiled
+    """`biased_scaled` over a block given flat, as `affine_block_in_place` takes it: each row of
+    the block plus its channel's bias, in place, and that sum times `factor` into `scaled`
+    (contiguous, `width` a row)."""
+    channels = bias.size
+    for r in range(rows):
+        b = bias[(first + r) % channels]
+        begin = start + r * stride
+        row, target = flat[begin:begin + width], scaled[r * width:(r + 1) * width]
+        for j in range(width):
+            v = row[j] + b
+            row[j] = v
+            target[j] = v * factor
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def divided_by_successor_block(flat, start, stride, rows, width, values, one):  # pragma: no cover - compiled
+    """`divided_by_successor` over a block given flat: each row over (its values + 1)."""
+    for r in range(rows):
+        begin = start + r * stride
+        row, value = flat[begin:begin + width], values[r * width:(r + 1) * width]
+        for j in range(width):
+            row[j] = row[j] / (value[j] + one)
