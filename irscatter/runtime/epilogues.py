@@ -39,7 +39,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -122,8 +122,7 @@ class _Chains:
         if not (out_info.shape.rank_is_static and axis + out_info.shape.rank == 1):  # the channels
             return None
         k = self._activation_after(self.steps[add.position].outputs[0], swish=True)
-        op = self._op(i)
-        assert isinstance(op, (Convolution, GroupConvolution))  # (what starts this chain)
+        op = cast(Convolution | GroupConvolution, self._op(i))  # (what starts this chain: see fuse_epilogues)
         compute = _Epilogue(op, self._op(add.position).compute, add.const, axis, self._activation(k))
         positions = [i, add.position] + ([k] if k is not None else [])
         return positions, compute, (*step.inputs, self.steps[add.position].inputs[add.const])
@@ -279,7 +278,6 @@ class _Epilogue(_Fused):
             return out
         summed = self.add(out, bias) if self.bias_position == 1 else self.add(bias, out)
         return summed if self.activate is None else self.activate(summed)
-
 
     def _block_pass(self, bias: np.ndarray) -> _BlockPass:
         """The pass by blocks for this bias, made once for the Const's array."""

@@ -76,7 +76,7 @@ class Pointwise(Plan[np.ndarray]):
         self.positions = math.prod(x_shape[3:])
         self.out_shape = (self.n, self.g, self.d, *x_shape[3:])
         self.work = self.n * self.g * self.d * self.c * self.positions
-        # one product through `products.matmul` (see `_products`), which finishes no blocks
+        # one product through `products.matmul` (`_whole`), which hands over no blocks to finish
         self.whole = self.g == 1 and (self.positions == 1 or self.n == 1 and self.d >= FILTER_CUT_RATIO * self.positions)
         self.finishes = not self.whole
 

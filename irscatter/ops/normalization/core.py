@@ -1,8 +1,11 @@
-"""Checks the normalization ops share: a 1-D axes input, and per-channel parameter inputs."""
+"""What the normalization ops share: checks of a 1-D axes input and of per-channel parameter
+inputs, and where GroupNormalization's and MVN's compiled passes are and what they take."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+
+import numpy as np
 
 from irscatter.ir.shapes import Dimension
 from irscatter.ops.base import Op, TensorInfo, check
@@ -48,3 +51,11 @@ def check_known_axes(op: Op, data: TensorInfo, axes: TensorInfo) -> None:
     check_axes_vector(op, data, axes)
     if axes.value is not None and data.shape.rank_is_static:
         distinct_axes(op, int_values(axes.value), data.shape.rank)
+
+
+# The compiled passes of GroupNormalization and MVN (a module that imports numba), the compute
+# types they take (f16 and bf16 compute in f32), and an element's weight for `threads.parts`: a
+# few operations a pass, bound by memory.
+KERNELS = "irscatter.ops.normalization.norm_kernels"
+COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
+ELEMENT_WORK = 4

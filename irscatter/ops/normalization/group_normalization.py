@@ -24,7 +24,7 @@ from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common import accel, threads
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.common.types import check_float, same_element_type
-from irscatter.ops.normalization.core import channels_of
+from irscatter.ops.normalization.core import COMPILED_TYPES, ELEMENT_WORK, KERNELS, channels_of
 from irscatter.ops.registry import register
 
 
@@ -41,6 +41,7 @@ class GroupNormalization(Op):
     attrs: Attrs
 
     inputs = ("data", "scale", "bias")
+    called = False  # (a layer's first call takes numpy's path: `accel.loads`)
 
     def __init__(self, layer) -> None:
         super().__init__(layer)
@@ -60,8 +61,6 @@ class GroupNormalization(Op):
             check(c % g == 0, "group-divide", f"{c} channels do not split into {g} groups of equal size",
                   port=self.port("num_groups"))
         return TensorInfo(etype, data.shape)
-
-    called = False
 
     def compute(self, data: np.ndarray, scale: np.ndarray, bias: np.ndarray) -> np.ndarray:
         etype = ElementType.from_dtype(data.dtype)
@@ -91,27 +90,20 @@ class GroupNormalization(Op):
         splits too): seven passes over the data, five of them making an array, become four."""
         from irscatter.ops.normalization import norm_kernels  # (imports numba: only when used)
 
-        whole = groups
-        count = dtype.type(whole.shape[2])
-        channels_per_group = scale.size // whole.shape[1]
-        rows = whole.reshape(-1, per_channel)  # a row per channel of each sample
+        count = dtype.type(groups.shape[2])
+        channels_per_group = scale.size // groups.shape[1]
+        rows = groups.reshape(-1, per_channel)  # a row per channel of each sample
         spans = threads.spans(len(rows), threads.parts(rows.size * ELEMENT_WORK))
         scale, bias = (np.ascontiguousarray(v, dtype=dtype).reshape(-1) for v in (scale, bias))
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            means = np.repeat(np.add.reduce(whole, axis=2, dtype=dtype).reshape(-1) / count, channels_per_group)
+            means = np.repeat(np.add.reduce(groups, axis=2, dtype=dtype).reshape(-1) / count, channels_per_group)
             squares = np.empty_like(rows)
             threads.run([partial(norm_kernels.centred_squares, rows[lo:hi], means[lo:hi], squares[lo:hi])
                          for lo, hi in spans])
-            variances = np.add.reduce(squares.reshape(whole.shape), axis=2, dtype=dtype).reshape(-1) / count
+            variances = np.add.reduce(squares.reshape(groups.shape), axis=2, dtype=dtype).reshape(-1) / count
             deviations = np.repeat(np.sqrt(variances + dtype.type(self.attrs.epsilon)), channels_per_group)
             out = squares  # (each part reads its squares' rows no more: it writes the output there)
             threads.run([partial(norm_kernels.normalized, rows[lo:hi], means[lo:hi], deviations[lo:hi], scale, bias,
                                  lo, out[lo:hi]) for lo, hi in spans])
         return out
 
-
-# The types the compiled passes take (f16 and bf16 compute in f32).
-COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
-KERNELS = "irscatter.ops.normalization.norm_kernels"
-# An element's weight for `threads.parts`: a few operations a pass, bound by memory.
-ELEMENT_WORK = 4

@@ -34,7 +34,7 @@ from irscatter.ops.common import accel, threads
 from irscatter.ops.common.axes import int_values, normalize_axes
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.common.types import check_float
-from irscatter.ops.normalization.core import check_known_axes, distinct_axes
+from irscatter.ops.normalization.core import COMPILED_TYPES, ELEMENT_WORK, KERNELS, check_known_axes, distinct_axes
 from irscatter.ops.registry import register
 
 AXES_TYPES = (ElementType.i32, ElementType.i64, ElementType.dynamic)
@@ -86,12 +86,6 @@ def _trailing(work: np.ndarray, inner: int, eps: float, inside_sqrt: bool) -> np
                      for lo, hi in spans])
     return out.reshape(work.shape)
 
-
-# The types the compiled passes take (f16 and bf16 compute in f32).
-COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
-KERNELS = "irscatter.ops.normalization.norm_kernels"
-# An element's weight for `threads.parts`: a few operations a pass, bound by memory.
-ELEMENT_WORK = 4
 
 
 class _Normalizing(Op):
