@@ -288,11 +288,19 @@ def test_a_small_step_does_not_load_the_pass(tmp_path, monkeypatch):
     ((2, 5, 8), (6,), ("Relu", "opset1")),
     ((5, 8), (1, 6), None),
     ((3, 2, 5, 8), (1, 1, 1, 6), ("HSigmoid", "opset5")),
-], ids=["3d-relu", "2d", "4d-hsigmoid"])
+    ((2, 70, 8), (1, 1, 6), None),
+    ((400, 8), (6,), None),
+], ids=["3d-relu", "2d", "4d-hsigmoid", "3d", "rows"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
-def test_a_products_bias_stays_as_written(tmp_path, x_shape, bias_shape, activation, dtype):
-    """A MatMul's bias Add is not fused (its Add writes into the product's array already, and the
-    pass measured slower); a Relu or HSigmoid after it is, with the Add, as a chain of its own."""
+@pytest.mark.parametrize("split", [False, True], ids=["one-part", "parts"])
+def test_a_products_bias(tmp_path, monkeypatch, x_shape, bias_shape, activation, dtype, split):
+    """A MatMul and its bias Add are one step, each part of the product adding the bias to the
+    block it wrote; where a Relu or HSigmoid follows, the Add goes with it instead, as a chain
+    of its own. The bits are the layers'."""
+    if split:  # every product in parts: of the batch, of rows or of columns
+        monkeypatch.setattr(threads, "SPLIT_WORK", 0)
+        monkeypatch.setattr(threads, "CORES", 3)
+        monkeypatch.setattr(threads, "_policy", "split")
     etype = ElementType.from_dtype(np.dtype(dtype))
     rng = np.random.default_rng(6)
     writer = IRWriter("linear")
@@ -309,8 +317,9 @@ def test_a_products_bias_stays_as_written(tmp_path, x_shape, bias_shape, activat
     writer.result("y", value, etype, out_shape)
     compiled = irscatter.compile_model(writer.save(tmp_path / "model.xml"))
     assert _fused(compiled) == 0
-    assert len(compiled.plan.run_steps) == 2 + (activation is not None) - _fused(compiled, _Affine)
     assert _fused(compiled, _Affine) == (activation is not None)
+    assert _fused(compiled, epilogues._ProductBias) == (activation is None)
+    assert len(compiled.plan.run_steps) == 2 if activation is not None else 1
     with accel.use("auto"):
         _same_as_layers(compiled, _feeds(dtype, x_shape))
 

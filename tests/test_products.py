@@ -1,7 +1,8 @@
 """Matrix products under the thread policy (`ops/common/products.py`): whatever the policy and
-however a product is cut (by batch matrices, by blocks of rows, or not at all), the result has
-the bits of np.matmul on one BLAS thread (`split`, `one`) or of np.matmul itself (`blas`); a
-batch times one matrix has, under `split` and `one`, the bits of one product of all its rows."""
+however a product is cut (by batch matrices, by blocks of rows or columns, or not at all), the
+result has the bits of np.matmul on one BLAS thread (`split`, `one`) or of np.matmul itself
+(`blas`), and with a bias, those plus the bias; a batch times one matrix has, under `split` and
+`one`, the bits of one product of all its rows."""
 
 import math
 
@@ -68,6 +69,10 @@ def test_products_keep_np_matmul_bits_under_every_policy(every_product_split, mo
             expected = _reference(a, right, policy)
             assert got.dtype == expected.dtype and got.shape == expected.shape, (a_shape, b_shape)
             assert np.array_equal(got, expected), (a_shape, b_shape)
+            if right.ndim >= 2:  # a bias of the columns, added by each part to its block
+                bias = generator.standard_normal(right.shape[-1]).astype(dtype)
+                biased = products.matmul(a, right, bias)
+                assert biased.shape == expected.shape and biased.tobytes() == (expected + bias).tobytes(), (a_shape, b_shape)
         assert np.array_equal(a, before[0]) and np.array_equal(b, before[1])
 
 
@@ -174,6 +179,6 @@ def test_few_rows_are_cut_through_the_columns_and_many_through_the_rows(rows, co
         parts = products._parts(a, b, np.empty((1, rows, columns), np.float32), 2)
     assert len(parts) == 2
     blocks = [block for part in parts for block in part]
-    whole_rows = all(x.shape[-2] == rows for x, _, _ in blocks)
-    whole_columns = all(y.shape[-1] == columns for _, y, _ in blocks)
+    whole_rows = all(x.shape[-2] == rows for x, _, _, _ in blocks)
+    whole_columns = all(y.shape[-1] == columns for _, y, _, _ in blocks)
     assert (whole_rows, whole_columns) == ((True, False) if by == "columns" else (False, True))

@@ -96,19 +96,23 @@ COLUMN_CUT_ROWS = 256
 _vector_cuts: dict[tuple[str, int], bool] = {}
 
 Product = tuple[np.ndarray, np.ndarray, np.ndarray]  # a, b, and the output block it writes
+BiasedProduct = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]  # and the bias of its columns
 
 
-def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """np.matmul(a, b), under the thread policy when the work is large enough."""
+def matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
+    """np.matmul(a, b), under the thread policy when the work is large enough. `bias` (1-D, one
+    value per column of b of rank 2 or more, of the product's type): then np.matmul(a, b) + bias,
+    each part adding it to the block it wrote, while the block is in its core's cache (the
+    same additions, so the same bits)."""
     # A small product, told before the shapes are worked out (a decoder's attention makes two a
     # layer): its work, a bound of it, is below both thresholds below.
     small = min(threads.SPLIT_WORK, VECTOR_WORK)
     if a.size * b.size < small or (a.ndim == b.ndim > 2 and a.shape[:-2] == b.shape[:-2]
                                    and a.size * b.shape[-1] < small):
-        return np.matmul(a, b)
+        return _plus(np.matmul(a, b), bias)
     dtype = np.result_type(a, b)
     if dtype not in _BLAS_TYPES or min(a.ndim, b.ndim) < 1 or a.ndim + b.ndim < 3 or threads.policy() == "blas":
-        return np.matmul(a, b)
+        return _plus(np.matmul(a, b), bias)
     left, right = (a[None] if a.ndim == 1 else a), (b[:, None] if b.ndim == 1 else b)
     try:
         batch = np.broadcast_shapes(left.shape[:-2], right.shape[:-2])
@@ -121,25 +125,31 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     # a matrix-vector product reads a weight element per multiply-add: smaller ones are worth a thread
     least = VECTOR_WORK if rows == 1 and math.prod(batch) == 1 and _weight_rows(left, right) is not None else None
     if work < (threads.SPLIT_WORK if least is None else least):
-        return np.matmul(a, b)
+        return _plus(np.matmul(a, b), bias)
     if math.prod(batch) > 1 and math.prod(right.shape[:-2]) == 1:
-        return _folded(a, b, left, right.reshape(inner, columns), batch)
+        return _folded(a, b, left, right.reshape(inner, columns), batch, bias)
     with threads.one_blas_thread(work, least):
         count = threads.parts(work, least)
         if count == 1:
-            return np.matmul(a, b)
+            return _plus(np.matmul(a, b), bias)
         out = np.empty((*batch, rows, columns), dtype)
-        _run_parts(_parts(_leading(left, len(batch)), _leading(right, len(batch)), out, count))
+        _run_parts(_parts(_leading(left, len(batch)), _leading(right, len(batch)), out, count, bias))
     if b.ndim == 1:
         return out[..., 0]
     return out[..., 0, :] if a.ndim == 1 else out
 
 
-def _folded(a: np.ndarray, b: np.ndarray, left: np.ndarray, matrix: np.ndarray, batch: tuple[int, ...]) -> np.ndarray:
-    """np.matmul(a, b) for a batch of `left` matrices times one `matrix`, as one product of all
-    the batch's rows (a copy of `left` where its layout has no such view)."""
+def _plus(out: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+    """out + bias, into out (a product's own new array), where there is a bias."""
+    return out if bias is None else np.add(out, bias, out=out)
+
+
+def _folded(a: np.ndarray, b: np.ndarray, left: np.ndarray, matrix: np.ndarray, batch: tuple[int, ...],
+            bias: np.ndarray | None) -> np.ndarray:
+    """np.matmul(a, b) (+ bias) for a batch of `left` matrices times one `matrix`, as one product
+    of all the batch's rows (a copy of `left` where its layout has no such view)."""
     rows = left.shape[-2]
-    out = matmul(left.reshape(math.prod(left.shape[:-1]), left.shape[-1]), matrix)
+    out = matmul(left.reshape(math.prod(left.shape[:-1]), left.shape[-1]), matrix, bias)
     out = out.reshape(*batch, rows, matrix.shape[-1])
     return out[..., 0] if b.ndim == 1 else out
 
@@ -156,17 +166,19 @@ def matmul_each(products: Sequence[Product]) -> None:
         _run_parts(_balanced(products, threads.parts(work)))
 
 
-def _run_parts(parts: Sequence[Sequence[Product]]) -> None:
+def _run_parts(parts: Sequence[Sequence[Product | BiasedProduct]]) -> None:
     threads.run([partial(_products, part) for part in parts])
 
 
-def _products(part: Sequence[Product]) -> None:
-    for a, b, out in part:
+def _products(part: Sequence[Product | BiasedProduct]) -> None:
+    for a, b, out, *bias in part:
         weight = _weight_rows(a, b)
         if weight is None:
             np.matmul(a, b, out=out)
         else:
             np.dot(weight, a.reshape(-1), out=out.reshape(-1))
+        if bias and bias[0] is not None:
+            np.add(out, bias[0], out=out)
 
 
 def _weight_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
@@ -183,29 +195,32 @@ def _leading(x: np.ndarray, batch_rank: int) -> np.ndarray:
     return x.reshape((1,) * (batch_rank + 2 - x.ndim) + x.shape)
 
 
-def _parts(a: np.ndarray, b: np.ndarray, out: np.ndarray, count: int) -> list[list[Product]]:
-    """At most `count` parts of out = a @ b: ranges of the longest batch axis when it has a
-    matrix per part, else blocks of rows where the cut keeps the bits (see the module's
-    docstring); one part otherwise."""
+def _parts(a: np.ndarray, b: np.ndarray, out: np.ndarray, count: int,
+           bias: np.ndarray | None = None) -> list[list[BiasedProduct]]:
+    """At most `count` parts of out = a @ b (+ bias, its columns cut as out's): ranges of the
+    longest batch axis when it has a matrix per part, else blocks of rows where the cut keeps
+    the bits (see the module's docstring); one part otherwise."""
     batch = out.shape[:-2]
     if batch:
         axis = max(range(len(batch)), key=batch.__getitem__)
         if batch[axis] >= count:
-            return [[(_cut(a, axis, lo, hi), _cut(b, axis, lo, hi), _cut(out, axis, lo, hi))]
+            return [[(_cut(a, axis, lo, hi), _cut(b, axis, lo, hi), _cut(out, axis, lo, hi), bias)]
                     for lo, hi in threads.spans(batch[axis], count)]
     rows = out.shape[-2]
     columns = out.shape[-1]
+    sliced = (lambda lo, hi: None) if bias is None else (lambda lo, hi: bias[lo:hi])
     if (_weight_rows(a, b) is not None and columns >= 2 * VECTOR_ROWS
             and _vector_cuts_keep_bits(out.dtype, a.shape[-1])):
-        return [[(a, b[..., lo:hi], out[..., lo:hi])] for lo, hi in row_blocks(columns, count, VECTOR_ROWS)]
+        return [[(a, b[..., lo:hi], out[..., lo:hi], sliced(lo, hi))]
+                for lo, hi in row_blocks(columns, count, VECTOR_ROWS)]
     if (columns >= 2 * rows or rows <= COLUMN_CUT_ROWS) and not np.may_share_memory(a, b):  # (see COLUMN_CUT_ROWS)
         blocks = column_cuts(columns, rows * a.shape[-1], count, out.dtype)
         if len(blocks) > 1:
-            return [[(a, b[..., lo:hi], out[..., lo:hi])] for lo, hi in blocks]
+            return [[(a, b[..., lo:hi], out[..., lo:hi], sliced(lo, hi))] for lo, hi in blocks]
     if not rows_may_meet(a, b):
-        return [[(a[..., lo:hi, :], b, out[..., lo:hi, :])]
+        return [[(a[..., lo:hi, :], b, out[..., lo:hi, :], bias)]
                 for lo, hi in row_cuts(rows, a.shape[-1] * columns, count, out.dtype)]
-    return [[(a, b, out)]]
+    return [[(a, b, out, bias)]]
 
 
 def rows_may_meet(a: np.ndarray, b: np.ndarray) -> bool:

@@ -59,10 +59,25 @@ class MatMul(Op):
         return TensorInfo(etype, PartialShape.of(dims))
 
     def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        a, b = self._oriented(a, b)
+        etype = ElementType.from_dtype(a.dtype)
+        work = compute_dtype(etype) if etype.is_float else a.dtype
+        return from_compute(matmul(a.astype(work, copy=False), b.astype(work, copy=False)), etype)
+
+    def biased(self, a: np.ndarray, b: np.ndarray, bias: np.ndarray) -> np.ndarray | None:
+        """The product plus `bias` (1-D, a value per output column), where the operands are of
+        one type that is its own compute type (f32, f64) and b has columns: each part of the
+        product adds the bias to its block (`products.matmul`), as an Add of the product and the
+        bias would; None, with nothing computed, otherwise."""
+        a, b = self._oriented(a, b)
+        if not (a.dtype == b.dtype == bias.dtype and a.dtype in (np.float32, np.float64) and b.ndim >= 2
+                and bias.ndim == 1 and bias.size == b.shape[-1]):
+            return None
+        return matmul(a, b, bias)
+
+    def _oriented(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if self.attrs.transpose_a and a.ndim >= 2:
             a = np.swapaxes(a, -1, -2)
         if self.attrs.transpose_b and b.ndim >= 2:
             b = np.swapaxes(b, -1, -2)
-        etype = ElementType.from_dtype(a.dtype)
-        work = compute_dtype(etype) if etype.is_float else a.dtype
-        return from_compute(matmul(a.astype(work, copy=False), b.astype(work, copy=False)), etype)
+        return a, b
