@@ -126,11 +126,12 @@ def test_fused_forms(tmp_path, variant):
 @pytest.mark.parametrize("variant", [
     dict(kernel=1, x_shape=(1, 4, 9, 7)),  # 1x1: parts of the positions
     dict(kernel=1, x_shape=(3, 4, 9, 7)),  # 1x1: parts of the samples
+    dict(kernel=1, x_shape=(2, 4, 9, 7)),  # 1x1: fewer samples than parts, parts of the positions of each
     dict(x_shape=(2, 4, 9, 7)),  # im2col, wide rows
     dict(x_shape=(1, 4, 5, 40)),  # im2col, blocks of rows
     dict(x_shape=(1, 4, 4, 3)),  # im2col, the filters outweigh the patches: parts of the channels
     dict(group=True),  # groups: parts of the groups
-], ids=["pointwise-positions", "pointwise-samples", "wide-rows", "rows", "channels", "groups"])
+], ids=["pointwise-positions", "pointwise-samples", "pointwise-both", "wide-rows", "rows", "channels", "groups"])
 @pytest.mark.parametrize("activation", ACTIVATIONS, ids=lambda a: a[0] if a else "none")
 def test_a_convolution_finished_block_by_block(tmp_path, monkeypatch, variant, activation):
     """Every layer split into parts: once the compiled pass is loaded, each part biases and
@@ -138,6 +139,7 @@ def test_a_convolution_finished_block_by_block(tmp_path, monkeypatch, variant, a
     if not accel.available():
         pytest.skip("numba is not installed")
     monkeypatch.setattr(threads, "SPLIT_WORK", 0)
+    monkeypatch.setattr(threads, "CORES", 3)  # (whatever this machine has: three parts)
     blocks = []
     block_pass = epilogues._BlockPass.__call__
     monkeypatch.setattr(epilogues._BlockPass, "__call__", lambda self, *a: blocks.append(a[1:]) or block_pass(self, *a))
