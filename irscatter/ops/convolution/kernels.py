@@ -197,6 +197,12 @@ class Im2col:
         """Every sample's patches at once, [N, G, taps, positions], from `source(x)`."""
         return self._columns(view, 0, self.out_shape[0], 0, self.out_shape[3])
 
+    def group_patches(self, view: np.ndarray, g0: int, g1: int) -> np.ndarray:
+        """The patches of groups [g0, g1) of every sample, [N, g1 - g0, taps, positions]."""
+        if self.direct:
+            return self.patches_of(view)[:, g0:g1]
+        return np.ascontiguousarray(view[:, g0:g1]).reshape(self.out_shape[0], g1 - g0, self.taps, -1)
+
     def __call__(self, x: np.ndarray, w: np.ndarray) -> np.ndarray:
         out = np.empty(self.out_shape, dtype=x.dtype)
         if self.empty:

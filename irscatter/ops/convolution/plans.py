@@ -124,8 +124,8 @@ class Pointwise(Plan[np.ndarray]):
 class Gathered(Plan[np.ndarray]):
     """The im2col formulation (`kernels.Im2col`) in blocks of samples and output rows; or, where
     the filters outweigh the patches (few positions, many channels: a network's last stages)
-    or the groups' patches fit one block, the patches gathered once and the products split by
-    groups or output channels, so that no two parts read all the filters."""
+    or the groups' patches fit one block, the products split by groups or output channels, so
+    that no two parts read all the filters, each part gathering the patches of its groups."""
 
     finishes = True
 
@@ -167,10 +167,11 @@ class Gathered(Plan[np.ndarray]):
         positions = math.prod(plan.out_shape[3:])
         flat = out.reshape(-1)
         if self.by_channels:
-            cols = plan.patches_of(view)
-
             def by_channels(g0: int, g1: int, d0: int, d1: int) -> None:
-                plan.product(cols[:, g0:g1], prepared[g0:g1, d0:d1], out[:, g0:g1, d0:d1])
+                # each part gathers the patches of its own groups (a part of some output channels,
+                # those of all groups): the parts gather side by side, where one gather before them
+                # ran alone and left them to read its patches from another core
+                plan.product(plan.group_patches(view, g0, g1), prepared[g0:g1, d0:d1], out[:, g0:g1, d0:d1])
                 if finish is not None:  # each group's block of channels, in each sample
                     for i, group in itertools.product(range(n), range(g0, g1)):
                         finish(flat, ((i * g + group) * d + d0) * positions, positions, d1 - d0, positions,
