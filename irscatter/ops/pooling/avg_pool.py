@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from functools import partial
 from typing import ClassVar
 
 import numpy as np
@@ -30,6 +31,7 @@ from pydantic import Field
 
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import IntList, IRBool, TensorInfo, check
+from irscatter.ops.common import accel, threads
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.pooling.core import (
     Axis,
@@ -109,13 +111,20 @@ def _shifted_sums(source: np.ndarray, axes: Windows, offsets: tuple[int, ...]) -
     return np.ascontiguousarray(total.reshape(source.shape)[kept])
 
 
-def avg_pool(data: np.ndarray, axes: list[Axis], exclude_pad: bool) -> np.ndarray:
+def avg_pool(data: np.ndarray, axes: list[Axis], exclude_pad: bool, compiled: bool = False) -> np.ndarray:
+    """The means; `compiled` (numba to be used): windows that move one element at a time over
+    the last two axes take the compiled loop (`pool_kernels`), with the same bits."""
     axes = as_windows(axes)
     etype = ElementType.from_dtype(data.dtype)
     count, divisor = _divisors(axes, exclude_pad)
     if etype.is_integral:
         return integer_means(data, axes, count)
     work = data.astype(compute_dtype(etype), copy=False)
+    if compiled and len(axes) == 2 and work.dtype in COMPILED_TYPES and count.size and work.size:
+        source = padded(work, axes, 0)
+        offsets = _flat_offsets(axes, source.shape)
+        if offsets is not None:
+            return from_compute(_compiled_means(source, axes, offsets, exclude_pad, count, divisor), etype)
     with np.errstate(invalid="ignore", over="ignore"):  # inf - inf is NaN; a sum may overflow to inf
         sums = window_sums(work, axes)
         if divisor:  # one divisor for all: windows that tile the input
@@ -125,6 +134,39 @@ def avg_pool(data: np.ndarray, axes: list[Axis], exclude_pad: bool) -> np.ndarra
             if not count.all():
                 means[..., count == 0] = 0  # a window without data elements
     return from_compute(means, etype)
+
+
+def _compiled_means(source: np.ndarray, axes: Windows, offsets: tuple[int, ...], exclude_pad: bool,
+                    count: np.ndarray, divisor: int) -> np.ndarray:
+    """`avg_pool`'s means over the padded `source` in one compiled pass (`pool_kernels`), on the
+    thread policy's parts (ranges of planes)."""
+    from irscatter.ops.pooling import pool_kernels  # (imports numba: only when used)
+
+    dtype = source.dtype
+    rows, columns = axes[0].out, axes[1].out
+    lead = source.shape[:-2]
+    planes = math.prod(lead)
+    flat = np.ascontiguousarray(source).reshape(-1)
+    if divisor:
+        divisors = np.full((rows, columns), divisor, dtype)
+    else:
+        divisors = _float_counts(axes, exclude_pad, count, dtype)
+    out = np.empty((planes, rows, columns), dtype)
+    spans = threads.spans(planes, threads.parts(out.size * len(offsets) * POOL_TAP_WORK))
+    kernel = partial(pool_kernels.window_means, flat, source.shape[-2] * source.shape[-1], source.shape[-1],
+                     np.array(offsets, np.int64), divisors, dtype.type(0))
+    with np.errstate(invalid="ignore", over="ignore"):
+        threads.run([partial(kernel, lo, hi, out) for lo, hi in spans])
+    if not count.all():
+        out[..., count == 0] = 0  # a window without data elements
+    return out.reshape(*lead, rows, columns)
+
+
+# The compute types the compiled loop takes (f16 and bf16 compute in f32); a tap's weight in
+# multiply-adds for `threads.parts` (an add from the cache).
+COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
+KERNELS = "irscatter.ops.pooling.pool_kernels"
+POOL_TAP_WORK = 1
 
 
 def _float_counts(axes: Windows, exclude_pad: bool, count: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -199,8 +241,12 @@ class AvgPool(Pool):
         check_pool_type(self, data.etype, integers=True)
         return TensorInfo(data.etype, output_shape(self, data, self.dilations()))
 
+    called = False  # (a layer's first call takes numpy's path: `accel.loads`)
+
     def compute(self, data: np.ndarray) -> np.ndarray:
-        return avg_pool(data, self.axes(data), self.attrs.exclude_pad)
+        compiled = accel.loads(KERNELS, self.called, data.size)
+        self.called = True
+        return avg_pool(data, self.axes(data), self.attrs.exclude_pad, compiled)
 
 
 @register("AvgPool", 14)
