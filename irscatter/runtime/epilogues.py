@@ -38,7 +38,6 @@ them as written.
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
@@ -291,7 +290,7 @@ class _Epilogue(_Fused):
         self.activation = activation[1] if activation is not None else 0
 
     def __call__(self, x: np.ndarray, filters: np.ndarray, bias: np.ndarray) -> np.ndarray:
-        if accel.enabled() and KERNELS in sys.modules and self._by_blocks(filters, bias):
+        if accel.loads(KERNELS, False, 0) and self._by_blocks(filters, bias):  # (the pass is loaded already)
             finished = self.convolution.finishing(x, filters, self._block_pass(bias))
             if finished is not None:
                 return finished
@@ -338,36 +337,16 @@ class _ProductBias(_Fused):
 
 class _BlockPass:
     """The bias and activation of `_Epilogue` over a block of a convolution's output, as its plan
-    hands the blocks over (`plan_base.Finish`): the compiled pass in place, row by row, each row
-    a channel's; for Swish, as `_rows` makes it, the sums and their negations, numpy's exp and
-    the quotients, BLOCK elements of whole rows at a time."""
+    hands the blocks over (`plan_base.Finish`): `_in_place` over the block's rows, each row a
+    channel's."""
 
     def __init__(self, bias: np.ndarray, activation: int, dtype: np.dtype) -> None:
-        from irscatter.ops.elementwise import bias_kernels  # (loaded already: see `_Epilogue`)
-
-        self.kernels = bias_kernels
         self.bias = np.ascontiguousarray(bias.reshape(-1))
         self.scale = np.ones(self.bias.size, dtype)
         self.activation = activation
-        kind = self.kind = dtype.type
-        self.constants = (kind(0), kind(3), kind(6))
 
     def __call__(self, flat: np.ndarray, start: int, stride: int, rows: int, width: int, first: int) -> None:
-        if not rows or not width:
-            return
-        if self.activation != SWISH:
-            self.kernels.affine_block_in_place(flat, start, stride, rows, width, self.scale, self.bias, first,
-                                               self.activation, *self.constants)
-            return
-        step = max(1, BLOCK // width)
-        exps = np.empty(min(step, rows) * width, flat.dtype)  # (a part's own: the parts call this side by side)
-        for lo in range(0, rows, step):
-            count = min(step, rows - lo)
-            at, values = start + lo * stride, exps[:count * width]
-            self.kernels.biased_scaled_block(flat, at, stride, count, width, self.bias, first + lo, self.kind(-1),
-                                             values)
-            np.exp(values, out=values)
-            self.kernels.divided_by_successor_block(flat, at, stride, count, width, values, self.kind(1))
+        _in_place(flat, start, stride, rows, width, first, self.scale, self.bias, self.activation)
 
 
 class _Affine(_Fused):
@@ -410,8 +389,8 @@ class _Sum(_Fused):
             kind = a.dtype.type
             flat = (a.reshape(-1), b.reshape(-1), out.reshape(-1))
             spans = threads.spans(a.size, threads.parts(a.size * ELEMENT_WORK))
-            threads.run([partial(bias_kernels.summed, *(x[lo:hi] for x in flat), self.activation, kind(0), kind(3),
-                                 kind(6)) for lo, hi in spans])
+            threads.run([partial(bias_kernels.summed, *(x[lo:hi] for x in flat), self.activation, *_constants(kind))
+                         for lo, hi in spans])
             return out
         return self.activate(self.add(a, b))
 
@@ -441,7 +420,7 @@ def _in_rows(source: np.ndarray, out: np.ndarray, scale: np.ndarray | None, bias
     width = channels if last else math.prod(source.shape[axis + 1:])
     rows, targets = source.reshape(-1, width), out.reshape(-1, width)
     spans = threads.spans(rows.shape[0], threads.parts(source.size * ELEMENT_WORK))
-    constants = (kind(0), kind(3), kind(6))
+    constants = _constants(kind)
     task = partial(_columns, scale=scale, bias=bias, activation=activation, constants=constants) if last \
         else partial(_rows, scale=scale, bias=bias, activation=activation, constants=constants, in_place=source is out)
     if len(spans) == 1:
@@ -452,28 +431,46 @@ def _in_rows(source: np.ndarray, out: np.ndarray, scale: np.ndarray | None, bias
 
 def _rows(rows: np.ndarray, targets: np.ndarray, first: int, *, scale: np.ndarray, bias: np.ndarray,
           activation: int, constants: tuple, in_place: bool) -> None:
-    """The pass over rows from row `first` on: one compiled loop (its own for a pass in place),
-    or for Swish (in place), a block of rows at a time, the compiled loops around numpy's
-    exponential. Each of a block's three calls takes the GIL to start, and the two parts of a
-    split pass hand it to each other: blocks of a row or two (16 K elements) made such a pass
-    slower on two cores than on one, so a block is BLOCK elements of whole rows."""
+    """The pass over rows from row `first` on: one compiled loop into `targets`, or in place
+    (Swish only in place) `_in_place` over the rows, which are a contiguous block."""
+    if in_place:
+        _in_place(rows.reshape(-1), 0, rows.shape[1], rows.shape[0], rows.shape[1], first, scale, bias, activation)
+        return
     from irscatter.ops.elementwise import bias_kernels  # (imports numba: only when used)
 
-    if activation != SWISH:
-        if in_place:
-            bias_kernels.affine_rows_in_place(rows, scale, bias, first, activation, *constants)
-        else:
-            bias_kernels.affine_rows(rows, targets, scale, bias, first, activation, *constants)
+    bias_kernels.affine_rows(rows, targets, scale, bias, first, activation, *constants)
+
+
+def _in_place(flat: np.ndarray, start: int, stride: int, rows: int, width: int, first: int, scale: np.ndarray,
+              bias: np.ndarray, activation: int) -> None:
+    """activation(x * scale + bias) in place over `rows` rows of `width` elements of `flat`, the
+    first at `start`, each `stride` after the one before, the first row channel `first`'s: one
+    compiled loop; for Swish (whose scale is 1), a block of rows at a time, the compiled loops
+    around numpy's exponential. Each of a block's three calls takes the GIL to start, and the
+    two parts of a split pass hand it to each other: blocks of a row or two (16 K elements) made
+    such a pass slower on two cores than on one, so a block is BLOCK elements of whole rows."""
+    from irscatter.ops.elementwise import bias_kernels  # (imports numba: only when used)
+
+    if not rows or not width:
         return
-    kind = rows.dtype.type
-    step = max(1, BLOCK // max(rows.shape[1], 1))
-    room = np.empty(min(step, rows.shape[0]) * rows.shape[1], rows.dtype)
-    for lo in range(0, rows.shape[0], step):
-        block = rows[lo:lo + step]
-        exps = room[:block.size].reshape(block.shape)
-        bias_kernels.biased_scaled(block, bias, first + lo, kind(-1), exps)
-        np.exp(exps, out=exps)
-        bias_kernels.divided_by_successor(block, exps, kind(1))
+    kind = flat.dtype.type
+    if activation != SWISH:
+        bias_kernels.affine_block_in_place(flat, start, stride, rows, width, scale, bias, first, activation,
+                                           *_constants(kind))
+        return
+    step = max(1, BLOCK // width)
+    exps = np.empty(min(step, rows) * width, flat.dtype)  # (a part's own: the parts call this side by side)
+    for lo in range(0, rows, step):
+        count = min(step, rows - lo)
+        at, values = start + lo * stride, exps[:count * width]
+        bias_kernels.biased_scaled_block(flat, at, stride, count, width, bias, first + lo, kind(-1), values)
+        np.exp(values, out=values)
+        bias_kernels.divided_by_successor_block(flat, at, stride, count, width, values, kind(1))
+
+
+def _constants(kind: type) -> tuple:
+    """The activations' constants 0, 3 and 6 in the data's type (nothing is widened)."""
+    return kind(0), kind(3), kind(6)
 
 
 def _columns(rows: np.ndarray, targets: np.ndarray, first: int, *, scale: np.ndarray, bias: np.ndarray,

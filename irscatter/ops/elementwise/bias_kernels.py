@@ -11,7 +11,8 @@ theirs: the product of Multiply-1 and the sum of Add-1 (one rounding each, never
   numpy's maximum and minimum keep it;
 * HSigmoid-5: the same t, then t / 6;
 * Swish-4 without beta: v / (e^(v * -1) + 1), its exponential numpy's (the layer's own call)
-  between two compiled passes (`biased_scaled`, then `divided_by_successor`), a block at a time.
+  between two compiled passes (`biased_scaled_block`, then `divided_by_successor_block`), a
+  block at a time.
 The constants come typed as the output (the element-wise ops compute f32 layers in f32), so
 nothing is widened. The loops have no fast-math: no contraction, no reassociation.
 """
@@ -50,25 +51,15 @@ def affine_rows(source, out, scale, bias, first, activation, zero, three, six): 
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
-def affine_rows_in_place(rows, scale, bias, first, activation, zero, three, six):  # pragma: no cover - compiled
-    """`affine_rows` with the source as its own output. One array read and written is a loop the
-    compiler vectorizes; given two arrays, it checks at run time whether they overlap, and where
-    they do (the same array twice) it takes its scalar loop, several times slower."""
-    channels = scale.size
-    for r in range(rows.shape[0]):
-        c = (first + r) % channels
-        s, b, row = scale[c], bias[c], rows[r]
-        for j in range(row.size):
-            row[j] = _activated(row[j] * s + b, activation, zero, three, six)
-
-
-@numba.njit(nogil=True, cache=True, error_model="numpy")
 def affine_block_in_place(flat, start, stride, rows, width, scale, bias, first, activation, zero, three,
                           six):  # pragma: no cover - compiled
-    """`affine_rows_in_place` over a block of a larger array, given flat: `rows` rows of `width`
-    elements, the first at flat[start], each `stride` elements after the one before (a block of
-    positions of every channel, as a convolution's part writes it). Each row is a contiguous
-    slice of the flat array, so the loop over it vectorizes as over a contiguous array."""
+    """`affine_rows` in place, over a block of an array given flat: `rows` rows of `width`
+    elements, the first at flat[start], each `stride` elements after the one before (rows of a
+    whole array, or a block of positions of every channel as a convolution's part writes it).
+    One array read and written is a loop the compiler vectorizes (given two arrays, it checks at
+    run time whether they overlap, and where they do, the same array twice, it takes its scalar
+    loop, several times slower); each row is a contiguous slice of the flat array, so the loop
+    over it vectorizes as over a contiguous array."""
     channels = scale.size
     for r in range(rows):
         c = (first + r) % channels
@@ -97,31 +88,10 @@ def summed(a, b, out, activation, zero, three, six):  # pragma: no cover - compi
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
-def biased_scaled(out, bias, first, factor, scaled):  # pragma: no cover - compiled
-    """out[r] += bias[(first + r) % channels], in place, and scaled = that sum * factor."""
-    channels = bias.size
-    for r in range(out.shape[0]):
-        b, row, target = bias[(first + r) % channels], out[r], scaled[r]
-        for j in range(row.size):
-            v = row[j] + b
-            row[j] = v
-            target[j] = v * factor
-
-
-@numba.njit(nogil=True, cache=True, error_model="numpy")
-def divided_by_successor(out, values, one):  # pragma: no cover - compiled
-    """out = out / (values + 1), in place."""
-    for r in range(out.shape[0]):
-        row, value = out[r], values[r]
-        for j in range(row.size):
-            row[j] = row[j] / (value[j] + one)
-
-
-@numba.njit(nogil=True, cache=True, error_model="numpy")
 def biased_scaled_block(flat, start, stride, rows, width, bias, first, factor, scaled):  # pragma: no cover - compiled
-    """`biased_scaled` over a block given flat, as `affine_block_in_place` takes it: each row of
-    the block plus its channel's bias, in place, and that sum times `factor` into `scaled`
-    (contiguous, `width` a row)."""
+    """Over a block given flat, as `affine_block_in_place` takes it: each row of the block plus
+    its channel's bias (row r's is bias[(first + r) % channels]), in place, and that sum times
+    `factor` into `scaled` (contiguous, `width` a row)."""
     channels = bias.size
     for r in range(rows):
         b = bias[(first + r) % channels]
@@ -135,7 +105,7 @@ def biased_scaled_block(flat, start, stride, rows, width, bias, first, factor, s
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
 def divided_by_successor_block(flat, start, stride, rows, width, values, one):  # pragma: no cover - compiled
-    """`divided_by_successor` over a block given flat: each row over (its values + 1)."""
+    """Over a block given flat: each row over (its values + 1), in place."""
     for r in range(rows):
         begin = start + r * stride
         row, value = flat[begin:begin + width], values[r * width:(r + 1) * width]
