@@ -64,7 +64,7 @@ from irscatter.ops.common.decompress import levels_usable, product, product_leve
 from irscatter.ops.common.products import VECTOR_ROWS
 from irscatter.ops.indexing.gather import gather_with_zero_fill
 from irscatter.ops.matrix.mat_mul import MatMul
-from irscatter.runtime.folding import FoldPlan, behind, constant_steps, readers_of
+from irscatter.runtime.folding import FoldPlan, behind, constant_steps
 from irscatter.runtime.weight_codes import ELEMENTWISE, Arithmetic, Codebook, side_values
 
 ROW_ALIGN = VECTOR_ROWS  # rows per block, and of the weight, for a product by blocks (see the module doc)
@@ -95,18 +95,17 @@ class Fused:
 
 
 def fuse_compressed(steps: Sequence[Any], ops: Mapping[int, Op], infos: Mapping[int, TensorInfo],
-                    consts: Mapping[int, Any], result_slots: set[int], budget: int) -> Fused:
+                    consts: Mapping[int, Any], result_slots: set[int], budget: int,
+                    readers: Mapping[int, list[int]]) -> Fused:
     """The MatMuls whose weight a run can look up by blocks (`infos`: each slot's inferred
-    type and shape; `consts`: the Const layer of each Const's slot), in the order they run,
-    while their tables fit in `budget` bytes."""
+    type and shape; `consts`: the Const layer of each Const's slot; `readers`: the steps that
+    read each slot, `folding.readers_of`), in the order they run, while their tables fit in
+    `budget` bytes."""
     fused = Fused()
-    readers: dict[int, list[int]] | None = None  # (made for the first candidate: most models have none)
     for i, chain in weight_chains(steps, ops, consts):
         step, op = steps[i], ops[steps[i].layer.id]
         if not (isinstance(op, MatMul) and op.attrs.transpose_b and not op.attrs.transpose_a):
             continue
-        if readers is None:
-            readers = readers_of(steps)
         if i in fused.steps:
             continue  # (a weight that two MatMuls read: taken with the first)
         others = [r for r in readers.get(step.inputs[1], ()) if r != i]

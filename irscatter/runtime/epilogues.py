@@ -53,7 +53,6 @@ from irscatter.ops.convolution.group_convolution import GroupConvolution
 from irscatter.ops.elementwise.binary import BinaryElementwise
 from irscatter.ops.elementwise.pass_codes import ACTIVATIONS, SWISH
 from irscatter.ops.matrix.mat_mul import MatMul
-from irscatter.runtime.folding import readers_of
 
 ACTIVATION_NAMES = {name.lower() for name, _ in ACTIVATIONS}  # as layers' types may spell them (OpenVINO writes ReLU)
 BLOCK = 1 << 16  # elements of a Swish's exponentials at a time (see `_rows`): they stay in a core's L2 cache
@@ -82,10 +81,12 @@ class _Link:
 
 
 def fuse_epilogues(steps: Sequence[Any], ops: Mapping[int, Op], infos: Mapping[int, TensorInfo],
-                   const_slots: set[int], result_slots: set[int], taken: set[int]) -> Fusion:
+                   const_slots: set[int], result_slots: set[int], taken: set[int],
+                   readers: Mapping[int, list[int]]) -> Fusion:
     """The chains a plain run can fuse (see the module doc); `taken`: positions some other plan
-    already replaces or leaves out (this adds those it takes)."""
-    chains = _Chains(steps, ops, infos, const_slots, result_slots, taken)
+    already replaces or leaves out (this adds those it takes); `readers`: the steps that read
+    each slot (`folding.readers_of`)."""
+    chains = _Chains(steps, ops, infos, const_slots, result_slots, taken, readers)
     fused: dict[int, Any] = {}
     skipped: set[int] = set()
     for i, step in enumerate(steps):
@@ -114,10 +115,10 @@ class _Chains:
     replaced by the fused step, the others left out), the fused kernel and its inputs."""
 
     def __init__(self, steps: Sequence[Any], ops: Mapping[int, Op], infos: Mapping[int, TensorInfo],
-                 const_slots: set[int], result_slots: set[int], taken: set[int]) -> None:
+                 const_slots: set[int], result_slots: set[int], taken: set[int],
+                 readers: Mapping[int, list[int]]) -> None:
         self.steps, self.ops, self.infos, self.const_slots = steps, ops, infos, const_slots
-        self.result_slots, self.taken = result_slots, taken
-        self.readers = readers_of(steps)
+        self.result_slots, self.taken, self.readers = result_slots, taken, readers
 
     def after_convolution(self, i: int) -> tuple[list[int], Any, tuple[int, ...]] | None:
         """A convolution, the Add of its channels' bias, maybe an activation (Swish included)."""

@@ -28,7 +28,7 @@ from irscatter.ir.topology import Source
 from irscatter.ops.base import Op, TensorInfo
 from irscatter.runtime.compressed import fuse_compressed, watched_step
 from irscatter.runtime.epilogues import fuse_epilogues
-from irscatter.runtime.folding import FoldPlan, keep_once
+from irscatter.runtime.folding import FoldPlan, keep_once, readers_of
 from irscatter.runtime.graph_view import BOUNDARY
 from irscatter.runtime.ports import InputSpec, OutputSpec
 
@@ -95,8 +95,9 @@ class Plan:
                    is_static=all(spec.shape.is_static and spec.etype is not ElementType.dynamic for spec in inputs))
         plan.steps = _steps(plan, analysis)
         slot_infos = {slot: info for key, slot in slot_of.items() if (info := infos.get(key)) is not None}
-        plan.fold = _plan_folding(plan, analysis, slot_infos)
-        _fuse_epilogues(plan, analysis, slot_infos)
+        readers = readers_of(plan.steps)
+        plan.fold = _plan_folding(plan, analysis, slot_infos, readers)
+        _fuse_epilogues(plan, analysis, slot_infos, readers)
         plan.run_steps = [plan.fold.replaced.get(i, step) for i, step in enumerate(plan.steps)
                           if i not in plan.fold.skipped]
         plan.watched_steps = [watched_step(step, plan.fold.replaced.get(i)) for i, step in enumerate(plan.steps)] \
@@ -171,28 +172,32 @@ def _steps(plan: Plan, analysis: Analysis) -> list[Step]:
     return steps
 
 
-def _plan_folding(plan: Plan, analysis: Analysis, infos: dict[int, TensorInfo]) -> FoldPlan:
+def _plan_folding(plan: Plan, analysis: Analysis, infos: dict[int, TensorInfo],
+                  readers: dict[int, list[int]]) -> FoldPlan:
     """What of the layers that depend on Consts alone to compute once (runtime/folding.py),
     within `limits.folded_bytes`, beside the MatMuls that look their compressed weights up by
-    blocks instead (runtime/compressed.py); `infos`: each slot's inferred type and shape."""
+    blocks instead (runtime/compressed.py); `infos`: each slot's inferred type and shape;
+    `readers`: the steps that read each slot."""
     sizes: dict[tuple[int, ElementType], tuple[Any, int | None]] = {}
     slot_bytes = {slot: _static_bytes(infos.get(slot), sizes) for slot in plan.slot_of.values()}
     budget = limits.current().folded_bytes
-    fused = fuse_compressed(plan.steps, analysis.ops, infos, dict(plan.const_slots), set(plan.output_slots), budget)
+    fused = fuse_compressed(plan.steps, analysis.ops, infos, dict(plan.const_slots), set(plan.output_slots), budget,
+                            readers)
     slot_bytes.update(dict.fromkeys(fused.weights))  # looked up by blocks on each run instead
     return fused.into(keep_once(plan.steps, lambda step: analysis.ops[step.layer.id].foldable,
                                 {s for s, _ in plan.const_slots}, set(plan.output_slots), slot_bytes,
                                 budget - fused.cost))
 
 
-def _fuse_epilogues(plan: Plan, analysis: Analysis, infos: dict[int, TensorInfo]) -> None:
+def _fuse_epilogues(plan: Plan, analysis: Analysis, infos: dict[int, TensorInfo],
+                    readers: dict[int, list[int]]) -> None:
     """The chains of element-wise layers a plain run takes as one step (runtime/epilogues.py: a
-    convolution's bias and activation, per-channel scales and biases, residual sums), beside
-    what folding and the compressed weights already replace."""
+    convolution's bias and activation, per-channel scales and biases, residual sums, a MatMul's
+    bias), beside what folding and the compressed weights already replace."""
     fold = plan.fold
     taken = set(fold.skipped) | set(fold.replaced) | set(fold.once)
     fusion = fuse_epilogues(plan.steps, analysis.ops, infos, {s for s, _ in plan.const_slots} | set(fold.kept),
-                            set(plan.output_slots), taken)
+                            set(plan.output_slots), taken, readers)
     if fusion.steps:
         plan.fold = replace(fold, skipped=fold.skipped | fusion.skipped, replaced={**fold.replaced, **fusion.steps})
 

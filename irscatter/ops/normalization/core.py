@@ -4,11 +4,13 @@ inputs, and where GroupNormalization's and MVN's compiled passes are and what th
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 
 import numpy as np
 
 from irscatter.ir.shapes import Dimension
 from irscatter.ops.base import Op, TensorInfo, check
+from irscatter.ops.common import threads
 from irscatter.ops.common.axes import int_values, normalized_axis
 
 
@@ -59,3 +61,28 @@ def check_known_axes(op: Op, data: TensorInfo, axes: TensorInfo) -> None:
 KERNELS = "irscatter.ops.normalization.norm_kernels"
 COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 ELEMENT_WORK = 4
+
+
+def compiled_moments(slices: np.ndarray, rows: np.ndarray, epsilon: float,
+                     inside_sqrt: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[tuple[int, int]]]:
+    """The first half of both compiled normalizations (with numba), in numpy's path's arithmetic:
+    `slices` [S, n] are the runs each mean and variance go over, seen as `rows` [R, m] (each
+    slice's R / S rows in turn: a GroupNormalization's channels, or MVN's slices themselves).
+    numpy's sum of each slice over n, the compiled pass of the rows' squared differences from
+    their slice's mean (`norm_kernels.centred_squares`, on the thread policy's parts, ranges of
+    rows), numpy's sum of those over n, and the deviation, sqrt(variance + epsilon) or (not
+    `inside_sqrt`) sqrt(variance) + epsilon. Returns each row's mean and deviation, the squares
+    (which the second pass may overwrite with its output) and the parts."""
+    from irscatter.ops.normalization import norm_kernels  # (imports numba: only when used)
+
+    dtype, per_slice = rows.dtype, len(rows) // len(slices)
+    count, e = dtype.type(slices.shape[1]), dtype.type(epsilon)
+    spans = threads.spans(len(rows), threads.parts(rows.size * ELEMENT_WORK))
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        means = np.repeat(np.add.reduce(slices, axis=1, dtype=dtype) / count, per_slice)
+        squares = np.empty_like(rows)
+        threads.run([partial(norm_kernels.centred_squares, rows[lo:hi], means[lo:hi], squares[lo:hi])
+                     for lo, hi in spans])
+        variances = np.add.reduce(squares.reshape(slices.shape), axis=1, dtype=dtype) / count
+        deviations = np.repeat(np.sqrt(variances + e) if inside_sqrt else np.sqrt(variances) + e, per_slice)
+    return means, deviations, squares, spans

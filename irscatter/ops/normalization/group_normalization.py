@@ -24,7 +24,7 @@ from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common import accel, threads
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.common.types import check_float, same_element_type
-from irscatter.ops.normalization.core import COMPILED_TYPES, ELEMENT_WORK, KERNELS, channels_of
+from irscatter.ops.normalization.core import COMPILED_TYPES, KERNELS, channels_of, compiled_moments
 from irscatter.ops.registry import register
 
 
@@ -90,19 +90,12 @@ class GroupNormalization(Op):
         splits too): seven passes over the data, five of them making an array, become four."""
         from irscatter.ops.normalization import norm_kernels  # (imports numba: only when used)
 
-        count = dtype.type(groups.shape[2])
-        channels_per_group = scale.size // groups.shape[1]
         rows = groups.reshape(-1, per_channel)  # a row per channel of each sample
-        spans = threads.spans(len(rows), threads.parts(rows.size * ELEMENT_WORK))
+        means, deviations, out, spans = compiled_moments(groups.reshape(-1, groups.shape[2]), rows, self.attrs.epsilon,
+                                                         inside_sqrt=True)
         scale, bias = (np.ascontiguousarray(v, dtype=dtype).reshape(-1) for v in (scale, bias))
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            means = np.repeat(np.add.reduce(groups, axis=2, dtype=dtype).reshape(-1) / count, channels_per_group)
-            squares = np.empty_like(rows)
-            threads.run([partial(norm_kernels.centred_squares, rows[lo:hi], means[lo:hi], squares[lo:hi])
-                         for lo, hi in spans])
-            variances = np.add.reduce(squares.reshape(groups.shape), axis=2, dtype=dtype).reshape(-1) / count
-            deviations = np.repeat(np.sqrt(variances + dtype.type(self.attrs.epsilon)), channels_per_group)
-            out = squares  # (each part reads its squares' rows no more: it writes the output there)
+            # (each part reads its squares' rows no more: it writes the output there)
             threads.run([partial(norm_kernels.normalized, rows[lo:hi], means[lo:hi], deviations[lo:hi], scale, bias,
                                  lo, out[lo:hi]) for lo, hi in spans])
         return out

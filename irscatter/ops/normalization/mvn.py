@@ -34,7 +34,13 @@ from irscatter.ops.common import accel, threads
 from irscatter.ops.common.axes import int_values, normalize_axes
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.common.types import check_float
-from irscatter.ops.normalization.core import COMPILED_TYPES, ELEMENT_WORK, KERNELS, check_known_axes, distinct_axes
+from irscatter.ops.normalization.core import (
+    COMPILED_TYPES,
+    KERNELS,
+    check_known_axes,
+    compiled_moments,
+    distinct_axes,
+)
 from irscatter.ops.registry import register
 
 AXES_TYPES = (ElementType.i32, ElementType.i64, ElementType.dynamic)
@@ -72,16 +78,9 @@ def _trailing(work: np.ndarray, inner: int, eps: float, inside_sqrt: bool) -> np
     from irscatter.ops.normalization import norm_kernels  # (imports numba: only when used)
 
     rows = work.reshape(-1, inner)
-    count, e = work.dtype.type(inner), work.dtype.type(eps)
-    spans = threads.spans(len(rows), threads.parts(rows.size * ELEMENT_WORK))
+    means, deviations, out, spans = compiled_moments(rows, rows, eps, inside_sqrt)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        means = np.add.reduce(rows, axis=1, dtype=work.dtype) / count
-        squares = np.empty_like(rows)
-        threads.run([partial(norm_kernels.centred_squares, rows[lo:hi], means[lo:hi], squares[lo:hi])
-                     for lo, hi in spans])
-        variances = np.add.reduce(squares, axis=1, dtype=work.dtype) / count
-        deviations = np.sqrt(variances + e) if inside_sqrt else np.sqrt(variances) + e
-        out = squares  # (each part reads its squares' rows no more: it writes the output there)
+        # (each part reads its squares' rows no more: it writes the output there)
         threads.run([partial(norm_kernels.standardized, rows[lo:hi], means[lo:hi], deviations[lo:hi], out[lo:hi])
                      for lo, hi in spans])
     return out.reshape(work.shape)

@@ -60,13 +60,13 @@ def window_counts(axes: list[Axis], exclude_pad: bool) -> np.ndarray:
     return np.full_like(inside, taps)
 
 
-def window_sums(values: np.ndarray, axes: list[Axis]) -> np.ndarray:
+def window_sums(values: np.ndarray, axes: list[Axis], source: np.ndarray | None = None) -> np.ndarray:
     """[..., out...]: the sum of each window, added tap by tap over the padded values (a few
     passes over the output, rather than a reduction over a window view): over shifts of them
     flattened where the windows move one element at a time (`_shifted_sums`), else over
-    strided views."""
+    strided views. `source`: the values padded already, where the caller has them."""
     axes = as_windows(axes)
-    source = padded(values, axes, 0)
+    source = padded(values, axes, 0) if source is None else source
     offsets = _flat_offsets(axes, source.shape)
     if offsets is not None:
         return _shifted_sums(source, axes, offsets)
@@ -120,13 +120,14 @@ def avg_pool(data: np.ndarray, axes: list[Axis], exclude_pad: bool, compiled: bo
     if etype.is_integral:
         return integer_means(data, axes, count)
     work = data.astype(compute_dtype(etype), copy=False)
+    source = None
     if compiled and len(axes) == 2 and work.dtype in COMPILED_TYPES and count.size and work.size:
         source = padded(work, axes, 0)
         offsets = _flat_offsets(axes, source.shape)
         if offsets is not None:
             return from_compute(_compiled_means(source, axes, offsets, exclude_pad, count, divisor), etype)
     with np.errstate(invalid="ignore", over="ignore"):  # inf - inf is NaN; a sum may overflow to inf
-        sums = window_sums(work, axes)
+        sums = window_sums(work, axes, source)
         if divisor:  # one divisor for all: windows that tile the input
             means = np.divide(sums, work.dtype.type(divisor), out=sums)
         else:
