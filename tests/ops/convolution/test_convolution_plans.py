@@ -290,6 +290,10 @@ COMPILED_CASES = [
     ((1, 2, 1, 12, 12), (2, 1, 1, 5, 5), [2, 2], [1, 1], [2, 2], [1, 2]),  # 5x5 at stride 2
     ((1, 2, 1, 6, 9), (2, 1, 1, 7, 3), [1, 3], [1, 2], [4, 0], [4, 1]),  # rows wholly in the padding
     ((2, 3, 1, 30), (3, 2, 1, 11), [2], [1], [5], [3]),  # 1-D (numpy: the bands)
+    # more channels than a block of the loop over channels side by side, and not a multiple of it
+    ((1, 37, 1, 7, 7), (37, 1, 1, 5, 5), [1, 1], [1, 1], [2, 2], [2, 2]),
+    ((2, 21, 1, 14, 13), (21, 2, 1, 3, 3), [2, 2], [1, 1], [1, 0], [1, 1]),  # blocks across the samples
+    ((1, 40, 1, 9, 6), (40, 1, 1, 3, 3), [1, 2], [2, 1], [2, 1], [2, 0]),
 ]
 
 
@@ -301,19 +305,24 @@ def _bits(values):
 
 @NEEDS_NUMBA
 @pytest.mark.early  # on a fresh checkout numba compiles the loop for each dtype first: seconds each
+@pytest.mark.parametrize("loop", ["a channel at a time", "channels side by side"])
 @pytest.mark.parametrize("split", [False, True])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_compiled_depthwise_gives_the_per_offset_kernels_bits(monkeypatch, dtype, split):
+def test_compiled_depthwise_gives_the_per_offset_kernels_bits(monkeypatch, dtype, split, loop):
     """The compiled plan sums each output's taps in the per-offset kernel's order, product by
     product with no fused multiply-add, so its bits are that kernel's and the taps plans' (the
     banded and im2col plans sum through BLAS, within rounding of them): with infinities, NaNs
     and signed zeros in the data (a sum of -0.0 products is +0.0), whichever channels a part
-    of a split takes. Without numba the same plan computes through the numpy plan it keeps."""
-    from irscatter.ops.convolution import depthwise_kernels  # noqa: F401  (loaded: every call compiled)
+    of a split takes, in its loop over a channel at a time and in its loop over blocks of
+    channels side by side (a part's channels then start at a block's). Without numba the same
+    plan computes through the numpy plan it keeps."""
+    from irscatter.ops.convolution import depthwise_compiled, depthwise_kernels  # noqa: F401  (loaded)
 
     monkeypatch.setattr(plans, "COMPILED_WORK", 0)  # (small cases: the compiled loop however small)
+    monkeypatch.setattr(depthwise_compiled, "LANES_WIDTH", 0 if loop == "a channel at a time" else 1 << 30)
     if split:
         monkeypatch.setattr(threads, "SPLIT_WORK", 0)
+        monkeypatch.setattr(plans.DepthwiseCompiled, "split_from", None)
         monkeypatch.setattr(threads, "_policy", "split")
     rng = np.random.default_rng(13)
     for x_shape, w_shape, strides, dilations, begin, end in COMPILED_CASES:
@@ -335,6 +344,10 @@ def test_compiled_depthwise_gives_the_per_offset_kernels_bits(monkeypatch, dtype
             with accel.use("numpy"):
                 fallback = plan(x, prepared)
         assert plan.name == plans.DepthwiseCompiled.name and got.shape == want.shape and got.flags.c_contiguous
+        assert (prepared.lanes is not None) is (loop == "channels side by side")
+        block = depthwise_compiled.BLOCK_CHANNELS if prepared.lanes is not None else 1
+        parts = threads.CORES if split else 1
+        assert len(plan._parts[parts]) == min(parts, -(-x_shape[0] * x_shape[1] // block))  # (parts that got work)
         np.testing.assert_array_equal(_bits(got), _bits(want))
         assert not np.signbit(got[0, 0]).any()
         for taps_plan in (taps_class(x.shape, w.shape, x.dtype, *args) for taps_class in TAPS_PLANS):
