@@ -263,17 +263,14 @@ def _per_channel(position: int, step: Any, op: Op, kind: str, source: int, const
     return _Link(position, consts[0]), varying[0]
 
 
-class _Fused:
+class _Fused(accel.LoadsOnSecondCall):
     """What the fused steps' kernels share: the layer's own inputs come first among the step's
     (the Consts after them), and whether a call takes the compiled pass (`accel.loads`)."""
 
     layer_inputs = 2  # of the step's inputs, those of its (first) layer: the rest come after
-    called = False
 
     def _compiled(self, elements: int) -> bool:
-        compiled = accel.loads(KERNELS, self.called, elements)
-        self.called = True
-        return compiled
+        return self.takes_compiled(KERNELS, elements)
 
 
 class _Epilogue(_Fused):
@@ -291,7 +288,7 @@ class _Epilogue(_Fused):
         self.activation = activation[1] if activation is not None else 0
 
     def __call__(self, x: np.ndarray, filters: np.ndarray, bias: np.ndarray) -> np.ndarray:
-        if accel.loads(KERNELS, False, 0) and self._by_blocks(filters, bias):  # (the pass is loaded already)
+        if accel.loaded(KERNELS) and self._by_blocks(filters, bias):
             finished = self.convolution.finishing(x, filters, self._block_pass(bias))
             if finished is not None:
                 return finished

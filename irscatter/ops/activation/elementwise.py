@@ -250,18 +250,15 @@ def gelu(x: np.ndarray, *, approximation_mode: str, compiled: bool = False) -> n
     return gelu_tanh(x) if approximation_mode == "tanh" else gelu_erf(x, compiled=compiled)
 
 
-class GeluOp(UnaryElementwise):
+class GeluOp(UnaryElementwise, accel.LoadsOnSecondCall):
     """Gelu's versions. A layer's calls take the compiled loop of the erf form (`gelu_erf`) from
     its second call on, or from its first once the loop is loaded: loading numba and the loop
     takes longer than a model's Gelu layers take on scipy's path, so a model run once does not
     wait for it, and the runs after the first gain it. A small layer does not load it (it would
     save microseconds a call), but takes it once loaded (`accel.loads`)."""
 
-    called = False
-
     def compute(self, x: np.ndarray) -> np.ndarray:  # type: ignore[override]
-        compiled = accel.loads(GELU_KERNELS, self.called, x.size)
-        self.called = True
+        compiled = self.takes_compiled(GELU_KERNELS, x.size)
         return self.row.kernel(x, compiled=compiled, **self.kernel_args)
 
 

@@ -94,7 +94,25 @@ def loads(module: str, called: bool, elements: int) -> bool:
     numba is to be used, and the loop is loaded already, or this is the layer's second call or
     a later one and its output has `LOAD_ELEMENTS` elements or more. A model run once, or a
     small model, never waits for numba; the runs after the first gain the loop."""
-    return enabled() and (module in sys.modules or called and elements >= LOAD_ELEMENTS)
+    return loaded(module) or enabled() and called and elements >= LOAD_ELEMENTS
+
+
+def loaded(module: str) -> bool:
+    """Whether numba is to be used and the compiled loop of `module` is loaded already."""
+    return enabled() and module in sys.modules
+
+
+class LoadsOnSecondCall:
+    """What a layer (or fused step) with a compiled loop keeps for `loads`: whether it has been
+    called, so that its first call takes numpy's path unless the loop is loaded already."""
+
+    called = False
+
+    def takes_compiled(self, module: str, elements: int) -> bool:
+        """`loads(module, ...)` for this call, which then counts as made."""
+        compiled = loads(module, self.called, elements)
+        self.called = True
+        return compiled
 
 
 def forced() -> bool:

@@ -58,6 +58,7 @@ class DepthwiseCompiled(Taps["_Compiled"]):
         self.offsets = np.array([(ay * strides[1] + ax) * hq * wq + qy * wq + qx
                                  for (ay, qy), (ax, qx) in itertools.product(*phases)], np.int64)
         self.by_lanes = self.out_2d[3] <= LANES_WIDTH
+        self.lane_blocks = -(-self.n * self.g // BLOCK_CHANNELS)  # (blocks of that loop)
 
     def prepare(self, w: np.ndarray) -> _Compiled:
         taps = np.ascontiguousarray(w.reshape(self.g, self.d, self.taps))
@@ -67,17 +68,17 @@ class DepthwiseCompiled(Taps["_Compiled"]):
         """The filters as `depthwise_lanes` reads them: [blocks, D, taps, BLOCK_CHANNELS], channel
         (over the batch's samples and the groups) BLOCK_CHANNELS * b + l at [b, :, :, l]."""
         channels = self.n * self.g
-        blocks = -(-channels // BLOCK_CHANNELS)
-        spread = np.zeros((blocks * BLOCK_CHANNELS, self.d, self.taps), taps.dtype)
+        spread = np.zeros((self.lane_blocks * BLOCK_CHANNELS, self.d, self.taps), taps.dtype)
         spread[:channels] = taps[np.arange(channels) % self.g]
-        return np.ascontiguousarray(spread.reshape(blocks, BLOCK_CHANNELS, self.d, self.taps).transpose(0, 2, 3, 1))
+        return np.ascontiguousarray(spread.reshape(self.lane_blocks, BLOCK_CHANNELS, self.d, self.taps)
+                                    .transpose(0, 2, 3, 1))
 
     def _blocks(self, count: int) -> Sequence[tuple[int, ...]]:
         channels = self.n * self.g
         if not self.by_lanes:
             return threads.spans(channels, count)
         return [(lo * BLOCK_CHANNELS, min(hi * BLOCK_CHANNELS, channels))
-                for lo, hi in threads.spans(-(-channels // BLOCK_CHANNELS), count)]
+                for lo, hi in threads.spans(self.lane_blocks, count)]
 
     def __call__(self, x: np.ndarray, prepared: _Compiled) -> np.ndarray:
         if not accel.enabled():
@@ -93,12 +94,9 @@ class DepthwiseCompiled(Taps["_Compiled"]):
         source = np.ascontiguousarray(x).reshape(self.in_2d)
         out = np.empty(self.out_2d, x.dtype)
         zero = x.dtype.type(0)
-        if prepared.lanes is not None:
-            self._run(lambda c0, c1: depthwise_kernels.depthwise_lanes(source, prepared.lanes, out, self.geometry,
-                                                                       self.offsets, zero, c0, c1))
-        else:
-            self._run(lambda c0, c1: depthwise_kernels.depthwise(source, prepared.taps, out, self.geometry,
-                                                                 self.offsets, zero, c0, c1))
+        loop, filters = ((depthwise_kernels.depthwise_lanes, prepared.lanes) if prepared.lanes is not None
+                         else (depthwise_kernels.depthwise, prepared.taps))
+        self._run(lambda c0, c1: loop(source, filters, out, self.geometry, self.offsets, zero, c0, c1))
         return out.reshape((self.n, self.g, self.d) + self.out_dims)
 
 

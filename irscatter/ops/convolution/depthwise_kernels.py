@@ -117,14 +117,14 @@ def _spread(filters, spread, ow):  # pragma: no cover - compiled
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
-def _row_sums(block, spread, sums, offsets, start, at, run, size, zero):  # pragma: no cover - compiled
+def _row_sums(block, spread, sums, offsets, start, at, run, lanes, zero):  # pragma: no cover - compiled
     """sums[at:at + run] = +0.0 plus each tap's products for one row of outputs, in tap order,
     GROUP taps a pass as `depthwise` adds them; `start` is where the row's windows begin in
-    each phase of `block`."""
+    each phase of `block`, `lanes` values a position."""
     n, s0 = np.uint64(run), np.uint64(at)
     for q in range(n):
         sums[s0 + q] = zero
-    t, taps, size = 0, len(offsets), np.uint64(size)
+    t, taps, size = 0, len(offsets), np.uint64(lanes)
     while t < taps:
         a, wa = np.uint64(offsets[t]) * size + np.uint64(start), np.uint64(t * run)
         if t + GROUP > taps:

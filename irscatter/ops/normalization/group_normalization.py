@@ -29,7 +29,7 @@ from irscatter.ops.registry import register
 
 
 @register("GroupNormalization", 12)
-class GroupNormalization(Op):
+class GroupNormalization(Op, accel.LoadsOnSecondCall):
     labels = {
         "group-count": "num_groups is not positive, or exceeds the number of channels",
         "group-divide": "the number of channels is not a multiple of num_groups",
@@ -41,7 +41,6 @@ class GroupNormalization(Op):
     attrs: Attrs
 
     inputs = ("data", "scale", "bias")
-    called = False  # (a layer's first call takes numpy's path: `accel.loads`)
 
     def __init__(self, layer) -> None:
         super().__init__(layer)
@@ -67,8 +66,7 @@ class GroupNormalization(Op):
         dtype = compute_dtype(etype)
         n, g = data.shape[0], self.attrs.num_groups
         groups = data.astype(dtype, copy=False).reshape(n, g, math.prod(data.shape[1:]) // g)
-        compiled = accel.loads(KERNELS, self.called, data.size)
-        self.called = True
+        compiled = self.takes_compiled(KERNELS, data.size)  # (a first call takes numpy's path: `accel.loads`)
         if compiled and groups.size and dtype in COMPILED_TYPES and groups.flags.c_contiguous:
             out = self._compiled(groups, scale, bias, dtype, math.prod(data.shape[2:]))
             return from_compute(out.reshape(data.shape), etype)
@@ -99,4 +97,3 @@ class GroupNormalization(Op):
             threads.run([partial(norm_kernels.normalized, rows[lo:hi], means[lo:hi], deviations[lo:hi], scale, bias,
                                  lo, out[lo:hi]) for lo, hi in spans])
         return out
-

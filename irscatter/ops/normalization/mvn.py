@@ -86,17 +86,12 @@ def _trailing(work: np.ndarray, inner: int, eps: float, inside_sqrt: bool) -> np
     return out.reshape(work.shape)
 
 
-
-class _Normalizing(Op):
+class _Normalizing(Op, accel.LoadsOnSecondCall):
     """What both versions share: a layer's calls take the compiled passes from its second on, or
     from its first once they are loaded (`accel.loads`)."""
 
-    called = False
-
     def _compiled(self, data: np.ndarray) -> bool:
-        compiled = accel.loads(KERNELS, self.called, data.size)
-        self.called = True
-        return compiled
+        return self.takes_compiled(KERNELS, data.size)
 
 
 @register("MVN", 2)

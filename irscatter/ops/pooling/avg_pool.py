@@ -111,6 +111,13 @@ def _shifted_sums(source: np.ndarray, axes: Windows, offsets: tuple[int, ...]) -
     return np.ascontiguousarray(total.reshape(source.shape)[kept])
 
 
+# The compute types the compiled loop takes (f16 and bf16 compute in f32); a tap's weight in
+# multiply-adds for `threads.parts` (an add from the cache).
+COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
+KERNELS = "irscatter.ops.pooling.pool_kernels"
+POOL_TAP_WORK = 1
+
+
 def avg_pool(data: np.ndarray, axes: list[Axis], exclude_pad: bool, compiled: bool = False) -> np.ndarray:
     """The means; `compiled` (numba to be used): windows that move one element at a time over
     the last two axes take the compiled loop (`pool_kernels`), with the same bits."""
@@ -162,12 +169,6 @@ def _compiled_means(source: np.ndarray, axes: Windows, offsets: tuple[int, ...],
         out[..., count == 0] = 0  # a window without data elements
     return out.reshape(*lead, rows, columns)
 
-
-# The compute types the compiled loop takes (f16 and bf16 compute in f32); a tap's weight in
-# multiply-adds for `threads.parts` (an add from the cache).
-COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
-KERNELS = "irscatter.ops.pooling.pool_kernels"
-POOL_TAP_WORK = 1
 
 
 def _float_counts(axes: Windows, exclude_pad: bool, count: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -223,7 +224,7 @@ class AvgPool1Attrs(FloorCeil, AvgPoolAttrs):
 
 
 @register("AvgPool", 1)
-class AvgPool(Pool):
+class AvgPool(Pool, accel.LoadsOnSecondCall):
     """AvgPool-1: the window means (no dilations)."""
 
     labels = {
@@ -242,11 +243,8 @@ class AvgPool(Pool):
         check_pool_type(self, data.etype, integers=True)
         return TensorInfo(data.etype, output_shape(self, data, self.dilations()))
 
-    called = False  # (a layer's first call takes numpy's path: `accel.loads`)
-
     def compute(self, data: np.ndarray) -> np.ndarray:
-        compiled = accel.loads(KERNELS, self.called, data.size)
-        self.called = True
+        compiled = self.takes_compiled(KERNELS, data.size)  # (a first call takes numpy's path: `accel.loads`)
         return avg_pool(data, self.axes(data), self.attrs.exclude_pad, compiled)
 
 
