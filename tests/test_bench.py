@@ -29,6 +29,8 @@ def test_bench_runs_and_writes_json(tmp_path, only):
     assert set(rows) == set(only.split(","))
     for row in rows.values():
         assert row["times_ms"]["irscatter"] > 0
+    for probe in (table["cores_before"], table["cores_after"]):  # the machine's parallelism, around the run
+        assert probe["cores"] >= 1 and probe["effective"] > 0 and probe["one_thread_gflops"] > 0
     if "W2" in rows:
         assert "irscatter (donated)" in rows["W2"]["times_ms"]
         assert "us/layer" in rows["W7"]["note"]
@@ -142,8 +144,9 @@ def test_bench_models_measures_a_cached_model(tmp_path):
         assert row["engines"][engine]["steady_ms"] > 0 and row["engines"][engine]["first_ms"] > 0
     assert row["max_abs_diff"] < 1e-4
     assert {t for t, _, _ in row["engines"]["irscatter"]["by_type"]} >= {"Convolution-1", "Softmax-8"}
+    assert row["cores"]["effective"] > 0  # sampled before the model's engines ran
     text = table.read_text()
-    assert "| small_cnn | " in text and "| Convolution-1 |" in text
+    assert "| small_cnn | " in text and "| Convolution-1 |" in text and "* effective cores" in text
 
 
 def test_bench_models_reads_a_models_files_before_each_engine(tmp_path):

@@ -475,6 +475,64 @@ def installed_engines() -> list[str]:
     return engines
 
 
+# --- the machine ----------------------------------------------------------------------------------
+
+# The parallel probe's product: f32, square, small enough to stay in a core's cache, so that it
+# measures arithmetic rather than memory; repeated long enough (some tens of ms) to outlast a
+# thread's start.
+PROBE_SIZE, PROBE_CALLS, PROBE_ROUNDS = 256, 32, 3
+
+
+def effective_cores() -> dict[str, float]:
+    """How many cores this process gets now, for arithmetic: the same products (BLAS held to
+    one thread) on one thread, then on one thread per core at once, and the ratio of the work
+    done per second (`effective`, out of `cores`), with one thread's GFLOP/s. A virtual
+    machine's cores may be hyper-threads of one physical core, or lent to other guests, and
+    then a second thread adds little, to every engine alike: ratios measured at such a time
+    compare single-core speeds, and times of either engine move with it. Median of
+    PROBE_ROUNDS rounds."""
+    import threading
+
+    from threadpoolctl import threadpool_limits
+
+    from irscatter.ops.common.threads import CORES
+
+    rng = np.random.default_rng(0)
+    operands = [(rng.standard_normal((PROBE_SIZE, PROBE_SIZE), dtype=np.float32),
+                 rng.standard_normal((PROBE_SIZE, PROBE_SIZE), dtype=np.float32),
+                 np.empty((PROBE_SIZE, PROBE_SIZE), np.float32)) for _ in range(CORES)]
+
+    def products(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+        for _ in range(PROBE_CALLS):
+            np.matmul(a, b, out=out)
+
+    def together() -> float:
+        threads = [threading.Thread(target=products, args=o) for o in operands]
+        start = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return time.perf_counter() - start
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        products(*operands[0])  # (warm-up)
+        alone, side_by_side = [], []
+        for _ in range(PROBE_ROUNDS):
+            start = time.perf_counter()
+            products(*operands[0])
+            alone.append(time.perf_counter() - start)
+            side_by_side.append(together())
+    one, all_ = statistics.median(alone), statistics.median(side_by_side)
+    return {"cores": CORES, "effective": round(CORES * one / all_, 2),
+            "one_thread_gflops": round(2 * PROBE_SIZE ** 3 * PROBE_CALLS / one / 1e9, 1)}
+
+
+def describe_cores(probe: dict[str, float]) -> str:
+    return (f"{probe['effective']:.2f} effective of {probe['cores']} cores "
+            f"(one thread {probe['one_thread_gflops']:.0f} GFLOP/s in f32 products)")
+
+
 # --- measuring ----------------------------------------------------------------------------------
 
 
@@ -655,11 +713,16 @@ def main(argv: list[str] | None = None) -> int:
         if not selected:
             parser.error(f"no workload matches {args.only}")
     print(f"irscatter's scatter backend: {scatter_backend()}; bytecode compiled in {byte_compile_irscatter()}", flush=True)
+    cores_before = effective_cores()
+    print(f"before: {describe_cores(cores_before)}", flush=True)
     with tempfile.TemporaryDirectory(prefix="irscatter-bench-") as tmp:
         root = args.workdir or Path(tmp)
         rows = bench(selected, root, args.runs, args.small, not args.no_memory)
+    cores_after = effective_cores()
+    print(f"after: {describe_cores(cores_after)}")
     args.json.write_text(json.dumps({"engines": installed_engines(), "scatter_backend": scatter_backend(),
                                      "runs": args.runs, "small": args.small,
+                                     "cores_before": cores_before, "cores_after": cores_after,
                                      "rows": [row.__dict__ for row in rows]}, indent=2))
     print(f"wrote {args.json}")
     return 0

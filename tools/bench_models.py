@@ -303,6 +303,11 @@ def markdown(result: dict) -> str:
                 [_cell(row, e, "first_ms") for e in ENGINES] + [_diff(row), peaks]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
+    effective = [row["cores"]["effective"] for row in rows if "cores" in row]
+    if effective:
+        lines.append(f"* effective cores (`bench.effective_cores`, before each model): {min(effective):.2f} to "
+                     f"{max(effective):.2f}, median {statistics.median(effective):.2f}, of "
+                     f"{rows[0]['cores']['cores']}")
     for name, s in result["summary"].items():
         if name != "targets":
             lines.append(f"* irscatter / {name}: median {s['median']:.2f}x, "
@@ -382,7 +387,9 @@ def measure_corpus(cache: Path, only: list[str] | None, runs: int, one_thread: b
         if "error" in meta:
             left_out[name] = meta["error"]
             continue
+        cores = bench.effective_cores()
         row = measure_model(folder, engines, runs, one_thread)
+        row["cores"] = cores
         rows.append(row)
         print(f"{name}: " + ", ".join(f"{TITLES[e]} {_cell(row, e, 'steady_ms')} ms" for e in row["engines"])
               + f"; diff {_diff(row)}", flush=True)
