@@ -66,6 +66,9 @@ if sys.version_info >= (3, 11):
 else:  # no possessive repetition before 3.11: one character a step, whose branches never overlap
     _LAYER_TAG = re.compile(rb"""<layer(?=[\s/>])(?:[^<>"']|"[^<"]*"|'[^<']*')*>""")
 _XML_VERSION = re.compile(rb"version\s*=\s*[\"']([^\"']*)[\"']")
+# A namespace declaration or a name in the xml namespace, anywhere: one expression, which rules
+# both out over a large document in a fraction of the time two substring searches take.
+_NAMESPACED = re.compile(rb"xml(?:ns|:)")
 
 
 class Unread(Exception):
@@ -150,7 +153,7 @@ def _layer_lines(data: bytes) -> list[int]:
 def eligible(data: bytes) -> bool:
     """A UTF-8 document without namespaces, within the element and depth limits by construction,
     and without a run of text long enough to pass one of libxml2's length limits."""
-    if b"xmlns" in data or b"xml:" in data:
+    if _NAMESPACED.search(data):
         return False  # (xml:lang and its kind are named in a namespace too)
     if b"\x00" in data or data[:2] in (b"\xfe\xff", b"\xff\xfe"):
         return False  # UTF-16 or UTF-32, with a byte order mark or without (UTF-8 text has no NUL)

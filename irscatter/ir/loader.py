@@ -102,6 +102,12 @@ def _parser(**options: Any) -> etree.XMLParser:
 _SENTRY_PIECE = 1 << 16
 
 
+def _count_byte(data: bytes, byte: bytes) -> int:
+    """How often `byte` occurs in `data`: numpy counts a large document's bytes several times
+    as fast as `bytes.count`."""
+    return int(np.count_nonzero(np.frombuffer(data, np.uint8) == ord(byte)))
+
+
 def _declares_doctype(data: bytes) -> bool:
     """Whether the prologue declares a DOCTYPE. The sentry stops at the root element, but handed
     the whole document libxml2 went on scanning all of it, so it is first fed the document
@@ -147,7 +153,7 @@ def _check_document(data: bytes, source: str) -> None:
                             "(irscatter.limits: xml_bytes)", file=source, label="xml-size")
     # Every element opens with "<" (and most close with one): far more markup than the
     # element limit allows is refused before a tree that large is built.
-    if data.count(b"<") > 2 * limits.xml_elements + 16:
+    if _count_byte(data, b"<") > 2 * limits.xml_elements + 16:
         raise SecurityError(f"the document has more than {limits.xml_elements} elements "
                             "(irscatter.limits: xml_elements)", file=source, label="xml-elements")
     if _declares_doctype(data):

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import numpy as np
 from lxml import etree
 
 from irscatter.errors import IRError
@@ -78,9 +79,9 @@ _HEAD = re.compile(
     f"(?:<\\?xml{_S}++version{_S}*+={_S}*+(['\"])1\\.0\\1(?:{_S}++encoding{_S}*+={_S}*+(['\"])(?i:utf-8)\\2)?+{_S}*+\\?>)?+"
     f"{_S}*+<net({_ATTRIBUTES}){_S}*+>{_S}*+<layers>")
 _TAIL = re.compile(f"(?:(<rt_info{_S}*/>|<rt_info>.*</rt_info>){_S}*)?</net>{_S}*", re.DOTALL)
-# Characters XML does not allow, as their UTF-8 bytes: C0 controls but tab and line end, and
-# U+FFFE and U+FFFF (a carriage return is refused too: XML rewrites it).
-_FORBIDDEN = bytes(c for c in range(32) if c not in (9, 10))
+# Characters XML does not allow, as their UTF-8 bytes: C0 controls but tab and line end
+# (`_has_forbidden`), and U+FFFE and U+FFFF (a carriage return is refused too: XML rewrites it).
+_ALLOWED_CONTROLS = (9, 10)
 _NOT_CHARACTERS = (b"\xef\xbf\xbe", b"\xef\xbf\xbf")
 # How deep the format's elements nest here (<net>, <layers>, <layer>, <output>, <port>, <dim>),
 # and how many attributes an edge or a layer has.
@@ -121,7 +122,7 @@ def read_net(data: bytes, ctx: ReadContext) -> Model:
 
 def _text(data: bytes) -> str:
     """The document as text, when it is UTF-8 with none of what this reader leaves to others."""
-    if not eligible(data) or len(data.translate(None, _FORBIDDEN)) != len(data):
+    if not eligible(data) or _has_forbidden(data):
         raise Unread()
     if not data.isascii() and any(bad in data for bad in _NOT_CHARACTERS):
         raise Unread()
@@ -138,6 +139,15 @@ def _text(data: bytes) -> str:
     if text.find("?", declaration) >= 0 and text.find("<?", declaration) >= 0:
         raise Unread()
     return text
+
+
+def _has_forbidden(data: bytes) -> bool:
+    """Whether the document holds a C0 control character but tab and line end, found by numpy
+    (several times as fast as a pass of `bytes.translate` over a large document): the usual
+    document holds none but its line ends."""
+    codes = np.frombuffer(data, np.uint8)
+    controls = codes[codes < 32]
+    return bool(np.any(~np.isin(controls, _ALLOWED_CONTROLS)))
 
 
 def _edges(text: str, at: int) -> tuple[list[Edge], int]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -178,12 +178,10 @@ def _plan_folding(plan: Plan, analysis: Analysis, infos: dict[int, TensorInfo],
     within `limits.folded_bytes`, beside the MatMuls that look their compressed weights up by
     blocks instead (runtime/compressed.py); `infos`: each slot's inferred type and shape;
     `readers`: the steps that read each slot."""
-    sizes: dict[tuple[int, ElementType], tuple[Any, int | None]] = {}
-    slot_bytes = {slot: _static_bytes(infos.get(slot), sizes) for slot in plan.slot_of.values()}
     budget = limits.current().folded_bytes
     fused = fuse_compressed(plan.steps, analysis.ops, infos, dict(plan.const_slots), set(plan.output_slots), budget,
                             readers)
-    slot_bytes.update(dict.fromkeys(fused.weights))  # looked up by blocks on each run instead
+    slot_bytes = _SlotBytes(infos, dict.fromkeys(fused.weights))  # (those looked up by blocks on each run instead)
     return fused.into(keep_once(plan.steps, lambda step: analysis.ops[step.layer.id].foldable,
                                 {s for s, _ in plan.const_slots}, set(plan.output_slots), slot_bytes,
                                 budget - fused.cost))
@@ -200,6 +198,27 @@ def _fuse_epilogues(plan: Plan, analysis: Analysis, infos: dict[int, TensorInfo]
                             set(plan.output_slots), taken, readers)
     if fusion.steps:
         plan.fold = replace(fold, skipped=fold.skipped | fusion.skipped, replaced={**fold.replaced, **fusion.steps})
+
+
+class _SlotBytes(Mapping[int, "int | None"]):
+    """The bytes of each slot's value (`_static_bytes`), or of `given` ones, worked out when
+    asked: folding asks for the few slots where the values of Consts alone meet the rest of
+    the graph, of its thousands of slots."""
+
+    def __init__(self, infos: dict[int, TensorInfo], given: dict[int, int | None]) -> None:
+        self.infos, self.given = infos, given
+        self.sizes: dict[tuple[int, ElementType], tuple[Any, int | None]] = {}
+
+    def __getitem__(self, slot: int) -> int | None:
+        if slot in self.given:
+            return self.given[slot]
+        return _static_bytes(self.infos.get(slot), self.sizes)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.infos.keys() | self.given.keys())
+
+    def __len__(self) -> int:
+        return len(self.infos.keys() | self.given.keys())
 
 
 def _static_bytes(info: TensorInfo | None, sizes: dict[tuple[int, ElementType], tuple[Any, int | None]]) -> int | None:
