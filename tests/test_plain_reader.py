@@ -10,6 +10,7 @@ if sys.version_info < (3, 11):  # the reader's expressions are possessive: the l
 
 from helpers import examples
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_events import CORPUS, SMALL, _mutated, _same_graph, _tree
 
 from irscatter import limits
@@ -128,3 +129,23 @@ def test_the_limits_leave_the_document_to_the_others():
 def test_mutated_documents_read_alike(data):
     if (fast := _plain(data)) is not None:
         _same_graph(fast, _tree(data))
+
+
+@settings(max_examples=examples(300, 100), deadline=None)
+@given(st.lists(st.sampled_from([" ", "\t", "\n", "names", "xnames", "=", '"', "a", ",", "<port ", "/>", ">"]),
+                max_size=16).map("".join))
+def test_names_are_split_out_as_the_expression_splits_them(text):
+    """`_split_names` matches only where "names" stands once: elsewhere it is the expression's split."""
+    assert plain._split_names(text) == plain._NAME_VALUES.split(text)
+
+
+@pytest.mark.parametrize("new", [
+    b'<data element_type="f32" shape="4" offset="0" size="16" />',  # as the writers write it
+    b'<data\n element_type = "f32"\tshape="4"  offset="0" size="16"/>',  # other white space
+    b'<data element_type="f32" shape="4" offset="0" size="16" note="x" />',  # another attribute after them
+    b'<data shape="4" element_type="f32" offset="0" size="16" />',  # another order: the general path
+])
+def test_const_data_is_read_as_the_tree_reader_reads_it(new):
+    old = b'<data element_type="f32" shape="4" offset="0" size="16" />'
+    data = SMALL.replace(old, new, 1)
+    assert (data != SMALL) == (new != old) and _agree(data)

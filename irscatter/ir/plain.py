@@ -51,6 +51,9 @@ _VALUE = f'"{_TEXT}"'
 _ATTRIBUTES = f"(?:{_S}++[A-Za-z_][A-Za-z0-9_.-]*+{_S}*+={_S}*+{_VALUE})*+"
 _ATTRIBUTE = re.compile(f'{_S}+([A-Za-z_][A-Za-z0-9_.-]*){_S}*={_S}*"([^"]*)"')
 _NUMBER = f"([0-9]{{1,{MAX_DIGITS}}}+)"
+# A Const's <data> attributes in the order OpenVINO's writer gives them (`_Reader._data`).
+_CONST_DATA_KEYS = ("element_type", "shape", "offset", "size")
+_CONST_DATA = re.compile("".join(f'{_S}+{key}{_S}*={_S}*"([^"]*)"' for key in _CONST_DATA_KEYS))
 _DIM = f"<dim>{_S}*+-?[0-9]++{_S}*+</dim>"
 _PORT = f"{_S}*+<port{_ATTRIBUTES}{_S}*+(?:/>|>(?:{_S}*+{_DIM})*+{_S}*+</port>)"
 _PORTS = re.compile(f"<port({_ATTRIBUTES}){_S}*+(?:/>|>((?:{_S}*+{_DIM})*+){_S}*+</port>)")
@@ -139,6 +142,17 @@ def _text(data: bytes) -> str:
     if text.find("?", declaration) >= 0 and text.find("<?", declaration) >= 0:
         raise Unread()
     return text
+
+
+def _split_names(text: str) -> list[str]:
+    """`_NAME_VALUES.split(text)`. Where "names" stands once in the text, a match can only start
+    at the white space before it: matched there, rather than tried at every character."""
+    at = text.find("names")
+    if at > 0 and text.find("names", at + 5) < 0:
+        named = _NAME_VALUES.match(text, at - 1)
+        if named is not None:
+            return [text[:at - 1], named.group(1), named.group(2), text[named.end():]]
+    return _NAME_VALUES.split(text)
 
 
 def _has_forbidden(data: bytes) -> bool:
@@ -232,7 +246,13 @@ class _Reader:
 
     def _data(self, text: str) -> dict[str, str]:
         attrs = self.data.get(text)
-        return attrs if attrs is not None else remembered(self.data, text, self.attributes(text))
+        if attrs is not None:
+            return attrs
+        # A Const's <data> as OpenVINO writes it, its own (by its offset): read by one match,
+        # and not kept, where it would only push out the texts that do repeat.
+        if (const := _CONST_DATA.fullmatch(text)) is not None:
+            return dict(zip(_CONST_DATA_KEYS, const.groups()))
+        return remembered(self.data, text, self.attributes(text))
 
     def _ports(self, text: str) -> list[Port]:
         ports = self.ports.get(text)
@@ -251,7 +271,7 @@ class _Reader:
         what the ports are apart from their names is kept by that text, and a text that repeats
         it has only its names read. Every "names" of the text must be a `names` attribute the
         split found, or the text is read as it is: then no value holds what looks like one."""
-        pieces = _NAME_VALUES.split(text)
+        pieces = _split_names(text)
         values = pieces[2::3]
         if text.count("names") != len(values):
             return self._read_ports(text)
