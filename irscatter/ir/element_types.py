@@ -138,10 +138,10 @@ class ElementType(str, enum.Enum):
 
     def nbytes(self, count: int) -> int:
         """Bytes that `count` values of this type occupy in a `.bin` (strings excluded)."""
-        if self in (ElementType.u3, ElementType.u6):
-            group = 8 if self is ElementType.u3 else 4
+        group = _THREE_BYTE_GROUPS.get(self)
+        if group is not None:
             return 3 * math.ceil(count / group)
-        return math.ceil(count * self.bitwidth / 8)
+        return math.ceil(count * _BITS[self] / 8)
 
     def __str__(self) -> str:
         return self.value
@@ -176,6 +176,10 @@ _INFO: dict[ElementType, _Info] = {
     ElementType.string: _I(8, "string", np.dtypes.StringDType(), "STRING"),
     ElementType.dynamic: _I(0, "none", None, "UNSPECIFIED"),
 }
+# Asked for every Const when a model compiles (`nbytes`): looked up, not worked out each time.
+_BITS = {etype: info.bits for etype, info in _INFO.items()}
+# u3 and u6 values go in groups of 8 and 4 to three bytes.
+_THREE_BYTE_GROUPS = {ElementType.u3: 8, ElementType.u6: 4}
 
 _CANONICAL = [t.value for t in ElementType]
 

@@ -83,7 +83,7 @@ def constant_steps(steps: Sequence[_Step], foldable: Callable[[_Step], bool], co
     known = set(const_slots)
     constant = set()
     for i, step in enumerate(steps):
-        if step.inputs and all(s in known for s in step.inputs) and foldable(step):
+        if step.inputs and known.issuperset(step.inputs) and foldable(step):
             constant.add(i)
             known.update(step.outputs)
     return constant
