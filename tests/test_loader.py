@@ -12,7 +12,9 @@ from helpers import layer, net, param, port, result, save_ov, write
 
 import irscatter
 from irscatter.errors import FileAccessError, LoadError
-from irscatter.ir.graph import split_names
+from irscatter.ir.element_types import ElementType
+from irscatter.ir.graph import new_layer, new_port, split_names
+from irscatter.ir.shapes import PartialShape
 
 ov = pytest.importorskip("openvino")
 import openvino.opset15 as ops  # noqa: E402
@@ -433,3 +435,28 @@ def test_a_document_read_piece_by_piece_makes_the_same_model_and_reports_its_pro
         assert seen[-1] == (size, size) and [d for d, _ in seen] == sorted(d for d, _ in seen), xml
         dump = pydantic.TypeAdapter(list[LayerRecord]).dump_python
         assert dump(pieces.layers) == dump(whole.layers) and pieces.edges == whole.edges, xml
+
+
+@pytest.mark.parametrize("input_ids,output_ids", [
+    ((0, 1), (2,)),  # as the writers number them
+    ((1, 0), (2,)),  # inputs in another order
+    ((3, 5), (0, 7)),  # any ids, outputs before inputs
+    ((), (0, 1)),
+    ((0,), (0,)),  # an input and an output of one id (edges then name the input)
+])
+def test_a_port_id_finds_its_position_on_the_layer(input_ids, output_ids):
+    """Edges name ports by id: the position of each id among the layer's inputs and outputs,
+    whether or not the ids run 0, 1, ... as the writers write them, and None for an id the
+    layer's inputs (or outputs) do not have."""
+    def ports(ids):
+        return [new_port(i, ElementType.f32, (), PartialShape.of([2]), {}) for i in ids]
+    added = new_layer(1, "a", "Add", "opset1", {}, {}, ports(input_ids), ports(output_ids), {}, {}, None)
+    for position, port_id in enumerate(input_ids):
+        assert added.input_position(port_id) == position
+    for position, port_id in enumerate(output_ids):
+        assert added.output_position(port_id) == position
+    for missing in (-1, 4, 9):
+        if missing not in input_ids:
+            assert added.input_position(missing) is None
+        if missing not in output_ids:
+            assert added.output_position(missing) is None

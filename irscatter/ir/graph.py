@@ -242,13 +242,19 @@ class Layer:
         return LayerRef(self.id, self.name, self.type, version_text(self.type, self.version))
 
     def input_position(self, port_id: int) -> int | None:
-        for i, p in enumerate(self.inputs):
+        inputs = self.inputs
+        if 0 <= port_id < len(inputs) and inputs[port_id].id == port_id:
+            return port_id  # (the writers number a layer's inputs 0, 1, ... and its outputs on)
+        for i, p in enumerate(inputs):
             if p.id == port_id:
                 return i
         return None
 
     def output_position(self, port_id: int) -> int | None:
-        for i, p in enumerate(self.outputs):
+        outputs, guess = self.outputs, port_id - len(self.inputs)
+        if 0 <= guess < len(outputs) and outputs[guess].id == port_id:
+            return guess
+        for i, p in enumerate(outputs):
             if p.id == port_id:
                 return i
         return None

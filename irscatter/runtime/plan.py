@@ -142,7 +142,7 @@ def _steps(plan: Plan, analysis: Analysis) -> list[Step]:
     readers: dict[int, int] = {}
     step_inputs = []
     for i, lid in enumerate(steps_layers):
-        inputs = tuple(slot_of[s] for s in sources[lid])  # type: ignore[index]  # (compiling refused an unwired input)
+        inputs = tuple([slot_of[s] for s in sources[lid]])  # type: ignore[index]  # (compiling refused an unwired input)
         step_inputs.append(inputs)
         counted = not ops[lid].shape_only
         for slot in inputs:
