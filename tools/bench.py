@@ -21,6 +21,10 @@ growth from loading, with the part that is pages of the memory-mapped `.bin` giv
 For W12 (a decode step with the weights compressed or not) it is the peak from before the
 model is loaded, since compiling is where an engine prepares its weights.
 `--small` shrinks every workload so that the script itself can be tested in seconds.
+
+Before and after the run it measures how many cores the machine gives it for arithmetic
+(`effective_cores`), and says so: on a shared or virtual machine a second core may add anything
+from nothing to a whole core's work, from one second to the next, to every engine alike.
 """
 
 from __future__ import annotations

@@ -22,7 +22,8 @@ imported engine is recorded. irscatter's process also profiles its run per op ty
 outputs of irscatter and OpenVINO are compared (max abs difference), so that a fast wrong answer
 shows. Ratios are irscatter's time over the other engine's: 2.0x means irscatter takes twice as
 long. `--one-thread` holds every engine to one thread, for a machine whose other work would
-leave a thread pool waiting.
+leave a thread pool waiting. Before each model, the cores the machine gives for arithmetic are
+measured (`bench.effective_cores`), kept in the model's row, and their range is in the table.
 """
 
 from __future__ import annotations
