@@ -136,17 +136,22 @@ def test_bench_models_measures_a_cached_model(tmp_path):
                                                   "inputs": {"x": [[1, 3, 32, 32], "float32"]}}))
     out, table = tmp_path / "models.json", tmp_path / "models.md"
     done = subprocess.run([sys.executable, str(BENCH.parent / "bench_models.py"), "measure", "--cache", str(tmp_path),
-                           "--only", "small_cnn", "--runs", "1", "--json", str(out), "--markdown", str(table)],
+                           "--only", "small_cnn", "--runs", "1", "--rounds", "2", "--json", str(out),
+                           "--markdown", str(table)],
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     (row,) = json.loads(out.read_text())["rows"]
     for engine in ("irscatter", "openvino"):
-        assert row["engines"][engine]["steady_ms"] > 0 and row["engines"][engine]["first_ms"] > 0
+        result = row["engines"][engine]
+        assert result["steady_ms"] > 0 and result["first_ms"] > 0
+        rounds = result["rounds_steady_ms"]  # the engines took turns twice: the median of both
+        assert len(rounds) == 2 and result["steady_ms"] == pytest.approx(sum(rounds) / 2)
     assert row["max_abs_diff"] < 1e-4
     assert {t for t, _, _ in row["engines"]["irscatter"]["by_type"]} >= {"Convolution-1", "Softmax-8"}
     assert row["cores"]["effective"] > 0  # sampled before the model's engines ran
     text = table.read_text()
     assert "| small_cnn | " in text and "| Convolution-1 |" in text and "* effective cores" in text
+    assert "in 2 rounds" in text
 
 
 def test_bench_models_reads_a_models_files_before_each_engine(tmp_path):

@@ -1,8 +1,8 @@
 """irscatter beside OpenVINO's CPU plugin and onnxruntime on real architectures with random weights.
 
     python tools/bench_models.py build   [--cache DIR] [--only a,b] [--force]
-    python tools/bench_models.py measure [--cache DIR] [--only a,b] [--runs 5] [--one-thread]
-                                         [--json FILE] [--markdown FILE]
+    python tools/bench_models.py measure [--cache DIR] [--only a,b] [--runs 5] [--rounds 1]
+                                         [--one-thread] [--json FILE] [--markdown FILE]
 
 `build` writes the corpus of tools/model_zoo.py into the cache (default
 ~/.cache/irscatter-bench/models): each model converted to IR by OpenVINO, exported to ONNX
@@ -24,6 +24,9 @@ shows. Ratios are irscatter's time over the other engine's: 2.0x means irscatter
 long. `--one-thread` holds every engine to one thread, for a machine whose other work would
 leave a thread pool waiting. Before each model, the cores the machine gives for arithmetic are
 measured (`bench.effective_cores`), kept in the model's row, and their range is in the table.
+`--rounds N` has the engines take turns N times on each model, each time in a fresh process, and
+reports the medians: a spell in which the machine gives less falls on one round of one engine
+rather than on the whole of one engine's measurement.
 """
 
 from __future__ import annotations
@@ -210,7 +213,8 @@ def _max_abs_diff(ours: Path, theirs: Path) -> float | None:
         return worst
 
 
-def measure_model(folder: Path, engines: list[str], runs: int, one_thread: bool = False) -> dict:
+def measure_model(folder: Path, engines: list[str], runs: int, one_thread: bool = False, rounds: int = 1) -> dict:
+    """Each engine on the model in a fresh process, the engines taking turns `rounds` times."""
     meta = json.loads((folder / "meta.json").read_text())
     row = {"model": meta["name"], "source": meta["source"], "what": meta["what"], "inputs": meta["inputs"],
            "parameters": meta.get("parameters"), "built_with": meta.get("versions"), "engines": {}}
@@ -218,15 +222,35 @@ def measure_model(folder: Path, engines: list[str], runs: int, one_thread: bool 
         row["onnx_error"] = meta["onnx_error"]
     with tempfile.TemporaryDirectory(prefix="irscatter-bench-models-") as tmp:
         outputs = {e: Path(tmp) / f"{e}.npz" for e in (bench.IRSCATTER, bench.OPENVINO)}
-        for engine in engines:
-            if engine == bench.ORT and not (folder / "model.onnx").exists():
-                continue
-            read_files(folder)
-            row["engines"][engine] = _in_subprocess(engine, folder, runs, outputs.get(engine), one_thread)
+        results: dict[str, list[dict]] = {}
+        for turn in range(rounds):
+            for engine in engines:
+                if engine == bench.ORT and not (folder / "model.onnx").exists():
+                    continue
+                read_files(folder)
+                results.setdefault(engine, []).append(
+                    _in_subprocess(engine, folder, runs, outputs.get(engine) if turn == 0 else None, one_thread))
+        row["engines"] = {engine: _combined(taken) for engine, taken in results.items()}
         row["max_abs_diff"] = _max_abs_diff(outputs[bench.IRSCATTER], outputs[bench.OPENVINO])
         with np.load(outputs[bench.OPENVINO]) if outputs[bench.OPENVINO].exists() else _Empty() as ref:
             row["max_abs_reference"] = max((float(np.max(np.abs(ref[k]))) for k in ref.files if ref[k].size), default=None)
     return row
+
+
+def _combined(taken: list[dict]) -> dict:
+    """One engine's rounds as one result: the median of their steady states and of their first
+    runs, the largest peak, the first round's profile; each round's steady state kept. A round
+    that failed stands for all."""
+    failed = next((result for result in taken if "error" in result), None)
+    if failed is not None or len(taken) == 1:
+        return failed or taken[0]
+    result = dict(taken[0])
+    for key in ("steady_ms", "first_ms"):
+        result[key] = statistics.median(r[key] for r in taken)
+    if all("peak_mb" in r for r in taken):
+        result["peak_mb"] = max(r["peak_mb"] for r in taken)
+    result["rounds_steady_ms"] = [r["steady_ms"] for r in taken]
+    return result
 
 
 class _Empty:
@@ -304,6 +328,8 @@ def markdown(result: dict) -> str:
                 [_cell(row, e, "first_ms") for e in ENGINES] + [_diff(row), peaks]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
+    if result.get("rounds", 1) > 1:
+        lines.append(f"* each engine ran each model in {result['rounds']} rounds, taking turns: the medians")
     effective = [row["cores"]["effective"] for row in rows if "cores" in row]
     if effective:
         lines.append(f"* effective cores (`bench.effective_cores`, before each model): {min(effective):.2f} to "
@@ -374,7 +400,7 @@ def _irscatter_source() -> str:
     return f"{root}" + (f" at {done.stdout.strip()}" if done.returncode == 0 else "")
 
 
-def measure_corpus(cache: Path, only: list[str] | None, runs: int, one_thread: bool = False) -> dict:
+def measure_corpus(cache: Path, only: list[str] | None, runs: int, one_thread: bool = False, rounds: int = 1) -> dict:
     engines = [e for e in bench.installed_engines() if e in ENGINES]
     bench.byte_compile_irscatter()
     load_before = os.getloadavg()
@@ -389,14 +415,14 @@ def measure_corpus(cache: Path, only: list[str] | None, runs: int, one_thread: b
             left_out[name] = meta["error"]
             continue
         cores = bench.effective_cores()
-        row = measure_model(folder, engines, runs, one_thread)
+        row = measure_model(folder, engines, runs, one_thread, rounds)
         row["cores"] = cores
         rows.append(row)
         print(f"{name}: " + ", ".join(f"{TITLES[e]} {_cell(row, e, 'steady_ms')} ms" for e in row["engines"])
               + f"; diff {_diff(row)}", flush=True)
     return {"date": datetime.date.today().isoformat(), "machine": f"{platform.machine()}, {os.cpu_count()} cores",
             "load_before": load_before, "load_after": os.getloadavg(), "versions": _versions(), "runs": runs,
-            "one_thread": one_thread,
+            "one_thread": one_thread, "rounds": rounds,
             "engines": engines, "rows": rows, "left_out": left_out, "summary": summarize(rows)}
 
 
@@ -407,6 +433,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", help="comma-separated model names")
     parser.add_argument("--force", action="store_true", help="build: rebuild models already in the cache")
     parser.add_argument("--runs", type=int, default=5, help="measure: timed calls per engine and model")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="measure: the engines take turns this many times on each model, each in a fresh process; "
+                             "the table gives the medians (a spell of a busy machine then falls on one round)")
     parser.add_argument("--one-thread", action="store_true",
                         help="measure: every engine on one thread (a machine whose cores are busy with other work)")
     parser.add_argument("--json", type=Path, help="measure: write the results as JSON")
@@ -427,7 +456,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("say build or measure")
     if args.command == "build":
         return build_corpus(args.cache, only, args.force)
-    result = measure_corpus(args.cache, only, args.runs, args.one_thread)
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    result = measure_corpus(args.cache, only, args.runs, args.one_thread, args.rounds)
     text = markdown(result)
     print(f"\nirscatter from {result['versions']['irscatter from']}; load average before {result['load_before']}, "
           f"after {result['load_after']}\n\n{text}")
