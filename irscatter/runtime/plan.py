@@ -109,10 +109,15 @@ class Plan:
 
 
 def _slots(order: list[int], layers: dict[int, Layer]) -> dict[Source, int]:
+    """A value slot per output, numbered in run order."""
     slot_of: dict[Source, int] = {}
     for lid in order:
-        for pos in range(len(layers[lid].outputs)):
-            slot_of[(lid, pos)] = len(slot_of)
+        count = len(layers[lid].outputs)
+        if count == 1:  # (most layers: no loop over one position)
+            slot_of[(lid, 0)] = len(slot_of)
+        else:
+            for pos in range(count):
+                slot_of[(lid, pos)] = len(slot_of)
     return slot_of
 
 
