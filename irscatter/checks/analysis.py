@@ -106,11 +106,14 @@ class _Pass:
         sinks = _sink_kinds(wiring.by_id.values())
         todo = [lid for lid, layer in wiring.by_id.items()
                 if layer.type == "Result" or (sinks and (layer.type, layer.version) in sinks)]
+        sources = wiring.sources
         while todo:
             lid = todo.pop()
             if lid not in needed:
                 needed.add(lid)
-                todo.extend(src[0] for src in wiring.sources[lid] if src is not None)
+                for src in sources[lid]:  # (a loop, not a generator: large graphs go faster)
+                    if src is not None:
+                        todo.append(src[0])
         return needed
 
     def _order(self, wiring: Wiring, considered: list[int]) -> list[int]:
