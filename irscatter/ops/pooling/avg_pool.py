@@ -170,7 +170,6 @@ def _compiled_means(source: np.ndarray, axes: Windows, offsets: tuple[int, ...],
     return out.reshape(*lead, rows, columns)
 
 
-
 def _float_counts(axes: Windows, exclude_pad: bool, count: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """`count` (at least 1) in the float type the means are divided in, kept with the axes."""
     key = ("avg-pool float divisors", exclude_pad, dtype)
