@@ -42,6 +42,7 @@ import numpy as np
 from pydantic import Field, ValidationInfo, field_validator
 
 from irscatter.ir.element_types import ElementType
+from irscatter.ops.activation import gelu_polynomial
 from irscatter.ops.base import Lower, OpAttrs
 from irscatter.ops.common import accel, blocks, threads
 from irscatter.ops.common.numeric import compute_dtype, from_compute
@@ -191,35 +192,42 @@ def clamp(x: np.ndarray, *, min: float, max: float) -> np.ndarray:
 
 
 # The compiled Gelu's weight of an element for `threads.parts`: a few ns a core, about a hundred
-# multiply-adds, where scipy's path weighs SPECIAL_FUNCTION_WORK.
+# multiply-adds, where numpy's path weighs SPECIAL_FUNCTION_WORK.
 GELU_COMPILED_WORK = 128
 GELU_KERNELS = "irscatter.ops.activation.gelu_kernels"
 
 
 def gelu_erf(x: np.ndarray, *, compiled: bool = False) -> np.ndarray:
-    """x * Phi(x) = x * erfc(-x / sqrt 2) / 2, computed in f64 and rounded once: by scipy's
-    normal distribution function, or (`compiled`, numba used, an input type f32 holds) by the
-    compiled loop of `gelu_kernels`, which gives the same bits."""
-    if x.dtype != np.float64 and (accel.forced() or (compiled and accel.enabled())):
+    """x * Phi(x) = x * erfc(-x / sqrt 2) / 2. An input type f32 holds gets `gelu_polynomial`'s
+    result (the f64 value rounded once to f32, then to its own type): by numpy, or (`compiled`,
+    numba used) by the compiled loop of `gelu_kernels`, which gives the same bits. f64 is scipy's
+    normal distribution function times x."""
+    if x.dtype == np.float64:
+        return _gelu_erf_f64(x)
+    if accel.forced() or (compiled and accel.enabled()):
         return _gelu_erf_compiled(x)
-    return _gelu_erf_scipy(x)
+    return _gelu_erf_numpy(x)
 
 
 @blocks.by_blocks(work=blocks.SPECIAL_FUNCTION_WORK)
-def _gelu_erf_scipy(x: np.ndarray) -> np.ndarray:
+def _gelu_erf_f64(x: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        out = np.asarray(ndtr(x))  # a new array (a 0-d one for a scalar): the product may take its place
+        np.multiply(out, x, out=out)
+    return out
+
+
+@blocks.by_blocks(work=blocks.SPECIAL_FUNCTION_WORK)
+def _gelu_erf_numpy(x: np.ndarray) -> np.ndarray:
     etype = ElementType.from_dtype(x.dtype)
-    with np.errstate(all="ignore"):  # (a signalling NaN's widening flags it as invalid)
-        work = np.asarray(x, dtype=np.float64)
-        out = np.asarray(ndtr(work))  # a new array (a 0-d one for a scalar): the product may take its place
-        np.multiply(out, work, out=out)
-    if etype is ElementType.f64:
-        return out
-    return from_compute(out.astype(compute_dtype(etype)), etype)
+    with np.errstate(invalid="ignore"):  # (a signalling NaN's widening flags it as invalid)
+        work = np.asarray(x, dtype=np.float32)  # exact: every type but f64 fits in f32
+    return from_compute(gelu_polynomial.rounded(work), etype)
 
 
 def _gelu_erf_compiled(x: np.ndarray) -> np.ndarray:
-    """The compiled loop (on the thread policy's parts of a large input), then scipy's path for
-    the elements the loop leaves to it."""
+    """The compiled loop (on the thread policy's parts of a large input), then `exact` for the
+    elements the loop leaves to it."""
     from irscatter.ops.activation import gelu_kernels  # (imports numba: only when used)
 
     etype = ElementType.from_dtype(x.dtype)
@@ -231,7 +239,7 @@ def _gelu_erf_compiled(x: np.ndarray) -> np.ndarray:
     threads.run([partial(gelu_kernels.gelu_f32, work[lo:hi], out[lo:hi], unsure[lo:hi]) for lo, hi in spans])
     if unsure.any():
         where = np.flatnonzero(unsure)
-        out[where] = _gelu_erf_scipy(work[where])
+        out[where] = gelu_polynomial.exact(work[where])
     return from_compute(out.reshape(x.shape), etype)
 
 
@@ -253,7 +261,7 @@ def gelu(x: np.ndarray, *, approximation_mode: str, compiled: bool = False) -> n
 class GeluOp(UnaryElementwise, accel.LoadsOnSecondCall):
     """Gelu's versions. A layer's calls take the compiled loop of the erf form (`gelu_erf`) from
     its second call on, or from its first once the loop is loaded: loading numba and the loop
-    takes longer than a model's Gelu layers take on scipy's path, so a model run once does not
+    takes longer than a model's Gelu layers take on numpy's path, so a model run once does not
     wait for it, and the runs after the first gain it. A small layer does not load it (it would
     save microseconds a call), but takes it once loaded (`accel.loads`)."""
 

@@ -1,6 +1,7 @@
 """The error function, its inverse, the normal distribution function and the log-gamma function,
-from scipy.special (numpy has none of them). Erf-1, ErfInv-17 and the erf form of Gelu share
-the first three; RandomPoisson-17's rejection test takes the last.
+from scipy.special (numpy has none of them). Erf-1, ErfInv-17 and the erf form of Gelu on f64
+share the first three; RandomPoisson-17's rejection test takes the last. (Gelu on the types f32
+holds takes the C library's erfc: `ops/activation/gelu_polynomial.py`.)
 
 scipy's f32 loops of erf and ndtr evaluate the f64 function and round once, so an f32 input
 goes to them as it is: the same bits as f64 rounded, without the two conversions. Its f32 loop

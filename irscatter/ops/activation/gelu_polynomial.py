@@ -1,0 +1,148 @@
+"""Gelu's erf form, x * Phi(x), for inputs that f32 holds (f32, f16, bf16, the f8 types): what
+its result is, and how numpy computes it without scipy.
+
+The result. For an element x, the f64 value x * (erfc(-x / sqrt 2) / 2), with erfc the C
+library's (Python's `math.erfc`), rounded once to f32 (`exact`). f16, bf16 and the 8-bit types
+then round that f32 to their own type.
+
+Evaluating that one element at a time in Python would take some 300 ns an element, so no path
+does it for more than a few elements. Each path computes x * Phi(x) in f64 another way, close
+enough to prove, element by element, that its rounding is the result's:
+
+* Phi(x) is Q(-x) for x < 0 and 1 - Q(x) otherwise, with Q(t) = exp(-t^2 / 2) * erfcx(t / sqrt 2) / 2.
+  For an f32 x, t^2 / 2 is exact in f64, so the exponential is within an ulp or two; erfcx,
+  smooth and between 0.05 and 1 on [0, REACH], is a polynomial of degree 17 in
+  u = STRETCH * SCALE / (SCALE + t) - SHIFT (`tools/gelu_fit.py fit` made its coefficients;
+  their relative error is about 2e-14). The product is then within a few times 1e-14 of the
+  result's f64 value.
+* The f32 rounding of a value changes only where the value crosses a midpoint between two f32
+  numbers, and rounding is monotonic. So where y * (1 - SLACK) and y * (1 + SLACK) round to the
+  same f32 as y, every value within SLACK of y does too, the result's f64 value among them: that
+  rounding is sure. Where they do not (one element in 40000 to 50000 of activations), or x is
+  between -TAIL and -REACH, the element is computed by `exact`.
+* `tools/gelu_fit.py check` runs the paths over all 2^32 f32 inputs and holds them to each other
+  and to `exact` (the numbers are in docs/performance.md).
+
+Two paths use this: `rounded` here, in numpy, on any install, and the compiled loop of
+`gelu_kernels` (numba), about four times as fast. Their f64 products differ in the last bits
+(the loop fuses its multiply-adds, numpy cannot), which SLACK leaves room for; their results do
+not. Until this module, the result was scipy's normal distribution function times x, rounded:
+scipy and the C library agree to about 1e-15, so the two differ only where x * Phi(x) lies that
+close to a midpoint (see the check). Dropping scipy from this path spares a first run its import,
+which takes longer than most models' whole run.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+REACH = 14.0  # the polynomial's range of |x|: Phi(-14) is 8e-45
+# From -TAIL down, x * Phi(x) (below 6e-50) rounds to -0.0, and so does the polynomial's value:
+# taken at REACH it makes the value larger, by a factor below |x| / REACH, which the Gaussian
+# outruns. Between -TAIL and -REACH an element is left to `exact`.
+TAIL = 15.0
+SCALE = 5.0
+_LOW = SCALE / (SCALE + REACH)  # SCALE / (SCALE + t) at t = REACH
+STRETCH, SHIFT = 2 / (1 - _LOW), (1 + _LOW) / (1 - _LOW)
+SLACK = 2.0**-40  # relative; some twenty times the largest difference `tools/gelu_fit.py check` found
+
+# erfcx(t / sqrt 2) by powers of u, the constant first (tools/gelu_fit.py fit).
+ERFCX_POWERS = (
+    0.24889120260488384,
+    0.3322778093623751,
+    0.22237305056284715,
+    0.12094579389292409,
+    0.052806097479750645,
+    0.017895350103099464,
+    0.0043322633320272965,
+    0.0005612851859247553,
+    -4.7379302114654835e-05,
+    -3.431615669767763e-05,
+    -2.842322050942654e-06,
+    1.4847603249943616e-06,
+    2.868447281419371e-07,
+    -7.175944380334865e-08,
+    -1.9677881516852468e-08,
+    4.324968611597177e-09,
+    1.0051538510004518e-09,
+    -2.40818438002698e-10,
+)
+
+# Halved, which is exact: Q(t) = exp(-t^2 / 2) * (erfcx(t / sqrt 2) / 2) without a pass for the half.
+_HALF_POWERS = tuple(power / 2 for power in ERFCX_POWERS)
+
+_SQRT2 = math.sqrt(2)
+# Elements `rounded` estimates at a time, as many as a block of `blocks.elementwise`. On one
+# thread, pieces of 16 K were faster (their f64 temporaries stay in a core's L2 cache); but each
+# of a piece's forty numpy calls hands the GIL over, and with a layer's two parts on two threads
+# the handovers cost more than the cache saves.
+PIECE = 1 << 16
+
+
+def _one(x: float) -> float:
+    return x * (0.5 * math.erfc(-x / _SQRT2))
+
+
+def exact(x: np.ndarray) -> np.ndarray:
+    """The result for an f32 array (any shape), element by element: x * Phi(x) in f64 by the C
+    library's erfc, rounded to f32. A NaN stays the input's NaN; -inf gives NaN (-inf * 0)."""
+    with np.errstate(invalid="ignore"):  # (a signalling NaN's widening flags it as invalid)
+        wide = np.asarray(x, np.float64)
+        out = wide.copy()
+        numbers = ~np.isnan(wide)
+        out[numbers] = [_one(v) for v in wide[numbers].tolist()]
+        return out.astype(np.float32)
+
+
+def rounded(x: np.ndarray) -> np.ndarray:
+    """The result for an f32 array (any shape): the polynomial's product where it proves its
+    rounding, `exact` for the elements where it cannot; PIECE elements at a time."""
+    flat = np.asarray(x, np.float32).reshape(-1)
+    out = np.empty(flat.size, np.float32)
+    for start in range(0, flat.size, PIECE):
+        part = flat[start:start + PIECE]
+        estimated, unsure, _ = estimate(part)
+        where = np.flatnonzero(unsure)
+        if where.size:
+            estimated[where] = exact(part[where])
+        out[start:start + PIECE] = estimated
+    return out.reshape(np.shape(x))
+
+
+def estimate(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For an f32 array: the polynomial's product rounded to f32, where that rounding is not
+    sure (the result is then `exact`'s), and the f64 product. Each numpy call is a pass over the
+    data, so the steps are arranged to make few."""
+    with np.errstate(under="ignore", invalid="ignore"):  # (a signalling NaN's widening flags it as invalid)
+        shape = np.shape(x)
+        v = np.asarray(x, np.float64).reshape(-1)  # (a 0-d array's arithmetic would give scalars)
+        u = np.minimum(np.abs(v), REACH)
+        u += SCALE
+        np.divide(STRETCH * SCALE, u, out=u)
+        u -= SHIFT
+        h = np.full(v.shape, _HALF_POWERS[-1])
+        for power in _HALF_POWERS[-2::-1]:  # Horner's rule
+            h *= u
+            h += power
+        q = np.multiply(v, v)
+        q *= -0.5
+        np.exp(q, out=q)
+        q *= h  # Q(|x|)
+        # Phi(x) = Q(|x|) + [x >= 0] (1 - 2 Q(|x|)): arithmetic, since a masked copy of a random
+        # mask takes several times as long.
+        y = np.subtract(1.0, q, out=h)
+        y -= q
+        y *= v >= 0
+        y += q
+        y *= v  # x * Phi(x); NaN only where x is NaN or -inf, which it is the result for
+        out = y.astype(np.float32)
+        # Rounding is monotonic and symmetric: |y| * (1 -+ SLACK) round alike where the result
+        # is sure; where they do not, the first is below (a NaN compares false, and is sure).
+        np.abs(y, out=u)
+        low = np.multiply(u, 1 - SLACK, out=q).astype(np.float32)
+        unsure = low < np.multiply(u, 1 + SLACK, out=q).astype(np.float32)
+        if v.size and np.fmin.reduce(v) <= -REACH:
+            unsure |= (v <= -REACH) & (v > -TAIL)
+    return out.reshape(shape), unsure.reshape(shape), y.reshape(shape)
