@@ -26,7 +26,8 @@ def _numpy(x: np.ndarray) -> np.ndarray:
 
 
 def test_exact_is_the_formula_in_f64_rounded_once():
-    x = np.concatenate([np.linspace(-15, 6, 2001), [-14.5, -13.3, 0.0, -0.0, np.inf, -np.inf, np.nan]]).astype(np.float32)
+    tiny = [2.0**-59, -(2.0**-59), 2.0**-60, -(2.0**-61), 1e-30, -1e-40, 1e-45, -1e-45]  # on both sides of TINY
+    x = np.concatenate([np.linspace(-15, 6, 2001), [-14.5, -13.3, 0.0, -0.0, np.inf, -np.inf, np.nan], tiny]).astype(np.float32)
     want = np.asarray(oracle.gelu_erf(x.astype(np.float64)), np.float64).astype(np.float32)
     np.testing.assert_array_equal(bits(gelu_polynomial.exact(x)), bits(want))
 
