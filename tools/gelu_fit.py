@@ -10,16 +10,17 @@ least-squares fit on Chebyshev nodes, turned into powers of u for Horner's rule 
 are all below 1, so Horner's rule loses nothing that matters). It prints the coefficients, and
 the largest relative error of the polynomial against scipy's erfcx on a dense grid of t.
 
-`check` runs numpy's path (`gelu_polynomial.estimate`) and, where numba is installed, the
-compiled loop (`gelu_kernels.gelu_f32`), both without their fallback, on every one of the 2^32
+`check` runs numpy's two paths (`gelu_polynomial.estimate`, the polynomial, and
+`scipy_estimate`, scipy's normal distribution function) and, where numba is installed, the
+compiled loop (`gelu_kernels.gelu_f32`), all without their fallback, on every one of the 2^32
 f32 bit patterns, a chunk of 2^chunk_bits at a time, and the result itself (`exact`'s f64
 value, the C library's erfc an element). For each path it counts the inputs where the path
 said sure yet its bits differ from the result's (the proof needs none; a NaN's payload is not
 compared) and the inputs it leaves to `exact`, and gives the largest relative difference
 between its f64 product and the result's where x is in the polynomial's range and both are
 normal numbers (which must stay well inside SLACK). It also counts the inputs where scipy's
-normal distribution function (the result's definition before the C library's erfc) rounds to
-other bits. Every f16 and bf16 input is an f32 one, so this covers them too. About eight
+product rounded as it is (the result's definition before the C library's erfc) has other
+bits. Every f16 and bf16 input is an f32 one, so this covers them too. About eight
 minutes per 2^30 inputs on one core (the result's erfc, one Python call an element, is most of
 it); `--first` and `--count` (in chunks) split the work between processes.
 """
@@ -67,7 +68,7 @@ def check(chunk_bits: int, first: int, count: int | None) -> int:
     from irscatter.ops.activation import gelu_polynomial as k
     from irscatter.ops.common import accel
 
-    paths = {"numpy": _numpy_path}
+    paths = {"polynomial": k.estimate, "scipy": k.scipy_estimate}
     if accel.available():
         paths["compiled"] = _compiled_path
     chunks = 1 << (32 - chunk_bits)
@@ -115,12 +116,6 @@ def _result(x: np.ndarray) -> np.ndarray:
     from irscatter.ops.activation import gelu_polynomial
 
     return gelu_polynomial.exact_f64(x)
-
-
-def _numpy_path(x: np.ndarray):
-    from irscatter.ops.activation import gelu_polynomial
-
-    return gelu_polynomial.estimate(x)
 
 
 def _compiled_path(x: np.ndarray):

@@ -44,7 +44,7 @@ from pydantic import Field, ValidationInfo, field_validator
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.activation import gelu_polynomial
 from irscatter.ops.base import Lower, OpAttrs
-from irscatter.ops.common import accel, blocks, threads
+from irscatter.ops.common import accel, blocks, special, threads
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.common.special import ndtr
 from irscatter.ops.elementwise.table import Row, declare
@@ -197,19 +197,20 @@ GELU_COMPILED_WORK = 128
 GELU_KERNELS = "irscatter.ops.activation.gelu_kernels"
 
 
-def gelu_erf(x: np.ndarray, *, compiled: bool = False) -> np.ndarray:
+def gelu_erf(x: np.ndarray, *, compiled: bool = False, first_call: bool = False) -> np.ndarray:
     """x * Phi(x) = x * erfc(-x / sqrt 2) / 2. An input type f32 holds gets `gelu_polynomial`'s
-    result (the f64 value rounded once to f32, then to its own type): by numpy, or (`compiled`,
-    numba used) by the compiled loop of `gelu_kernels`, which gives the same bits. f64 is scipy's
-    normal distribution function times x."""
+    result (the f64 value rounded once to f32, then to its own type), by one of three paths
+    with the same bits: with `compiled` (numba used), the compiled loop of `gelu_kernels`; on a
+    layer's `first_call` while scipy.special is not imported, numpy's polynomial, which spares
+    a model run once that import (it takes longer than most models' whole run); otherwise
+    scipy's normal distribution function, faster in numpy. f64 is scipy's function times x."""
     if x.dtype == np.float64:
         return _gelu_erf_f64(x)
     if accel.forced() or (compiled and accel.enabled()):
         return _gelu_erf_compiled(x)
-    return _gelu_erf_numpy(x)
+    return _gelu_erf_numpy(x, by_scipy=not first_call or special.imported())
 
 
-@blocks.by_blocks(work=blocks.SPECIAL_FUNCTION_WORK)
 def _gelu_erf_f64(x: np.ndarray) -> np.ndarray:
     with np.errstate(all="ignore"):
         out = np.asarray(ndtr(x))  # a new array (a 0-d one for a scalar): the product may take its place
@@ -218,11 +219,11 @@ def _gelu_erf_f64(x: np.ndarray) -> np.ndarray:
 
 
 @blocks.by_blocks(work=blocks.SPECIAL_FUNCTION_WORK)
-def _gelu_erf_numpy(x: np.ndarray) -> np.ndarray:
+def _gelu_erf_numpy(x: np.ndarray, *, by_scipy: bool) -> np.ndarray:
     etype = ElementType.from_dtype(x.dtype)
     with np.errstate(invalid="ignore"):  # (a signalling NaN's widening flags it as invalid)
         work = np.asarray(x, dtype=np.float32)  # exact: every type but f64 fits in f32
-    return from_compute(gelu_polynomial.rounded(work), etype)
+    return from_compute(gelu_polynomial.rounded(work, by_scipy=by_scipy), etype)
 
 
 def _gelu_erf_compiled(x: np.ndarray) -> np.ndarray:
@@ -254,8 +255,10 @@ class GeluAttrs(OpAttrs):
     approximation_mode: Annotated[Literal["erf", "tanh"], Lower] = "erf"
 
 
-def gelu(x: np.ndarray, *, approximation_mode: str, compiled: bool = False) -> np.ndarray:
-    return gelu_tanh(x) if approximation_mode == "tanh" else gelu_erf(x, compiled=compiled)
+def gelu(x: np.ndarray, *, approximation_mode: str, compiled: bool = False, first_call: bool = False) -> np.ndarray:
+    if approximation_mode == "tanh":
+        return gelu_tanh(x)
+    return gelu_erf(x, compiled=compiled, first_call=first_call)
 
 
 class GeluOp(UnaryElementwise, accel.LoadsOnSecondCall):
@@ -266,8 +269,9 @@ class GeluOp(UnaryElementwise, accel.LoadsOnSecondCall):
     save microseconds a call), but takes it once loaded (`accel.loads`)."""
 
     def compute(self, x: np.ndarray) -> np.ndarray:  # type: ignore[override]
+        first_call = not self.called
         compiled = self.takes_compiled(GELU_KERNELS, x.size)
-        return self.row.kernel(x, compiled=compiled, **self.kernel_args)
+        return self.row.kernel(x, compiled=compiled, first_call=first_call, **self.kernel_args)
 
 
 OPS = declare(UnaryElementwise, (

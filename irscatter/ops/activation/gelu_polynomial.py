@@ -1,35 +1,37 @@
 """Gelu's erf form, x * Phi(x), for inputs that f32 holds (f32, f16, bf16, the f8 types): what
-its result is, and how numpy computes it without scipy.
+its result is, and the paths that compute it.
 
 The result. For an element x, the f64 value x * (erfc(-x / sqrt 2) / 2), with erfc the C
 library's (Python's `math.erfc`), rounded once to f32 (`exact`). f16, bf16 and the 8-bit types
 then round that f32 to their own type.
 
-Evaluating that one element at a time in Python would take some 300 ns an element, so no path
-does it for more than a few elements. Each path computes x * Phi(x) in f64 another way, close
-enough to prove, element by element, that its rounding is the result's:
+`exact` takes one Python call an element (some 200 ns), so the paths leave it only a few. Each
+computes x * Phi(x) in f64 another way, close enough to prove, element by element, that its
+rounding is the result's:
 
-* Phi(x) is Q(-x) for x < 0 and 1 - Q(x) otherwise, with Q(t) = exp(-t^2 / 2) * erfcx(t / sqrt 2) / 2.
-  For an f32 x, t^2 / 2 is exact in f64, so the exponential is within an ulp or two; erfcx,
-  smooth and between 0.05 and 1 on [0, REACH], is a polynomial of degree 17 in
-  u = STRETCH * SCALE / (SCALE + t) - SHIFT (`tools/gelu_fit.py fit` made its coefficients;
-  their relative error is about 2e-14). The product is then within a few times 1e-14 of the
-  result's f64 value.
 * The f32 rounding of a value changes only where the value crosses a midpoint between two f32
   numbers, and rounding is monotonic. So where y * (1 - SLACK) and y * (1 + SLACK) round to the
   same f32 as y, every value within SLACK of y does too, the result's f64 value among them: that
-  rounding is sure. Where they do not (one element in 40000 to 50000 of activations), or x is
-  between -TAIL and -REACH, the element is computed by `exact`.
-* `tools/gelu_fit.py check` runs the paths over all 2^32 f32 inputs and holds them to each other
-  and to `exact` (the numbers are in docs/performance.md).
+  rounding is sure (`sure_rounding`). Where they do not (one element in 40000 to 50000 of
+  activations), the element is computed by `exact`.
+* The polynomial (`estimate`; no scipy): Phi(x) is Q(-x) for x < 0 and 1 - Q(x) otherwise, with
+  Q(t) = exp(-t^2 / 2) * erfcx(t / sqrt 2) / 2. For an f32 x, t^2 / 2 is exact in f64, so the
+  exponential is within an ulp or two; erfcx, smooth and between 0.05 and 1 on [0, REACH], is a
+  polynomial of degree 17 in u = STRETCH * SCALE / (SCALE + t) - SHIFT (`tools/gelu_fit.py fit`
+  made its coefficients; their relative error is about 2e-14). The product is within a few
+  times 1e-14 of the result's f64 value. x between -TAIL and -REACH goes to `exact`.
+* scipy's normal distribution function (`scipy_estimate`), within about 1e-15.
+* The compiled loop of `gelu_kernels` (numba): the polynomial with fused multiply-adds.
+* `tools/gelu_fit.py check` runs the three over all 2^32 f32 inputs and holds them to `exact`
+  (the numbers are in docs/performance.md).
 
-Two paths use this: `rounded` here, in numpy, on any install, and the compiled loop of
-`gelu_kernels` (numba), about four times as fast. Their f64 products differ in the last bits
-(the loop fuses its multiply-adds, numpy cannot), which SLACK leaves room for; their results do
-not. Until this module, the result was scipy's normal distribution function times x, rounded:
-scipy and the C library agree to about 1e-15, so the two differ only where x * Phi(x) lies that
-close to a midpoint (see the check). Dropping scipy from this path spares a first run its import,
-which takes longer than most models' whole run.
+Which path a call takes changes its speed, never its bits. Importing scipy.special takes longer
+than most models' whole run, so a layer's first call takes the polynomial (unless scipy is
+imported already); its later calls take scipy's function, some forty numpy passes fewer, or
+once loaded the compiled loop, several times as fast again.
+
+The result used to be scipy's product rounded as it is. scipy and the C library agree to about
+1e-15, so the two differ only where x * Phi(x) lies that close to a midpoint (see the check).
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+from irscatter.ops.common.special import ndtr
 
 REACH = 14.0  # the polynomial's range of |x|: Phi(-14) is 8e-45
 # From -TAIL down, x * Phi(x) (below 6e-50) rounds to -0.0, and so does the polynomial's value:
@@ -106,18 +110,21 @@ def exact_f64(x: np.ndarray) -> np.ndarray:
     return out.reshape(np.shape(x))
 
 
-def rounded(x: np.ndarray) -> np.ndarray:
-    """The result for an f32 array (any shape): the polynomial's product where it proves its
-    rounding, `exact` for the elements where it cannot; PIECE elements at a time."""
+def rounded(x: np.ndarray, *, by_scipy: bool = False) -> np.ndarray:
+    """The result for an f32 array (any shape), PIECE elements at a time: the polynomial's product
+    (`estimate`), or with `by_scipy` scipy's (`scipy_estimate`), where it proves its rounding, and
+    `exact` for the elements where it cannot."""
+    estimator = scipy_estimate if by_scipy else estimate
     flat = np.asarray(x, np.float32).reshape(-1)
-    out = np.empty(flat.size, np.float32)
+    pieces = []
     for start in range(0, flat.size, PIECE):
         part = flat[start:start + PIECE]
-        estimated, unsure, _ = estimate(part)
+        estimated, unsure, _ = estimator(part)
         where = np.flatnonzero(unsure)
         if where.size:
             estimated[where] = exact(part[where])
-        out[start:start + PIECE] = estimated
+        pieces.append(estimated)
+    out = pieces[0] if len(pieces) == 1 else np.concatenate(pieces or [flat])
     return out.reshape(np.shape(x))
 
 
@@ -147,12 +154,32 @@ def estimate(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         y *= v >= 0
         y += q
         y *= v  # x * Phi(x); NaN only where x is NaN or -inf, which it is the result for
-        out = y.astype(np.float32)
-        # Rounding is monotonic and symmetric: |y| * (1 -+ SLACK) round alike where the result
-        # is sure; where they do not, the first is below (a NaN compares false, and is sure).
-        np.abs(y, out=u)
-        low = np.multiply(u, 1 - SLACK, out=q).astype(np.float32)
-        unsure = low < np.multiply(u, 1 + SLACK, out=q).astype(np.float32)
+        out, unsure = sure_rounding(y, spare=(u, q))
         if v.size and np.fmin.reduce(v) <= -REACH:
             unsure |= (v <= -REACH) & (v > -TAIL)
     return out.reshape(shape), unsure.reshape(shape), y.reshape(shape)
+
+
+def scipy_estimate(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`estimate` with scipy's normal distribution function for Phi: about as accurate as the C
+    library's erfc, valid over the whole range, and faster than the polynomial on numpy's path
+    (one call an element's Phi instead of some forty passes), once scipy is imported."""
+    with np.errstate(all="ignore"):  # (a signalling NaN's widening flags it as invalid)
+        shape = np.shape(x)
+        v = np.asarray(x, np.float64).reshape(-1)
+        y = np.asarray(ndtr(v))
+        y *= v
+        out, unsure = sure_rounding(y, spare=(v, np.empty_like(v)))
+    return out.reshape(shape), unsure.reshape(shape), y.reshape(shape)
+
+
+def sure_rounding(y: np.ndarray, spare: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """A 1-D array of f64 products rounded to f32, and where that rounding may not be the
+    result's; `spare`: two f64 arrays of y's size to work in."""
+    a, b = spare if spare is not None else (np.empty_like(y), np.empty_like(y))
+    out = y.astype(np.float32)
+    # Rounding is monotonic and symmetric: |y| * (1 -+ SLACK) round alike where the result is
+    # sure; where they do not, the first is below (a NaN compares false, and is sure).
+    np.abs(y, out=a)
+    low = np.multiply(a, 1 - SLACK, out=b).astype(np.float32)
+    return out, low < np.multiply(a, 1 + SLACK, out=b).astype(np.float32)

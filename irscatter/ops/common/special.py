@@ -13,6 +13,7 @@ library, and most models (and every command that runs none) never call it.
 
 from __future__ import annotations
 
+import sys
 from functools import cache
 from types import ModuleType
 
@@ -24,6 +25,12 @@ def _special() -> ModuleType:
     from scipy import special
 
     return special
+
+
+def imported() -> bool:
+    """Whether scipy.special is imported already (by irscatter or anything else)."""
+    return "scipy.special" in sys.modules
+
 
 _OWN_LOOPS = (np.dtype(np.float32), np.dtype(np.float64))
 
