@@ -211,6 +211,7 @@ def gelu_erf(x: np.ndarray, *, compiled: bool = False, first_call: bool = False)
     return _gelu_erf_numpy(x, by_scipy=not first_call or special.imported())
 
 
+@blocks.by_blocks(work=blocks.SPECIAL_FUNCTION_WORK)
 def _gelu_erf_f64(x: np.ndarray) -> np.ndarray:
     with np.errstate(all="ignore"):
         out = np.asarray(ndtr(x))  # a new array (a 0-d one for a scalar): the product may take its place

@@ -5,7 +5,7 @@ The result. For an element x, the f64 value x * (erfc(-x / sqrt 2) / 2), with er
 library's (Python's `math.erfc`), rounded once to f32 (`exact`). f16, bf16 and the 8-bit types
 then round that f32 to their own type.
 
-`exact` takes one Python call an element (some 200 ns), so the paths leave it only a few. Each
+`exact` takes one Python call an element, ten times a path's cost, so the paths leave it few. Each
 computes x * Phi(x) in f64 another way, close enough to prove, element by element, that its
 rounding is the result's:
 
@@ -29,9 +29,6 @@ Which path a call takes changes its speed, never its bits. Importing scipy.speci
 than most models' whole run, so a layer's first call takes the polynomial (unless scipy is
 imported already); its later calls take scipy's function, some forty numpy passes fewer, or
 once loaded the compiled loop, several times as fast again.
-
-The result used to be scipy's product rounded as it is. scipy and the C library agree to about
-1e-15, so the two differ only where x * Phi(x) lies that close to a midpoint (see the check).
 """
 
 from __future__ import annotations
