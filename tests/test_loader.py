@@ -2,10 +2,12 @@
 sub-graphs, bare layers, and the errors for malformed files."""
 
 import json
+import mmap
 import os
 import threading
 import time
 
+import ml_dtypes
 import numpy as np
 import pytest
 from helpers import layer, net, param, port, result, save_ov, write
@@ -14,6 +16,7 @@ import irscatter
 from irscatter.errors import FileAccessError, LoadError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import new_layer, new_port, split_names
+from irscatter.ir.loader import POPULATED_COPY_BYTES, aligned_copy
 from irscatter.ir.shapes import PartialShape
 
 ov = pytest.importorskip("openvino")
@@ -91,6 +94,26 @@ def test_a_weight_at_a_misaligned_offset_is_copied_once_to_an_aligned_array(tmp_
     watched = compiled.run({"x": x}, hook=lambda layer, inputs, outputs: seen.append(inputs[1]))
     assert seen[0].base is value  # the array MatMul's kernel was handed (a hook sees a read-only view of it)
     assert watched["y"].tobytes() == first.tobytes() == np.matmul(x, weight).tobytes()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.float16, ml_dtypes.bfloat16], ids=str)
+@pytest.mark.parametrize("large", [False, True], ids=["small", "large"])
+def test_the_aligned_copy_of_a_misaligned_weight(dtype, large):
+    """A large copy gets an anonymous mapping of its own, filled with pages at once (where the
+    system offers MAP_POPULATE); a small one numpy's copy. Either holds the same bits, aligned,
+    and leaves the weights as they were."""
+    itemsize = np.dtype(dtype).itemsize
+    count = (POPULATED_COPY_BYTES // itemsize + 7) if large else 5
+    weights = np.random.default_rng(3).integers(0, 256, count * itemsize + 1, dtype=np.uint8)
+    before = weights.copy()
+    view = weights[1:].view(dtype).reshape(-1, 1)
+    assert not view.flags.aligned
+    copy = aligned_copy(view)
+    assert copy.flags.aligned and copy.shape == view.shape and copy.dtype == view.dtype
+    assert copy.tobytes() == view.tobytes()
+    np.testing.assert_array_equal(weights, before)
+    if large and hasattr(mmap, "MAP_POPULATE"):
+        assert copy.ctypes.data % mmap.PAGESIZE == 0 and not copy.flags.owndata
 
 
 def test_a_weight_at_an_aligned_offset_stays_a_view_of_the_weights(tmp_path):

@@ -209,10 +209,32 @@ class ConstData:
         if self._value is None:
             value = decode(self.raw(), self.etype, self.shape)
             if not value.flags.aligned:
-                value = value.copy()
+                value = aligned_copy(value)
             value.flags.writeable = False  # one array for every run: no kernel or caller may write it
             self._value = value
         return self._value
+
+
+# Copies of at least this many bytes get memory of their own whose pages are made present at
+# once: an mmap system call costs more than a small copy.
+POPULATED_COPY_BYTES = 1 << 20
+
+
+def aligned_copy(value: np.ndarray) -> np.ndarray:
+    """A copy of `value` at an aligned address. A large one goes to an anonymous mapping that the
+    kernel fills with pages in one call (MAP_POPULATE, where the system has it), not one page
+    fault at a time as the copy first writes each page: a fault costs several times the copy of
+    its page, and a writer of IR leaves weights misaligned as often as not."""
+    populate = getattr(mmap, "MAP_POPULATE", None)
+    if value.nbytes < POPULATED_COPY_BYTES or populate is None or value.dtype.hasobject:
+        return value.copy()
+    try:
+        memory = mmap.mmap(-1, value.nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | populate)
+    except OSError:  # (no memory to map at once: the plain copy will say so in numpy's words)
+        return value.copy()
+    out = np.frombuffer(memory, dtype=value.dtype).reshape(value.shape)
+    np.copyto(out, value)
+    return out
 
 
 def _open_weights(path: Path) -> tuple[np.ndarray, WeightsFile | None]:
