@@ -267,7 +267,9 @@ class GeluOp(UnaryElementwise, accel.LoadsOnSecondCall):
     its second call on, or from its first once the loop is loaded: loading numba and the loop
     takes longer than a model's Gelu layers take on numpy's path, so a model run once does not
     wait for it, and the runs after the first gain it. A small layer does not load it (it would
-    save microseconds a call), but takes it once loaded (`accel.loads`)."""
+    save microseconds a call), but takes it once loaded (`accel.loads`). For the same reason a
+    layer's first call on numpy's path takes the polynomial, not scipy's function, unless
+    scipy.special is imported already."""
 
     def compute(self, x: np.ndarray) -> np.ndarray:  # type: ignore[override]
         first_call = not self.called
