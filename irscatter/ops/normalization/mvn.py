@@ -63,11 +63,13 @@ def mean_variance_normalize(data: np.ndarray, axes: tuple[int, ...], normalize_v
             and work.size and work.dtype in COMPILED_TYPES and work.flags.c_contiguous:
         return from_compute(_trailing(work, math.prod(data.shape[a] for a in axes), eps, inside_sqrt), etype)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        centred = work - _mean(work, axes) if axes else work - work
+        centred = np.asarray(work - _mean(work, axes) if axes else work - work)  # (an array, for a 0-d one too)
         if normalize_variance:
             variance = _mean(centred * centred, axes) if axes else centred * centred
             e = work.dtype.type(eps)
-            centred = centred / (np.sqrt(variance + e) if inside_sqrt else np.sqrt(variance) + e)
+            # into `centred` (a new array): a first run's new arrays take fresh pages, whose faults
+            # cost more than the division
+            np.divide(centred, np.sqrt(variance + e) if inside_sqrt else np.sqrt(variance) + e, out=centred)
     return from_compute(np.asarray(centred, dtype=work.dtype), etype)
 
 
