@@ -272,3 +272,20 @@ def test_a_body_of_pass_or_ellipsis_is_only_an_overload_or_a_protocol_member():
                     and not any(ast.unparse(d).endswith("overload") for d in node.decorator_list)):
                 stubs.append(f"{module}:{node.lineno} {node.name}")
     assert stubs == []
+
+
+def test_every_module_that_imports_numba_is_one_of_the_compiled_modules():
+    """`accel.warm` tells that numba is set up by finding one of these modules imported: a new
+    module of compiled loops must be in the list, or a process where only it has run would load
+    every other loop on their second calls alone."""
+    from irscatter.ops.common import accel
+
+    found = set()
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in tree.body:
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(name == "numba" or name.startswith("numba.") for name in names):
+                found.add(".".join(("irscatter",) + path.relative_to(PACKAGE).with_suffix("").parts))
+    assert found == set(accel.COMPILED_MODULES)

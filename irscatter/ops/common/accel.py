@@ -91,10 +91,33 @@ def enabled() -> bool:
 
 def loads(module: str, called: bool, elements: int) -> bool:
     """Whether a layer's call takes the compiled loop of `module` (a module that imports numba):
-    numba is to be used, and the loop is loaded already, or this is the layer's second call or
-    a later one and its output has `LOAD_ELEMENTS` elements or more. A model run once, or a
-    small model, never waits for numba; the runs after the first gain the loop."""
-    return loaded(module) or enabled() and called and elements >= LOAD_ELEMENTS
+    numba is to be used, and the loop is loaded already, or its output has `LOAD_ELEMENTS`
+    elements or more and this is the layer's second call or later, or a compiled loop has run
+    in this process (`warm`). A model run once, or a small model, never waits for numba; the
+    runs after the first gain the loop."""
+    return loaded(module) or enabled() and (called or warm()) and elements >= LOAD_ELEMENTS
+
+
+# irscatter's modules of compiled loops (each imports numba, and is imported just before its
+# loops first run).
+COMPILED_MODULES = (
+    "irscatter.ops.activation.gelu_kernels",
+    "irscatter.ops.common.compiled_hints",
+    "irscatter.ops.common.decompress_kernels",
+    "irscatter.ops.common.decompress_levels",
+    "irscatter.ops.convolution.depthwise_kernels",
+    "irscatter.ops.elementwise.bias_kernels",
+    "irscatter.ops.normalization.norm_kernels",
+    "irscatter.ops.pooling.pool_kernels",
+)
+
+
+def warm() -> bool:
+    """Whether one of irscatter's compiled loops has been loaded in this process, the scatters'
+    included. The first load sets numba and LLVM up, most of a second; another module's loops
+    then load from numba's cache in milliseconds, so a large layer's first call need not leave
+    them for its second."""
+    return _kernels.cache_info().currsize > 0 or any(name in sys.modules for name in COMPILED_MODULES)
 
 
 def loaded(module: str) -> bool:

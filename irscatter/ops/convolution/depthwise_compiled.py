@@ -83,8 +83,8 @@ class DepthwiseCompiled(Taps["_Compiled"]):
     def __call__(self, x: np.ndarray, prepared: _Compiled) -> np.ndarray:
         if not accel.enabled():
             return self.fallback(x, prepared.for_fallback())
-        if self.unloaded is not None and not prepared.called and not accel.loaded(KERNELS):
-            # A layer's first call before numba is loaded: numpy's taps plan, the same bits, so
+        if self.unloaded is not None and not prepared.called and not (accel.loaded(KERNELS) or accel.warm()):
+            # A layer's first call before numba is set up: numpy's taps plan, the same bits, so
             # that a model run once does not wait for numba (its second call loads it).
             prepared.called = True
             return self.unloaded(x, prepared.for_unloaded())

@@ -80,6 +80,7 @@ def test_a_layer_takes_the_loop_from_its_second_call(op, attrs, monkeypatch):
 
     monkeypatch.setattr(elementwise, "_gelu_erf_compiled", spy)
     monkeypatch.delitem(sys.modules, elementwise.GELU_KERNELS, raising=False)  # the loop not loaded yet
+    monkeypatch.setattr(accel, "warm", lambda: False)  # nor any other compiled loop
     size = accel.LOAD_ELEMENTS
     x = np.linspace(-5, 5, size, dtype=np.float32)
     small = x[:11]
@@ -98,6 +99,29 @@ def test_a_layer_takes_the_loop_from_its_second_call(op, attrs, monkeypatch):
         with accel.use("numpy"):
             layer.compute(x)
         assert taken == [size, 11]  # never without numba
+
+
+def test_once_a_compiled_loop_has_run_a_large_layers_first_call_takes_the_loop(monkeypatch):
+    """Once numba is set up in the process (`accel.warm`), a layer's first call takes the loop
+    where its output is large enough for a second call to load it; a small layer still does not."""
+    taken: list[int] = []
+    real = elementwise._gelu_erf_compiled
+
+    def spy(x):
+        taken.append(x.size)
+        return real(x)
+
+    monkeypatch.setattr(elementwise, "_gelu_erf_compiled", spy)
+    monkeypatch.delitem(sys.modules, elementwise.GELU_KERNELS, raising=False)
+    monkeypatch.setattr(accel, "warm", lambda: True)
+    x = np.linspace(-5, 5, accel.LOAD_ELEMENTS, dtype=np.float32)
+    with accel.use("auto"):
+        layer = Gelu7(Layer(id=1, name="g", type="Gelu", version="opset7", attrs={}))
+        got = layer.compute(x)
+        assert taken == [x.size]
+        Gelu7(Layer(id=2, name="s", type="Gelu", version="opset7", attrs={})).compute(x[:11])
+        assert taken == [x.size]
+    np.testing.assert_array_equal(bits(got), bits(_numpy(x)))
 
 
 def test_the_tanh_form_never_takes_the_loop(monkeypatch):

@@ -364,12 +364,14 @@ def test_compiled_depthwise_gives_the_per_offset_kernels_bits(monkeypatch, dtype
 def test_a_layers_first_call_before_numba_is_loaded_takes_numpys_taps_with_the_same_bits(monkeypatch):
     """Until numba's loop is loaded, a layer of few taps makes its first call with numpy's wide
     rows (the loop's bits), so that a model run once never loads numba; its second call loads
-    it. A layer of many taps loads it at once, its numpy taps costing more than the load."""
+    it. A layer of many taps loads it at once, its numpy taps costing more than the load. (In a
+    process where no compiled loop has run: see the next test for one where one has.)"""
     import sys
 
     import irscatter.ops.convolution as package
 
     monkeypatch.setattr(plans, "COMPILED_WORK", 0)
+    monkeypatch.setattr(accel, "warm", lambda: False)
     name = "irscatter.ops.convolution.depthwise_kernels"
     __import__(name)
 
@@ -394,6 +396,32 @@ def test_a_layers_first_call_before_numba_is_loaded_takes_numpys_taps_with_the_s
         np.testing.assert_array_equal(_bits(first), _bits(want))
         np.testing.assert_array_equal(_bits(second), _bits(want))
         unload()
+
+
+@NEEDS_NUMBA
+def test_once_a_compiled_loop_has_run_a_layers_first_call_takes_the_loop(monkeypatch):
+    """Once numba is set up in the process (`accel.warm`), loading the depthwise loops costs
+    milliseconds: a layer of few taps takes them on its first call too, with the same bits."""
+    import sys
+
+    import irscatter.ops.convolution as package
+
+    monkeypatch.setattr(plans, "COMPILED_WORK", 0)
+    monkeypatch.setattr(accel, "warm", lambda: True)
+    name = "irscatter.ops.convolution.depthwise_kernels"
+    __import__(name)
+    monkeypatch.delitem(sys.modules, name)
+    monkeypatch.delattr(package, "depthwise_kernels")
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((1, 6, 1, 12, 12)).astype(np.float32)
+    w = rng.standard_normal((6, 1, 1, 3, 3)).astype(np.float32)
+    args = ([1, 1], [1, 1], [1, 1], [12, 12])
+    with accel.use("numba"):
+        plan = plans.plan_forward(x.shape, w.shape, x.dtype, *args)
+        prepared = plan.prepare(w)
+        first = plan(x, prepared)
+    assert not prepared.called and name in sys.modules
+    np.testing.assert_array_equal(_bits(first), _bits(grouped_convolution(x, w, *args)))
 
 
 @NEEDS_NUMBA
