@@ -69,8 +69,9 @@ def test_a_strided_view_and_f64():
     np.testing.assert_array_equal(bits(_compiled(wide)), bits(_numpy(wide)))
 
 
-@pytest.mark.parametrize(("op", "attrs"), [(Gelu, {}), (Gelu7, {"approximation_mode": "erf"}), (Gelu7, {})])
-def test_a_layer_takes_the_loop_from_its_second_call(op, attrs, monkeypatch):
+def _loop_calls(monkeypatch, warm: bool) -> list[int]:
+    """The sizes of the inputs the compiled loop gets from here on, the loop not loaded yet;
+    `warm`: whether another compiled loop has run in the process."""
     taken: list[int] = []
     real = elementwise._gelu_erf_compiled
 
@@ -79,8 +80,14 @@ def test_a_layer_takes_the_loop_from_its_second_call(op, attrs, monkeypatch):
         return real(x)
 
     monkeypatch.setattr(elementwise, "_gelu_erf_compiled", spy)
-    monkeypatch.delitem(sys.modules, elementwise.GELU_KERNELS, raising=False)  # the loop not loaded yet
-    monkeypatch.setattr(accel, "warm", lambda: False)  # nor any other compiled loop
+    monkeypatch.delitem(sys.modules, elementwise.GELU_KERNELS, raising=False)
+    monkeypatch.setattr(accel, "warm", lambda: warm)
+    return taken
+
+
+@pytest.mark.parametrize(("op", "attrs"), [(Gelu, {}), (Gelu7, {"approximation_mode": "erf"}), (Gelu7, {})])
+def test_a_layer_takes_the_loop_from_its_second_call(op, attrs, monkeypatch):
+    taken = _loop_calls(monkeypatch, warm=False)
     size = accel.LOAD_ELEMENTS
     x = np.linspace(-5, 5, size, dtype=np.float32)
     small = x[:11]
@@ -104,16 +111,7 @@ def test_a_layer_takes_the_loop_from_its_second_call(op, attrs, monkeypatch):
 def test_once_a_compiled_loop_has_run_a_large_layers_first_call_takes_the_loop(monkeypatch):
     """Once numba is set up in the process (`accel.warm`), a layer's first call takes the loop
     where its output is large enough for a second call to load it; a small layer still does not."""
-    taken: list[int] = []
-    real = elementwise._gelu_erf_compiled
-
-    def spy(x):
-        taken.append(x.size)
-        return real(x)
-
-    monkeypatch.setattr(elementwise, "_gelu_erf_compiled", spy)
-    monkeypatch.delitem(sys.modules, elementwise.GELU_KERNELS, raising=False)
-    monkeypatch.setattr(accel, "warm", lambda: True)
+    taken = _loop_calls(monkeypatch, warm=True)
     x = np.linspace(-5, 5, accel.LOAD_ELEMENTS, dtype=np.float32)
     with accel.use("auto"):
         layer = Gelu7(Layer(id=1, name="g", type="Gelu", version="opset7", attrs={}))
