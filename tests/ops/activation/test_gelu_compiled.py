@@ -5,7 +5,9 @@ call, or its first once the loop is loaded."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
+import textwrap
 
 import ml_dtypes
 import numpy as np
@@ -120,6 +122,22 @@ def test_once_a_compiled_loop_has_run_a_large_layers_first_call_takes_the_loop(m
         Gelu7(Layer(id=2, name="s", type="Gelu", version="opset7", attrs={})).compute(x[:11])
         assert taken == [x.size]
     np.testing.assert_array_equal(bits(got), bits(_numpy(x)))
+
+
+def test_a_process_is_warm_once_a_compiled_loop_has_run():
+    """`accel.warm` in a fresh process: false until a compiled loop has loaded, true after."""
+    script = textwrap.dedent("""
+        import numpy as np
+        from irscatter.ops.activation.elementwise import gelu_erf
+        from irscatter.ops.common import accel
+        before = accel.warm()
+        with accel.use("numba"):
+            gelu_erf(np.ones(8, np.float32), compiled=True)
+        print(before, accel.warm())
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True"]
 
 
 def test_the_tanh_form_never_takes_the_loop(monkeypatch):
