@@ -63,9 +63,9 @@ MIN_PARALLEL_UPDATES = 1 << 16  # update elements of one scatter
 # narrower (a long axis): measured on W1, 64-column tiles lost to wider ones. Threads still
 # own whole tiles, so the order of every element's updates does not change.
 MIN_TILE_COLUMNS = 256
-# Elements of a layer's output from which its second call loads a compiled loop (`loads`): a
-# smaller layer would save microseconds a call, where loading numba takes most of a second
-# and some 100 MB once a process.
+# Elements of a layer's output from which its second call (or its first, once numba is set up)
+# loads a compiled loop (`loads`): a smaller layer would save microseconds a call, where loading
+# numba takes most of a second and some 100 MB once a process.
 LOAD_ELEMENTS = 1 << 16
 
 
@@ -91,10 +91,10 @@ def enabled() -> bool:
 
 def loads(module: str, called: bool, elements: int) -> bool:
     """Whether a layer's call takes the compiled loop of `module` (a module that imports numba):
-    numba is to be used, and the loop is loaded already, or its output has `LOAD_ELEMENTS`
-    elements or more and this is the layer's second call or later, or a compiled loop has run
-    in this process (`warm`). A model run once, or a small model, never waits for numba; the
-    runs after the first gain the loop."""
+    numba is to be used, and either the loop is loaded already, or its output has
+    `LOAD_ELEMENTS` elements or more and this is the layer's second call or later or a compiled
+    loop has run in this process (`warm`). A model run once, or a small model, never waits for
+    numba; the runs after the first gain the loop."""
     return loaded(module) or enabled() and (called or warm()) and elements >= LOAD_ELEMENTS
 
 
