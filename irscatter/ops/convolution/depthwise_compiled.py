@@ -12,7 +12,6 @@ import numpy as np
 from irscatter.ops.common import accel, threads
 from irscatter.ops.convolution.plan_base import Plan, Taps
 
-KERNELS = "irscatter.ops.convolution.depthwise_kernels"  # the compiled loops (a module that imports numba)
 # Outputs (a phase's row width each) the compiled plan sums a block of rows into: 8 KB of f32.
 COMPILED_BLOCK = 2048
 # Multiply-adds from which the compiled plan splits over the threads: its loop does a
@@ -83,7 +82,7 @@ class DepthwiseCompiled(Taps["_Compiled"]):
     def __call__(self, x: np.ndarray, prepared: _Compiled) -> np.ndarray:
         if not accel.enabled():
             return self.fallback(x, prepared.for_fallback())
-        if self.unloaded is not None and not prepared.called and not (accel.loaded(KERNELS) or accel.warm()):
+        if self.unloaded is not None and not prepared.called and not accel.warm():  # (its loops loaded: warm too)
             # A layer's first call before numba is set up: numpy's taps plan, the same bits, so
             # that a model run once does not wait for numba (its second call loads it).
             prepared.called = True
