@@ -8,7 +8,7 @@ import numpy as np
 from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
-from irscatter.ops.base import Op, OpAttrs, TensorInfo, check
+from irscatter.ops.base import Op, OpAttrs, TensorInfo, check, fail
 from irscatter.ops.common.axes import normalized_axis
 from irscatter.ops.registry import register
 
@@ -39,12 +39,15 @@ class Concat(Op):
         rank = ranked[0].rank
         check(rank >= 1, "concat-rank", "inputs must have rank at least 1")
         a = normalized_axis(self.attrs.axis, rank, port=self.port("axis"))
+        first = ranked[0].ranked_dims
         for i, s in enumerate(ranked):
-            check(s.rank == rank, "concat-rank", f"every input must have rank {rank}, input {i} has {s}", port=f"input {i}")
-            for d in range(rank):
-                if d != a:
-                    check(s[d].compatible(ranked[0][d]), "concat-shape",
-                          f"dimension {d} must match across inputs ({s[d]} vs {ranked[0][d]})", port=f"input {i}")
+            # (the messages are made only for a failing input: a DenseNet's Concats join dozens of
+            # inputs, and formatting every dimension was most of their inference)
+            if s.rank != rank:
+                fail("concat-rank", f"every input must have rank {rank}, input {i} has {s}", port=f"input {i}")
+            for d, (dim, other) in enumerate(zip(s.ranked_dims, first)):
+                if d != a and dim is not other and not dim.compatible(other):
+                    fail("concat-shape", f"dimension {d} must match across inputs ({dim} vs {other})", port=f"input {i}")
         dims = list(ranked[0].ranked_dims)
         along = [s[a] for s in ranked]
         dims[a] = (Dimension.static(sum(d.min for d in along)) if len(ranked) == len(parts) and all(d.is_static for d in along)
