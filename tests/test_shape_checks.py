@@ -57,6 +57,21 @@ def test_only_the_layers_a_changed_shape_reaches_are_inferred_again(tmp_path, in
     assert inferred == Counter({"Relu": 2, "Result": 1})
 
 
+def test_the_first_run_infers_only_what_the_fed_shapes_reach(tmp_path, inferred):
+    """The first check starts from compiling's pass: the Consts and what Consts alone feed (a
+    weight that is too large to fold, decompressed) keep the outputs compiling gave them."""
+    b = _Builder()
+    x = b.add("Parameter", {"shape": "?,64", "element_type": "f32"}, [], (-1, 64), "f32")
+    weight = b.add("Convert", {"destination_type": "f32"}, [b.const(np.ones((64, 64), np.float16), "f16")],
+                   (64, 64), "f32")
+    b.add("Result", None, [b.add("MatMul", None, [x, weight], (-1, 64), "f32")], (), "f32")
+    compiled = irscatter.compile_model(b.save(tmp_path))
+    inferred.clear()
+    out = compiled({"l0": np.ones((3, 64), np.float32)})
+    assert inferred == Counter({"MatMul": 1, "Result": 1})
+    assert out[0].shape == (3, 64) and out[0][0, 0] == 64
+
+
 def test_a_shape_error_still_names_its_layer_before_any_kernel_runs(tmp_path):
     b = _Builder()
     x = b.add("Parameter", {"shape": "?", "element_type": "f32"}, [], (-1,), "f32")

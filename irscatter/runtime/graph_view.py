@@ -121,12 +121,31 @@ class GraphView:
     def recheck(self, overrides: Mapping[int, TensorInfo], previous: dict, file: str | None = None) -> None:
         """`infer(overrides, file)` for its errors alone. `previous` holds what the earlier passes
         gave each layer and is updated (`checks.infer.infer_graph`); once it holds a whole pass,
-        only the layers a changed output reaches infer again (`checks.infer.reinfer_changed`)."""
+        only the layers a changed output reaches infer again (`checks.infer.reinfer_changed`).
+        An empty `previous` starts from compiling's own pass, so that even the first recheck
+        leaves alone the Consts and what Consts alone feed (a decoder's shape arithmetic, a
+        weight's decompression), whose inputs are those compiling saw."""
+        if not previous and self._compiled_pass is not None:
+            previous.update(self._compiled_pass)
         if len(previous) < len(self.order):
             infer_graph(self.order, self.layers, self._ops, self.sources, overrides, file=file, previous=previous)
         else:
             reinfer_changed(self._position, self.layers, self._ops, self.sources, self._reader_layers, overrides,
                             previous, file)
+
+    @cached_property
+    def _compiled_pass(self) -> Mapping[int, tuple[tuple[TensorInfo, ...], tuple[TensorInfo, ...]]] | None:
+        """Compiling's inference as a pass of `infer_graph` records it: per layer of `order`, its
+        inputs' and its outputs' `TensorInfo`s (None where a layer lacks one)."""
+        found = {}
+        infos = self.infos
+        for lid in self.order:
+            sources = self.sources[lid]
+            outputs = tuple((lid, position) for position in range(len(self.layers[lid].outputs)))
+            if not all(src in infos for src in sources) or not all(out in infos for out in outputs):
+                return None  # (an input no edge reaches)
+            found[lid] = (tuple(infos[src] for src in sources), tuple(infos[out] for out in outputs))  # type: ignore[index]
+        return MappingProxyType(found)
 
     @cached_property
     def _position(self) -> Mapping[int, int]:
