@@ -106,6 +106,8 @@ def tensor_size_problem(shape: Sequence[int], itemsize: float) -> str | None:
     Python integers do not overflow, so a product of huge dims is compared exactly."""
     count = math.prod(shape)
     limits = _current
+    if 0 < count <= limits.tensor_elements and count * itemsize <= limits.tensor_bytes:
+        return None  # (the common answer, asked for every output inference gives)
     if count > limits.tensor_elements:
         return (f"a tensor of shape {list(shape)} has {count} elements, over the limit of "
                 f"{limits.tensor_elements} (irscatter.limits: tensor_elements)")
