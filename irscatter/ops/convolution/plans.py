@@ -453,11 +453,18 @@ def plan_forward(x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype
 
 def _same_bits_in_numpy(plan: Plan, geometry: tuple) -> Plan | None:
     """The numpy plan with the compiled loop's bits (a taps plan) for a layer's calls before
-    numba's loop is loaded: numpy's own choice where it is one, else the wide rows where the taps
-    are few enough that their passes cost less than loading numba once (None: load it)."""
+    numba's loop is loaded: numpy's own choice where it is one, else, where the taps are few
+    enough or the layer small enough that their passes cost less than loading numba once, the
+    channels-last plan on a small map and the wide rows on a larger one (None: load numba)."""
     if isinstance(plan, (DepthwiseRows, DepthwiseChannelsLast)):
         return plan
-    return DepthwiseRows(*geometry) if math.prod(geometry[1][3:]) <= UNLOADED_TAPS else None
+    x_shape, w_shape, out_dims = geometry[0], geometry[1], geometry[6]
+    taps = math.prod(w_shape[3:])
+    if taps > UNLOADED_TAPS and math.prod(x_shape[:2]) * w_shape[1] * math.prod(out_dims) * taps > UNLOADED_WORK:
+        return None
+    if len(out_dims) > 1 and math.prod(out_dims) <= UNLOADED_LAST_POSITIONS:
+        return DepthwiseChannelsLast(*geometry)
+    return DepthwiseRows(*geometry)
 
 
 def _numpy_plan(x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype, strides: Sequence[int],
@@ -493,11 +500,17 @@ COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 # tens of microseconds a call, where loading numba costs a second once a process (and compiling
 # the loop, on its first use after an install, several).
 COMPILED_WORK = 1 << 18
-# Taps (7x7) up to which a depthwise layer's first call, before numba's loop is loaded, takes
-# numpy's wide rows (the loop's bits) rather than loading numba, about a second once a process
-# (numba's first kernel imports scipy.linalg): ConvNeXt-T's eighteen 7x7 layers take 100-130 ms
-# that way. ConvMixer's 9x9 layers of 1024 channels took as long as the load.
+# A depthwise layer's first call, before numba's loop is loaded, takes a numpy taps plan (the
+# loop's bits) rather than loading numba, about a second once a process (numba's first kernel
+# imports scipy.linalg), where it has UNLOADED_TAPS taps (7x7) or fewer, or UNLOADED_WORK
+# multiply-adds or fewer: ConvNeXt-T's eighteen 7x7 layers, and ConvMixer's twenty 9x9 layers of
+# 1024 channels on 16x16 maps (9 ms each on the channels-last plan). Up to UNLOADED_LAST_POSITIONS
+# positions a channel, the channels-last plan: its runs are rows times channels, where the wide
+# rows' runs are short (2-3.5 times as fast on 7x7 to 16x16 maps, faster still to 48x48, slower
+# from 56x56 on).
 UNLOADED_TAPS = 49
+UNLOADED_WORK = 1 << 25
+UNLOADED_LAST_POSITIONS = 48 * 48
 # One input channel per group: im2col's blocks are as fast as the banded product for a 3x3 kernel
 # or smaller, or more than a few outputs per input channel; beyond, the banded product wins.
 DEPTHWISE_OUTPUTS = 4

@@ -362,10 +362,12 @@ def test_compiled_depthwise_gives_the_per_offset_kernels_bits(monkeypatch, dtype
 
 @NEEDS_NUMBA
 def test_a_layers_first_call_before_numba_is_loaded_takes_numpys_taps_with_the_same_bits(monkeypatch):
-    """Until numba's loop is loaded, a layer of few taps makes its first call with numpy's wide
-    rows (the loop's bits), so that a model run once never loads numba; its second call loads
-    it. A layer of many taps loads it at once, its numpy taps costing more than the load. (In a
-    process where no compiled loop has run: see the next test for one where one has.)"""
+    """Until numba's loop is loaded, a layer of few taps, or of few multiply-adds, makes its first
+    call with a numpy taps plan (the loop's bits: channels last on a small map, the wide rows on
+    a larger one), so that a model run once never loads numba; its second call loads it. A
+    layer of many taps and much work loads it at once, its numpy taps costing more than the
+    load. (In a process where no compiled loop has run: see the next test for one where one
+    has.)"""
     import sys
 
     import irscatter.ops.convolution as package
@@ -381,13 +383,19 @@ def test_a_layers_first_call_before_numba_is_loaded_takes_numpys_taps_with_the_s
 
     unload()
     rng = np.random.default_rng(3)
-    x = rng.standard_normal((1, 6, 1, 12, 12)).astype(np.float32)
-    for kernel, first_in_numpy in ((3, True), (7, True), (9, False)):
+    small, large = plans.DepthwiseChannelsLast, plans.DepthwiseRows
+    for kernel, side, work_limit, numpy_plan in ((3, 12, None, None), (7, 12, None, small), (9, 12, None, small),
+                                                 (7, 52, None, large), (7, 12, 0, small), (9, 12, 0, None)):
+        if work_limit is not None:
+            monkeypatch.setattr(plans, "UNLOADED_WORK", work_limit)
+        x = rng.standard_normal((1, 6, 1, side, side)).astype(np.float32)
         w = rng.standard_normal((6, 1, 1, kernel, kernel)).astype(np.float32)
-        args = ([1, 1], [1, 1], [kernel // 2] * 2, [12, 12])
+        args = ([1, 1], [1, 1], [kernel // 2] * 2, [side, side])
         want = grouped_convolution(x, w, *args)
+        first_in_numpy = not (kernel == 9 and work_limit == 0)
         with accel.use("numba"):
             plan = plans.plan_forward(x.shape, w.shape, x.dtype, *args)
+            assert numpy_plan is None or type(plan.unloaded) is numpy_plan
             prepared = plan.prepare(w)
             first = plan(x, prepared)
             assert prepared.called is first_in_numpy and (name in sys.modules) is not first_in_numpy
