@@ -82,9 +82,26 @@ def _loop_calls(monkeypatch, warm: bool) -> list[int]:
         return real(x)
 
     monkeypatch.setattr(elementwise, "_gelu_erf_compiled", spy)
-    monkeypatch.delitem(sys.modules, elementwise.GELU_KERNELS, raising=False)
+    _unload(monkeypatch)
     monkeypatch.setattr(accel, "warm", lambda: warm)
     return taken
+
+
+def _unload(monkeypatch) -> None:
+    """The loop as not loaded: its module gone from sys.modules and from its package (where an
+    earlier test of the process left it, an import would find it there and not load it again)."""
+    import irscatter.ops.activation as package
+
+    monkeypatch.delitem(sys.modules, elementwise.GELU_KERNELS, raising=False)
+    monkeypatch.delattr(package, "gelu_kernels", raising=False)
+
+
+def _load(monkeypatch, loop) -> None:
+    """The loop's module `loop` as loaded."""
+    import irscatter.ops.activation as package
+
+    monkeypatch.setitem(sys.modules, elementwise.GELU_KERNELS, loop)
+    monkeypatch.setattr(package, "gelu_kernels", loop, raising=False)
 
 
 @pytest.mark.parametrize(("op", "attrs"), [(Gelu, {}), (Gelu7, {"approximation_mode": "erf"}), (Gelu7, {})])
@@ -98,11 +115,13 @@ def test_a_layer_takes_the_loop_from_its_second_call(op, attrs, monkeypatch):
         first, second = layer.compute(x), layer.compute(x)
         assert taken == [size]  # the second call only
         np.testing.assert_array_equal(bits(first), bits(second))
+        loop = sys.modules[elementwise.GELU_KERNELS]  # (the second call loaded it)
+        _unload(monkeypatch)
         tiny = op(Layer(id=3, name="t", type="Gelu", version=f"opset{op.row.version}", attrs=attrs))
         tiny.compute(small)
         tiny.compute(small)
         assert taken == [size]  # a small layer does not load the loop
-        monkeypatch.setitem(sys.modules, elementwise.GELU_KERNELS, object())  # as if loaded
+        _load(monkeypatch, loop)
         op(Layer(id=2, name="h", type="Gelu", version=f"opset{op.row.version}", attrs=attrs)).compute(small)
         assert taken == [size, 11]  # a new layer's first call, once the loop is loaded, however small
         with accel.use("numpy"):
@@ -119,6 +138,7 @@ def test_once_a_compiled_loop_has_run_a_large_layers_first_call_takes_the_loop(m
         layer = Gelu7(Layer(id=1, name="g", type="Gelu", version="opset7", attrs={}))
         got = layer.compute(x)
         assert taken == [x.size]
+        _unload(monkeypatch)  # (that call loaded it)
         Gelu7(Layer(id=2, name="s", type="Gelu", version="opset7", attrs={})).compute(x[:11])
         assert taken == [x.size]
     np.testing.assert_array_equal(bits(got), bits(_numpy(x)))
