@@ -113,8 +113,10 @@ class _Compiled:
         return self._for(self._fallback)
 
     def for_unloaded(self) -> object:
+        """Made for the one call it serves, not kept: a layer's later calls take the loop (the
+        channels-last plan's filters, laid out once per output column, are megabytes a layer)."""
         assert self._unloaded is not None
-        return self._for(self._unloaded)
+        return self._unloaded.prepare(self._w)
 
     def _for(self, plan: Plan) -> object:
         key = id(plan)
