@@ -504,10 +504,10 @@ COMPILED_WORK = 1 << 18
 # loop's bits) rather than loading numba, about a second once a process (numba's first kernel
 # imports scipy.linalg), where it has UNLOADED_TAPS taps (7x7) or fewer, or UNLOADED_WORK
 # multiply-adds or fewer: ConvNeXt-T's eighteen 7x7 layers, and ConvMixer's twenty 9x9 layers of
-# 1024 channels on 16x16 maps (9 ms each on the channels-last plan). Up to UNLOADED_LAST_POSITIONS
-# positions a channel, the channels-last plan: its runs are rows times channels, where the wide
-# rows' runs are short (2-3.5 times as fast on 7x7 to 16x16 maps, faster still to 48x48, slower
-# from 56x56 on).
+# 1024 channels on 16x16 maps, whose numpy passes together cost less than the load. Up to
+# UNLOADED_LAST_POSITIONS positions a channel, the channels-last plan: its runs are rows times
+# channels, where the wide rows' runs are short (it was the faster up to 48x48 maps, the slower
+# from 56x56 on: docs/performance.md).
 UNLOADED_TAPS = 49
 UNLOADED_WORK = 1 << 25
 UNLOADED_LAST_POSITIONS = 48 * 48

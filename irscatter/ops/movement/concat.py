@@ -41,7 +41,7 @@ class Concat(Op):
         a = normalized_axis(self.attrs.axis, rank, port=self.port("axis"))
         first = ranked[0].ranked_dims
         for i, s in enumerate(ranked):
-            # (the messages are made only for a failing input: a DenseNet's Concats join dozens of
+            # (the messages are made only for a failing input: a DenseNet's Concats join up to 25
             # inputs, and formatting every dimension was most of their inference)
             if s.rank != rank:
                 fail("concat-rank", f"every input must have rank {rank}, input {i} has {s}", port=f"input {i}")
