@@ -447,20 +447,20 @@ def plan_forward(x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype
     if (len(out_dims) == 2 or len(out_dims) == 1 and not isinstance(plan, Gathered)) and work >= COMPILED_WORK \
             and accel.enabled():
         geometry = (x_shape, w_shape, dtype, strides, dilations, begin, out_dims)
-        return DepthwiseCompiled(*geometry, fallback=plan, unloaded=_same_bits_in_numpy(plan, geometry))
+        return DepthwiseCompiled(*geometry, fallback=plan, unloaded=_same_bits_in_numpy(plan, geometry, work))
     return plan
 
 
-def _same_bits_in_numpy(plan: Plan, geometry: tuple) -> Plan | None:
+def _same_bits_in_numpy(plan: Plan, geometry: tuple, work: int) -> Plan | None:
     """The numpy plan with the compiled loop's bits (a taps plan) for a layer's calls before
     numba's loop is loaded: numpy's own choice where it is one, else, where the taps are few
-    enough or the layer small enough that their passes cost less than loading numba once, the
-    channels-last plan on a small map and the wide rows on a larger one (None: load numba)."""
+    enough or the layer's `work` (multiply-adds) small enough that their passes cost less than
+    loading numba once, the channels-last plan on a small map and the wide rows on a larger one
+    (None: load numba)."""
     if isinstance(plan, (DepthwiseRows, DepthwiseChannelsLast)):
         return plan
-    x_shape, w_shape, out_dims = geometry[0], geometry[1], geometry[6]
-    taps = math.prod(w_shape[3:])
-    if taps > UNLOADED_TAPS and math.prod(x_shape[:2]) * w_shape[1] * math.prod(out_dims) * taps > UNLOADED_WORK:
+    w_shape, out_dims = geometry[1], geometry[6]
+    if math.prod(w_shape[3:]) > UNLOADED_TAPS and work > UNLOADED_WORK:
         return None
     if len(out_dims) > 1 and math.prod(out_dims) <= UNLOADED_LAST_POSITIONS:
         return DepthwiseChannelsLast(*geometry)
