@@ -141,3 +141,129 @@ def test_parts_see_the_callers_error_state():
         blocks.elementwise(np.log, x)
     with np.errstate(all="ignore"):
         assert np.isnan(blocks.elementwise(np.log, x)[-1])
+
+
+def _layer(type_name: str, version: str, data: str = "") -> str:
+    return f'<layer type="{type_name}" version="{version}">{data}</layer>'
+
+
+def _cut_everything(monkeypatch) -> None:
+    """Every call large enough to split, on every core irscatter has (two parts on one core too)."""
+    monkeypatch.setattr(threads, "_policy", "split")
+    monkeypatch.setattr(threads, "CORES", max(threads.CORES, 2))
+    monkeypatch.setattr(blocks, "ROW_ELEMENT_WORK", threads.SPLIT_WORK)
+    monkeypatch.setattr(blocks, "BINARY_ELEMENT_WORK", threads.SPLIT_WORK)
+
+
+# Row lengths around numpy's summing loop's steps (8 sums side by side, halves from 128 on).
+ROW_LENGTHS = [1, 2, 7, 8, 9, 16, 17, 49, 127, 128, 129, 197, 300, 1031]
+SOFTMAX_TYPES = element_dtypes("f64", "f32", "f16", "bf16")
+
+
+@pytest.mark.parametrize("length", ROW_LENGTHS)
+@pytest.mark.parametrize("dtype", SOFTMAX_TYPES.values(), ids=list(SOFTMAX_TYPES))
+@pytest.mark.parametrize(("type_name", "version"), [("Softmax", "opset8"), ("LogSoftmax", "opset5")])
+def test_softmax_rows_in_parts_give_the_whole_calls_bits(type_name, version, dtype, length, monkeypatch):
+    import irscatter
+
+    rng = np.random.default_rng(length)
+    x = (rng.standard_normal((3, 7, length)) * 5).astype(dtype)
+    x[0, 0, 0], x[0, 1, -1], x[1, 2, 0], x[2, 3, :] = np.nan, np.inf, -np.inf, -np.inf  # rows of NaN
+    before = x.copy()
+    layer = _layer(type_name, version, '<data axis="-1"/>')
+    monkeypatch.setattr(threads, "_policy", "one")
+    (whole,) = irscatter.run_layer(layer, [x])
+    _cut_everything(monkeypatch)
+    (parts,) = irscatter.run_layer(layer, [x])
+    assert _same_bits(parts, whole)
+    assert _same_bits(x, before)
+
+
+def test_softmax_splits_into_blocks_of_whole_rows(monkeypatch):
+    _cut_everything(monkeypatch)
+    seen = []
+
+    def rows(x: np.ndarray, out: np.ndarray) -> None:
+        seen.append(x.shape)
+        out[...] = x
+
+    x = np.arange(5 * 4 * 6, dtype=np.float32).reshape(5, 4, 6)
+    out = np.empty_like(x)
+    blocks.by_rows(rows, x, out)
+    assert len(seen) == min(threads.CORES, 20) and all(shape[1] == 6 for shape in seen)
+    assert sum(shape[0] for shape in seen) == 20 and np.array_equal(out, x)
+
+
+# (a, b) shapes: equal, one broadcast along the leading axes, a bias along the last axis, a
+# per-channel scale, both broadcast, leading axes of one, and a scalar.
+BINARY_SHAPES = [((6, 5, 4), (6, 5, 4)), ((1, 9, 8), (8,)), ((2, 3, 4, 5), (1, 3, 1, 1)),
+                 ((4, 1), (1, 7)), ((1, 1, 11, 3), (1, 1, 11, 3)), ((7, 3), ()), ((), (7, 3)), ((5,), (5,))]
+BINARY_TYPES = element_dtypes("f64", "f32", "f16")
+
+
+@pytest.mark.parametrize(("a_shape", "b_shape"), BINARY_SHAPES)
+@pytest.mark.parametrize("dtype", BINARY_TYPES.values(), ids=list(BINARY_TYPES))
+@pytest.mark.parametrize("type_name", ["Add", "Subtract", "Multiply", "Divide"])
+def test_binary_arithmetic_in_parts_gives_the_whole_calls_bits(type_name, dtype, a_shape, b_shape, monkeypatch):
+    import irscatter
+
+    rng = np.random.default_rng(len(a_shape) * 10 + len(b_shape))
+    a = (rng.standard_normal(a_shape) * 3).astype(dtype)
+    b = (rng.standard_normal(b_shape) * 3).astype(dtype)
+    for x in (a, b):
+        flat = x.reshape(-1)
+        flat[: min(flat.size, 4)] = np.array([0.0, np.inf, np.nan, -0.0], dtype)[: min(flat.size, 4)]
+    before = a.copy(), b.copy()
+    layer = _layer(type_name, "opset1")
+    monkeypatch.setattr(threads, "_policy", "one")
+    with np.errstate(all="ignore"):
+        (whole,) = irscatter.run_layer(layer, [a, b])
+        _cut_everything(monkeypatch)
+        (parts,) = irscatter.run_layer(layer, [a, b])
+    assert _same_bits(parts, whole) and parts.shape == np.broadcast_shapes(a_shape, b_shape)
+    assert _same_bits(a, before[0]) and _same_bits(b, before[1])
+
+
+def test_binary_cuts_the_first_long_axis_and_leaves_broadcast_inputs_whole(monkeypatch):
+    _cut_everything(monkeypatch)
+    seen = []
+
+    def ufunc(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+        seen.append((a.shape, b.shape))
+        np.add(a, b, out=out)
+
+    a = np.ones((1, 6, 4), np.float32)
+    b = np.arange(4, dtype=np.float32)
+    out = blocks.binary(ufunc, a, b)  # type: ignore[arg-type]
+    assert np.array_equal(out, a + b)
+    assert len(seen) == min(threads.CORES, 6)
+    assert all(sa[:1] == (1,) and sa[2] == 4 and sb == (4,) for sa, sb in seen) and sum(sa[1] for sa, _ in seen) == 6
+
+
+def _old_softmax(x: np.ndarray, axis: int) -> np.ndarray:
+    """Softmax as numpy lays it out when nothing chooses the layout: x - max makes a new array."""
+    e = x - np.maximum.reduce(x, axis=axis, keepdims=True)
+    np.exp(e, out=e)
+    np.divide(e, np.add.reduce(e, axis=axis, keepdims=True), out=e)
+    return e
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_softmax_of_a_strided_view_sums_in_numpys_order(axis, monkeypatch):
+    # A Transpose hands on a view; numpy's arithmetic lays its results out as the view is, and a
+    # sum runs along that layout, so the layout of the work array decides the last bits.
+    from irscatter.ops.activation import softmax
+
+    _cut_everything(monkeypatch)
+    x = (np.random.default_rng(9).standard_normal((5, 130, 9)) * 4).astype(np.float32).transpose(2, 0, 1)
+    with np.errstate(all="ignore"):
+        out = softmax.softmax(x, axis)
+        assert _same_bits(out, _old_softmax(x, axis))
+    assert out.strides == _old_softmax(x, axis).strides
+
+
+def test_binary_of_a_strided_view_is_numpys_call():
+    a = np.random.default_rng(3).standard_normal((64, 96, 300)).astype(np.float32).transpose(0, 2, 1)
+    b = np.random.default_rng(4).standard_normal(96).astype(np.float32)
+    out = blocks.binary(np.add, a, b)
+    assert _same_bits(out, np.add(a, b)) and out.strides == np.add(a, b).strides

@@ -13,8 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from irscatter.ir.element_types import ElementType
-from irscatter.ops.activation.softmax import AlongAxis, shifted
-from irscatter.ops.common.numeric import from_compute
+from irscatter.ops.activation.softmax import AlongAxis
+from irscatter.ops.common import blocks
+from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.registry import register
 
 
@@ -27,7 +28,22 @@ class LogSoftmax(AlongAxis):
         if data.size == 0:
             return np.empty(data.shape, data.dtype)
         etype = ElementType.from_dtype(data.dtype)
+        x = data.astype(compute_dtype(etype), copy=False)
+        out = np.empty_like(x)  # laid out as x, as numpy's x - max would be (see softmax)
         with np.errstate(all="ignore"):
-            t = shifted(data, axis, etype)
-            out = t - np.log(np.add.reduce(np.exp(t), axis=axis, keepdims=True))
+            if axis == x.ndim - 1:  # whole rows on the thread policy's parts
+                blocks.by_rows(_log_softmax_rows, x, out)
+            else:
+                _log_softmax_along(x, out, axis)
         return from_compute(out, etype)
+
+
+def _log_softmax_along(x: np.ndarray, out: np.ndarray, axis: int) -> None:
+    """out = log softmax of x along `axis`, in the compute dtype: t = x - max(x) written into
+    `out`, then t - log(sum(e^t)) in place."""
+    np.subtract(x, np.maximum.reduce(x, axis=axis, keepdims=True), out=out)
+    np.subtract(out, np.log(np.add.reduce(np.exp(out), axis=axis, keepdims=True)), out=out)
+
+
+def _log_softmax_rows(x: np.ndarray, out: np.ndarray) -> None:
+    _log_softmax_along(x, out, x.ndim - 1)

@@ -22,28 +22,38 @@ from pydantic import Field
 
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import Op, OpAttrs, TensorInfo
+from irscatter.ops.common import blocks
 from irscatter.ops.common.axes import normalized_axis
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.common.types import check_float
 from irscatter.ops.registry import register
 
 
-def shifted(data: np.ndarray, axis: int, etype: ElementType) -> np.ndarray:
-    """x - max(x) along `axis`, as a fresh array in the compute dtype of `etype` (NaN
-    propagates into its slice). The ufunc's own reduce: `np.max` costs a microsecond more."""
-    x = data.astype(compute_dtype(etype), copy=False)
-    return x - np.maximum.reduce(x, axis=axis, keepdims=True)
-
-
 def softmax(data: np.ndarray, axis: int) -> np.ndarray:
     if data.size == 0:
         return np.empty(data.shape, data.dtype)
     etype = ElementType.from_dtype(data.dtype)
+    x = data.astype(compute_dtype(etype), copy=False)
+    # laid out as x, as numpy's x - max would be: a sum's order follows the layout it runs over
+    out = np.empty_like(x)
     with np.errstate(all="ignore"):
-        e = shifted(data, axis, etype)  # a fresh array: the rest runs in place
-        np.exp(e, out=e)
-        np.divide(e, np.add.reduce(e, axis=axis, keepdims=True), out=e)
-    return from_compute(e, etype)
+        if axis == x.ndim - 1:  # (an attention's): whole rows on the thread policy's parts
+            blocks.by_rows(_softmax_rows, x, out)
+        else:
+            _softmax_along(x, out, axis)
+    return from_compute(out, etype)
+
+
+def _softmax_along(x: np.ndarray, out: np.ndarray, axis: int) -> None:
+    """out = softmax of x along `axis`, in the compute dtype: the shifted values written into
+    `out`, and the rest in place."""
+    np.subtract(x, np.maximum.reduce(x, axis=axis, keepdims=True), out=out)
+    np.exp(out, out=out)
+    np.divide(out, np.add.reduce(out, axis=axis, keepdims=True), out=out)
+
+
+def _softmax_rows(x: np.ndarray, out: np.ndarray) -> None:
+    _softmax_along(x, out, x.ndim - 1)
 
 
 class AxisAttrs(OpAttrs):

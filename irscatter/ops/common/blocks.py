@@ -15,6 +15,7 @@ holds every kernel of the element-wise tables to that, on every element type it 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from functools import partial, wraps
 from typing import Any
@@ -34,6 +35,13 @@ ELEMENT_WORK = 16
 # scipy's f64 error function takes about 20 ns an element, some thousand times a BLAS
 # multiply-add: a kernel through it is worth both cores from `SMALLEST` elements on.
 SPECIAL_FUNCTION_WORK = 1024
+# An element of a kernel over rows (`by_rows`: Softmax's reductions and passes, a few ns an
+# element on one core): split from 2^15 elements on, where two parts of an attention's softmax
+# already took less than the whole on one thread.
+ROW_ELEMENT_WORK = 128
+# An element of a binary arithmetic ufunc (`binary`): one pass, bound by memory. Two parts of an
+# Add took less than the whole from 2^17 elements on; below, a part's hand-over costs more.
+BINARY_ELEMENT_WORK = 32
 
 Kernel = Callable[..., np.ndarray]
 
@@ -77,3 +85,55 @@ def _blocks(kernel: Kernel, x: np.ndarray, out: np.ndarray, first: int, last: in
     """out = kernel(x) over blocks first..last - 1."""
     for start in range(first * BLOCK, min(last * BLOCK, x.size), BLOCK):
         out[start:start + BLOCK] = kernel(x[start:start + BLOCK])
+
+
+def by_rows(kernel: Callable[[np.ndarray, np.ndarray], None], x: np.ndarray, out: np.ndarray) -> None:
+    """kernel(x, out) for a kernel that fills each row of `out` (its last axis) from the same row
+    of `x` alone, through reductions along that axis and element-wise passes (Softmax): on the
+    thread policy's parts when `x` is large, each part a block of whole rows. `x` and `out` have
+    one shape, and `out` is C-contiguous.
+
+    Bits. numpy reduces a row lying contiguous in memory with the same loop, in the same order,
+    whichever rows lie around it; a part's rows are such rows, so each sums as in one call."""
+    count = threads.parts(x.size * ROW_ELEMENT_WORK) if x.ndim > 1 and x.flags.c_contiguous else 1
+    spans = threads.spans(math.prod(x.shape[:-1]), count)
+    if len(spans) <= 1:
+        kernel(x, out)
+        return
+    rows, targets = x.reshape(-1, x.shape[-1]), out.reshape(-1, x.shape[-1])
+    threads.run([partial(kernel, rows[lo:hi], targets[lo:hi]) for lo, hi in spans])
+
+
+def binary(ufunc: np.ufunc, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """ufunc(a, b) with numpy's broadcasting, for two arrays of one element type: on the thread
+    policy's parts when the output is large and both inputs are C-contiguous, each part a block
+    along the output's first axis longer than one, and each input cut along that axis where it
+    has it (a broadcast input goes whole to every part). An element's bits are the ufunc's
+    wherever it sits (see the module's docstring). The output is C-contiguous, as numpy's is for
+    such inputs; for others numpy lays it out as they are, and a later reduction's order (and
+    bits) follows that layout, so those stay one call."""
+    if not (a.flags.c_contiguous and b.flags.c_contiguous):
+        return ufunc(a, b)
+    try:
+        shape = np.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        return ufunc(a, b)  # numpy's own error
+    size = math.prod(shape)
+    count = threads.parts(size * BINARY_ELEMENT_WORK)
+    axis = next((i for i, extent in enumerate(shape) if extent > 1), None)
+    if count == 1 or axis is None:
+        return ufunc(a, b)
+    out = np.empty(shape, np.result_type(a, b))
+    spans = threads.spans(shape[axis], count)
+    threads.run([partial(ufunc, _cut(a, axis, len(shape), lo, hi), _cut(b, axis, len(shape), lo, hi),
+                         out=out[(slice(None),) * axis + (slice(lo, hi),)]) for lo, hi in spans])
+    return out
+
+
+def _cut(x: np.ndarray, axis: int, rank: int, lo: int, hi: int) -> np.ndarray:
+    """x's block [lo, hi) along output axis `axis` of a rank-`rank` broadcast, or x itself where
+    it broadcasts along that axis (it has no such axis, or it is of extent 1)."""
+    own = axis - (rank - x.ndim)
+    if own < 0 or x.shape[own] == 1:
+        return x
+    return x[(slice(None),) * own + (slice(lo, hi),)]

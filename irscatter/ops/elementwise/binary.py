@@ -53,7 +53,7 @@ from irscatter.errors import ExecutionError
 from irscatter.ir.broadcast import BroadcastError, broadcast
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import IRBool, Lower, OpAttrs, TensorInfo, check
-from irscatter.ops.common import strict
+from irscatter.ops.common import blocks, strict, threads
 from irscatter.ops.common.types import same_element_type
 from irscatter.ops.elementwise.table import Row, TableOp, declare
 
@@ -84,6 +84,15 @@ class BinaryElementwise(TableOp):
         except BroadcastError as e:
             check(False, "broadcast", f"{a.shape} and {b.shape} do not broadcast: {e}", port=self.port("b"))
         return TensorInfo(out, shape)
+
+    def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:  # type: ignore[override]
+        ufunc = self.row.float_ufunc
+        # A large float product or sum (a residual Add, a scale's Multiply) on both cores: the
+        # kernel is then the ufunc alone, whose element's bits do not depend on the cut.
+        if ufunc is not None and max(a.size, b.size) * blocks.BINARY_ELEMENT_WORK >= threads.SPLIT_WORK \
+                and a.dtype == b.dtype and a.dtype.kind == "f":
+            return blocks.binary(ufunc, a, b)
+        return self.row.kernel(a, b, **self.kernel_args)
 
 
 DIVISOR = BinaryElementwise.port("b")
@@ -287,10 +296,10 @@ def shift_right(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 BOOL = ElementType.boolean
 
 OPS = declare(BinaryElementwise, (
-    Row("Add", 1, add),
-    Row("Subtract", 1, subtract),
-    Row("Multiply", 1, multiply),
-    Row("Divide", 1, divide, attrs=DivideAttrs),
+    Row("Add", 1, add, float_ufunc=np.add),
+    Row("Subtract", 1, subtract, float_ufunc=np.subtract),
+    Row("Multiply", 1, multiply, float_ufunc=np.multiply),
+    Row("Divide", 1, divide, attrs=DivideAttrs, float_ufunc=np.divide),
     Row("Maximum", 1, select_max),
     Row("Minimum", 1, select_min),
     Row("SquaredDifference", 1, squared_difference),

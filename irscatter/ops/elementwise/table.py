@@ -48,6 +48,9 @@ class Row:
     output: ElementType | None = None
     attrs: type[OpAttrs] | None = None  # None: the table's base schema
     doc: str = ""
+    # The ufunc the kernel is on two float arrays of one type, where it is one: the op's base
+    # may then run it on the thread policy's parts (`BinaryElementwise.compute`).
+    float_ufunc: np.ufunc | None = None
 
 
 class TableOp(Op):
