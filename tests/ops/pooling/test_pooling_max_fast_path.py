@@ -90,3 +90,31 @@ def test_unread_indices_are_left_out_but_a_record_of_values_has_them():
     indices = recorded["pool:2"]
     assert indices.dtype == np.int64
     assert np.array_equal(indices.reshape(-1), [5, 7, 13, 15, 21, 23, 29, 31])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16, np.float64, np.int8, np.int64])
+@pytest.mark.parametrize("shape", [(2, 3, 7, 6), (1, 5, 7, 6), (3, 1, 7, 6), (1, 1, 7, 6)])
+def test_parts_of_channels_or_samples_match_one_call(dtype, shape, monkeypatch):
+    # Forced on this small a layer: a part per core over the first leading axis longer than one
+    # (none for one sample of one channel).
+    from irscatter.ops.common import threads
+    from irscatter.ops.pooling import max_pool as module
+
+    rng = np.random.default_rng(3)
+    if np.dtype(dtype).kind in "iu":
+        info = np.iinfo(dtype)
+        data = rng.choice(np.array([info.min, info.max, 0, 1, -1]), size=shape).astype(dtype)
+    else:
+        data = rng.choice(np.array(EDGES, np.float64), size=shape).astype(dtype)
+    spatial = shape[-2:]
+    axes = [_axes(spatial[0], 3, 2, 1, 1, 1), _axes(spatial[1], 2, 1, 1, 0, 1)]
+    expected = max_pool(data, axes)[0]
+    monkeypatch.setattr(threads, "_policy", "split")
+    monkeypatch.setattr(threads, "CORES", max(threads.CORES, 2))
+    monkeypatch.setattr(module, "TAP_WORK", threads.SPLIT_WORK)
+    calls = []
+    monkeypatch.setattr(threads, "run", lambda tasks, run=threads.run: calls.append(len(tasks)) or run(tasks))
+    got = max_pool_values(data, axes)
+    assert got.shape == expected.shape and np.array_equal(got.view(np.uint8), expected.view(np.uint8))
+    cut = next((extent for extent in shape[:2] if extent > 1), None)
+    assert calls == ([] if cut is None else [min(threads.CORES, cut)])
