@@ -116,6 +116,75 @@ def test_the_aligned_copy_of_a_misaligned_weight(dtype, large):
         assert copy.ctypes.data % mmap.PAGESIZE == 0 and not copy.flags.owndata
 
 
+def _large_matmul_model(tmp_path, offsets: list[int], shape=(512, 512)):
+    """x[2, 512] @ W_1^T ... @ W_k^T, each W an f32 Const of `shape` (a megabyte) at its byte
+    offset of the .bin (zeros between them); returns the model and the weights."""
+    rng = np.random.default_rng(8)
+    weights = [rng.standard_normal(shape).astype(np.float32) for _ in offsets]
+    rows, columns = shape
+    layers, edges, blob = [param(0, "x", (2, rows))], [], b""
+    source = (0, 0)
+    for i, (offset, weight) in enumerate(zip(offsets, weights)):
+        blob += bytes(offset - len(blob)) + weight.tobytes()
+        const, product = 2 * i + 1, 2 * i + 2
+        layers.append(layer(const, f"w{i}", "Const", data={"element_type": "f32", "shape": f"{rows},{columns}",
+                                                            "offset": offset, "size": weight.nbytes},
+                            outputs=[port(0, "FP32", shape)]))
+        layers.append(layer(product, f"mm{i}", "MatMul", data={"transpose_a": "false", "transpose_b": "true"},
+                            inputs=[port(0, "FP32", (2, rows)), port(1, "FP32", shape)],
+                            outputs=[port(2, "FP32", (2, rows))]))
+        edges += [(*source, product, 0), (const, 0, product, 1)]
+        source = (product, 2)
+    layers.append(result(2 * len(offsets) + 1, "y", (2, rows)))
+    edges.append((*source, 2 * len(offsets) + 1, 0))
+    return irscatter.read_model(write(tmp_path, net(layers, edges), blob)), weights
+
+
+def test_a_large_misaligned_weight_is_read_from_the_file_into_memory_of_its_own(tmp_path, monkeypatch):
+    """Not copied from the memory map: its bytes are read from the open file, so the mapped pages
+    are never touched (they would count as memory besides the copy)."""
+    from irscatter.ir import files
+
+    model, (weight,) = _large_matmul_model(tmp_path, [7])
+    reads = []
+    monkeypatch.setattr(files.WeightsFile, "read_into",
+                        lambda self, offset, target, read=files.WeightsFile.read_into: reads.append(offset)
+                        or read(self, offset, target))
+    value = model.layers[1].const_value
+    assert (reads == [7]) == files.WeightsFile.reads_into
+    assert value.flags.aligned and not value.flags.writeable and value.tobytes() == weight.tobytes()
+
+
+def test_a_weights_file_cut_short_before_its_first_read_is_one_clear_error(tmp_path):
+    model, _ = _large_matmul_model(tmp_path, [7])
+    if not irscatter.ir.files.WeightsFile.reads_into:
+        pytest.skip("no positioned reads on this system")
+    os.truncate(tmp_path / "model.bin", 1 << 20)
+    with pytest.raises(irscatter.FileAccessError) as error:
+        model.layers[1].const_value  # noqa: B018
+    assert error.value.label == "weights-changed"
+
+
+def test_the_large_weights_of_a_first_run_are_decoded_on_the_threads(tmp_path, monkeypatch):
+    """Shares of their bytes, side by side; the run's answer is the one of the weights as they are."""
+    from irscatter.ops.common import threads
+
+    monkeypatch.setattr(threads, "_policy", "split")
+    monkeypatch.setattr(threads, "CORES", max(threads.CORES, 2))
+    size = 512 * 512 * 4
+    model, weights = _large_matmul_model(tmp_path, [1 + i * (size + 3) for i in range(5)])  # 5 MB: worth the threads
+    shares = []
+    monkeypatch.setattr(threads, "run", lambda tasks, run=threads.run: shares.append(len(tasks)) or run(tasks))
+    x = np.random.default_rng(1).standard_normal((2, 512)).astype(np.float32)
+    y = model.compile().run({"x": x})["y"]
+    assert shares and shares[0] == min(threads.CORES, 5)
+    expected = x
+    for weight in weights:
+        expected = np.matmul(expected, weight.T)
+    np.testing.assert_allclose(y, expected, rtol=1e-4, atol=1e-3)
+    assert all(layer.const_data._value is not None for layer in model.layers if layer.type == "Const")
+
+
 def test_a_weight_at_an_aligned_offset_stays_a_view_of_the_weights(tmp_path):
     weight = np.ones((3, 4), np.float32)
     value = _matmul_by_weight_at(tmp_path, 8, weight).layers[1].const_value

@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from typing import BinaryIO
 
+import numpy as np
+
 from irscatter.errors import FileAccessError
 from irscatter.limits import current as current_limits
 
@@ -60,8 +62,29 @@ class WeightsFile:
 
     def check(self) -> None:
         if _written_state(os.fstat(self._file.fileno())) != self._as_read:
-            raise FileAccessError("the weights file changed since the model was read (written to, cut short, "
-                                  "removed or replaced): read the model again", file=self.path, label="weights-changed")
+            raise _changed(self.path)
+
+    # Whether `read_into` can read (the system has positioned reads into a buffer).
+    reads_into = hasattr(os, "preadv")
+
+    def read_into(self, offset: int, target: np.ndarray) -> None:
+        """Fill `target` (a C-contiguous uint8 array) with the file's bytes from `offset` on, by
+        positioned reads of the open file: the bytes a Const's view of the mapping holds, with no
+        page of the mapping touched."""
+        view, done = target.data.cast("B"), 0
+        while done < len(view):
+            try:
+                count = os.preadv(self._file.fileno(), [view[done:]], offset + done)
+            except OSError as e:
+                raise FileAccessError(f"cannot read weights: {e.strerror}", file=self.path) from None
+            if count == 0:  # (the file ends before the bytes it had when it was mapped)
+                raise _changed(self.path)
+            done += count
+
+
+def _changed(path: str) -> FileAccessError:
+    return FileAccessError("the weights file changed since the model was read (written to, cut short, "
+                           "removed or replaced): read the model again", file=path, label="weights-changed")
 
 
 def _written_state(status: os.stat_result) -> tuple[int, int, int]:

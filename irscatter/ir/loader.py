@@ -188,12 +188,14 @@ def _parse_tree(data: bytes, source: str) -> etree._Element:
 
 
 class ConstData:
-    """The bytes of one Const inside the weights buffer; decoded on first use, then cached."""
+    """The bytes of one Const inside the weights buffer; decoded on first use, then cached.
+    `file`: the weights file the buffer maps, when it is one."""
 
-    __slots__ = ("buffer", "offset", "size", "etype", "shape", "_value")
+    __slots__ = ("buffer", "offset", "size", "etype", "shape", "file", "_value")
 
     def __init__(self, buffer: np.ndarray, offset: int, size: int, etype: ElementType, shape: tuple[int, ...]):
         self.buffer, self.offset, self.size, self.etype, self.shape = buffer, offset, size, etype, shape
+        self.file: WeightsFile | None = None
         self._value: np.ndarray | None = None
 
     def raw(self) -> np.ndarray:
@@ -209,10 +211,24 @@ class ConstData:
         if self._value is None:
             value = decode(self.raw(), self.etype, self.shape)
             if not value.flags.aligned:
-                value = aligned_copy(value)
+                value = self._aligned(value)
             value.flags.writeable = False  # one array for every run: no kernel or caller may write it
             self._value = value
         return self._value
+
+    def _aligned(self, value: np.ndarray) -> np.ndarray:
+        """`value`, a misaligned view of the weights, at an aligned address. From a file, its
+        bytes are read into memory of their own (`WeightsFile.read_into`): the mapped pages of
+        the weights are then never touched, so they take no memory besides the copy, and the
+        kernel copies from its cache without a page fault per mapped page; else copied."""
+        if self.file is not None and self.file.reads_into and not self.etype.is_packed \
+                and self.etype is not ElementType.string and self.size >= POPULATED_COPY_BYTES:
+            target = np.empty(self.size, np.uint8)
+            self.file.read_into(self.offset, target)
+            read = decode(target, self.etype, self.shape)
+            if read.flags.aligned:
+                return read
+        return aligned_copy(value)
 
 
 # Copies of at least this many bytes get memory of their own whose pages are made present at
@@ -255,15 +271,18 @@ def _open_weights(path: Path) -> tuple[np.ndarray, WeightsFile | None]:
     return np.frombuffer(mm, dtype=np.uint8), WeightsFile(path, f, mm)
 
 
-def _attach_constants(ctx: ReadContext, graph: Graph, weights: np.ndarray | None, bin_label: str) -> None:
+def _attach_constants(ctx: ReadContext, graph: Graph, weights: np.ndarray | None, bin_label: str,
+                      file: WeightsFile | None = None) -> None:
     for layer in graph.layers:
         for body in layer.bodies.values():
-            _attach_constants(ctx, body.graph, weights, bin_label)
+            _attach_constants(ctx, body.graph, weights, bin_label, file)
         if layer.type == "Const":
             try:
-                layer._const = _const_data(ctx, layer, weights, bin_label)
+                layer._const = data = _const_data(ctx, layer, weights, bin_label)
             except LoadError as err:
                 ctx.recover(err)  # validation: the constant stays without data
+            else:
+                data.file = file
 
 
 def _const_data(ctx: ReadContext, layer: Layer, weights: np.ndarray | None, bin_label: str) -> ConstData:
@@ -514,7 +533,7 @@ def _read(ctx: ReadContext, xml_path: str | os.PathLike, bin_path: str | os.Path
         weights, mm = _open_weights(weights_path)
         model.bin_path = str(weights_path)
         model.bin_size = len(weights)
-    _attach_constants(ctx, model, weights, weights_path.name)
+    _attach_constants(ctx, model, weights, weights_path.name, mm)
     model._weights = mm
     return model
 

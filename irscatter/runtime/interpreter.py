@@ -53,6 +53,9 @@ from irscatter.runtime.precision import active_plan, emulating
 from irscatter.runtime.request import InferRequest
 from irscatter.runtime.variables import VariableState
 
+# Consts of at least this many bytes are decoded side by side on a first run (`_decode_large`).
+LARGE_CONST_BYTES = 1 << 20
+
 
 @dataclass(frozen=True)
 class Observer:
@@ -463,8 +466,32 @@ class CompiledModel:
         found = self._consts[every]
         if found is None:
             slots = self.plan.const_slots if every else self.plan.run_const_slots
+            self._decode_large([layer for _, layer in slots])
             found = self._consts[every] = [(slot, self._const(layer)) for slot, layer in slots]
         return found
+
+    def _decode_large(self, layers: list[Layer]) -> None:
+        """Decode the large Consts among `layers` first, on the thread policy's parts, each part
+        a share of their bytes: a misaligned weight is read into memory of its own
+        (`ir.loader.ConstData`), bound by page faults and copies, which the cores make side by
+        side (the weights of a decoder's first prompt)."""
+        large = sorted(((data.size, layer) for layer in layers
+                        if (data := layer.const_data) is not None and data.size >= LARGE_CONST_BYTES),
+                       key=operator.itemgetter(0), reverse=True)
+        count = threads.parts(sum(size for size, _ in large))
+        if count < 2 or len(large) < 2:
+            return
+        shares: list[list[Layer]] = [[] for _ in range(count)]
+        loads = [0] * count
+        for size, layer in large:  # the largest first, each to the share with the fewest bytes
+            lightest = loads.index(min(loads))
+            shares[lightest].append(layer)
+            loads[lightest] += size
+        threads.run([partial(self._decode_each, share) for share in shares if share])
+
+    def _decode_each(self, layers: list[Layer]) -> None:
+        for layer in layers:
+            self._const(layer)
 
     def _step_observers(self, hook: LayerHook | None, timings: list | None, record: Record | None,
                         donated: frozenset[int]) -> list[StepObserver]:
