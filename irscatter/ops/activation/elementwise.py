@@ -79,9 +79,14 @@ def relu(x: np.ndarray) -> np.ndarray:
     return np.add(out, zero, out=out)
 
 
+@blocks.by_blocks(work=blocks.PASSES_WORK)
 @_float_kernel
 def sigmoid(x):
-    return 1 / (1 + np.exp(-x))
+    """1 / (1 + e^-x), each step into the first one's array (the same operations as written out)."""
+    t = np.negative(x, out=np.empty_like(x))  # (an array for a 0-d x too, where numpy gives a scalar)
+    np.exp(t, out=t)
+    np.add(1, t, out=t)
+    return np.divide(1, t, out=t)
 
 
 @_float_kernel
@@ -245,11 +250,24 @@ def _gelu_erf_compiled(x: np.ndarray) -> np.ndarray:
     return from_compute(out.reshape(x.shape), etype)
 
 
+@blocks.by_blocks(work=blocks.PASSES_WORK)
 @_float_kernel
 def gelu_tanh(x):
-    # 0.5 * (1 + tanh u) == 1 / (1 + e^(-2u)), which keeps its digits where tanh u is near -1.
-    u = math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)
-    return x / (1 + np.exp(-2 * u))
+    """x / (1 + e^(-2u)) with u = sqrt(2 / pi) * (x + 0.044715 * x * x * x): 0.5 * (1 + tanh u)
+    is 1 / (1 + e^(-2u)), which keeps its digits where tanh u is near -1. The operations of
+    that formula as written, in that order, each into the first one's array."""
+    t = np.multiply(0.044715, x, out=np.empty_like(x))  # (an array for a 0-d x too)
+    t *= x
+    t *= x
+    np.add(x, t, out=t)
+    np.multiply(_SQRT_2_OVER_PI, t, out=t)
+    np.multiply(-2, t, out=t)
+    np.exp(t, out=t)
+    np.add(1, t, out=t)
+    return np.divide(x, t, out=t)
+
+
+_SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 
 
 class GeluAttrs(OpAttrs):
