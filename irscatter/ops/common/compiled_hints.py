@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 
 import numba
+from llvmlite import ir
 from numba.extending import intrinsic
 
 
@@ -55,3 +56,14 @@ def wide_vectors(typing_context):  # pragma: no cover - compiled
     """Lets LLVM vectorize the calling function's loops with 512-bit registers (call it first,
     where `WIDE_VECTORS`)."""
     return numba.types.none(), _prefer_wide
+
+
+def _bits_to_double(context, builder, signature, args):  # pragma: no cover - compiled
+    return builder.bitcast(args[0], ir.DoubleType())
+
+
+@intrinsic
+def double_from_bits(typing_context, bits):  # pragma: no cover - compiled
+    """The f64 whose IEEE bits are the int64 `bits` (a reinterpretation, no conversion): 2^k as
+    (k + 1023) << 52, where a library call would keep a loop from vectorizing."""
+    return numba.types.float64(numba.types.int64), _bits_to_double

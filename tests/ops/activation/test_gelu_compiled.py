@@ -64,6 +64,23 @@ def test_a_few_elements_are_left_to_exact():
     assert bits(out[3:6]).tolist() == bits(np.full(3, -0.0, np.float32)).tolist()
 
 
+def test_the_loops_exponential_and_its_range():
+    """The Gaussian factor the loop computes for itself: within a few ulps of numpy's exp(-x^2 / 2)
+    down to LOWEST, and 0 below it (and for NaN), where x * Phi(x) rounds to x or -0.0 anyway."""
+    from irscatter.ops.activation import gelu_kernels
+
+    edge = float(np.sqrt(-2 * gelu_kernels.LOWEST))
+    t = np.concatenate([np.linspace(0.0, edge * (1 - 1e-12), 20001), [edge * (1 + 1e-12), 38.7, 1e10, np.inf]])
+    got = np.array([gelu_kernels._gauss(v) for v in t])
+    want = np.exp(-0.5 * t * t)
+    inside = -0.5 * t * t >= gelu_kernels.LOWEST
+    assert inside[:20001].all() and not inside[-4:].any()
+    assert np.max(np.abs(got[inside] / want[inside] - 1)) < 1e-15
+    assert (got[~inside] == 0).all() and gelu_kernels._gauss(np.nan) == 0
+    x = np.array([edge, -edge, 37.42, -37.42, 38.7, -38.7, 1e10, -1e10, np.inf, -np.inf, np.nan], np.float32)
+    np.testing.assert_array_equal(bits(_compiled(x)), bits(_numpy(x)))
+
+
 def test_a_strided_view_and_f64():
     x = (np.random.default_rng(2).standard_normal((64, 48)) * 4).astype(np.float32).T[::2]
     np.testing.assert_array_equal(bits(_compiled(x)), bits(_numpy(x)))
