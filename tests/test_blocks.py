@@ -153,6 +153,7 @@ def _cut_everything(monkeypatch) -> None:
     monkeypatch.setattr(threads, "CORES", max(threads.CORES, 2))
     monkeypatch.setattr(blocks, "ROW_ELEMENT_WORK", threads.SPLIT_WORK)
     monkeypatch.setattr(blocks, "BINARY_ELEMENT_WORK", threads.SPLIT_WORK)
+    monkeypatch.setattr(blocks, "BINARY_SMALLEST", 0)
 
 
 # Row lengths around numpy's summing loop's steps (8 sums side by side, halves from 128 on).

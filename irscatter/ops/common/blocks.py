@@ -45,6 +45,9 @@ ROW_ELEMENT_WORK = 128
 # An element of a binary arithmetic ufunc (`binary`): one pass, bound by memory. Two parts of an
 # Add took less than the whole from 2^17 elements on; below, a part's hand-over costs more.
 BINARY_ELEMENT_WORK = 32
+# Elements below which a binary op's input is not worth asking `binary` about (a layer's one
+# test before its kernel, where most layers are small).
+BINARY_SMALLEST = 1 << 17
 
 Kernel = Callable[..., np.ndarray]
 

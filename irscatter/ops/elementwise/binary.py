@@ -53,7 +53,7 @@ from irscatter.errors import ExecutionError
 from irscatter.ir.broadcast import BroadcastError, broadcast
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import IRBool, Lower, OpAttrs, TensorInfo, check
-from irscatter.ops.common import blocks, strict, threads
+from irscatter.ops.common import blocks, strict
 from irscatter.ops.common.types import same_element_type
 from irscatter.ops.elementwise.table import Row, TableOp, declare
 
@@ -86,11 +86,12 @@ class BinaryElementwise(TableOp):
         return TensorInfo(out, shape)
 
     def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:  # type: ignore[override]
-        ufunc = self.row.float_ufunc
+        if a.size < blocks.BINARY_SMALLEST and b.size < blocks.BINARY_SMALLEST:  # (most layers: one test)
+            return self.row.kernel(a, b, **self.kernel_args)
         # A large float product or sum (a residual Add, a scale's Multiply) on both cores: the
         # kernel is then the ufunc alone, whose element's bits do not depend on the cut.
-        if ufunc is not None and max(a.size, b.size) * blocks.BINARY_ELEMENT_WORK >= threads.SPLIT_WORK \
-                and a.dtype == b.dtype and a.dtype.kind == "f":
+        ufunc = self.row.float_ufunc
+        if ufunc is not None and a.dtype == b.dtype and a.dtype.kind == "f":
             return blocks.binary(ufunc, a, b)
         return self.row.kernel(a, b, **self.kernel_args)
 
