@@ -155,6 +155,20 @@ def test_a_large_misaligned_weight_is_read_from_the_file_into_memory_of_its_own(
     assert value.flags.aligned and not value.flags.writeable and value.tobytes() == weight.tobytes()
 
 
+def test_a_file_system_without_positioned_reads_gets_the_copy_from_the_mapping(tmp_path, monkeypatch):
+    import errno
+
+    from irscatter.ir import files
+
+    model, (weight,) = _large_matmul_model(tmp_path, [7])
+
+    def refused(*args):
+        raise OSError(errno.EINVAL, "Invalid argument")
+    monkeypatch.setattr(files.os, "preadv", refused, raising=False)
+    value = model.layers[1].const_value
+    assert value.flags.aligned and value.tobytes() == weight.tobytes()
+
+
 def test_a_weights_file_cut_short_before_its_first_read_is_one_clear_error(tmp_path):
     model, _ = _large_matmul_model(tmp_path, [7])
     if not irscatter.ir.files.WeightsFile.reads_into:

@@ -14,6 +14,7 @@ status changed (removed, renamed over, its times set back), which a write may hi
 
 from __future__ import annotations
 
+import errno
 import os
 import select
 import stat
@@ -67,19 +68,27 @@ class WeightsFile:
     # Whether `read_into` can read (the system has positioned reads into a buffer).
     reads_into = hasattr(os, "preadv")
 
-    def read_into(self, offset: int, target: np.ndarray) -> None:
+    def read_into(self, offset: int, target: np.ndarray) -> bool:
         """Fill `target` (a C-contiguous uint8 array) with the file's bytes from `offset` on, by
         positioned reads of the open file: the bytes a Const's view of the mapping holds, with no
-        page of the mapping touched."""
+        page of the mapping touched. False where the file system takes no positioned reads (the
+        caller copies from the mapping then)."""
         view, done = target.data.cast("B"), 0
         while done < len(view):
             try:
                 count = os.preadv(self._file.fileno(), [view[done:]], offset + done)
             except OSError as e:
+                if e.errno in _NO_POSITIONED_READS:
+                    return False
                 raise FileAccessError(f"cannot read weights: {e.strerror}", file=self.path) from None
             if count == 0:  # (the file ends before the bytes it had when it was mapped)
                 raise _changed(self.path)
             done += count
+        return True
+
+
+# What a file system that cannot read at a position answers (it could still be mapped).
+_NO_POSITIONED_READS = frozenset({errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ESPIPE})
 
 
 def _changed(path: str) -> FileAccessError:

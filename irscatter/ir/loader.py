@@ -224,10 +224,10 @@ class ConstData:
         if self.file is not None and self.file.reads_into and not self.etype.is_packed \
                 and self.etype is not ElementType.string and self.size >= POPULATED_COPY_BYTES:
             target = np.empty(self.size, np.uint8)
-            self.file.read_into(self.offset, target)
-            read = decode(target, self.etype, self.shape)
-            if read.flags.aligned:
-                return read
+            if self.file.read_into(self.offset, target):
+                read = decode(target, self.etype, self.shape)
+                if read.flags.aligned:
+                    return read
         return aligned_copy(value)
 
 
