@@ -32,15 +32,14 @@ SMALLEST = 1 << 16  # elements below which the kernel runs on the whole array at
 # What one element of a kernel weighs against a multiply-add when choosing the parts: an
 # element-wise kernel does a few passes, some through a transcendental function.
 ELEMENT_WORK = 16
-# A formula of some ten numpy passes with an exponential (Gelu's tanh form, Sigmoid): about 3 ns
-# an element on one core, worth a second one from 2^17 elements on.
+# A formula of some ten numpy passes with an exponential (Gelu's tanh form, Sigmoid): worth a
+# second core from 2^17 elements on.
 PASSES_WORK = 32
 # scipy's f64 error function takes about 20 ns an element, some thousand times a BLAS
 # multiply-add: a kernel through it is worth both cores from `SMALLEST` elements on.
 SPECIAL_FUNCTION_WORK = 1024
-# An element of a kernel over rows (`by_rows`: Softmax's reductions and passes, a few ns an
-# element on one core): split from 2^15 elements on, where two parts of an attention's softmax
-# already took less than the whole on one thread.
+# An element of a kernel over rows (`by_rows`: Softmax's reductions and passes): split from 2^15
+# elements on, where two parts of an attention's softmax already took less than one call.
 ROW_ELEMENT_WORK = 128
 # An element of a binary arithmetic ufunc (`binary`): one pass, bound by memory. Two parts of an
 # Add took less than the whole from 2^17 elements on; below, a part's hand-over costs more.

@@ -87,8 +87,9 @@ def max_pool(data: np.ndarray, axes: list[Axis]) -> tuple[np.ndarray, np.ndarray
     return value, where
 
 
-# What one output element's tap weighs for `threads.parts`: a few strided passes of numpy, where
-# two parts of a network's first pooling (64 channels at 112x112) took two thirds of the whole.
+# What one output element's tap weighs for `threads.parts`: a few strided passes of numpy, which
+# a second core speeds up from a network's first pooling (64 channels at 112x112) down to
+# poolings of about a tenth of its size.
 TAP_WORK = 8
 
 
