@@ -42,6 +42,7 @@ from irscatter.ops.control.core import IterationBudget
 from irscatter.ops.state import core as state
 from irscatter.runtime.allocator import keep_freed_memory
 from irscatter.runtime.binding import Binding, ShapeChecks
+from irscatter.runtime.consts import ConstValues
 from irscatter.runtime.decompression import decompressing, decompression_steps
 from irscatter.runtime.feeds import checked_feed
 from irscatter.runtime.folding import read_only
@@ -52,9 +53,6 @@ from irscatter.runtime.ports import InputSpec, OutputSpec
 from irscatter.runtime.precision import active_plan, emulating
 from irscatter.runtime.request import InferRequest
 from irscatter.runtime.variables import VariableState
-
-# Consts of at least this many bytes are decoded side by side on a first run (`_decode_large`).
-LARGE_CONST_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -147,10 +145,7 @@ class CompiledModel:
         self.plan = Plan.of(model, analysis)
         self._binding = Binding(self.plan, self._graph, model.source)
         self._shapes = ShapeChecks(self.plan.inputs, self._graph, model.source)
-        # The decoded Const values, from the first run on (a Const is read when first used, so
-        # an unused model's weights are never touched; after that, a lookup per run is waste):
-        # those a plain run reads, then all of them.
-        self._consts: list[list[tuple[int, np.ndarray]] | None] = [None, None]
+        self._consts = ConstValues(self.plan, model.source)  # decoded from the first run on
         self._plain: list[tuple] | None = None  # the steps as `_execute_plain` takes them, from its first run
 
     @property
@@ -328,7 +323,7 @@ class CompiledModel:
         fold, steps = self.plan.fold, self.plan.steps
         if fold.values is None:
             scratch: list[Any] = [None] * self.plan.n_slots
-            for slot, array in self._const_arrays():
+            for slot, array in self._consts.arrays():
                 scratch[slot] = array
             once = [replace(steps[i], release=tuple(s for s in steps[i].release if s not in fold.kept),
                             reuse_slot=None if steps[i].reuse_slot in fold.kept else steps[i].reuse_slot)
@@ -420,12 +415,6 @@ class CompiledModel:
                 values = self._execute(bound, hook=observe.layer_hook(), record=record)
         return [values[slot] for slot in self.plan.output_slots]
 
-    def _const(self, layer: Layer) -> np.ndarray:
-        try:
-            return layer.const_value
-        except IRError as e:
-            raise e.add_context(file=self.model.source, layer=layer.ref, line=layer.line) from None
-
     def _execute(self, bound: list[np.ndarray], donated: frozenset[int] = frozenset(),
                  hook: LayerHook | None = None, timings: list | None = None,
                  record: Record | None = None) -> list[Any]:
@@ -443,7 +432,7 @@ class CompiledModel:
         if steps is None:
             altered = any(observer.alters_values for observer in observers)
             steps = self.plan.steps if altered else self.plan.watched_steps
-        for slot, array in self._const_arrays(every=True):  # (those only the steps left out of a plain run read)
+        for slot, array in self._consts.arrays(every=True):  # (those only the steps left out of a plain run read)
             values[slot] = array
         return self._watched(values, steps, observers, donated)
 
@@ -456,42 +445,9 @@ class CompiledModel:
         values: list[Any] = [None] * plan.n_slots
         for slot, array in zip(plan.param_slots, bound):
             values[slot] = array
-        for slot, array in self._const_arrays():
+        for slot, array in self._consts.arrays():
             values[slot] = array
         return values
-
-    def _const_arrays(self, every: bool = False) -> list[tuple[int, np.ndarray]]:
-        """(slot, value) of the Consts a plain run reads (`every`: of all of them), decoded on the
-        first run that needs them: the codes of a compressed weight are left to its lookup."""
-        found = self._consts[every]
-        if found is None:
-            slots = self.plan.const_slots if every else self.plan.run_const_slots
-            self._decode_large([layer for _, layer in slots])
-            found = self._consts[every] = [(slot, self._const(layer)) for slot, layer in slots]
-        return found
-
-    def _decode_large(self, layers: list[Layer]) -> None:
-        """Decode the large Consts among `layers` first, on the thread policy's parts, each part
-        a share of their bytes: a misaligned weight is read into memory of its own
-        (`ir.loader.ConstData`), bound by page faults and copies, which the cores make side by
-        side (the weights of a decoder's first prompt)."""
-        large = sorted(((data.size, layer) for layer in layers
-                        if (data := layer.const_data) is not None and data.size >= LARGE_CONST_BYTES),
-                       key=operator.itemgetter(0), reverse=True)
-        count = threads.parts(sum(size for size, _ in large))
-        if count < 2 or len(large) < 2:
-            return
-        shares: list[list[Layer]] = [[] for _ in range(count)]
-        loads = [0] * count
-        for size, layer in large:  # the largest first, each to the share with the fewest bytes
-            lightest = loads.index(min(loads))
-            shares[lightest].append(layer)
-            loads[lightest] += size
-        threads.run([partial(self._decode_each, share) for share in shares if share])
-
-    def _decode_each(self, layers: list[Layer]) -> None:
-        for layer in layers:
-            self._const(layer)
 
     def _step_observers(self, hook: LayerHook | None, timings: list | None, record: Record | None,
                         donated: frozenset[int]) -> list[StepObserver]:

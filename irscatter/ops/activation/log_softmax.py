@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from irscatter.ir.element_types import ElementType
-from irscatter.ops.activation.softmax import AlongAxis
-from irscatter.ops.common import blocks
-from irscatter.ops.common.numeric import compute_dtype, from_compute
+from irscatter.ops.activation.softmax import AlongAxis, along_axis
 from irscatter.ops.registry import register
 
 
@@ -25,17 +22,7 @@ class LogSoftmax(AlongAxis):
 
     def compute(self, data: np.ndarray) -> np.ndarray:
         axis = self.axis(data.ndim, at_runtime=True)
-        if data.size == 0:
-            return np.empty(data.shape, data.dtype)
-        etype = ElementType.from_dtype(data.dtype)
-        x = data.astype(compute_dtype(etype), copy=False)
-        out = np.empty_like(x)  # laid out as x, as numpy's x - max would be (see softmax)
-        with np.errstate(all="ignore"):
-            if axis == x.ndim - 1:  # whole rows on the thread policy's parts
-                blocks.by_rows(_log_softmax_rows, x, out)
-            else:
-                _log_softmax_along(x, out, axis)
-        return from_compute(out, etype)
+        return along_axis(_log_softmax_along, data, axis)
 
 
 def _log_softmax_along(x: np.ndarray, out: np.ndarray, axis: int) -> None:
@@ -43,7 +30,3 @@ def _log_softmax_along(x: np.ndarray, out: np.ndarray, axis: int) -> None:
     `out`, then t - log(sum(e^t)) in place."""
     np.subtract(x, np.maximum.reduce(x, axis=axis, keepdims=True), out=out)
     np.subtract(out, np.log(np.add.reduce(np.exp(out), axis=axis, keepdims=True)), out=out)
-
-
-def _log_softmax_rows(x: np.ndarray, out: np.ndarray) -> None:
-    _log_softmax_along(x, out, x.ndim - 1)

@@ -15,6 +15,8 @@ maximum the same way: a slice along the axis holding NaN or +inf, or only -inf, 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Annotated, ClassVar
 
 import numpy as np
@@ -30,17 +32,24 @@ from irscatter.ops.registry import register
 
 
 def softmax(data: np.ndarray, axis: int) -> np.ndarray:
+    return along_axis(_softmax_along, data, axis)
+
+
+def along_axis(kernel: Callable[..., None], data: np.ndarray, axis: int) -> np.ndarray:
+    """`kernel(x, out, axis=axis)` (Softmax's or LogSoftmax's arithmetic along `axis`) on the
+    data in its compute dtype, rounded back once; over the last axis (an attention's), on the
+    thread policy's parts, each a block of whole rows (`blocks.by_rows`). `out` is laid out as x,
+    as numpy's x - max would be: a sum's order follows the layout it runs over."""
     if data.size == 0:
         return np.empty(data.shape, data.dtype)
     etype = ElementType.from_dtype(data.dtype)
     x = data.astype(compute_dtype(etype), copy=False)
-    # laid out as x, as numpy's x - max would be: a sum's order follows the layout it runs over
     out = np.empty_like(x)
     with np.errstate(all="ignore"):
-        if axis == x.ndim - 1:  # (an attention's): whole rows on the thread policy's parts
-            blocks.by_rows(_softmax_rows, x, out)
+        if axis == x.ndim - 1:
+            blocks.by_rows(partial(kernel, axis=-1), x, out)
         else:
-            _softmax_along(x, out, axis)
+            kernel(x, out, axis=axis)
     return from_compute(out, etype)
 
 
@@ -50,10 +59,6 @@ def _softmax_along(x: np.ndarray, out: np.ndarray, axis: int) -> None:
     np.subtract(x, np.maximum.reduce(x, axis=axis, keepdims=True), out=out)
     np.exp(out, out=out)
     np.divide(out, np.add.reduce(out, axis=axis, keepdims=True), out=out)
-
-
-def _softmax_rows(x: np.ndarray, out: np.ndarray) -> None:
-    _softmax_along(x, out, x.ndim - 1)
 
 
 class AxisAttrs(OpAttrs):

@@ -130,15 +130,16 @@ def binary(ufunc: np.ufunc, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return ufunc(a, b)
     out = np.empty(shape, np.result_type(a, b))
     spans = threads.spans(shape[axis], count)
-    threads.run([partial(ufunc, _cut(a, axis, len(shape), lo, hi), _cut(b, axis, len(shape), lo, hi),
-                         out=out[(slice(None),) * axis + (slice(lo, hi),)]) for lo, hi in spans])
+    rank = len(shape)
+    threads.run([partial(ufunc, block_of(a, axis, lo, hi, rank), block_of(b, axis, lo, hi, rank),
+                         out=block_of(out, axis, lo, hi)) for lo, hi in spans])
     return out
 
 
-def _cut(x: np.ndarray, axis: int, rank: int, lo: int, hi: int) -> np.ndarray:
-    """x's block [lo, hi) along output axis `axis` of a rank-`rank` broadcast, or x itself where
-    it broadcasts along that axis (it has no such axis, or it is of extent 1)."""
-    own = axis - (rank - x.ndim)
+def block_of(x: np.ndarray, axis: int, lo: int, hi: int, rank: int | None = None) -> np.ndarray:
+    """x's block [lo, hi) along axis `axis` of a broadcast of rank `rank` (x's own by default),
+    or x itself where it broadcasts along that axis (it has no such axis, or it is of extent 1)."""
+    own = axis - ((x.ndim if rank is None else rank) - x.ndim)
     if own < 0 or x.shape[own] == 1:
         return x
     return x[(slice(None),) * own + (slice(lo, hi),)]

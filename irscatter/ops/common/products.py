@@ -74,6 +74,7 @@ from functools import partial
 import numpy as np
 
 from irscatter.ops.common import threads
+from irscatter.ops.common.blocks import block_of
 
 # Row counts tried as the quantum of row cuts, smallest first: multiples of the tile heights of
 # BLAS kernels (4, 8, 12, 16, 24).
@@ -204,7 +205,7 @@ def _parts(a: np.ndarray, b: np.ndarray, out: np.ndarray, count: int,
     if batch:
         axis = max(range(len(batch)), key=batch.__getitem__)
         if batch[axis] >= count:
-            return [[(_cut(a, axis, lo, hi), _cut(b, axis, lo, hi), _cut(out, axis, lo, hi), bias)]
+            return [[(block_of(a, axis, lo, hi), block_of(b, axis, lo, hi), block_of(out, axis, lo, hi), bias)]
                     for lo, hi in threads.spans(batch[axis], count)]
     rows = out.shape[-2]
     columns = out.shape[-1]
@@ -238,11 +239,6 @@ def rows_may_meet(a: np.ndarray, b: np.ndarray) -> bool:
     if row == 0:
         return gap == 0
     return gap % row == 0 and 0 <= gap // row < a.shape[-2]
-
-
-def _cut(x: np.ndarray, axis: int, lo: int, hi: int) -> np.ndarray:
-    """Matrices lo..hi along batch `axis`, or all of `x` where it broadcasts along it."""
-    return x if x.shape[axis] == 1 else x[(slice(None),) * axis + (slice(lo, hi),)]
 
 
 def row_blocks(total: int, count: int, step: int) -> list[tuple[int, int]]:
@@ -279,11 +275,8 @@ def _cuts(total: int, unit_work: int, count: int, step: int) -> list[tuple[int, 
 
 def _balanced(products: Sequence[Product], count: int) -> list[list[Product]]:
     """`products` in at most `count` consecutive parts of near-equal work."""
-    work = np.cumsum([a.shape[0] * a.shape[1] * b.shape[1] for a, b, _ in products])
-    total = int(work[-1]) if len(work) else 0
-    ends = [int(np.searchsorted(work, total * i / count, side="left")) + 1 for i in range(1, count)]
-    bounds = sorted({0, *[min(e, len(products)) for e in ends], len(products)})
-    return [list(products[lo:hi]) for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
+    work = [a.shape[0] * a.shape[1] * b.shape[1] for a, b, _ in products]
+    return [list(products[lo:hi]) for lo, hi in threads.weighed_spans(work, count)]
 
 
 def quantum(dtype: np.dtype) -> int:

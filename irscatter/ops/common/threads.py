@@ -25,7 +25,9 @@ parts run on.
 
 from __future__ import annotations
 
+import bisect
 import contextvars
+import itertools
 import os
 import threading
 import warnings
@@ -220,4 +222,14 @@ def spans(total: int, count: int) -> list[tuple[int, int]]:
     """`total` split into at most `count` consecutive non-empty ranges of near-equal length."""
     count = max(1, min(count, total))
     bounds = [total * i // count for i in range(count + 1)]
+    return [(lo, hi) for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
+
+
+def weighed_spans(weights: Sequence[int], count: int) -> list[tuple[int, int]]:
+    """The items of `weights` split into at most `count` consecutive non-empty ranges of
+    near-equal total weight (a range of one heavy item may weigh more than a share)."""
+    work = list(itertools.accumulate(weights))
+    total = work[-1] if work else 0
+    ends = [bisect.bisect_left(work, total * i / count) + 1 for i in range(1, count)]
+    bounds = sorted({0, *[min(end, len(work)) for end in ends], len(work)})
     return [(lo, hi) for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
