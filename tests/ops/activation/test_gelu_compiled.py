@@ -75,7 +75,8 @@ def test_the_loops_exponential_and_its_range():
     want = np.exp(-0.5 * t * t)
     inside = -0.5 * t * t >= gelu_kernels.LOWEST
     assert inside[:20001].all() and not inside[-4:].any()
-    assert np.max(np.abs(got[inside] / want[inside] - 1)) < 1e-15
+    # (numpy's own exp differs by CPU within an ulp or two; SLACK is near 1e-12)
+    assert np.max(np.abs(got[inside] / want[inside] - 1)) < 4e-15
     assert (got[~inside] == 0).all() and gelu_kernels._gauss(np.nan) == 0
     x = np.array([edge, -edge, 37.42, -37.42, 38.7, -38.7, 1e10, -1e10, np.inf, -np.inf, np.nan], np.float32)
     np.testing.assert_array_equal(bits(_compiled(x)), bits(_numpy(x)))
