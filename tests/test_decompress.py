@@ -17,6 +17,7 @@ from irscatter.ops.common import accel
 from irscatter.ops.common.decompress import (
     decompress,
     levels_usable,
+    product,
     product_levels,
     product_nibbles,
     split_pairs,
@@ -75,6 +76,41 @@ def test_the_kernels_decompress_every_code_and_scale_as_the_chain_does(want, bac
         wider = scales * np.float32(1.1)
         decompress(codes[1000:1300], 0, np.full(fibers, 7, np.float32), wider, 1000, False, out[:300])
         assert _same(out[:300], (np.arange(256, dtype=np.float32) - 7) * wider[1000:1300, None])
+
+
+@pytest.mark.parametrize("packed", [False, True])
+@pytest.mark.parametrize("sign", [0, 128])
+def test_the_products_multiply_every_value_the_chain_gives(sign, packed):
+    """The products' loops decompress an f16 chain as `code * s - shift * s` in one multiply-add:
+    fed each unit vector, a product of rows of one fiber each gives one column of the weight,
+    and so every code of every row is compared, bit for bit, with `decompress`'s values. Rows:
+    every finite f16 scale (every 16th outside IRSCATTER_EXHAUSTIVE) with the lowest and the
+    highest zero point, so that the differences span -255..255; 4-bit codes (`packed`, sign 8
+    for 128) with zero points 0 and 15."""
+    if not accel.available():
+        pytest.skip("numba is not installed")
+    finite = SCALES[np.isfinite(SCALES)][::1 if EXHAUSTIVE else 16]
+    scales = np.concatenate([finite, finite])
+    top, sign = (15, sign // 16) if packed else (255, sign)
+    shift = np.repeat(np.array([0, top], np.float32), len(finite))
+    codes = np.tile(np.arange(32 if packed else 256) % (top + 1), (len(scales), 1)).astype(np.uint8)
+    weight, out = np.empty(codes.shape, np.float32), np.empty(len(scales), np.float32)
+    with accel.use("numpy"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # products past f16's range are infinite
+        decompress(codes, sign, shift, scales, 0, True, weight)
+    bounded = np.isfinite(weight).all(axis=1)  # (elsewhere 0 times an infinite value makes the sum NaN)
+    assert bounded.mean() > 0.7
+    stored = codes[:, 0::2] | (codes[:, 1::2] << 4) if packed else codes
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for column in range(codes.shape[1]):
+            unit = np.zeros(codes.shape[1], np.float32)
+            unit[column] = 1
+            if packed:
+                product_nibbles(stored, sign, shift, scales, 1, split_pairs(unit), True, out, 0, len(scales))
+            else:
+                product(stored, sign, shift, scales, 1, unit, True, out, 0, len(scales))
+            assert np.array_equal(out[bounded], weight[bounded, column]), column  # (a sum of -0 and +0 is +0)
 
 
 @pytest.mark.parametrize("backend", ["numba", "numpy"])

@@ -182,11 +182,17 @@ def _unpack(fiber, sign, codes):  # pragma: no cover - compiled
         codes[2 * j + 1] = (byte >> np.uint8(4)) ^ flip
 
 
-# The products below may reassociate their sums (and only those: `fastmath` marks the
-# instructions a function generates itself, and the decompression is called, not written
-# here), so that the compiler sums each output in vector lanes.
+# The products below may reassociate their sums and fuse each multiply and add (and only those:
+# `fastmath` marks the instructions a function generates itself, and the decompression is
+# called, not written here), so that the compiler sums each output in vector lanes.
+#
+# A chain in f16 is decompressed as one multiply-add, `code * scale - shift * scale` (`_from`):
+# both products are exact in f32 (a code or shift below 2^9 times an f16 scale's 11 bits), and
+# so is their difference, a multiple of the scale's last unit below 2^19 of it. So the value is
+# `_scaled`'s to the bit (but for the sign of a zero, which a sum that starts at +0 never keeps),
+# with one instruction fewer an element, and the loops are bound by their arithmetic.
 
-@numba.njit(nogil=True, cache=True, fastmath={"reassoc"})
+@numba.njit(nogil=True, cache=True, fastmath={"reassoc", "contract"})
 def product(codes, sign, shift, scale, fibers, x, to_f16, out, lo, hi):  # pragma: no cover - compiled
     """`out[r]` for weight rows r in [lo, hi): the weight's row, decompressed as `to_f32` or
     `to_f16` does (codes [rows * fibers, length], a fiber's zero point and scale), times `x`
@@ -199,6 +205,7 @@ def product(codes, sign, shift, scale, fibers, x, to_f16, out, lo, hi):  # pragm
         for f in range(fibers):
             i, base = r * fibers + f, f * length
             offset, factor, fiber = shift[i], scale[i], codes[i]
+            start = -(offset * factor)
             for line in range(0, length, LINE_BYTES):  # (past the last row, a prefetch is harmless)
                 _prefetch(fiber, line + PREFETCH_BYTES)
             if not to_f16:
@@ -206,14 +213,14 @@ def product(codes, sign, shift, scale, fibers, x, to_f16, out, lo, hi):  # pragm
                     total += _scaled(fiber[j], sign, offset, factor) * x[base + j]
             elif _plain_scale(factor):
                 for j in range(length):
-                    total += _rounded(_scaled(fiber[j], sign, offset, factor), True) * x[base + j]
+                    total += _rounded(_from(fiber[j], sign, start, factor), True) * x[base + j]
             else:
                 for j in range(length):
-                    total += _rounded(_scaled(fiber[j], sign, offset, factor), False) * x[base + j]
+                    total += _rounded(_from(fiber[j], sign, start, factor), False) * x[base + j]
         out[r] = total
 
 
-@numba.njit(nogil=True, cache=True, fastmath={"reassoc"})
+@numba.njit(nogil=True, cache=True, fastmath={"reassoc", "contract"})
 def product_nibbles(packed, sign, shift, scale, fibers, even_x, odd_x, to_f16, out, lo, hi):  # pragma: no cover - compiled
     """As `product`, for codes two to a byte (packed [rows * fibers, length / 2]: a fiber's code
     2j in the low nibble of its byte j, code 2j + 1 in the high one), `even_x` and `odd_x` the
@@ -227,6 +234,7 @@ def product_nibbles(packed, sign, shift, scale, fibers, even_x, odd_x, to_f16, o
         for f in range(fibers):
             i, base = r * fibers + f, f * half
             offset, factor, fiber = shift[i], scale[i], packed[i]
+            start = -(offset * factor)
             for j in range(half):
                 low[j] = (fiber[j] & np.uint8(15)) ^ flip
                 high[j] = (fiber[j] >> np.uint8(4)) ^ flip
@@ -236,12 +244,12 @@ def product_nibbles(packed, sign, shift, scale, fibers, even_x, odd_x, to_f16, o
                         + _scaled(high[j], None, offset, factor) * odd_x[base + j]
             elif _plain_scale(factor):
                 for j in range(half):
-                    total += _rounded(_scaled(low[j], None, offset, factor), True) * even_x[base + j] \
-                        + _rounded(_scaled(high[j], None, offset, factor), True) * odd_x[base + j]
+                    total += _rounded(_from(low[j], None, start, factor), True) * even_x[base + j] \
+                        + _rounded(_from(high[j], None, start, factor), True) * odd_x[base + j]
             else:
                 for j in range(half):
-                    total += _rounded(_scaled(low[j], None, offset, factor), False) * even_x[base + j] \
-                        + _rounded(_scaled(high[j], None, offset, factor), False) * odd_x[base + j]
+                    total += _rounded(_from(low[j], None, start, factor), False) * even_x[base + j] \
+                        + _rounded(_from(high[j], None, start, factor), False) * odd_x[base + j]
         out[r] = total
 
 
@@ -251,3 +259,12 @@ def _scaled(code, sign, offset, factor):  # pragma: no cover - compiled
     if sign is None:
         return (np.float32(code) - offset) * factor
     return (np.float32(np.int32(code) ^ sign) - offset) * factor
+
+
+@numba.njit(nogil=True, cache=True, fastmath={"contract"})
+def _from(code, sign, start, factor):  # pragma: no cover - compiled
+    """`_scaled` for an f16 `factor`, as `code * factor + start` (`start` = -(shift * factor)):
+    the same value, every step exact (see above the products)."""
+    if sign is None:
+        return np.float32(code) * factor + start
+    return np.float32(np.int32(code) ^ sign) * factor + start
