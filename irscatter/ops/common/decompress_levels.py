@@ -8,10 +8,9 @@ permute instruction (`vpermps`) then looks up sixteen codes, where the arithmeti
 converts every code to f32, subtracts, multiplies and rounds it. numba has no vector type, so
 the loops are written in LLVM's IR here: per fiber, its values in a register; per 16 bytes,
 the values of the low and of the high nibbles. A product (`_row_dot`) multiplies them by the
-activation's elements of even and of odd index and sums them in two registers of 16 lanes,
-whose lanes are added at the end of the row: each product of a value and an activation is
-rounded to f32 before it is added, as in the arithmetic route; only the order of the sums
-differs. Decoding (`_fibers_decoded`) interleaves the two and stores them in the codes' order.
+activation's elements of even and of odd index and adds them to two registers of 16 lanes in
+one fused multiply-add each, as the arithmetic route's loops fuse theirs; the lanes are added
+at the end of the row, so only the order of the sums differs. Decoding (`_fibers_decoded`) interleaves the two and stores them in the codes' order.
 """
 
 from __future__ import annotations
@@ -109,10 +108,11 @@ def _row_dot_codegen(context, builder, signature, args):  # pragma: no cover - c
     shifts, scales = (builder.gep(shared.data(k, _F32), [first_fiber]) for k in (3, 4))
     even_x, odd_x = shared.data(5, _F32), shared.data(6, _F32)
     sums = [cgutils.alloca_once_value(builder, ir.Constant(_FLOATS, [0.0] * _LANES)) for _ in range(2)]
+    fused = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_FLOATS, [_FLOATS] * 3), "llvm.fma.v16f32")
     for low, high, at in shared.each_block(fibers, half, shared.data(2, _F32), shifts, scales, codes, to_f16):
         for total, values, x in zip(sums, (low, high), (even_x, odd_x)):
-            product = builder.fmul(values, _vector_at(builder, x, at, _FLOATS, 4))
-            builder.store(builder.fadd(builder.load(total), product), total)
+            added = builder.call(fused, [values, _vector_at(builder, x, at, _FLOATS, 4), builder.load(total)])
+            builder.store(added, total)
     return _lanes_summed(builder, builder.fadd(builder.load(sums[0]), builder.load(sums[1])))
 
 
