@@ -190,7 +190,7 @@ def _unpack(fiber, sign, codes):  # pragma: no cover - compiled
 # both products are exact in f32 (a code or shift below 2^9 times an f16 scale's 11 bits), and
 # so is their difference, a multiple of the scale's last unit below 2^19 of it. So the value is
 # `_scaled`'s to the bit (but for the sign of a zero, which a sum that starts at +0 never keeps),
-# with one instruction fewer an element, and the loops are bound by their arithmetic.
+# with one instruction fewer an element: on a core, the loop's time is its instructions'.
 
 @numba.njit(nogil=True, cache=True, fastmath={"reassoc", "contract"})
 def product(codes, sign, shift, scale, fibers, x, to_f16, out, lo, hi):  # pragma: no cover - compiled

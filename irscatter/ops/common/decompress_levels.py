@@ -10,7 +10,8 @@ the loops are written in LLVM's IR here: per fiber, its values in a register; pe
 the values of the low and of the high nibbles. A product (`_row_dot`) multiplies them by the
 activation's elements of even and of odd index and adds them to two registers of 16 lanes in
 one fused multiply-add each, as the arithmetic route's loops fuse theirs; the lanes are added
-at the end of the row, so only the order of the sums differs. Decoding (`_fibers_decoded`) interleaves the two and stores them in the codes' order.
+at the end of the row, so only the order of the sums differs. Decoding (`_fibers_decoded`)
+interleaves the two and stores them in the codes' order.
 """
 
 from __future__ import annotations
