@@ -33,6 +33,8 @@ class GatherAttrs(OpAttrs):
 def gather_with_zero_fill(data: np.ndarray, indices: np.ndarray, axis: int, batch_dims: int,
                           port: str) -> np.ndarray:
     b = batch_dims
+    if b == 0 and _takes_every_slice_in_order(indices, data.shape[axis]):
+        return data.view()  # (a stateful decoder's beam reordering of one beam, on its whole cache each step)
     if b == 0 and (indices.dtype.kind == "i" or indices.dtype.itemsize < 8):  # u64 would wrap in np.take
         try:  # every index in [-size, size): np.take counts a negative one from the end, as Gather does
             return np.asarray(np.take(data, indices, axis=axis))
@@ -54,6 +56,14 @@ def gather_with_zero_fill(data: np.ndarray, indices: np.ndarray, axis: int, batc
     if not valid.all():
         out = np.where(valid[:, None, :, None], out, np.zeros((), dtype=out.dtype))
     return out.reshape(batch + outer + indices.shape[b:] + inner)
+
+
+def _takes_every_slice_in_order(indices: np.ndarray, size: int) -> bool:
+    """Whether `indices` is 0, 1, ..., size - 1 (1-D): the gather is then its data, given as a
+    view, which the run's ownership rule (`ops/common/buffers.py`) never writes through."""
+    if indices.ndim != 1 or indices.size != size or size == 0:
+        return False
+    return bool(indices[0] == 0 and indices[-1] == size - 1) and bool(np.array_equal(indices, np.arange(size)))
 
 
 class Gather1(Op):
