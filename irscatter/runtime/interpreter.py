@@ -304,6 +304,8 @@ class CompiledModel:
         if any(not isinstance(a, np.ndarray) for a in args):
             return
         args = args[:getattr(step.compute, "layer_inputs", len(args))]  # (a fused step reads more than its layer)
+        if not args:  # (a fused step that explains its own failures)
+            return
         try:
             self._graph.op(step.layer.id).infer(*(TensorInfo.of(a) for a in args))
         except IRError as e:

@@ -30,6 +30,7 @@ from irscatter.runtime.compressed import fuse_compressed, watched_step
 from irscatter.runtime.epilogues import fuse_epilogues
 from irscatter.runtime.folding import FoldPlan, keep_once, readers_of
 from irscatter.runtime.graph_view import BOUNDARY
+from irscatter.runtime.grouped_attention import fuse_grouped_attention
 from irscatter.runtime.ports import InputSpec, OutputSpec
 
 
@@ -194,15 +195,20 @@ def _plan_folding(plan: Plan, analysis: Analysis, infos: dict[int, TensorInfo],
 
 def _fuse_epilogues(plan: Plan, analysis: Analysis, infos: dict[int, TensorInfo],
                     readers: dict[int, list[int]]) -> None:
-    """The chains of element-wise layers a plain run takes as one step (runtime/epilogues.py: a
-    convolution's bias and activation, per-channel scales and biases, residual sums, a MatMul's
-    bias), beside what folding and the compressed weights already replace."""
+    """The steps a plain run takes fused, beside what folding and the compressed weights already
+    replace: chains of element-wise layers as one step (runtime/epilogues.py: a convolution's
+    bias and activation, per-channel scales and biases, residual sums, a MatMul's bias), then
+    attention over grouped key-value heads without the Reshapes that copy them
+    (runtime/grouped_attention.py)."""
     fold = plan.fold
     taken = set(fold.skipped) | set(fold.replaced) | set(fold.once)
-    fusion = fuse_epilogues(plan.steps, analysis.ops, infos, {s for s, _ in plan.const_slots} | set(fold.kept),
-                            set(plan.output_slots), taken, readers)
-    if fusion.steps:
-        plan.fold = replace(fold, skipped=fold.skipped | fusion.skipped, replaced={**fold.replaced, **fusion.steps})
+    output_slots = set(plan.output_slots)
+    for fusion in (fuse_epilogues(plan.steps, analysis.ops, infos, {s for s, _ in plan.const_slots} | set(fold.kept),
+                                  output_slots, taken, readers),
+                   fuse_grouped_attention(plan.steps, analysis.ops, infos, output_slots, taken, readers)):
+        if fusion.steps:
+            fold = replace(fold, skipped=fold.skipped | fusion.skipped, replaced={**fold.replaced, **fusion.steps})
+    plan.fold = fold
 
 
 class _SlotBytes(Mapping[int, "int | None"]):
