@@ -26,6 +26,8 @@ from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Layer, Model, output_name
 from irscatter.ir.topology import Source
 from irscatter.ops.base import Op, TensorInfo
+from irscatter.ops.movement.concat import Concat
+from irscatter.ops.state.assign import Assign
 from irscatter.runtime.compressed import fuse_compressed, watched_step
 from irscatter.runtime.epilogues import fuse_epilogues
 from irscatter.runtime.folding import FoldPlan, keep_once, readers_of
@@ -95,6 +97,7 @@ class Plan:
                    outputs=outputs, output_slots=output_slots,
                    is_static=all(spec.shape.is_static and spec.etype is not ElementType.dynamic for spec in inputs))
         plan.steps = _steps(plan, analysis)
+        _mark_growing_caches(plan.steps, analysis.ops)
         slot_infos = {slot: info for key, slot in slot_of.items() if (info := infos.get(key)) is not None}
         readers = readers_of(plan.steps)
         plan.fold = _plan_folding(plan, analysis, slot_infos, readers)
@@ -176,6 +179,17 @@ def _steps(plan: Plan, analysis: Analysis) -> list[Step]:
                                   if pos < len(inputs) and inputs[pos] in param_input)
         steps.append(step)
     return steps
+
+
+def _mark_growing_caches(steps: list[Step], ops: Mapping[int, Op]) -> None:
+    """A Concat of two inputs whose output an Assign writes to its variable (a KV cache: the
+    past rows and the new ones) keeps room to grow (`Concat.grows`, `ops/common/growth.py`)."""
+    producer = {slot: step for step in steps for slot in step.outputs}
+    for step in steps:
+        if isinstance(ops[step.layer.id], Assign) and step.inputs:
+            source = producer.get(step.inputs[0])
+            if source is not None and len(source.inputs) == 2 and isinstance(concat := ops[source.layer.id], Concat):
+                concat.grows = True
 
 
 def _plan_folding(plan: Plan, analysis: Analysis, infos: dict[int, TensorInfo],

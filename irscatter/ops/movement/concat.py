@@ -1,4 +1,8 @@
 """Concat-1: inputs joined along `axis`; every other dimension must agree.
+
+A Concat the plan marks `grows` (two inputs, its output a variable's next value: a KV cache)
+keeps its result in a buffer with room to grow, so that the next step appends to it instead of
+copying it whole (`ops/common/growth.py`).
 """
 
 from __future__ import annotations
@@ -9,6 +13,7 @@ from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.ops.base import Op, OpAttrs, TensorInfo, check, fail
+from irscatter.ops.common import growth
 from irscatter.ops.common.axes import normalized_axis
 from irscatter.ops.registry import register
 
@@ -28,6 +33,7 @@ class Concat(Op):
     attrs: ConcatAttrs
     inputs = ("inputs",)
     variadic = True
+    grows = False  # set by the plan (`runtime/plan.py`) where the output is a variable's next value
 
     def infer(self, *parts: TensorInfo) -> TensorInfo:
         etypes = {p.etype for p in parts} - {ElementType.dynamic}
@@ -56,6 +62,12 @@ class Concat(Op):
 
     def compute(self, *parts: np.ndarray) -> np.ndarray:
         a = normalized_axis(self.attrs.axis, parts[0].ndim, port=self.port("axis"), at_runtime=True)
+        if self.grows and len(parts) == 2:
+            joined = growth.appended(parts[0], parts[1], a)
+            if joined is None:
+                joined = growth.grown(parts[0], parts[1], a)
+            if joined is not None:
+                return joined
         try:
             return np.concatenate(parts, axis=a)
         except ValueError as e:

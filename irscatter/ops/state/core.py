@@ -19,6 +19,7 @@ from irscatter.errors import ExecutionError
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import PartialShape
 from irscatter.ops import context
+from irscatter.ops.common import growth
 
 
 @dataclass(frozen=True)
@@ -44,8 +45,9 @@ class Variables:
 
     def stage(self, variable_id: str, value: np.ndarray) -> None:
         # A copy: the value may be a buffer the interpreter reuses later in the run, or a fed
-        # array the caller still owns.
-        self.staged[variable_id] = np.array(value, copy=True)
+        # array the caller still owns; but not of a growing cache's view, which nothing writes
+        # (`ops/common/growth.py`).
+        self.staged[variable_id] = value if growth.holds(value) else np.array(value, copy=True)
 
     def commit(self) -> None:
         self.values.update(self.staged)
