@@ -40,7 +40,9 @@ class _Buffer:
     used: int  # how far along the axis the longest view handed out reaches
 
 
-_lock = threading.Lock()
+# Reentrant: a buffer freed while the lock is held (by a collection that an allocation under it
+# sets off) calls `_forget` on the same thread.
+_lock = threading.RLock()
 _buffers: dict[int, _Buffer] = {}  # by id of the buffer, removed when the buffer is freed
 
 
@@ -74,9 +76,9 @@ def grown(first: np.ndarray, second: np.ndarray, axis: int) -> np.ndarray | None
     owner = np.empty(shape, first.dtype)
     owner[_along(axis, 0, start, owner.ndim)] = first
     owner[_along(axis, start, end, owner.ndim)] = second
-    key = id(owner)
+    key, record = id(owner), _Buffer(axis, end)
     with _lock:
-        _buffers[key] = _Buffer(axis, end)
+        _buffers[key] = record
     weakref.finalize(owner, _forget, key)
     return _view(owner, axis, end)
 
