@@ -129,6 +129,23 @@ def test_heads_not_repeated_are_reshaped_as_written(tmp_path, monkeypatch):
     assert taken == [False]
 
 
+@pytest.mark.parametrize("mask_shape", [(2, 7), (1, HEADS, 3, 4)])
+def test_masks_that_do_not_fit_fail_as_written(tmp_path, monkeypatch, mask_shape):
+    """A mask that does not broadcast to the logits [1, H, L, S]: the layers as written refuse
+    it, in the words of a watched run."""
+    compiled = irscatter.compile_model(_model(tmp_path, "float-2d" if len(mask_shape) == 2 else "float-heads"))
+    taken = _counted(monkeypatch)
+    feeds = _feeds("none", 2, 4, np.float32)
+    feeds["mask"] = np.zeros(mask_shape, np.float32)
+    errors = []
+    for hook in (None, lambda layer, inputs, outputs: None):
+        with pytest.raises(IRError) as raised:
+            compiled.run(feeds, hook=hook)
+        errors.append(raised.value)
+    assert str(errors[0]) == str(errors[1]) and errors[0].label == "sdpa-mask-shape"
+    assert True not in taken  # (the shapes a run is fed may be refused before the attention runs)
+
+
 @pytest.mark.parametrize("pattern, label, layer", [((0, KV, -1, WIDTH), "sdpa-batch", '"attention"'),
                                                    ((0, HEADS, 5, WIDTH), "reshape-pattern", '"key_reshape"')])
 def test_other_patterns_fail_as_the_layers_as_written_do(tmp_path, monkeypatch, pattern, label, layer):

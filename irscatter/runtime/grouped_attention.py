@@ -156,15 +156,15 @@ def _grouped_mask(mask: np.ndarray, logits: tuple[int, int, int, int], kv_heads:
                   group: int) -> np.ndarray | None:
     """The mask for logits [B, Hkv, G, L, S], from one for [B, H, L, S], where its meaning is
     plain; None where it is not (the layers as written then check it)."""
-    if mask.ndim in (0, 2):
-        return mask
-    if mask.ndim != 4:
+    if mask.ndim not in (0, 2, 4):
         return None
     try:
         if np.broadcast_shapes(logits, mask.shape) != logits:
             return None
     except ValueError:
         return None
+    if mask.ndim < 4:
+        return mask
     if mask.shape[1] == 1:
         return mask[:, :, None]
     return _viewed(mask, (mask.shape[0], kv_heads, group, *mask.shape[2:]))
