@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import irscatter
+from irscatter import limits
 from irscatter.ops.common import growth
 from irscatter.ops.movement.concat import Concat
 
@@ -47,6 +48,14 @@ def test_a_view_that_is_not_the_longest_does_not_append():
 def test_parts_that_do_not_join_alone_are_left_to_concatenate(second):
     first = growth.grown(np.zeros((2, 3), np.float32), np.ones((1, 3), np.float32), 0)
     assert growth.appended(first, second, 0) is None and growth.grown(first, second, 0) is None
+
+
+def test_no_room_past_the_limits():
+    """A buffer whose room would pass the limit on a tensor's size is not made (the plain join
+    then makes the result alone, within the limit)."""
+    with limits.using(tensor_bytes=200):
+        assert growth.grown(np.zeros((4, 3), np.float32), np.ones((1, 3), np.float32), 0) is None
+    assert growth.grown(np.zeros((4, 3), np.float32), np.ones((1, 3), np.float32), 0) is not None
 
 
 def test_a_freed_buffer_is_forgotten():

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from irscatter.limits import tensor_size_problem
+
 # Room a new buffer keeps beyond its first content, as a share of that content (and at least
 # MIN_ROOM rows): a regrowth copies the content again, so room in proportion keeps the copies
 # to a constant share of a generation's appends.
@@ -67,12 +69,15 @@ def appended(first: np.ndarray, second: np.ndarray, axis: int) -> np.ndarray | N
 def grown(first: np.ndarray, second: np.ndarray, axis: int) -> np.ndarray | None:
     """`first` and `second` joined along `axis` in a new buffer with room to grow, as a
     read-only view; None where they do not join as np.concatenate would join them alone (other
-    ranks, shapes or types: its error is then the caller's)."""
+    ranks, shapes or types: its error is then the caller's), or where the buffer would pass
+    `irscatter.limits`."""
     if not _fits(first, second, axis):
         return None
     start, end = first.shape[axis], first.shape[axis] + second.shape[axis]
     shape = list(first.shape)
     shape[axis] = end + max(end // ROOM_SHARE, MIN_ROOM)
+    if tensor_size_problem(shape, first.itemsize) is not None:
+        return None  # (room past the limits on a tensor's size: the plain join, as large as the result)
     owner = np.empty(shape, first.dtype)
     owner[_along(axis, 0, start, owner.ndim)] = first
     owner[_along(axis, start, end, owner.ndim)] = second
