@@ -87,7 +87,7 @@ def test_the_stateful_decoder_runs_as_with_copies(monkeypatch):
     marked = [step.compute.__self__ for step in growing.plan.steps
               if isinstance(getattr(step.compute, "__self__", None), Concat) and step.compute.__self__.grows]
     assert len(marked) == 2
-    monkeypatch.setattr("irscatter.runtime.plan._mark_growing_caches", lambda steps, ops: None)
+    monkeypatch.setattr("irscatter.runtime.plan._mark_growing_caches", lambda steps, ops, producers: None)
     copying = irscatter.compile_model(DECODER / "model.xml")
     want = _steps(copying, feeds)
     assert _steps(growing, feeds) == want

@@ -43,6 +43,11 @@ class FoldPlan:
     replaced: dict[int, Any] = field(default_factory=dict)
 
 
+def producers_of(steps: Sequence[_Step]) -> dict[int, int]:
+    """The position of the step that writes each slot."""
+    return {slot: i for i, step in enumerate(steps) for slot in step.outputs}
+
+
 def readers_of(steps: Sequence[_Step]) -> dict[int, list[int]]:
     """The positions of the steps that read each slot."""
     found: dict[int, list[int]] = {}

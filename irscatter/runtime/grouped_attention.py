@@ -42,18 +42,32 @@ from irscatter.runtime.epilogues import Fusion
 
 
 def fuse_grouped_attention(steps: Sequence[Any], ops: Mapping[int, Op], infos: Mapping[int, TensorInfo],
-                           result_slots: set[int], taken: set[int], readers: Mapping[int, list[int]]) -> Fusion:
+                           result_slots: set[int], taken: set[int], producers: Mapping[int, int],
+                           readers: Mapping[int, list[int]]) -> Fusion:
     """The attention steps a plain run takes over grouped heads (see the module doc); `taken`:
     positions some other plan already replaces or leaves out (this adds those it takes)."""
-    producer = {slot: i for i, step in enumerate(steps) for slot in step.outputs}
+
+    def merge(slot: int, reader: int) -> int | None:
+        """The position of the Reshape to rank 4 (from rank 5, or a rank inference could not
+        tell) that makes `slot` for the step at `reader` alone, if one does."""
+        position = producers.get(slot)
+        if position is None or position in taken or slot in result_slots or readers.get(slot) != [reader]:
+            return None
+        step = steps[position]
+        if not isinstance(ops[step.layer.id], Reshape) or len(step.inputs) != 2:
+            return None
+        data, out = infos.get(step.inputs[0]), infos.get(slot)  # (a Broadcast to a computed shape: rank unknown)
+        if data is None or out is None or not out.shape.rank_is_static or out.shape.rank != 4:
+            return None
+        return position if not data.shape.rank_is_static or data.shape.rank == 5 else None
+
     fused: dict[int, Any] = {}
     skipped: set[int] = set()
     for i, step in enumerate(steps):
         attention = ops[step.layer.id]
         if i in taken or not isinstance(attention, ScaledDotProductAttention) or len(step.inputs) < 3:
             continue
-        key = _merge(step.inputs[1], i, steps, ops, infos, producer, result_slots, taken, readers)
-        value = _merge(step.inputs[2], i, steps, ops, infos, producer, result_slots, taken, readers)
+        key, value = merge(step.inputs[1], i), merge(step.inputs[2], i)
         if key is None or value is None or key == value:
             continue
         reshapes = [(cast(Reshape, ops[steps[p].layer.id]), steps[p].layer) for p in (key, value)]
@@ -66,31 +80,9 @@ def fuse_grouped_attention(steps: Sequence[Any], ops: Mapping[int, Op], infos: M
     return Fusion(fused, frozenset(skipped))
 
 
-def _merge(slot: int, reader: int, steps: Sequence[Any], ops: Mapping[int, Op], infos: Mapping[int, TensorInfo],
-           producer: Mapping[int, int], result_slots: set[int], taken: set[int],
-           readers: Mapping[int, list[int]]) -> int | None:
-    """The position of the Reshape to rank 4 (from rank 5, or a rank inference could not tell)
-    that makes `slot` for the step at `reader` alone, if one does."""
-    position = producer.get(slot)
-    if position is None or position in taken or slot in result_slots or readers.get(slot) != [reader]:
-        return None
-    step = steps[position]
-    if not isinstance(ops[step.layer.id], Reshape) or len(step.inputs) != 2:
-        return None
-    data, out = infos.get(step.inputs[0]), infos.get(slot)  # (a Broadcast to a computed shape: rank unknown)
-    if data is None or out is None or not out.shape.rank_is_static or out.shape.rank != 4:
-        return None
-    return position if not data.shape.rank_is_static or data.shape.rank == 5 else None
-
-
 class GroupedAttention:
     """The fused step's kernel: (query, key's Broadcast, key's pattern, value's Broadcast,
     value's pattern, then the attention's mask and scale, where it has them)."""
-
-    # The attention's own inputs are not the first of the step's: a failure of numpy's is
-    # explained here, by the attention's inference on the arrays the layers as written make,
-    # rather than by the run loop's (`CompiledModel._explain`), which reads none of them.
-    layer_inputs = 0
 
     def __init__(self, attention: ScaledDotProductAttention, reshapes: list[tuple[Reshape, Any]]) -> None:
         self.attention, self.reshapes = attention, reshapes
@@ -100,13 +92,13 @@ class GroupedAttention:
         grouped = self._grouped(query, [(key, key_pattern), (value, value_pattern)], rest)
         if grouped is not None:
             return grouped
-        key, value = (self._as_written(k, data, pattern)
-                      for k, (data, pattern) in enumerate(((key, key_pattern), (value, value_pattern))))
-        try:
-            return self.attention.compute(query, key, value, *rest)
-        except (ValueError, IndexError, TypeError):
-            self.attention.infer(*(TensorInfo.of(a) for a in (query, key, value, *rest)))  # (raises what does not fit)
-            raise
+        return self.attention.compute(*self.layer_arguments([query, key, key_pattern, value, value_pattern, *rest]))
+
+    def layer_arguments(self, args: list[Any]) -> list[Any]:
+        """The attention's own inputs, from the step's: the Reshapes run as written (what the run
+        loop's `CompiledModel._explain` infers on when a kernel fails with one of numpy's errors)."""
+        query, key, key_pattern, value, value_pattern, *rest = args
+        return [query, self._as_written(0, key, key_pattern), self._as_written(1, value, value_pattern), *rest]
 
     def _grouped(self, query: np.ndarray, operands: list[tuple[np.ndarray, np.ndarray]],
                  rest: tuple[np.ndarray, ...]) -> np.ndarray | None:

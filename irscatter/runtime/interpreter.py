@@ -303,9 +303,8 @@ class CompiledModel:
         inference accepts them, the failure is irscatter's own, and the caller re-raises it."""
         if any(not isinstance(a, np.ndarray) for a in args):
             return
-        args = args[:getattr(step.compute, "layer_inputs", len(args))]  # (a fused step reads more than its layer)
-        if not args:  # (a fused step that explains its own failures)
-            return
+        given = getattr(step.compute, "layer_arguments", None)  # (a fused step reads more than its layer, or others)
+        args = given(args) if given is not None else args[:getattr(step.compute, "layer_inputs", len(args))]
         try:
             self._graph.op(step.layer.id).infer(*(TensorInfo.of(a) for a in args))
         except IRError as e:

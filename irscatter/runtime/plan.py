@@ -30,7 +30,7 @@ from irscatter.ops.movement.concat import Concat
 from irscatter.ops.state.assign import Assign
 from irscatter.runtime.compressed import fuse_compressed, watched_step
 from irscatter.runtime.epilogues import fuse_epilogues
-from irscatter.runtime.folding import FoldPlan, keep_once, readers_of
+from irscatter.runtime.folding import FoldPlan, keep_once, producers_of, readers_of
 from irscatter.runtime.graph_view import BOUNDARY
 from irscatter.runtime.grouped_attention import fuse_grouped_attention
 from irscatter.runtime.ports import InputSpec, OutputSpec
@@ -97,11 +97,11 @@ class Plan:
                    outputs=outputs, output_slots=output_slots,
                    is_static=all(spec.shape.is_static and spec.etype is not ElementType.dynamic for spec in inputs))
         plan.steps = _steps(plan, analysis)
-        _mark_growing_caches(plan.steps, analysis.ops)
+        producers, readers = producers_of(plan.steps), readers_of(plan.steps)
+        _mark_growing_caches(plan.steps, analysis.ops, producers)
         slot_infos = {slot: info for key, slot in slot_of.items() if (info := infos.get(key)) is not None}
-        readers = readers_of(plan.steps)
         plan.fold = _plan_folding(plan, analysis, slot_infos, readers)
-        _fuse_epilogues(plan, analysis, slot_infos, readers)
+        _fuse_steps(plan, analysis, slot_infos, producers, readers)
         plan.run_steps = [plan.fold.replaced.get(i, step) for i, step in enumerate(plan.steps)
                           if i not in plan.fold.skipped]
         plan.watched_steps = [watched_step(step, plan.fold.replaced.get(i)) for i, step in enumerate(plan.steps)] \
@@ -181,14 +181,13 @@ def _steps(plan: Plan, analysis: Analysis) -> list[Step]:
     return steps
 
 
-def _mark_growing_caches(steps: list[Step], ops: Mapping[int, Op]) -> None:
+def _mark_growing_caches(steps: list[Step], ops: Mapping[int, Op], producers: Mapping[int, int]) -> None:
     """A Concat of two inputs whose output an Assign writes to its variable (a KV cache: the
     past rows and the new ones) keeps room to grow (`Concat.grows`, `ops/common/growth.py`)."""
-    producer = {slot: step for step in steps for slot in step.outputs}
     for step in steps:
-        if isinstance(ops[step.layer.id], Assign) and step.inputs:
-            source = producer.get(step.inputs[0])
-            if source is not None and len(source.inputs) == 2 and isinstance(concat := ops[source.layer.id], Concat):
+        if isinstance(ops[step.layer.id], Assign) and step.inputs and (at := producers.get(step.inputs[0])) is not None:
+            source = steps[at]
+            if len(source.inputs) == 2 and isinstance(concat := ops[source.layer.id], Concat):
                 concat.grows = True
 
 
@@ -207,8 +206,8 @@ def _plan_folding(plan: Plan, analysis: Analysis, infos: dict[int, TensorInfo],
                                 budget - fused.cost))
 
 
-def _fuse_epilogues(plan: Plan, analysis: Analysis, infos: dict[int, TensorInfo],
-                    readers: dict[int, list[int]]) -> None:
+def _fuse_steps(plan: Plan, analysis: Analysis, infos: dict[int, TensorInfo], producers: dict[int, int],
+                readers: dict[int, list[int]]) -> None:
     """The steps a plain run takes fused, beside what folding and the compressed weights already
     replace: chains of element-wise layers as one step (runtime/epilogues.py: a convolution's
     bias and activation, per-channel scales and biases, residual sums, a MatMul's bias), then
@@ -219,7 +218,7 @@ def _fuse_epilogues(plan: Plan, analysis: Analysis, infos: dict[int, TensorInfo]
     output_slots = set(plan.output_slots)
     for fusion in (fuse_epilogues(plan.steps, analysis.ops, infos, {s for s, _ in plan.const_slots} | set(fold.kept),
                                   output_slots, taken, readers),
-                   fuse_grouped_attention(plan.steps, analysis.ops, infos, output_slots, taken, readers)):
+                   fuse_grouped_attention(plan.steps, analysis.ops, infos, output_slots, taken, producers, readers)):
         if fusion.steps:
             fold = replace(fold, skipped=fold.skipped | fusion.skipped, replaced={**fold.replaced, **fusion.steps})
     plan.fold = fold

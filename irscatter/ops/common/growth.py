@@ -101,15 +101,20 @@ def _forget(key: int) -> None:
 
 
 def _fits(first: np.ndarray, second: np.ndarray, axis: int) -> bool:
-    return (first.ndim == second.ndim and first.dtype == second.dtype and 0 <= axis < first.ndim
-            and all(a == b for d, (a, b) in enumerate(zip(first.shape, second.shape)) if d != axis))
+    return first.ndim == second.ndim and first.dtype == second.dtype and 0 <= axis < first.ndim \
+        and _alike_beside(first.shape, second.shape, axis)
 
 
 def _prefix(view: np.ndarray, owner: np.ndarray, axis: int) -> bool:
     """Whether `view` starts where `owner` does and steps through it as `owner` does."""
     return (view.__array_interface__["data"][0] == owner.__array_interface__["data"][0]
             and view.strides == owner.strides and view.dtype == owner.dtype
-            and all(a == b for d, (a, b) in enumerate(zip(view.shape, owner.shape)) if d != axis))
+            and _alike_beside(view.shape, owner.shape, axis))
+
+
+def _alike_beside(one: tuple[int, ...], other: tuple[int, ...], axis: int) -> bool:
+    """Whether two shapes of one rank agree but along `axis`."""
+    return all(a == b for d, (a, b) in enumerate(zip(one, other)) if d != axis)
 
 
 def _along(axis: int, start: int, end: int, ndim: int) -> tuple[slice, ...]:
