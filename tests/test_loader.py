@@ -78,10 +78,14 @@ def _matmul_by_weight_at(tmp_path, offset: int, weight: np.ndarray):
     return irscatter.read_model(write(tmp_path, xml, bytes(offset) + weight.tobytes()))
 
 
-def test_a_weight_at_a_misaligned_offset_is_copied_once_to_an_aligned_array(tmp_path):
+def test_a_weight_at_a_misaligned_offset_is_copied_once_to_an_aligned_array(tmp_path, monkeypatch):
     """An f32 weight at an offset of 1 mod 4 is no aligned view of the .bin: numpy's matmul
-    would leave BLAS for its slow loop on every run. The Const's value is an aligned copy, made
-    once, read-only like the views; MatMul's answer is that of aligned operands, bit for bit."""
+    would leave BLAS for its slow loop on every run. Where BLAS cannot be called on it directly
+    (`direct_blas.py`), the Const's value is an aligned copy, made once, read-only like the
+    views; MatMul's answer is that of aligned operands, bit for bit."""
+    from irscatter.ops.common import direct_blas
+
+    monkeypatch.setattr(direct_blas, "available", lambda dtype: False)
     weight = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
     model = _matmul_by_weight_at(tmp_path, 5, weight)
     compiled = model.compile()
@@ -180,9 +184,11 @@ def test_a_weights_file_cut_short_before_its_first_read_is_one_clear_error(tmp_p
 
 
 def test_the_large_weights_of_a_first_run_are_decoded_on_the_threads(tmp_path, monkeypatch):
-    """Shares of their bytes, side by side; the run's answer is the one of the weights as they are."""
-    from irscatter.ops.common import threads
+    """Shares of their bytes, side by side, where their copies are made; the run's answer is the
+    one of the weights as they are."""
+    from irscatter.ops.common import direct_blas, threads
 
+    monkeypatch.setattr(direct_blas, "available", lambda dtype: False)  # (else the products read them where they lie)
     monkeypatch.setattr(threads, "_policy", "split")
     monkeypatch.setattr(threads, "CORES", max(threads.CORES, 2))
     size = 512 * 512 * 4

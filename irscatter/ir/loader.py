@@ -191,23 +191,31 @@ class ConstData:
     """The bytes of one Const inside the weights buffer; decoded on first use, then cached.
     `file`: the weights file the buffer maps, when it is one."""
 
-    __slots__ = ("buffer", "offset", "size", "etype", "shape", "file", "_value")
+    __slots__ = ("buffer", "offset", "size", "etype", "shape", "file", "_value", "_view")
 
     def __init__(self, buffer: np.ndarray, offset: int, size: int, etype: ElementType, shape: tuple[int, ...]):
         self.buffer, self.offset, self.size, self.etype, self.shape = buffer, offset, size, etype, shape
         self.file: WeightsFile | None = None
         self._value: np.ndarray | None = None
+        self._view: np.ndarray | None = None
 
     def raw(self) -> np.ndarray:
         """The Const's bytes as the weights hold them (a read-only view: packed types stay packed)."""
         nbytes = self.size if self.etype is ElementType.string else self.etype.nbytes(math.prod(self.shape))
         return self.buffer[self.offset : self.offset + nbytes]
 
-    def value(self) -> np.ndarray:
+    def value(self, aligned: bool = True) -> np.ndarray:
         """The decoded array, read-only: a view of the weights where their offset suits the
         element type, else a copy made once. numpy's matmul, and its ufuncs, take a slow path
         on every run for a misaligned array (matmul leaves BLAS), and writers of IR put
-        weights at any byte offset."""
+        weights at any byte offset. Not `aligned`: the view wherever it lies (for readers
+        that take misaligned arrays at full speed), unless the copy is made already."""
+        if not aligned and self._value is None:
+            if self._view is None:
+                view = decode(self.raw(), self.etype, self.shape)
+                view.flags.writeable = False
+                self._view = view
+            return self._view
         if self._value is None:
             value = decode(self.raw(), self.etype, self.shape)
             if not value.flags.aligned:

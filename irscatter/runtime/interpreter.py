@@ -446,6 +446,7 @@ class CompiledModel:
         values: list[Any] = [None] * plan.n_slots
         for slot, array in zip(plan.param_slots, bound):
             values[slot] = array
+        self._consts.start_run()
         for slot, array in self._consts.arrays():
             values[slot] = array
         return values

@@ -79,6 +79,9 @@ class Plan:
     watched_steps: list[Step] = field(default_factory=list)
     # Every input has a static shape and element type: a run never infers again.
     is_static: bool = True
+    # The f32/f64 Consts whose readers all take a misaligned array at full speed: they are
+    # read where the `.bin` holds them, whatever their offset (`runtime/consts.py`).
+    misaligned_ok: frozenset[int] = frozenset()
 
     @classmethod
     def of(cls, model: Model, analysis: Analysis) -> Plan:
@@ -98,6 +101,7 @@ class Plan:
                    is_static=all(spec.shape.is_static and spec.etype is not ElementType.dynamic for spec in inputs))
         plan.steps = _steps(plan, analysis)
         producers, readers = producers_of(plan.steps), readers_of(plan.steps)
+        plan.misaligned_ok = _misaligned_ok(plan, readers)
         _mark_growing_caches(plan.steps, analysis.ops, producers)
         slot_infos = {slot: info for key, slot in slot_of.items() if (info := infos.get(key)) is not None}
         plan.fold = _plan_folding(plan, analysis, slot_infos, readers)
@@ -179,6 +183,27 @@ def _steps(plan: Plan, analysis: Analysis) -> list[Step]:
                                   if pos < len(inputs) and inputs[pos] in param_input)
         steps.append(step)
     return steps
+
+
+# What reads a misaligned weight at full speed: a MatMul's product (`products.product` gives it
+# to BLAS directly) and a Gather of some of its rows (a table lookup copies what it takes).
+_MISALIGNED_READERS = {"MatMul": (0, 1), "Gather": (0,)}
+
+
+def _misaligned_ok(plan: Plan, readers: Mapping[int, list[int]]) -> frozenset[int]:
+    """The slots of the f32/f64 Consts read only by steps of `_MISALIGNED_READERS`, at the
+    inputs named there, and by no Result."""
+    outputs = set(plan.output_slots)
+    found = set()
+    for slot, layer in plan.const_slots:
+        data = layer.const_data
+        if slot in outputs or data is None or data.etype not in (ElementType.f32, ElementType.f64):
+            continue
+        steps = [plan.steps[i] for i in readers.get(slot, ())]
+        if steps and all(i in _MISALIGNED_READERS.get(step.layer.type, ())
+                         for step in steps for i, read in enumerate(step.inputs) if read == slot):
+            found.add(slot)
+    return frozenset(found)
 
 
 def _mark_growing_caches(steps: list[Step], ops: Mapping[int, Op], producers: Mapping[int, int]) -> None:

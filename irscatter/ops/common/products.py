@@ -73,7 +73,7 @@ from functools import partial
 
 import numpy as np
 
-from irscatter.ops.common import threads
+from irscatter.ops.common import direct_blas, threads
 from irscatter.ops.common.blocks import block_of
 
 # Row counts tried as the quantum of row cuts, smallest first: multiples of the tile heights of
@@ -110,10 +110,10 @@ def matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) -> np.n
     small = min(threads.SPLIT_WORK, VECTOR_WORK)
     if a.size * b.size < small or (a.ndim == b.ndim > 2 and a.shape[:-2] == b.shape[:-2]
                                    and a.size * b.shape[-1] < small):
-        return _plus(np.matmul(a, b), bias)
+        return _plus(product(a, b), bias)
     dtype = np.result_type(a, b)
     if dtype not in _BLAS_TYPES or min(a.ndim, b.ndim) < 1 or a.ndim + b.ndim < 3 or threads.policy() == "blas":
-        return _plus(np.matmul(a, b), bias)
+        return _plus(product(a, b), bias)
     left, right = (a[None] if a.ndim == 1 else a), (b[:, None] if b.ndim == 1 else b)
     try:
         batch = np.broadcast_shapes(left.shape[:-2], right.shape[:-2])
@@ -126,18 +126,34 @@ def matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) -> np.n
     # a matrix-vector product reads a weight element per multiply-add: smaller ones are worth a thread
     least = VECTOR_WORK if rows == 1 and math.prod(batch) == 1 and _weight_rows(left, right) is not None else None
     if work < (threads.SPLIT_WORK if least is None else least):
-        return _plus(np.matmul(a, b), bias)
+        return _plus(product(a, b), bias)
     if math.prod(batch) > 1 and math.prod(right.shape[:-2]) == 1:
         return _folded(a, b, left, right.reshape(inner, columns), batch, bias)
     with threads.one_blas_thread(work, least):
         count = threads.parts(work, least)
         if count == 1:
-            return _plus(np.matmul(a, b), bias)
+            return _plus(product(a, b), bias)
         out = np.empty((*batch, rows, columns), dtype)
         _run_parts(_parts(_leading(left, len(batch)), _leading(right, len(batch)), out, count, bias))
     if b.ndim == 1:
         return out[..., 0]
     return out[..., 0, :] if a.ndim == 1 else out
+
+
+def product(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """np.matmul(a, b, out=out); a misaligned operand (a weight left where its `.bin` put it,
+    `runtime/consts.py`) goes to BLAS directly, with the same bits (`direct_blas.py`)."""
+    if a.flags.aligned and b.flags.aligned:
+        return np.matmul(a, b, out=out)
+    return direct_blas.matmul(a, b, out)
+
+
+def _vector_product(weight: np.ndarray, row: np.ndarray, out: np.ndarray) -> None:
+    """np.dot(weight, row, out=out), a misaligned weight given to BLAS directly."""
+    if weight.flags.aligned:
+        np.dot(weight, row, out=out)
+    else:
+        direct_blas.dot(weight, row, out)
 
 
 def _plus(out: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
@@ -161,7 +177,7 @@ def matmul_each(products: Sequence[Product]) -> None:
     work = sum(a.shape[0] * a.shape[1] * b.shape[1] for a, b, _ in products)
     if threads.policy() == "blas" or work < threads.SPLIT_WORK:
         for a, b, out in products:
-            np.matmul(a, b, out=out)
+            product(a, b, out)
         return
     with threads.one_blas_thread(work):
         _run_parts(_balanced(products, threads.parts(work)))
@@ -175,9 +191,9 @@ def _products(part: Sequence[Product | BiasedProduct]) -> None:
     for a, b, out, *bias in part:
         weight = _weight_rows(a, b)
         if weight is None:
-            np.matmul(a, b, out=out)
+            product(a, b, out)
         else:
-            np.dot(weight, a.reshape(-1), out=out.reshape(-1))
+            _vector_product(weight, a.reshape(-1), out.reshape(-1))
         if bias and bias[0] is not None:
             np.add(out, bias[0], out=out)
 
