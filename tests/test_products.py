@@ -182,3 +182,75 @@ def test_few_rows_are_cut_through_the_columns_and_many_through_the_rows(rows, co
     whole_rows = all(x.shape[-2] == rows for x, _, _, _ in blocks)
     whole_columns = all(y.shape[-1] == columns for _, y, _, _ in blocks)
     assert (whole_rows, whole_columns) == ((True, False) if by == "columns" else (False, True))
+
+
+
+def _turning_here() -> bool:
+    """Whether this process's BLAS turns products (its probe's answer, asked as a split asks it)."""
+    with threads.one_blas_thread(1 << 40), threadpool_limits(1, "blas"):
+        return products._turning_keeps_bits()
+
+
+@pytest.mark.parametrize("rows, inner, columns", [(2, 1024, 2100), (16, 896, 4864), (49, 768, 3072),
+                                                  (64, 4864, 896), (100, 384, 700), (32, 896, 20000),
+                                                  (64, 896, 20000)])
+def test_turned_products_keep_the_bits_of_products_as_written(monkeypatch, rows, inner, columns):
+    """Few rows times a transposed weight, split as the thread policy splits it, give the same
+    bits turned (the weight's rows times the rows' transpose) as written, bias included, on
+    shapes the probe did not try; many columns with more than TURN_ANY_ROWS rows are not turned."""
+    if not _turning_here():
+        pytest.skip("this BLAS's products are not turned")
+    monkeypatch.setattr(threads, "_policy", "split")
+    monkeypatch.setattr(threads, "CORES", 2)
+    generator = np.random.default_rng(13)
+    a = generator.standard_normal((1, rows, inner)).astype(np.float32)
+    b = generator.standard_normal((columns, inner)).astype(np.float32).T
+    bias = generator.standard_normal(columns).astype(np.float32)
+    calls = []
+    monkeypatch.setattr(products, "product", lambda x, y, out=None, made=products.product: calls.append(
+        (x.shape, y.shape)) or made(x, y, out))
+    answers = {}
+    for turning in (False, True):
+        monkeypatch.setattr(products, "_turning", [turning])
+        calls.clear()
+        answers[turning] = products.matmul(a, b, bias)
+        turned = [x[-1] == inner and y[-1] == rows for x, y in calls]
+        expected = turning and (rows <= products.TURN_ANY_ROWS or columns // 2 <= products.TURN_COLUMNS)
+        assert len(calls) == 2 and all(t == expected for t in turned), calls
+    assert answers[True].tobytes() == answers[False].tobytes()
+    np.testing.assert_allclose(answers[True][0], a[0] @ b + bias, rtol=1e-4, atol=1e-3)
+
+
+def test_what_is_turned(monkeypatch):
+    monkeypatch.setattr(products, "_turning", [True])
+    weight = np.zeros((3000, 1024), np.float32)
+    rows = np.zeros((1, 16, 1024), np.float32)
+    assert products._turned(rows, weight.T) is not None
+    assert products._turned(rows[0], weight.T[None]) is not None  # leading axes of size 1 on either side
+    refused = {
+        "one row": (rows[:, :1], weight.T),
+        "many rows": (np.zeros((products.TURN_ROWS + 1, 1024), np.float32), weight.T),
+        "f64": (rows.astype(np.float64), weight.T.astype(np.float64)),
+        "a weight not transposed": (rows, np.zeros((1024, 3000), np.float32)),
+        "rows not C-contiguous": (np.zeros((1024, 16), np.float32).T, weight.T),
+        "a batch": (np.zeros((2, 16, 1024), np.float32), weight.T),
+        "below BLAS's small kernels": (rows[..., :64], weight[:32, :64].T),
+        "rows of the weight itself": (weight[:16], weight.T),
+    }
+    for why, (a, b) in refused.items():
+        assert products._turned(a, b) is None, why
+    monkeypatch.setattr(products, "_turning", [False])
+    assert products._turned(rows, weight.T) is None
+
+
+def test_other_blas_kernels_and_a_probe_that_differs_turn_nothing(monkeypatch):
+    monkeypatch.setattr(products, "_turning", [])
+    monkeypatch.setattr(threads, "blas_architectures", lambda: ["Haswell"])
+    assert not products._turning_keeps_bits()
+    monkeypatch.setattr(products, "_turning", [])
+    monkeypatch.setattr(threads, "blas_architectures", lambda: ["SkylakeX"])
+    monkeypatch.setattr(products, "_turned_products_agree", lambda: False)
+    assert not products._turning_keeps_bits()
+    monkeypatch.setattr(products, "_turning", [])
+    monkeypatch.setattr(threads, "blas_architectures", lambda: [])
+    assert not products._turning_keeps_bits()

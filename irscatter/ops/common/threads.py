@@ -91,18 +91,32 @@ def one_blas_thread(work: int, least: int | None = None) -> AbstractContextManag
     for BLAS to thread it; a kernel that splits smaller work into parts holds BLAS for them)."""
     if _policy == "blas" or work < _bar(least):
         return nullcontext()
-    global _blas
     holds = _run_holds.get()
     with _lock:
-        if _blas is None:
-            from threadpoolctl import ThreadpoolController
-
-            _blas = ThreadpoolController().select(user_api="blas")
+        blas = _controller()
         if holds is None:
-            return _blas.limit(limits=1)
+            return blas.limit(limits=1)
         if not holds:  # held from here to the end of the run
-            holds.append(_blas.limit(limits=1))
+            holds.append(blas.limit(limits=1))
     return nullcontext()
+
+
+def _controller() -> Any:
+    """threadpoolctl's controller of the BLAS libraries, made on first use (under `_lock`)."""
+    global _blas
+    if _blas is None:
+        from threadpoolctl import ThreadpoolController
+
+        _blas = ThreadpoolController().select(user_api="blas")
+    return _blas
+
+
+def blas_architectures() -> list[str]:
+    """The kernels OpenBLAS chose for this CPU (threadpoolctl's `architecture`), per OpenBLAS
+    library the thread policy holds."""
+    with _lock:
+        return [str(library.architecture) for library in _controller().lib_controllers
+                if library.internal_api == "openblas"]
 
 
 @contextmanager
