@@ -179,36 +179,36 @@ def test_aligned_operands_go_to_numpys_matmul_untouched(monkeypatch):
 # --- a run's weights where the .bin holds them ---
 
 
-def _embedding_and_head(tmp_path, offset: int, extra_reader: bool = False):
+def _embedding_and_head(tmp_path, offset: int, extra_reader: bool = False, rows: int = 200):
     """ids [1, 3] -> Gather(table) -> MatMul(x, table^T): a decoder's tied embedding and head,
-    the table [200, 16] f32 at byte `offset` of the .bin (larger than the constants inference
+    the table [rows, 16] f32 at byte `offset` of the .bin (larger than the constants inference
     carries, which it reads aligned); with `extra_reader`, also table + table added into a
     second output."""
     rng = np.random.default_rng(9)
-    table = rng.standard_normal((200, 16)).astype(np.float32)
-    ids, axis = np.array([[3, 0, 199]], np.int64), np.array(0, np.int64)
+    table = rng.standard_normal((rows, 16)).astype(np.float32)
+    ids, axis = np.array([[3, 0, rows - 1]], np.int64), np.array(0, np.int64)
     blob = bytes(offset) + table.tobytes()
     axis_at = len(blob)
     blob += axis.tobytes()
     layers = [
         param(0, "ids", (1, 3), et="i64", precision="I64"),
-        layer(1, "table", "Const", data={"element_type": "f32", "shape": "200,16", "offset": offset,
-                                         "size": table.nbytes}, outputs=[port(0, "FP32", (200, 16))]),
+        layer(1, "table", "Const", data={"element_type": "f32", "shape": f"{rows},16", "offset": offset,
+                                         "size": table.nbytes}, outputs=[port(0, "FP32", (rows, 16))]),
         layer(2, "axis", "Const", data={"element_type": "i64", "shape": "", "offset": axis_at, "size": 8},
               outputs=[port(0, "I64", ())]),
         layer(3, "embed", "Gather", "opset8", data={"batch_dims": "0"},
-              inputs=[port(0, "FP32", (200, 16)), port(1, "I64", (1, 3)), port(2, "I64", ())],
+              inputs=[port(0, "FP32", (rows, 16)), port(1, "I64", (1, 3)), port(2, "I64", ())],
               outputs=[port(3, "FP32", (1, 3, 16))]),
         layer(4, "head", "MatMul", data={"transpose_a": "false", "transpose_b": "true"},
-              inputs=[port(0, "FP32", (1, 3, 16)), port(1, "FP32", (200, 16))], outputs=[port(2, "FP32", (1, 3, 200))]),
-        result(5, "logits", (1, 3, 200)),
+              inputs=[port(0, "FP32", (1, 3, 16)), port(1, "FP32", (rows, 16))], outputs=[port(2, "FP32", (1, 3, rows))]),
+        result(5, "logits", (1, 3, rows)),
     ]
     edges = [(0, 0, 3, 1), (1, 0, 3, 0), (2, 0, 3, 2), (3, 3, 4, 0), (1, 0, 4, 1), (4, 2, 5, 0)]
     if extra_reader:
         layers += [layer(6, "twice", "Add", data={"auto_broadcast": "numpy"},
-                         inputs=[port(0, "FP32", (200, 16)), port(1, "FP32", (200, 16))],
-                         outputs=[port(2, "FP32", (200, 16))]),
-                   result(7, "twice_out", (200, 16))]
+                         inputs=[port(0, "FP32", (rows, 16)), port(1, "FP32", (rows, 16))],
+                         outputs=[port(2, "FP32", (rows, 16))]),
+                   result(7, "twice_out", (rows, 16))]
         edges += [(1, 0, 6, 0), (1, 0, 6, 1), (6, 2, 7, 0)]
     model = irscatter.read_model(write(tmp_path, net(layers, edges), blob))
     expected = np.matmul(table[ids[0]][None], table.T)
@@ -264,3 +264,31 @@ def test_an_aligned_weight_stays_a_view_for_every_reader(tmp_path):
     handed, logits = _handed(model.compile(), ids)
     assert logits.tobytes() == expected.tobytes()
     assert all(table.flags.aligned and np.shares_memory(table, model.layers[1].const_data.buffer) for table in handed)
+
+
+@needs_direct
+def test_the_pages_a_first_run_read_are_let_go_once_copied(tmp_path, monkeypatch):
+    """The copy of a weight whose view a first run read lets the view's mapped pages go (they
+    would count in the process's memory beside the copy); the view still reads the same values
+    from the page cache. A weight copied before any view of it was read lets nothing go."""
+    from irscatter.ir import files
+
+    released = []
+    monkeypatch.setattr(files.WeightsFile, "release", lambda self, offset, size, let_go=files.WeightsFile.release:
+                        released.append((offset, size)) or let_go(self, offset, size))
+    rows = 4096  # 256 KiB of weights: whole pages inside
+    model, ids, expected = _embedding_and_head(tmp_path, 5, rows=rows)
+    data = model.layers[1].const_data
+    compiled = model.compile()
+    compiled.run({"ids": ids})
+    view = data._view
+    assert released == [] and view is not None
+    before = view.copy()
+    assert compiled.run({"ids": ids})["logits"].tobytes() == expected.tobytes()
+    assert released == [(5, rows * 16 * 4)]
+    assert view.tobytes() == before.tobytes()
+
+    released.clear()
+    fresh, _, _ = _embedding_and_head(tmp_path, 5, rows=rows)
+    fresh.layers[1].const_value  # noqa: B018  (copied before any view of it was read)
+    assert released == []

@@ -14,7 +14,9 @@ status changed (removed, renamed over, its times set back), which a write may hi
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import mmap
 import os
 import select
 import stat
@@ -85,6 +87,19 @@ class WeightsFile:
                 raise _changed(self.path)
             done += count
         return True
+
+
+    def release(self, offset: int, size: int) -> None:
+        """Let go of the mapped pages wholly inside the `size` bytes from `offset` (the system's
+        page cache keeps them): a view of them reads them again from the cache if it is ever
+        read again. For a weight copied once its view was read, whose pages would otherwise
+        count in the process's memory beside the copy."""
+        page = mmap.PAGESIZE
+        start, end = -(-offset // page) * page, (offset + size) // page * page
+        advise = getattr(self.mapping, "madvise", None)
+        if end > start and advise is not None and hasattr(mmap, "MADV_DONTNEED"):
+            with contextlib.suppress(OSError, ValueError):
+                advise(mmap.MADV_DONTNEED, start, end - start)
 
 
 # What a file system that cannot read at a position answers (it could still be mapped).

@@ -220,6 +220,8 @@ class ConstData:
             value = decode(self.raw(), self.etype, self.shape)
             if not value.flags.aligned:
                 value = self._aligned(value)
+                if self._view is not None and self.file is not None:  # (its pages were read: let them go)
+                    self.file.release(self.offset, self.size)
             value.flags.writeable = False  # one array for every run: no kernel or caller may write it
             self._value = value
         return self._value
