@@ -1,6 +1,11 @@
 import importlib.util
+import os
 import sys
 from pathlib import Path
+
+# No test reads or writes the probes' answers kept on disk (`ops/common/probe_cache.py`): each
+# process probes its BLAS, and the cache's own tests give it a directory of their own.
+os.environ["IRSCATTER_CACHE_DIR"] = ""
 
 sys.path.insert(0, str(Path(__file__).parent))
 

@@ -160,6 +160,7 @@ def test_without_a_blas_found_nothing_is_called_directly(monkeypatch):
 
 def test_a_probe_that_differs_turns_the_direct_calls_off(monkeypatch):
     monkeypatch.setattr(direct_blas, "_probed", {})
+    monkeypatch.setattr(direct_blas.probe_cache, "_answers", {})
     real = direct_blas._direct
 
     def off_by_one_ulp(a, b, out):

@@ -244,13 +244,18 @@ def test_what_is_turned(monkeypatch):
 
 
 def test_other_blas_kernels_and_a_probe_that_differs_turn_nothing(monkeypatch):
+    from irscatter.ops.common import probe_cache
+
+    monkeypatch.setattr(probe_cache, "_answers", {})  # (no answer kept from an earlier probe)
     monkeypatch.setattr(products, "_turning", [])
     monkeypatch.setattr(threads, "blas_architectures", lambda: ["Haswell"])
     assert not products._turning_keeps_bits()
+    monkeypatch.setattr(probe_cache, "_answers", {})
     monkeypatch.setattr(products, "_turning", [])
     monkeypatch.setattr(threads, "blas_architectures", lambda: ["SkylakeX"])
     monkeypatch.setattr(products, "_turned_products_agree", lambda: False)
     assert not products._turning_keeps_bits()
+    monkeypatch.setattr(probe_cache, "_answers", {})
     monkeypatch.setattr(products, "_turning", [])
     monkeypatch.setattr(threads, "blas_architectures", lambda: [])
     assert not products._turning_keeps_bits()

@@ -20,7 +20,7 @@ what is taken here:
 
 Where it runs: numpy's BLAS is found through threadpoolctl, its routines by their symbols
 (`scipy_cblas_sgemm64_` in numpy's wheels: 64-bit integers), and `available` holds it to a
-probe once per process: products of a few shapes (gemm past BLAS's small-matrix kernels, and
+probe once per machine (`probe_cache.py`): products of a few shapes (gemm past BLAS's small-matrix kernels, and
 gemv) must give numpy's bits on aligned copies of the same layout. Without a BLAS found, with
 32/64-bit integers not told apart by the symbols, or where the probe differs, nothing here is
 used and a misaligned weight is copied, as before.
@@ -33,6 +33,8 @@ import threading
 from functools import cache
 
 import numpy as np
+
+from irscatter.ops.common import probe_cache
 
 # CBLAS's enumerations (cblas.h)
 _ROW_MAJOR, _COLUMN_MAJOR = 101, 102
@@ -109,13 +111,14 @@ _probed: dict[np.dtype, bool] = {}
 
 def available(dtype: np.dtype) -> bool:
     """Whether products of `dtype` (f32, f64) with misaligned operands go to BLAS directly
-    here, with numpy's bits (probed once per process)."""
+    here, with numpy's bits (probed once per machine)."""
     dtype = np.dtype(dtype)
     if dtype not in _TYPES:
         return False
     with _lock:
         if dtype not in _probed:
-            _probed[dtype] = _routines(dtype) is not None and _probe(dtype)
+            _probed[dtype] = _routines(dtype) is not None and probe_cache.cached(
+                f"direct {dtype.str}", bool, lambda: _probe(dtype))
         return _probed[dtype]
 
 

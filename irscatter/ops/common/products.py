@@ -60,6 +60,8 @@ BLAS does not promise that for every cut:
   is made the other way round, the weight's rows times the rows' transpose (`_turned`, see
   TURN_ROWS), on the OpenBLAS kernels where that was measured faster and where a probe finds
   the same bits, once per process.
+* Every probe's answer is kept on disk for the next process on the same BLAS and processor
+  (`probe_cache.py`): a probe runs once per machine, not once per process.
 * Where `b` is one matrix (2-D, or with batch axes of size 1) and `a` a batch of several,
   `split` and `one` multiply the batch as one matrix of all its rows (`_folded`): numpy would
   make one BLAS call per matrix, and a channels-last feature map times a Linear weight
@@ -77,7 +79,7 @@ from functools import partial
 
 import numpy as np
 
-from irscatter.ops.common import direct_blas, threads
+from irscatter.ops.common import direct_blas, probe_cache, threads
 from irscatter.ops.common.blocks import block_of
 
 # Row counts tried as the quantum of row cuts, smallest first: multiples of the tile heights of
@@ -241,10 +243,14 @@ def _turning_keeps_bits() -> bool:
     batch's and as many as TURN_ROWS, weights of a few columns and of many, found once. Called
     with BLAS on one thread."""
     if not _turning:
-        architectures = threads.blas_architectures()
-        _turning.append(bool(architectures) and all(name in TURN_ARCHITECTURES for name in architectures)
-                        and _turned_products_agree())
+        _turning.append(probe_cache.cached("turned f32 products", bool, _turning_probe))
     return _turning[0]
+
+
+def _turning_probe() -> bool:
+    architectures = threads.blas_architectures()
+    return bool(architectures) and all(name in TURN_ARCHITECTURES for name in architectures) \
+        and _turned_products_agree()
 
 
 def _turned_products_agree() -> bool:
@@ -359,7 +365,8 @@ def quantum(dtype: np.dtype) -> int:
     are cut (0: at none of QUANTA), found once per element type. Called with BLAS on one
     thread."""
     if dtype.str not in _quantum:
-        _quantum[dtype.str] = next((q for q in QUANTA if _cuts_keep_bits(dtype, q)), 0)
+        _quantum[dtype.str] = probe_cache.cached(f"row quantum {dtype.str}", int, lambda: next(
+            (q for q in QUANTA if _cuts_keep_bits(dtype, q)), 0))
     return _quantum[dtype.str]
 
 
@@ -370,7 +377,8 @@ def column_quantum(dtype: np.dtype) -> int:
     if dtype != np.float32:  # f64's kernels changed bits at cuts that the probe's products kept
         return 0
     if dtype.str not in _column_quantum:
-        _column_quantum[dtype.str] = next((q for q in COLUMN_QUANTA if _column_cuts_keep_bits(dtype, q)), 0)
+        _column_quantum[dtype.str] = probe_cache.cached(f"column quantum {dtype.str}", int, lambda: next(
+            (q for q in COLUMN_QUANTA if _column_cuts_keep_bits(dtype, q)), 0))
     return _column_quantum[dtype.str]
 
 
@@ -424,15 +432,20 @@ def _vector_cuts_keep_bits(dtype: np.dtype, inner: int) -> bool:
     and row length. Called with BLAS on one thread."""
     key = (dtype.str, inner)
     if key not in _vector_cuts:
-        generator = np.random.default_rng(11)
-        # weight rows that no kernel's group of rows divides, so that the last block's
-        # remainder is taken as the whole product takes its own
-        weight = _probe_values(generator, (3 * VECTOR_ROWS + 37, inner), dtype)
-        row = _probe_values(generator, (1, inner), dtype)
-        whole = np.matmul(row, weight.T)[0]
-        cut = np.concatenate([np.dot(weight[lo:hi], row[0]) for lo, hi in row_blocks(len(weight), 3, VECTOR_ROWS)])
-        _vector_cuts[key] = whole.tobytes() == cut.tobytes()
+        _vector_cuts[key] = probe_cache.cached(f"vector cuts {dtype.str} {inner}", bool,
+                                               lambda: _vector_cuts_probe(dtype, inner))
     return _vector_cuts[key]
+
+
+def _vector_cuts_probe(dtype: np.dtype, inner: int) -> bool:
+    generator = np.random.default_rng(11)
+    # weight rows that no kernel's group of rows divides, so that the last block's remainder is
+    # taken as the whole product takes its own
+    weight = _probe_values(generator, (3 * VECTOR_ROWS + 37, inner), dtype)
+    row = _probe_values(generator, (1, inner), dtype)
+    whole = np.matmul(row, weight.T)[0]
+    cut = np.concatenate([np.dot(weight[lo:hi], row[0]) for lo, hi in row_blocks(len(weight), 3, VECTOR_ROWS)])
+    return whole.tobytes() == cut.tobytes()
 
 
 def _cuts_keep_bits(dtype: np.dtype, step: int) -> bool:
