@@ -106,12 +106,10 @@ def test_the_products_take_their_quanta_from_the_file(cache_dir, monkeypatch):
     assert (products.quantum(f32), products.column_quantum(f32)) == found
 
 
-def test_the_key_is_numpys_blas_whatever_else_a_process_loaded(monkeypatch):
-    from types import SimpleNamespace
-
-    from irscatter.ops.common import threads
-
+def test_the_key_is_the_blas_and_the_processor(monkeypatch):
     key = probe_cache.machine_key()
-    other = SimpleNamespace(internal_api="openblas", version="0.0.1", architecture="Haswell", filepath="/x/libother.so")
-    monkeypatch.setattr(threads, "blas_libraries", lambda loaded=threads.blas_libraries(): [*loaded, other])
     assert probe_cache.machine_key() == key
+    described = probe_cache.processor()
+    assert described and all(isinstance(part, str) for part in described)
+    monkeypatch.setattr(probe_cache, "processor", lambda: ["AuthenticAMD", "25", "17", "AMD EPYC"])
+    assert probe_cache.machine_key() != key

@@ -88,7 +88,6 @@ class WeightsFile:
             done += count
         return True
 
-
     def release(self, offset: int, size: int) -> None:
         """Let go of the mapped pages wholly inside the `size` bytes from `offset` (the system's
         page cache keeps them): a view of them reads them again from the cache if it is ever

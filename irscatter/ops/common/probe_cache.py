@@ -3,10 +3,11 @@
 The products' probes (`products.py`: where cuts keep the bits, whether turned products do;
 `direct_blas.py`: whether direct calls give numpy's bits) ask the BLAS how its kernels sum, with
 products of random values: some 25 ms of a model's first run, every process. Their answers depend
-only on the BLAS library and the processor its kernels were chosen for, so each answer is kept
-in a small JSON file under a key made of both: numpy's version, the BLAS's file, version and
-kernel family (threadpoolctl's), the processor's architecture and the SIMD features numpy found.
-Another BLAS, another numpy or another processor makes another key, and is probed again.
+only on the BLAS library and the kernels it chooses for the processor, so each answer is kept in
+a small JSON file under a key made of both: numpy's version and the BLAS it was built with (its
+build configuration), and the processor (its architecture, vendor, family and model, which
+OpenBLAS chooses its kernels by, and the SIMD features numpy found). Another BLAS, another numpy
+or another processor makes another key, and is probed again.
 
 The file lives in `IRSCATTER_CACHE_DIR` (an empty value keeps nothing on disk), else in
 `$XDG_CACHE_HOME/irscatter` or `~/.cache/irscatter`. A file that cannot be read, written or
@@ -27,8 +28,6 @@ from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
-
-from irscatter.ops.common import threads
 
 CACHE_VARIABLE = "IRSCATTER_CACHE_DIR"
 FILE_NAME = "blas-probes.json"
@@ -64,21 +63,33 @@ def cache_file() -> Path | None:
 
 
 def machine_key() -> str:
-    """numpy's BLAS and this processor, as a short digest (see the module's docstring): the BLAS
-    numpy was built with, by its build configuration, and the kernels threadpoolctl finds that
-    library of that version chose here (not other libraries a process may have loaded, which
-    would make another key for the same answers)."""
+    """numpy's BLAS and this processor, as a short digest (see the module's docstring)."""
     try:
         blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
         built = [str(blas.get("name")), str(blas.get("version")), str(blas.get("openblas configuration", ""))]
     except (KeyError, TypeError, AttributeError):
         built = []
-    version = built[1] if built else None
-    kernels = sorted({str(getattr(library, "architecture", "")) for library in threads.blas_libraries()
-                      if str(library.version) == version})
     features = getattr(np._core._multiarray_umath, "__cpu_features__", {})  # type: ignore[attr-defined]
-    told = json.dumps([np.__version__, built, kernels, platform.machine(), sorted(k for k, v in features.items() if v)])
+    told = json.dumps([np.__version__, built, platform.machine(), processor(),
+                       sorted(k for k, v in features.items() if v)])
     return hashlib.sha256(told.encode()).hexdigest()[:24]
+
+
+def processor() -> list[str]:
+    """The processor's vendor, family and model (from /proc/cpuinfo where there is one, else
+    what `platform` says): two processors with the same features may get other kernels."""
+    wanted = ("vendor_id", "cpu family", "model", "model name")
+    found: dict[str, str] = {}
+    with contextlib.suppress(OSError):
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                name, _, value = line.partition(":")
+                name = name.strip()
+                if name in wanted and name not in found:
+                    found[name] = value.strip()
+                if not line.strip() and found:
+                    break  # (the first processor's lines)
+    return [found.get(name, "") for name in wanted] if found else [platform.processor()]
 
 
 def _machine_answers() -> dict[str, bool | int]:
