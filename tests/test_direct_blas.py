@@ -107,7 +107,8 @@ def test_an_output_given_is_written_whatever_its_layout(dtype):
     a = np.random.default_rng(5).standard_normal((6, 50)).astype(dtype)
     weight, moved = _twins((50, 30), dtype)
     expected = np.matmul(a, weight)
-    for out in (np.empty((6, 30), dtype), np.empty((30, 6), dtype).T, np.empty((6, 60), dtype)[:, ::2]):
+    for out in (np.empty((6, 30), dtype), np.empty((30, 6), dtype).T, np.empty((6, 60), dtype)[:, ::2],
+                np.empty((6, 50), dtype)[:, 10:40], np.empty((2, 6, 30), dtype)[1]):
         returned = direct_blas.matmul(a, moved, out)
         assert returned is out and out.tobytes() == expected.tobytes()
     misplaced = direct_blas.misaligned((6, 30), dtype)
@@ -293,3 +294,26 @@ def test_the_pages_a_first_run_read_are_let_go_once_copied(tmp_path, monkeypatch
     fresh, _, _ = _embedding_and_head(tmp_path, 5, rows=rows)
     fresh.layers[1].const_value  # noqa: B018  (copied before any view of it was read)
     assert released == []
+
+
+@needs_direct
+def test_an_output_that_overlaps_an_operand_gets_numpys_answer():
+    """numpy's matmul multiplies into a temporary where its output overlaps an operand; so does
+    the direct call, and a matrix-vector product written over its own matrix."""
+    square, moved = _twins((64, 64), np.float32)
+    expected = np.matmul(square, square)
+    direct_blas.matmul(square.copy(), moved, moved)  # a @ b written over b
+    assert moved.tobytes() == expected.tobytes()
+    weight, moved = _twins((64, 64), np.float32)
+    direct_blas.dot(moved, moved[0], moved[1])  # written over the matrix's second row
+    assert moved[1].tobytes() == np.dot(weight, weight[0]).tobytes()
+
+
+def test_sizes_past_the_blas_integers_are_left_to_numpy(monkeypatch):
+    if not direct_blas.available(np.float32):
+        pytest.skip("numpy's BLAS is not one called directly here")
+    routines = direct_blas._routines(np.dtype(np.float32))
+    monkeypatch.setattr(routines, "integer", __import__("ctypes").c_int32)
+    a = np.ones((4, 8), np.float32)
+    huge = np.lib.stride_tricks.as_strided(direct_blas.misaligned((8, 3), np.float32), (8, 3), (2**33, 4))
+    assert not direct_blas._taken(a, huge)

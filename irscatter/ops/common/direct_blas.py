@@ -51,6 +51,7 @@ class _Routines:
 
     def __init__(self, library: ctypes.CDLL, symbol: str, scalar: type, integer: type) -> None:
         pointer, enum = ctypes.c_void_p, ctypes.c_int
+        self.integer = integer
         self.gemm = getattr(library, symbol.format(_prefix(scalar) + "gemm"))
         self.gemm.argtypes = [enum, enum, enum, integer, integer, integer, scalar, pointer, integer, pointer, integer,
                               scalar, pointer, integer]
@@ -161,8 +162,9 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.nd
     if a.dtype == b.dtype == dtype and a.ndim >= 1 and b.ndim >= 1 and available(dtype):
         shape = _result_shape(a, b)
         if shape is not None and (out is None or (out.shape == shape and out.dtype == dtype)):
-            target = out if out is not None and out.flags.c_contiguous and out.flags.aligned else \
-                np.empty(shape, dtype)
+            usable = out is not None and out.flags.aligned and _rows_of_matrices(out, a, b) \
+                and not np.may_share_memory(out, a) and not np.may_share_memory(out, b)
+            target = out if usable and out is not None else np.empty(shape, dtype)
             if _each(a, b, target):
                 if out is not None and target is not out:
                     np.copyto(out, target)
@@ -172,14 +174,30 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.nd
 
 def dot(matrix: np.ndarray, vector: np.ndarray, out: np.ndarray) -> None:
     """np.dot(matrix, vector, out=out) for a 2-D matrix and a 1-D vector (a matrix-vector
-    product, `?gemv`), one of them misaligned."""
-    if not (matrix.ndim == 2 and vector.ndim == 1 and available(matrix.dtype) and out.flags.c_contiguous
-            and out.flags.aligned and _direct(matrix, vector, out)):
-        np.dot(_aligned(matrix), _aligned(vector), out=out)
+    product, `?gemv`), one of them misaligned (out too, possibly)."""
+    if matrix.ndim == 2 and vector.ndim == 1 and available(matrix.dtype):
+        usable = out.flags.c_contiguous and out.flags.aligned and not np.may_share_memory(out, matrix) \
+            and not np.may_share_memory(out, vector)
+        target = out if usable else np.empty(out.shape, out.dtype)
+        if _direct(matrix, vector, target):
+            if target is not out:
+                np.copyto(out, target)
+            return
+    np.copyto(out, np.dot(_aligned(matrix), _aligned(vector)))
 
 
 def _aligned(x: np.ndarray) -> np.ndarray:
     return x if x.flags.aligned else x.copy(order="K")
+
+
+def _rows_of_matrices(out: np.ndarray, a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether BLAS can write `out` as it is: C-contiguous, or (neither operand a vector)
+    matrices of contiguous rows, such as a block of an output's columns that a split product
+    writes."""
+    if out.flags.c_contiguous:
+        return True
+    size = out.itemsize
+    return a.ndim >= 2 and b.ndim >= 2 and out.ndim >= 2 and _blasable(out.strides[-2], out.strides[-1], out.shape[-1], size)
 
 
 def _result_shape(a: np.ndarray, b: np.ndarray) -> tuple[int, ...] | None:
@@ -198,7 +216,8 @@ def _each(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
     with nothing written, where some matrix's product is not one taken here."""
     left, right = (a[None] if a.ndim == 1 else a), (b[:, None] if b.ndim == 1 else b)
     batch = np.broadcast_shapes(left.shape[:-2], right.shape[:-2])
-    target = out.reshape(*batch, left.shape[-2], right.shape[-1])  # (out is C-contiguous: a view)
+    matrices = (*batch, left.shape[-2], right.shape[-1])
+    target = out if out.shape == matrices else out.reshape(matrices)  # (then out is C-contiguous: a view)
     lefts = np.broadcast_to(left, (*batch, *left.shape[-2:]))
     rights = np.broadcast_to(right, (*batch, *right.shape[-2:]))
     pairs = [(lefts[index], rights[index], target[index]) for index in np.ndindex(*batch)]
@@ -218,8 +237,13 @@ def _blasable(stride1: int, stride2: int, length2: int, itemsize: int) -> bool:
 def _taken(a: np.ndarray, b: np.ndarray) -> bool:
     """Whether numpy would give the product of the matrices a [m, n] and b [n, p] (or a
     matrix and a vector) to gemm or gemv, and it is not a product of an array and its own
-    transpose."""
+    transpose; and every size and stride fits the BLAS's integers (numpy's own loop takes
+    larger ones)."""
     size = a.dtype.itemsize
+    routines = _routines(a.dtype)
+    most = 2**31 - 2 if routines is None or routines.integer is ctypes.c_int32 else 2**63 - 2
+    if max((*a.shape, *b.shape, *(abs(s) // size for s in (*a.strides, *b.strides)))) > most:
+        return False
     if b.ndim == 1:
         return a.shape[0] > 1 and a.shape[1] > 1 and _blasable(b.strides[0], size, 1, size) and (
             _blasable(a.strides[0], a.strides[1], a.shape[1], size) or _blasable(a.strides[1], a.strides[0], a.shape[0], size))
