@@ -4,9 +4,11 @@ A Const is read when a run first needs it, so an unused model's weights are neve
 that, a lookup per run is waste, so the decoded values are kept, those a plain run reads and, when
 a watched run asks, all of them. The requests of one compiled model share them.
 
-A first run decodes its large Consts first, on the thread policy's parts, each part a run of
-them of about a share of their bytes: a misaligned weight is read into memory of its own (`ir.loader.ConstData`), bound by
-page faults and copies, which the cores make side by side (the weights of a decoder's first prompt).
+A misaligned weight that only products and lookups read is read where it lies on a model's first
+run and copied on its second (`ConstValues`). The large Consts a run copies are decoded first, on
+the thread policy's parts, each part a run of them of about a share of their bytes: a
+misaligned weight is read into memory of its own (`ir.loader.ConstData`), bound by page faults
+and copies, which the cores make side by side (a decoder's weights, on its second call).
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """Matrix products of misaligned operands, made by numpy's own BLAS called directly.
 
 Writers of IR put weights at any byte offset of the `.bin`, and numpy's matmul leaves BLAS for
-its own loop (ten times slower) when an operand's address does not suit its element type. A
+its own loop (many times slower) when an operand's address does not suit its element type. A
 BLAS reads its operands at any address, so `matmul` here calls the routine numpy's matmul
 would have called for aligned operands, with the same arguments: the same routine on the same
 numbers gives the same bits, and a misaligned weight need not be copied before its first
-product (a decoder's f32 weights are 1.9 GB, most of its first prompt's time).
+product (a decoder's f32 weights, gigabytes, were most of its first prompt's time).
 
 How numpy's matmul chooses, per matrix of the batch (numpy/_core/src/umath/matmul.c.src), and
 what is taken here:

@@ -2,7 +2,7 @@
 
 The products' probes (`products.py`: where cuts keep the bits, whether turned products do;
 `direct_blas.py`: whether direct calls give numpy's bits) ask the BLAS how its kernels sum, with
-products of random values: some 25 ms of a model's first run, every process. Their answers depend
+products of random values: a noticeable part of a model's first run, in every process. Their answers depend
 only on the BLAS library and the kernels it chooses for the processor, so each answer is kept in
 a small JSON file under a key made of both: numpy's version and the BLAS it was built with (its
 build configuration), and the processor (its architecture, vendor, family and model, which

@@ -105,10 +105,11 @@ _vector_cuts: dict[tuple[str, int], bool] = {}
 # A product of few rows times a weight given as its transpose (a Linear's [out, in] weight, a
 # prompt's tokens or a small batch), made the other way round: the weight's rows times the
 # rows' transpose, whose result is the transpose of the product. OpenBLAS's AVX-512 f32 kernels
-# ran such products 1.1 to 1.9 times as fast that way (the fewer the rows, the more), with the
-# same bits (each output is the same dot product, summed in the same order: `_turning_keeps_bits`
-# asks it once per process), while many rows, or many columns with more than a few rows, ran
-# slower; its f64 kernels ran slower either way, and other kernels were not measured.
+# ran such products faster that way (the fewer the rows, the more), with the same bits (each
+# output is the same dot product, summed in the same order: `_turning_keeps_bits` asks it once
+# per machine), while many rows, or many columns with more than a few rows, ran slower; its f64
+# kernels ran slower either way, and other kernels were not measured (docs/performance.md, "Few
+# rows times a weight, the other way round").
 TURN_ROWS = 100  # rows up to which a product is turned when its columns are at most TURN_COLUMNS
 TURN_COLUMNS = 8192
 TURN_ANY_ROWS = 32  # rows up to which it is turned whatever its columns
