@@ -200,22 +200,33 @@ def _rows_of_matrices(out: np.ndarray, a: np.ndarray, b: np.ndarray) -> bool:
     return a.ndim >= 2 and b.ndim >= 2 and out.ndim >= 2 and _blasable(out.strides[-2], out.strides[-1], out.shape[-1], size)
 
 
-def _result_shape(a: np.ndarray, b: np.ndarray) -> tuple[int, ...] | None:
+def _matrices(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]] | None:
+    """a and b as numpy's matmul sees them (a vector as one row, or as one column) and their
+    batch's shape; None where they do not fit (numpy's own error then)."""
     left, right = (a[None] if a.ndim == 1 else a), (b[:, None] if b.ndim == 1 else b)
     if left.shape[-1] != right.shape[-2]:
         return None
     try:
-        batch = np.broadcast_shapes(left.shape[:-2], right.shape[:-2])
+        return left, right, np.broadcast_shapes(left.shape[:-2], right.shape[:-2])
     except ValueError:
         return None
+
+
+def _result_shape(a: np.ndarray, b: np.ndarray) -> tuple[int, ...] | None:
+    found = _matrices(a, b)
+    if found is None:
+        return None
+    left, right, batch = found
     return (*batch, *(() if a.ndim == 1 else (left.shape[-2],)), *(() if b.ndim == 1 else (right.shape[-1],)))
 
 
 def _each(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
-    """out = a @ b, a BLAS call per matrix of the batch, as numpy's loop makes them; False,
-    with nothing written, where some matrix's product is not one taken here."""
-    left, right = (a[None] if a.ndim == 1 else a), (b[:, None] if b.ndim == 1 else b)
-    batch = np.broadcast_shapes(left.shape[:-2], right.shape[:-2])
+    """out = a @ b (operands that fit: `_result_shape`), a BLAS call per matrix of the batch, as
+    numpy's loop makes them; False, with nothing written, where some matrix's product is not
+    one taken here."""
+    found = _matrices(a, b)
+    assert found is not None
+    left, right, batch = found
     matrices = (*batch, left.shape[-2], right.shape[-1])
     target = out if out.shape == matrices else out.reshape(matrices)  # (then out is C-contiguous: a view)
     lefts = np.broadcast_to(left, (*batch, *left.shape[-2:]))

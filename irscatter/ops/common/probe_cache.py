@@ -36,6 +36,7 @@ MACHINES_KEPT = 8  # keys the file keeps (the latest), so that it never grows
 T = TypeVar("T", bool, int)
 _lock = threading.Lock()
 _answers: dict[str, bool | int] | None = None  # this machine's answers, read once
+_key = ""  # this machine's key (`machine_key`), found when they are read
 
 
 def cached(name: str, kind: type[T], probe: Callable[[], T]) -> T:
@@ -94,19 +95,19 @@ def processor() -> list[str]:
 
 def _machine_answers() -> dict[str, bool | int]:
     """The answers kept for this machine (an empty dict to fill where there are none)."""
-    global _answers
+    global _answers, _key
     if _answers is None:
-        _answers = {}
+        _answers, _key = {}, machine_key()
         path = cache_file()
         if path is not None:
             with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
-                kept = json.loads(path.read_text()).get(machine_key(), {})
+                kept = json.loads(path.read_text()).get(_key, {})
                 _answers = {k: v for k, v in kept.items() if isinstance(k, str) and type(v) in (bool, int)}
     return _answers
 
 
 def _write(answers: dict[str, bool | int]) -> None:
-    """Keep this machine's answers in the file (written whole and renamed into place, so that a
+    """Keep this machine's answers (read by `_machine_answers`, under its key) in the file (written whole and renamed into place, so that a
     reader never sees half a file), with the other machines' latest."""
     path = cache_file()
     if path is None:
@@ -117,9 +118,8 @@ def _write(answers: dict[str, bool | int]) -> None:
             every = every if isinstance(every, dict) else {}
         except (OSError, ValueError):
             every = {}
-        key = machine_key()
-        every.pop(key, None)
-        every[key] = dict(answers)
+        every.pop(_key, None)
+        every[_key] = dict(answers)
         every = dict(list(every.items())[-MACHINES_KEPT:])
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=".probes-", suffix=".json",

@@ -111,17 +111,12 @@ def _controller() -> Any:
     return _blas
 
 
-def blas_libraries() -> list[Any]:
-    """threadpoolctl's controllers of the BLAS libraries the thread policy holds (their
-    `internal_api`, `version`, `filepath` and, for OpenBLAS, `architecture`)."""
-    with _lock:
-        return list(_controller().lib_controllers)
-
-
 def blas_architectures() -> list[str]:
     """The kernels OpenBLAS chose for this CPU (threadpoolctl's `architecture`), per OpenBLAS
     library the thread policy holds."""
-    return [str(library.architecture) for library in blas_libraries() if library.internal_api == "openblas"]
+    with _lock:
+        libraries = list(_controller().lib_controllers)
+    return [str(library.architecture) for library in libraries if library.internal_api == "openblas"]
 
 
 @contextmanager
