@@ -25,7 +25,9 @@ from irscatter.checks.infer import itemsize
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.graph import Layer, Model, output_name
 from irscatter.ir.topology import Source
+from irscatter.ops.activation.softmax import Softmax
 from irscatter.ops.base import Op, TensorInfo
+from irscatter.ops.matrix.mat_mul import MatMul
 from irscatter.ops.movement.concat import Concat
 from irscatter.ops.state.assign import Assign
 from irscatter.runtime.compressed import fuse_compressed, watched_step
@@ -103,6 +105,7 @@ class Plan:
         producers, readers = producers_of(plan.steps), readers_of(plan.steps)
         plan.misaligned_ok = _misaligned_ok(plan, readers)
         _mark_growing_caches(plan.steps, analysis.ops, producers)
+        _mark_softmax_products(plan.steps, analysis.ops, producers)
         slot_infos = {slot: info for key, slot in slot_of.items() if (info := infos.get(key)) is not None}
         plan.fold = _plan_folding(plan, analysis, slot_infos, readers)
         _fuse_steps(plan, analysis, slot_infos, producers, readers)
@@ -214,6 +217,27 @@ def _mark_growing_caches(steps: list[Step], ops: Mapping[int, Op], producers: Ma
             source = steps[at]
             if len(source.inputs) == 2 and isinstance(concat := ops[source.layer.id], Concat):
                 concat.grows = True
+
+
+# Layers that hand their input's values on unchanged, only moved or reshaped.
+_MOVERS = frozenset({"Reshape", "Squeeze", "Unsqueeze", "Transpose"})
+
+
+def _mark_softmax_products(steps: list[Step], ops: Mapping[int, Op], producers: Mapping[int, int]) -> None:
+    """A MatMul input that a Softmax writes, directly or through `_MOVERS`, may be full of
+    subnormal numbers (`MatMul.subnormal_inputs`, `ops/common/subnormals.py`)."""
+    for step in steps:
+        op = ops[step.layer.id]
+        if not isinstance(op, MatMul):
+            continue
+        marked = set()
+        for position, slot in enumerate(step.inputs[:2]):
+            source = producers.get(slot)
+            while source is not None and steps[source].layer.type in _MOVERS and steps[source].inputs:
+                source = producers.get(steps[source].inputs[0])
+            if source is not None and isinstance(ops[steps[source].layer.id], Softmax):
+                marked.add(position)
+        op.subnormal_inputs = frozenset(marked)
 
 
 def _plan_folding(plan: Plan, analysis: Analysis, infos: dict[int, TensorInfo],

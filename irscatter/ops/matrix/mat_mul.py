@@ -2,6 +2,9 @@
 leading axes broadcast), with `transpose_a`/`transpose_b` swapping the last two axes of an
 operand of rank 2 or more. f16/bf16 multiply and accumulate in f32; integers wrap. The product
 runs under the thread policy (`ops/common/products.py`), with np.matmul's bits on one BLAS thread.
+An input a Softmax writes (`subnormal_inputs`, which the plan marks) may be full of subnormal
+numbers, which BLAS multiplies many times slower: the product is then made on it scaled by a
+power of two (`ops/common/subnormals.py`).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from irscatter.ir.shapes import Dimension, PartialShape
 from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.common.products import matmul
+from irscatter.ops.common.subnormals import scaled_product
 from irscatter.ops.common.types import same_element_type
 from irscatter.ops.registry import register
 
@@ -38,6 +42,9 @@ class MatMul(Op):
     Attrs = MatMulAttrs
     attrs: MatMulAttrs
     inputs = ("a", "b")
+    # The inputs (0: a, 1: b) a Softmax writes, through layers that only move its values
+    # (`runtime/plan.py`): where one holds subnormals, the product scales it.
+    subnormal_inputs: frozenset[int] = frozenset()
 
     def infer(self, a: TensorInfo, b: TensorInfo) -> TensorInfo:
         etype = same_element_type(a, b, "inputs must have the same element type", "same-element-type", self.port("b"))
@@ -62,7 +69,7 @@ class MatMul(Op):
         a, b = self._oriented(a, b)
         etype = ElementType.from_dtype(a.dtype)
         work = compute_dtype(etype) if etype.is_float else a.dtype
-        return from_compute(matmul(a.astype(work, copy=False), b.astype(work, copy=False)), etype)
+        return from_compute(self._product(a.astype(work, copy=False), b.astype(work, copy=False)), etype)
 
     def biased(self, a: np.ndarray, b: np.ndarray, bias: np.ndarray) -> np.ndarray | None:
         """The product plus `bias` (1-D, a value per output column), where the operands are of
@@ -73,7 +80,15 @@ class MatMul(Op):
         if not (a.dtype == b.dtype == bias.dtype and a.dtype in (np.float32, np.float64) and b.ndim >= 2
                 and bias.ndim == 1 and bias.size == b.shape[-1]):
             return None
-        return matmul(a, b, bias)
+        if not self.subnormal_inputs:
+            return matmul(a, b, bias)
+        out = self._product(a, b)
+        return np.add(out, bias, out=out)  # the additions an Add of the product and the bias makes
+
+    def _product(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        if not self.subnormal_inputs:
+            return matmul(a, b)
+        return scaled_product(a, b, min(self.subnormal_inputs), matmul)
 
     def _oriented(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if self.attrs.transpose_a and a.ndim >= 2:
