@@ -92,12 +92,12 @@ def test_a_compressed_matmul_gives_the_bits_of_its_decompression_layers(tmp_path
     want = [every_time.run({"l0": _feed(tokens) * k})[0].tobytes() for k in (1, -2)]
     for arithmetic in (True, False):
         monkeypatch.setattr(compressed, "ARITHMETIC", arithmetic)
+        calls.update(dict.fromkeys(calls, 0))
         with accel.use("numba" if accel.available() else "numpy"):  # compiled where the arithmetic is taken
-            compiled = _compiled(xml)
+            compiled = _compiled(xml)  # (with numba, the table is built here, by `warm_compiled_loops`)
         assert isinstance(_book(compiled), Arithmetic if arithmetic and accel.available() else Codebook)
         assert not compiled.plan.fold.kept  # the f32 weight is not kept
         with accel.use(backend):
-            calls.update(dict.fromkeys(calls, 0))
             got = [compiled.run({"l0": _feed(tokens) * k})[0].tobytes() for k in (1, -2)]
         if tokens == 1 and isinstance(_book(compiled), Arithmetic) and backend == "numba":
             for mine, theirs in zip(got, want):
@@ -307,3 +307,32 @@ def test_decompression_in_f32_widens_the_chain_and_nothing_else(tmp_path):
     f16_weights = _compiled(b.save(tmp_path / "f16"))
     feed = {"l0": _feed(1)[:, :4]}
     assert f16_weights.run(feed, decompression="f32")[0].tobytes() == f16_weights.run(feed)[0].tobytes()
+
+
+_LOADED_AT_COMPILE = """
+import sys
+import irscatter
+compiled = irscatter.compile_model(sys.argv[1])
+print(sorted(name for name in sys.modules if name.startswith("irscatter.ops.common.decompress_")))
+"""
+
+
+@pytest.mark.skipif(not accel.available(), reason="numba is not installed")
+@pytest.mark.parametrize("kind", ["u8", "u4"])
+def test_compiling_loads_the_loops_the_first_run_takes(tmp_path, kind):
+    """A fresh process: compiling a model with compressed weights loads the compiled loops its
+    products take (numba's import and first load, most of a second, belong to compiling, not to
+    the first prompt), but not where numba is not to be used."""
+    import os
+    import subprocess
+    import sys
+
+    xml = _nncf_matmul(tmp_path, kind)
+    loaded = {}
+    for backend in ("auto", "numpy"):
+        env = {**os.environ, "IRSCATTER_BACKEND": backend}
+        done = subprocess.run([sys.executable, "-c", _LOADED_AT_COMPILE, str(xml)], capture_output=True, text=True,
+                              env=env, timeout=300, check=True)
+        loaded[backend] = done.stdout.strip()
+    assert "decompress_kernels" in loaded["auto"] or "decompress_levels" in loaded["auto"]
+    assert loaded["numpy"] == "[]"

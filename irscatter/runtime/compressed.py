@@ -50,7 +50,7 @@ weight the layers give, so that both runs have the same bits (`watched_step`).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, TypeGuard
@@ -126,6 +126,21 @@ def fuse_compressed(steps: Sequence[Any], ops: Mapping[int, Op], infos: Mapping[
         fused.chains.update(chain)
         fused.weights.add(step.inputs[1])
     return fused
+
+
+def warm_compiled_loops(steps: Iterable[Any]) -> None:
+    """Where numba is to be used, loads the compiled loops the products and lookups of compressed
+    weights among `steps` take, on a row of each weight, when the model is compiled: importing
+    numba and loading a loop from its cache takes most of a second once a process, which the
+    first run, a prompt, would otherwise wait for (their first calls take the loops)."""
+    if not accel.enabled():
+        return
+    for step in steps:
+        if isinstance(step.compute, _LookedUp):
+            step.compute.warm()
+        elif isinstance(step.compute, _GatheredRows) and step.compute.book.rows:
+            book = step.compute.book
+            book.decode(0, np.empty((book.fibers, book.length), np.float32))
 
 
 def watched_step(step: Any, replacement: Any | None) -> Any:
@@ -438,23 +453,33 @@ class _LookedUp:
     def _in_one_pass(self, a: np.ndarray) -> np.ndarray:
         """One activation row times the weight, decompressed and multiplied in one compiled
         loop, in a part of the rows per core (a row's sum does not depend on the part)."""
+        out = np.empty(a.shape[:-1] + (self.book.rows,), np.float32)
+        multiply = self._one_pass(np.ascontiguousarray(a.reshape(-1)), out.reshape(-1))
+        count = threads.parts(self.book.rows * self._width(), SPLIT_DECODED)
+        threads.run([partial(multiply, lo, hi) for lo, hi in threads.spans(self.book.rows, count)])
+        return out
+
+    def _one_pass(self, vector: np.ndarray, flat: np.ndarray) -> Callable[[int, int], None]:
+        """`multiply(lo, hi)`: flat[lo:hi] = weight rows lo..hi times `vector`, in one compiled loop."""
         book = self.book
         assert isinstance(book, Arithmetic)
-        out = np.empty(a.shape[:-1] + (book.rows,), np.float32)
-        vector, flat = np.ascontiguousarray(a.reshape(-1)), out.reshape(-1)
-        count = threads.parts(book.rows * self._width(), SPLIT_DECODED)
         packed = book.packed
         if packed is not None and levels_usable(book.length):  # 4-bit codes looked up, 16 at a time
-            multiply = partial(product_levels, packed, book.sign, book.shift, book.scale, book.fibers,
-                               split_pairs(vector), book.to_f16, flat)
-        elif packed is not None:  # 4-bit codes as the file holds them: half the bytes to read
-            multiply = partial(product_nibbles, packed, book.sign, book.shift, book.scale, book.fibers,
-                               split_pairs(vector), book.to_f16, flat)
-        else:
-            multiply = partial(product, book.codes, book.sign, book.shift, book.scale, book.fibers, vector,
-                               book.to_f16, flat)
-        threads.run([partial(multiply, lo, hi) for lo, hi in threads.spans(book.rows, count)])
-        return out
+            return partial(product_levels, packed, book.sign, book.shift, book.scale, book.fibers,
+                           split_pairs(vector), book.to_f16, flat)
+        if packed is not None:  # 4-bit codes as the file holds them: half the bytes to read
+            return partial(product_nibbles, packed, book.sign, book.shift, book.scale, book.fibers,
+                           split_pairs(vector), book.to_f16, flat)
+        return partial(product, book.codes, book.sign, book.shift, book.scale, book.fibers, vector,
+                       book.to_f16, flat)
+
+    def warm(self) -> None:
+        """Takes, on one weight row, the compiled loops this product's calls take: a row decoded
+        and, for an arithmetic book, the one-row product (`warm_compiled_loops`)."""
+        book = self.book
+        book.decode(0, np.empty((book.fibers, book.length), np.float32))
+        if isinstance(book, Arithmetic) and book.rows:
+            self._one_pass(np.zeros(self._width(), np.float32), np.empty(book.rows, np.float32))(0, 1)
 
     def _by_blocks(self, a: np.ndarray, rows: int | None = None) -> np.ndarray:
         """One activation row times the weight by blocks of rows (`_in_parts`). np.dot rather

@@ -42,6 +42,7 @@ from irscatter.ops.control.core import IterationBudget
 from irscatter.ops.state import core as state
 from irscatter.runtime.allocator import keep_freed_memory
 from irscatter.runtime.binding import Binding, ShapeChecks
+from irscatter.runtime.compressed import warm_compiled_loops
 from irscatter.runtime.consts import ConstValues
 from irscatter.runtime.decompression import decompressing, decompression_steps
 from irscatter.runtime.feeds import checked_feed
@@ -143,6 +144,7 @@ class CompiledModel:
         # given to `compile_model`); None is f32.
         self.default_precision: str | None = None
         self.plan = Plan.of(model, analysis)
+        warm_compiled_loops(self.plan.fold.replaced.values())
         self._binding = Binding(self.plan, self._graph, model.source)
         self._shapes = ShapeChecks(self.plan.inputs, self._graph, model.source)
         self._consts = ConstValues(self.plan, model.source)  # decoded from the first run on
