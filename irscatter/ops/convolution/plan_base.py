@@ -72,11 +72,11 @@ class Plan(Generic[Prepared]):
                 return
         count = threads.parts(self.work, least)
         known = self.__dict__.setdefault("_parts", {})
-        if count not in known:
-            blocks = self._blocks(count)
-            known[count] = [blocks[lo:hi] for lo, hi in threads.spans(len(blocks), count)]
-        parts = known[count]
         with threads.one_blas_thread(self.work) if self.blas else nullcontext():
+            if count not in known:  # (with BLAS held: a plan may ask BLAS where cuts keep its bits)
+                blocks = self._blocks(count)
+                known[count] = [blocks[lo:hi] for lo, hi in threads.spans(len(blocks), count)]
+            parts = known[count]
             if len(parts) == 1:
                 for b in parts[0]:
                     block(*b)

@@ -11,7 +11,9 @@ works on x [N, G, C_IN, *in] and w [G, C_OUT, C_IN, *kernel] in the work dtype a
   group over the data as it lies, [C_OUT, C_IN] x [C_IN, positions], with no copy; on a map
   of one position and one group, [N, C_IN] x [C_IN, C_OUT] (`products.matmul`), and for one
   sample and one group with many more filters than positions, the product through
-  `products.matmul`, which splits it by filters.
+  `products.matmul`, which splits it by filters. With fewer, but still a quarter of the
+  positions or more, its parts are blocks of filters cut where BLAS keeps the bits
+  (`products.row_cuts`), else blocks of positions or of samples.
 * `im2col`: a dense or grouped kernel, and a depthwise one of 3x3 taps or fewer that the taps
   plans below do not take, gathers each output position's patch and multiplies the filters by
   them (`kernels.Im2col`), in blocks of samples and output rows, so that a block's patches stay
@@ -65,14 +67,21 @@ FILTER_CUT_RATIO = 4
 # stay in L2, and a layer of many small products splits evenly.
 BAND_BLOCK = 1 << 18
 BLOCK_COLUMNS = 256
+# Positions per filter up to which a 1x1 layer of one sample and one group is split by its
+# filters rather than by its positions (when not one product, FILTER_CUT_RATIO): two parts of
+# half the filters each read half of them and keep every position's long rows, where halves of
+# few positions made BLAS's short side shorter still (ResNet-50's 1x1 shapes at 28x28 and 14x14
+# ran 5-20% faster that way, one BLAS thread a part; at 56x56 with few filters, slower).
+FILTER_SPLIT_RATIO = 4
 
 
 class Pointwise(Plan[np.ndarray]):
     name = "pointwise"
 
-    def __init__(self, x_shape: Sequence[int], w_shape: Sequence[int]) -> None:
+    def __init__(self, x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype | None = None) -> None:
         self.n, self.g, self.c = x_shape[:3]
         self.d = w_shape[1]
+        self.dtype = np.dtype(dtype if dtype is not None else np.float32)
         self.positions = math.prod(x_shape[3:])
         self.out_shape = (self.n, self.g, self.d, *x_shape[3:])
         self.work = self.n * self.g * self.d * self.c * self.positions
@@ -84,10 +93,18 @@ class Pointwise(Plan[np.ndarray]):
         return np.ascontiguousarray(w.reshape(self.g, self.d, self.c))
 
     def _blocks(self, count: int) -> Sequence[tuple[int, ...]]:
-        """(first sample, end, first position, end): whole samples when there are enough."""
+        """(first sample, end, first position, end, first filter, end): whole samples when there
+        are enough; else blocks of filters (see FILTER_SPLIT_RATIO), cut where BLAS keeps the
+        bits of one product (`products.row_cuts`), or of positions. Called with BLAS on one
+        thread."""
+        d, positions = self.d, self.positions
         if count > 1 and self.n < count:
-            return [(0, self.n, lo, hi) for lo, hi in threads.spans(self.positions, count)]
-        return [(lo, hi, 0, self.positions) for lo, hi in threads.spans(self.n, count)]
+            if self.g == 1 and FILTER_SPLIT_RATIO * d >= positions:
+                cuts = products.row_cuts(d, self.c * positions, count, self.dtype)
+                if len(cuts) > 1:
+                    return [(0, self.n, 0, positions, lo, hi) for lo, hi in cuts]
+            return [(0, self.n, lo, hi, 0, d) for lo, hi in threads.spans(positions, count)]
+        return [(lo, hi, 0, positions, 0, d) for lo, hi in threads.spans(self.n, count)]
 
     def __call__(self, x: np.ndarray, prepared: np.ndarray) -> np.ndarray:
         return self._whole(x, prepared) if self.whole else self._by_blocks(x, prepared, None)
@@ -112,11 +129,11 @@ class Pointwise(Plan[np.ndarray]):
         out = np.empty((self.n, self.g, self.d, self.positions), x.dtype)
         flat, channels = out.reshape(-1), self.g * self.d
 
-        def block(n0: int, n1: int, p0: int, p1: int) -> None:
-            np.matmul(prepared, x[n0:n1, ..., p0:p1], out=out[n0:n1, ..., p0:p1])
-            if finish is not None:
+        def block(n0: int, n1: int, p0: int, p1: int, d0: int, d1: int) -> None:
+            np.matmul(prepared[:, d0:d1], x[n0:n1, ..., p0:p1], out=out[n0:n1, :, d0:d1, p0:p1])
+            if finish is not None:  # (filter blocks are of one group: channel d0 is the block's first)
                 for i in range(n0, n1):
-                    finish(flat, i * channels * self.positions + p0, self.positions, channels, p1 - p0, 0)
+                    finish(flat, (i * channels + d0) * self.positions + p0, self.positions, d1 - d0, p1 - p0, d0)
         self._run(block)
         return out.reshape(self.out_shape)
 
@@ -478,7 +495,7 @@ def _numpy_plan(x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype,
         return None
     if all(k == 1 for k in kernel) and all(s == 1 for s in strides) and not any(begin) \
             and tuple(out_dims) == tuple(x_shape[3:]):
-        return Pointwise(x_shape, w_shape)
+        return Pointwise(x_shape, w_shape, dtype)
     geometry = (x_shape, w_shape, dtype, strides, dilations, begin, out_dims)
     taps, positions = math.prod(kernel), math.prod(out_dims)
     if c == 1 and d <= DEPTHWISE_OUTPUTS:

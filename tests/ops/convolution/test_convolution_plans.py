@@ -117,6 +117,41 @@ def test_pointwise_with_many_more_filters_than_positions_is_one_product(monkeypa
     assert np.array_equal(x, before)
 
 
+@pytest.mark.parametrize("finished", [False, True])
+def test_pointwise_split_by_filters_keeps_the_bits(monkeypatch, finished):
+    """One sample and one group with filters enough for its positions (a ResNet's 1x1 layers at
+    14x14): parts of the filters, cut where BLAS keeps the bits, each finishing its own
+    channels' rows, with the unsplit product's bits."""
+    monkeypatch.setattr(threads, "_policy", "split")
+    monkeypatch.setattr(threads, "CORES", 2)
+    with threads.one_blas_thread(1 << 30):
+        if not products.quantum(np.dtype(np.float32)):
+            pytest.skip("this BLAS keeps no row cut's bits")
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((1, 1, 256, 14, 14)).astype(np.float32)
+    w = rng.standard_normal((1, 512, 256, 1, 1)).astype(np.float32)
+    plan = plans.plan_forward(x.shape, w.shape, x.dtype, [1, 1], [1, 1], [0, 0], [14, 14])
+    assert plan.name == "pointwise" and not plan.whole
+    seen = []
+
+    def finish(flat, start, stride, rows, width, first):  # each channel's rows plus its number
+        seen.append((first, rows, width))
+        for r in range(rows):
+            flat[start + r * stride:start + r * stride + width] += first + r
+
+    before = x.copy()
+    got = plan.finishing(x, plan.prepare(w), finish) if finished else plan(x, plan.prepare(w))
+    with threads.one_blas_thread(1 << 30):
+        expected = np.matmul(w.reshape(512, 256), x.reshape(256, 196)).reshape(1, 1, 512, 14, 14)
+    if finished:
+        expected = expected + np.arange(512, dtype=np.float32)[:, None, None]
+        assert len(seen) == 2 and sorted(seen)[0][0] == 0 and sum(rows for _, rows, _ in seen) == 512
+        assert all(width == 196 for _, _, width in seen)
+    assert [b[4:] for b in plan._blocks(2)] == [(lo, hi) for lo, hi in products.row_cuts(512, 256 * 196, 2, x.dtype)]
+    assert got.tobytes() == expected.astype(np.float32).tobytes()
+    assert np.array_equal(x, before)
+
+
 def test_a_split_gives_the_same_result_on_every_call(monkeypatch):
     """The parts of a split are fixed per shape, so repeated calls agree bit for bit."""
     monkeypatch.setattr(threads, "SPLIT_WORK", 0)
