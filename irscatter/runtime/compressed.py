@@ -477,8 +477,10 @@ class _LookedUp:
         """Takes, on one weight row, the compiled loops this product's calls take: a row decoded
         and, for an arithmetic book, the one-row product (`warm_compiled_loops`)."""
         book = self.book
+        if not book.rows:
+            return
         book.decode(0, np.empty((book.fibers, book.length), np.float32))
-        if isinstance(book, Arithmetic) and book.rows:
+        if isinstance(book, Arithmetic):
             self._one_pass(np.zeros(self._width(), np.float32), np.empty(book.rows, np.float32))(0, 1)
 
     def _by_blocks(self, a: np.ndarray, rows: int | None = None) -> np.ndarray:
