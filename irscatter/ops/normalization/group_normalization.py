@@ -27,6 +27,10 @@ from irscatter.ops.common.types import check_float, same_element_type
 from irscatter.ops.normalization.core import COMPILED_TYPES, KERNELS, channels_of, compiled_moments
 from irscatter.ops.registry import register
 
+# What an element of numpy's path weighs against a multiply-add when choosing the parts: seven
+# passes, two of them reductions, as in `blocks.ROW_ELEMENT_WORK`'s Softmax.
+NUMPY_ELEMENT_WORK = 128
+
 
 @register("GroupNormalization", 12)
 class GroupNormalization(Op, accel.LoadsOnSecondCall):
@@ -70,18 +74,35 @@ class GroupNormalization(Op, accel.LoadsOnSecondCall):
         if compiled and groups.size and dtype in COMPILED_TYPES and groups.flags.c_contiguous:
             out = self._compiled(groups, scale, bias, dtype, math.prod(data.shape[2:]))
             return from_compute(out.reshape(data.shape), etype)
-        per_channel = (-1,) + (1,) * (data.ndim - 2)
+        rows = groups.reshape(n * g, groups.shape[2])  # a row per group of each sample
+        out = np.empty(rows.shape, dtype)
+        # (per group, its channels' scale and bias along its row)
+        scale, bias = (v.astype(dtype, copy=False).reshape(g, -1, 1) for v in (scale, bias))
+        spans = threads.spans(n * g, threads.parts(rows.size * NUMPY_ELEMENT_WORK)) if rows.size else [(0, 0)]
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            # sum / count rather than np.mean, which warns on the empty groups of size-0 data
-            count = dtype.type(groups.shape[2])
-            # After the first, each step writes into the array it reads: a first run's new arrays
-            # each take fresh pages, whose first-touch faults cost more than the arithmetic.
-            centred = groups - np.add.reduce(groups, axis=2, keepdims=True, dtype=dtype) / count
-            variance = np.add.reduce(centred * centred, axis=2, keepdims=True, dtype=dtype) / count
-            out = np.divide(centred, np.sqrt(variance + dtype.type(self.attrs.epsilon)), out=centred).reshape(data.shape)
-            out *= scale.astype(dtype, copy=False).reshape(per_channel)
-            out += bias.astype(dtype, copy=False).reshape(per_channel)
-        return from_compute(np.asarray(out, dtype=dtype), etype)
+            if len(spans) == 1:
+                self._numpy_rows(rows, out, scale, bias, 0)
+            else:
+                threads.run([partial(self._numpy_rows, rows[lo:hi], out[lo:hi], scale, bias, lo) for lo, hi in spans])
+        return from_compute(out.reshape(data.shape), etype)
+
+    def _numpy_rows(self, rows: np.ndarray, out: np.ndarray, scale: np.ndarray, bias: np.ndarray, first: int) -> None:
+        """numpy's path for groups' rows (rows [groups, elements]; `first`: the first one's index
+        over the samples' groups), into `out`: each row's sums are numpy's loop over that
+        contiguous row alone, so a part's rows come out as in one call."""
+        if not out.size:
+            return
+        dtype = rows.dtype
+        # sum / count rather than np.mean, which warns on the empty groups of size-0 data
+        count = dtype.type(rows.shape[1])
+        np.subtract(rows, np.add.reduce(rows, axis=1, keepdims=True, dtype=dtype) / count, out=out)
+        variance = np.add.reduce(out * out, axis=1, keepdims=True, dtype=dtype) / count
+        np.divide(out, np.sqrt(variance + dtype.type(self.attrs.epsilon)), out=out)
+        g, per_group = scale.shape[0], scale.shape[1]
+        which = np.arange(first, first + len(rows)) % g  # each row's group
+        channels = out.reshape(len(rows), per_group, -1)
+        channels *= scale[which]
+        channels += bias[which]
 
     def _compiled(self, groups: np.ndarray, scale: np.ndarray, bias: np.ndarray, dtype: np.dtype,
                   per_channel: int) -> np.ndarray:

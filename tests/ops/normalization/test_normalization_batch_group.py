@@ -124,3 +124,38 @@ def test_batch_norm_keeps_derived_values_only_for_read_only_statistics():
     np.testing.assert_array_equal(op.compute(x, *frozen), first)
     np.testing.assert_array_equal(op.compute(x * 2, *frozen), [[6, 12]])
     assert x.tolist() == [[1.0, 2.0]]  # the data is never written
+
+
+@pytest.mark.parametrize("dtype", list(FLOATS.values()), ids=list(FLOATS))
+@pytest.mark.parametrize("shape, groups", [((1, 512, 40), 512), ((2, 64, 9, 9), 8), ((3, 6), 3), ((2, 4, 2, 3, 5), 4),
+                                           ((1, 6, 7), 1), ((0, 4, 3), 2), ((2, 4, 0), 2)])
+def test_group_normalization_in_parts_has_the_bits_of_one_call(monkeypatch, dtype, shape, groups):
+    """numpy's path (a layer's first call) on the thread policy's parts, each a range of the
+    samples' groups: the bits of the whole array in one call, edge values included; the inputs
+    are not written."""
+    from helpers import layer, port
+
+    from irscatter import parse_layer
+    from irscatter.ops.common import accel, threads
+    from irscatter.ops.normalization.group_normalization import GroupNormalization
+
+    snippet = layer(0, "gn", "GroupNormalization", "opset12", {"num_groups": str(groups), "epsilon": "1e-5"},
+                    inputs=[port(0, None, list(shape)), port(1, None, [shape[1]]), port(2, None, [shape[1]])],
+                    outputs=[port(3, None, list(shape))])
+    rng = np.random.default_rng(len(shape) * groups)
+    data = _values(rng, shape, dtype, edges=True)
+    scale, bias = _values(rng, (shape[1],), dtype), _values(rng, (shape[1],), dtype)
+    kept = [a.copy() for a in (data, scale, bias)]
+    with accel.use("numpy"):
+        monkeypatch.setattr(threads, "_policy", "one")
+        whole = GroupNormalization(parse_layer(snippet)).compute(data, scale, bias)
+        monkeypatch.setattr(threads, "_policy", "split")
+        monkeypatch.setattr(threads, "SPLIT_WORK", 0)
+        monkeypatch.setattr(threads, "CORES", 3)
+        handed, run = [], threads.run
+        monkeypatch.setattr(threads, "run", lambda tasks: handed.append(len(tasks)) or run(tasks))
+        parts = GroupNormalization(parse_layer(snippet)).compute(data, scale, bias)
+    assert handed == ([min(3, shape[0] * groups)] if data.size and shape[0] * groups > 1 else [])
+    assert parts.dtype == whole.dtype and parts.shape == whole.shape == shape
+    assert parts.tobytes() == whole.tobytes()
+    assert all(a.tobytes() == b.tobytes() for a, b in zip((data, scale, bias), kept))
