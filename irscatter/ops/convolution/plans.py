@@ -78,10 +78,10 @@ FILTER_SPLIT_RATIO = 4
 class Pointwise(Plan[np.ndarray]):
     name = "pointwise"
 
-    def __init__(self, x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype | None = None) -> None:
+    def __init__(self, x_shape: Sequence[int], w_shape: Sequence[int], dtype: np.dtype) -> None:
         self.n, self.g, self.c = x_shape[:3]
         self.d = w_shape[1]
-        self.dtype = np.dtype(dtype if dtype is not None else np.float32)
+        self.dtype = np.dtype(dtype)
         self.positions = math.prod(x_shape[3:])
         self.out_shape = (self.n, self.g, self.d, *x_shape[3:])
         self.work = self.n * self.g * self.d * self.c * self.positions

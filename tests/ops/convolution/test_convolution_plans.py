@@ -477,7 +477,7 @@ def test_compiled_depthwise_takes_empty_outputs_and_leaves_the_rest_to_numpy():
         for x_shape, out in [((1, 3, 1, 0, 5), [0, 5]), ((1, 3, 1, 4), [0])]:
             w_shape = (3, 1, 1, *(1,) * len(out))
             plan = plans.DepthwiseCompiled(x_shape, w_shape, f32, [1] * len(out), [1] * len(out), [0] * len(out),
-                                           out, fallback=plans.Pointwise(x_shape, w_shape))
+                                           out, fallback=plans.Pointwise(x_shape, w_shape, f32))
             got = plan(np.ones(x_shape, f32), plan.prepare(np.ones(w_shape, f32)))
             assert got.shape == (1, 3, 1, *out)
         assert plans.plan_forward((1, 8, 1, 6, 6, 6), (8, 1, 1, 3, 3, 3), f32, [1] * 3, [1] * 3, [1] * 3,
