@@ -138,9 +138,14 @@ def warm_compiled_loops(steps: Iterable[Any]) -> None:
     for step in steps:
         if isinstance(step.compute, _LookedUp):
             step.compute.warm()
-        elif isinstance(step.compute, _GatheredRows) and step.compute.book.rows:
-            book = step.compute.book
-            book.decode(0, np.empty((book.fibers, book.length), np.float32))
+        elif isinstance(step.compute, _GatheredRows):
+            _decode_a_row(step.compute.book)
+
+
+def _decode_a_row(book: Codebook | Arithmetic) -> None:
+    """Decodes the weight's first row and throws it away (for the loops that does, see above)."""
+    if book.rows:
+        book.decode(0, np.empty((book.fibers, book.length), np.float32))
 
 
 def watched_step(step: Any, replacement: Any | None) -> Any:
@@ -477,10 +482,8 @@ class _LookedUp:
         """Takes, on one weight row, the compiled loops this product's calls take: a row decoded
         and, for an arithmetic book, the one-row product (`warm_compiled_loops`)."""
         book = self.book
-        if not book.rows:
-            return
-        book.decode(0, np.empty((book.fibers, book.length), np.float32))
-        if isinstance(book, Arithmetic):
+        _decode_a_row(book)
+        if isinstance(book, Arithmetic) and book.rows:
             self._one_pass(np.zeros(self._width(), np.float32), np.empty(book.rows, np.float32))(0, 1)
 
     def _by_blocks(self, a: np.ndarray, rows: int | None = None) -> np.ndarray:

@@ -42,16 +42,34 @@ def magnitudes(x: np.ndarray) -> tuple[bool, float]:
     """Whether `x` (f32 or f64) holds a subnormal number, and its largest magnitude (inf when
     it holds an infinity or a NaN). On the bits, in integer passes: subnormals and the
     infinities take no assist there."""
-    unsigned, magnitude = _BITS[x.dtype]
-    bits = np.bitwise_and(x.view(unsigned), unsigned(magnitude))
-    largest = bits.max()
-    exponent_ones = np.array(np.inf, x.dtype).view(unsigned)  # the bits of inf; a NaN's are above
-    if largest >= exponent_ones:
-        return False, math.inf
+    bits = _magnitude_bits(x)
+    largest = _largest(bits, x.dtype)
+    if math.isinf(largest):
+        return False, largest
     # zero wraps to the largest integer; a subnormal's magnitude bits lie below the smallest normal's
-    bits -= unsigned(1)
-    subnormal = bool(bits.min() < np.array(np.finfo(x.dtype).smallest_normal, x.dtype).view(unsigned) - 1)
-    return subnormal, float(largest.view(x.dtype))
+    bits -= bits.dtype.type(1)
+    return bool(bits.min() < _bits_of(np.finfo(x.dtype).smallest_normal, x.dtype) - 1), largest
+
+
+def largest_magnitude(x: np.ndarray) -> float:
+    """`magnitudes(x)`'s largest magnitude alone, without the pass that looks for subnormals."""
+    return _largest(_magnitude_bits(x), x.dtype)
+
+
+def _magnitude_bits(x: np.ndarray) -> np.ndarray:
+    """The bits of each element's magnitude, as unsigned integers of its width (a new array)."""
+    unsigned, magnitude = _BITS[x.dtype]
+    return np.bitwise_and(x.view(unsigned), unsigned(magnitude))
+
+
+def _bits_of(value: float, dtype: np.dtype) -> int:
+    return int(np.array(value, dtype).view(_BITS[dtype][0]))
+
+
+def _largest(bits: np.ndarray, dtype: np.dtype) -> float:
+    """The largest magnitude among `bits`, inf where one is an infinity's or a NaN's (above it)."""
+    largest = bits.max()
+    return math.inf if largest >= _bits_of(np.inf, dtype) else float(largest.view(dtype))
 
 
 def shift(a: np.ndarray, b: np.ndarray, inner: int) -> int | None:
@@ -62,7 +80,7 @@ def shift(a: np.ndarray, b: np.ndarray, inner: int) -> int | None:
     subnormal, largest_a = magnitudes(a)
     if not subnormal:
         return None
-    largest_b = magnitudes(b)[1]
+    largest_b = largest_magnitude(b)
     if math.isinf(largest_b):
         return None
     info = np.finfo(a.dtype)

@@ -80,10 +80,10 @@ class MatMul(Op):
         if not (a.dtype == b.dtype == bias.dtype and a.dtype in (np.float32, np.float64) and b.ndim >= 2
                 and bias.ndim == 1 and bias.size == b.shape[-1]):
             return None
-        if not self.subnormal_inputs:
-            return matmul(a, b, bias)
-        out = self._product(a, b)
-        return np.add(out, bias, out=out)  # the additions an Add of the product and the bias makes
+        if self.subnormal_inputs:
+            out = self._product(a, b)
+            return np.add(out, bias, out=out)  # the additions an Add of the product and the bias makes
+        return matmul(a, b, bias)
 
     def _product(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         if not self.subnormal_inputs:
