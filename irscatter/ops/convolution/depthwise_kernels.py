@@ -42,6 +42,8 @@ def depthwise(x, w, out, geometry, offsets, zero, c0, c1):  # pragma: no cover -
     (p % sy, q % sx, p // sy, q // sx) after padding), zeros around it, so that each tap reads
     one contiguous run for a block of output rows as wide as the phase's rows (`wq`); the
     columns past a row's end read into the next row and are computed and cut off."""
+    if WIDE_VECTORS:
+        wide_vectors()  # (a pass's eight taps are eight products a vector of sums: wider vectors, fewer passes)
     sy, sx, by, bx, hq, wq, block = (geometry[0], geometry[1], geometry[2], geometry[3], geometry[4],
                                      geometry[5], geometry[6])
     g, d_out, taps = w.shape
@@ -62,10 +64,7 @@ def depthwise(x, w, out, geometry, offsets, zero, c0, c1):  # pragma: no cover -
                 start = r0 * wq
                 for j in range(np.uint64(length)):
                     acc[j] = zero
-                t = 0
-                while t < taps:
-                    _add_taps(acc, copy, offsets, tap_weights, t, start, length)
-                    t += GROUP if t + GROUP <= taps else 1
+                _add_taps(acc, copy, offsets, tap_weights, start, length)
                 for r in range(rows):
                     line, row = np.uint64(r * wq), np.uint64(r0 + r)
                     for j in range(np.uint64(ow)):
@@ -119,48 +118,86 @@ def _spread(filters, spread, ow):  # pragma: no cover - compiled
 @numba.njit(nogil=True, cache=True, inline="always")
 def _row_sums(block, spread, sums, offsets, start, at, run, lanes, zero):  # pragma: no cover - compiled
     """sums[at:at + run] = +0.0 plus each tap's products for one row of outputs, in tap order,
-    GROUP taps a pass as `depthwise` adds them; `start` is where the row's windows begin in
-    each phase of `block`, `lanes` values a position."""
+    in the passes `depthwise` adds them in; `start` is where the row's windows begin in each
+    phase of `block`, `lanes` values a position."""
     n, s0 = np.uint64(run), np.uint64(at)
     for q in range(n):
         sums[s0 + q] = zero
-    t, taps, size = 0, len(offsets), np.uint64(lanes)
-    while t < taps:
-        a, wa = np.uint64(offsets[t]) * size + np.uint64(start), np.uint64(t * run)
-        if t + GROUP > taps:
+    t, taps, size, first = 0, len(offsets), np.uint64(lanes), np.uint64(start)
+    while t < taps:  # (each tap's windows begin at a, its filters, spread along the row, at f)
+        group = _group(t, taps)
+        a0, f0 = np.uint64(offsets[t]) * size + first, np.uint64(t * run)
+        if group == 1:
             for q in range(n):
-                sums[s0 + q] = sums[s0 + q] + block[a + q] * spread[wa + q]
+                sums[s0 + q] = sums[s0 + q] + block[a0 + q] * spread[f0 + q]
             t += 1
             continue
-        b, c, e = (np.uint64(offsets[t + 1]) * size + np.uint64(start), np.uint64(offsets[t + 2]) * size
-                   + np.uint64(start), np.uint64(offsets[t + 3]) * size + np.uint64(start))
-        wb, wc, we = wa + n, wa + n + n, wa + n + n + n
+        a1, a2, a3 = (np.uint64(offsets[t + 1]) * size + first, np.uint64(offsets[t + 2]) * size + first,
+                      np.uint64(offsets[t + 3]) * size + first)
+        f1, f2, f3 = f0 + n, f0 + n + n, f0 + n + n + n
+        if group == HALF_GROUP:
+            for q in range(n):
+                sums[s0 + q] = (sums[s0 + q] + block[a0 + q] * spread[f0 + q] + block[a1 + q] * spread[f1 + q]
+                                + block[a2 + q] * spread[f2 + q] + block[a3 + q] * spread[f3 + q])
+            t += HALF_GROUP
+            continue
+        a4, a5, a6, a7 = (np.uint64(offsets[t + 4]) * size + first, np.uint64(offsets[t + 5]) * size + first,
+                          np.uint64(offsets[t + 6]) * size + first, np.uint64(offsets[t + 7]) * size + first)
+        f4, f5, f6, f7 = f3 + n, f3 + n + n, f3 + n + n + n, f3 + n + n + n + n
         for q in range(n):
-            sums[s0 + q] = (sums[s0 + q] + block[a + q] * spread[wa + q] + block[b + q] * spread[wb + q]
-                            + block[c + q] * spread[wc + q] + block[e + q] * spread[we + q])
+            sums[s0 + q] = (sums[s0 + q] + block[a0 + q] * spread[f0 + q] + block[a1 + q] * spread[f1 + q]
+                            + block[a2 + q] * spread[f2 + q] + block[a3 + q] * spread[f3 + q]
+                            + block[a4 + q] * spread[f4 + q] + block[a5 + q] * spread[f5 + q]
+                            + block[a6 + q] * spread[f6 + q] + block[a7 + q] * spread[f7 + q])
         t += GROUP
 
 
 # Taps added in one pass over a block's sums: each sum stays in a register across them, in
-# the same order, where a pass a tap would load and store it once per tap.
-GROUP = 4
+# the same order, where a pass a tap would load and store it once per tap, and each pass has a
+# fixed cost (its bounds, its first vector) that a short block of sums pays again. Passes of
+# GROUP taps first, then one of HALF_GROUP where that many are left, then one a tap: eight
+# took half the time of four on ConvMixer's 9x9 layers, sixteen no less than eight.
+GROUP = 8
+HALF_GROUP = 4
 # The sums of a block are computed in whole runs of this many (the cut columns grow by less).
 LANES = 16
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
-def _add_taps(acc, copy, offsets, weights, t, start, length):  # pragma: no cover - compiled
-    """acc[:length] += the products of taps t to t + GROUP - 1 in that order, or of tap t alone
-    where fewer than GROUP are left."""
-    n, oa, wa = np.uint64(length), np.uint64(offsets[t] + start), weights[t]
-    if t + GROUP > len(offsets):
+def _group(t, taps):  # pragma: no cover - compiled
+    """How many taps from tap t the next pass adds."""
+    if t + GROUP <= taps:
+        return GROUP
+    return HALF_GROUP if t + HALF_GROUP <= taps else 1
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _add_taps(acc, copy, offsets, weights, start, length):  # pragma: no cover - compiled
+    """acc[:length] += the products of every tap, in tap order, in passes of `_group` taps
+    (tap k's window begins at ok in `copy`)."""
+    n, t, taps = np.uint64(length), 0, len(offsets)
+    while t < taps:
+        group = _group(t, taps)
+        o0, w0 = np.uint64(offsets[t] + start), weights[t]
+        if group == 1:
+            for j in range(n):
+                acc[j] = acc[j] + copy[o0 + j] * w0
+            t += 1
+            continue
+        o1, o2, o3 = np.uint64(offsets[t + 1] + start), np.uint64(offsets[t + 2] + start), np.uint64(offsets[t + 3] + start)
+        w1, w2, w3 = weights[t + 1], weights[t + 2], weights[t + 3]
+        if group == HALF_GROUP:
+            for j in range(n):
+                acc[j] = acc[j] + copy[o0 + j] * w0 + copy[o1 + j] * w1 + copy[o2 + j] * w2 + copy[o3 + j] * w3
+            t += HALF_GROUP
+            continue
+        o4, o5, o6, o7 = (np.uint64(offsets[t + 4] + start), np.uint64(offsets[t + 5] + start),
+                          np.uint64(offsets[t + 6] + start), np.uint64(offsets[t + 7] + start))
+        w4, w5, w6, w7 = weights[t + 4], weights[t + 5], weights[t + 6], weights[t + 7]
         for j in range(n):
-            acc[j] = acc[j] + copy[oa + j] * wa
-        return
-    ob, oc, od = np.uint64(offsets[t + 1] + start), np.uint64(offsets[t + 2] + start), np.uint64(offsets[t + 3] + start)
-    wb, wc, wd = weights[t + 1], weights[t + 2], weights[t + 3]
-    for j in range(n):
-        acc[j] = acc[j] + copy[oa + j] * wa + copy[ob + j] * wb + copy[oc + j] * wc + copy[od + j] * wd
+            acc[j] = (acc[j] + copy[o0 + j] * w0 + copy[o1 + j] * w1 + copy[o2 + j] * w2 + copy[o3 + j] * w3
+                      + copy[o4 + j] * w4 + copy[o5 + j] * w5 + copy[o6 + j] * w6 + copy[o7 + j] * w7)
+        t += GROUP
 
 
 @numba.njit(nogil=True, cache=True)
