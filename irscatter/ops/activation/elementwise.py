@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
+from types import ModuleType
 from typing import Annotated, Literal
 
 import ml_dtypes
@@ -243,11 +244,16 @@ def _gelu_erf_compiled(x: np.ndarray) -> np.ndarray:
     out = np.empty(work.size, np.float32)
     unsure = np.empty(work.size, np.bool_)
     spans = threads.spans(work.size, threads.parts(work.size * GELU_COMPILED_WORK))
-    threads.run([partial(gelu_kernels.gelu_f32, work[lo:hi], out[lo:hi], unsure[lo:hi]) for lo, hi in spans])
-    if unsure.any():
+    threads.run([partial(_compiled_part, gelu_kernels, work[lo:hi], out[lo:hi], unsure[lo:hi]) for lo, hi in spans])
+    return from_compute(out.reshape(x.shape), etype)
+
+
+def _compiled_part(gelu_kernels: ModuleType, work: np.ndarray, out: np.ndarray, unsure: np.ndarray) -> None:
+    """One part of `_gelu_erf_compiled`: the loop, then `exact` for the part's few elements it
+    leaves (found while the part's flags are in its core's cache, and only when there are some)."""
+    if gelu_kernels.gelu_f32(work, out, unsure):
         where = np.flatnonzero(unsure)
         out[where] = gelu_polynomial.exact(work[where])
-    return from_compute(out.reshape(x.shape), etype)
 
 
 @blocks.by_blocks(work=blocks.PASSES_WORK)

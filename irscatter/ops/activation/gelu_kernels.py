@@ -113,10 +113,11 @@ def f64_products(x, out):  # pragma: no cover - compiled
         out[i] = _product(np.float64(x[i]))
 
 
-def gelu_f32(x: np.ndarray, out: np.ndarray, unsure: np.ndarray, product: np.ndarray | None = None) -> None:
+def gelu_f32(x: np.ndarray, out: np.ndarray, unsure: np.ndarray, product: np.ndarray | None = None) -> int:
     """For a 1-D f32 array: `out` = x * Phi(x) rounded to f32, and `unsure` set for the elements
     left to `gelu_polynomial.exact` (whose `out` is this loop's, not the result); with
-    `product`, the f64 products as well."""
-    products(x, out, unsure)
+    `product`, the f64 products as well. Returns how many are unsure."""
+    count = int(products(x, out, unsure))
     if product is not None:
         f64_products(x, product)
+    return count
