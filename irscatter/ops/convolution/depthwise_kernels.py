@@ -155,8 +155,9 @@ def _row_sums(block, spread, sums, offsets, start, at, run, lanes, zero):  # pra
 # Taps added in one pass over a block's sums: each sum stays in a register across them, in
 # the same order, where a pass a tap would load and store it once per tap, and each pass has a
 # fixed cost (its bounds, its first vector) that a short block of sums pays again. Passes of
-# GROUP taps first, then one of HALF_GROUP where that many are left, then one a tap: eight
-# took half the time of four on ConvMixer's 9x9 layers, sixteen no less than eight.
+# GROUP taps first, then one of HALF_GROUP where that many are left, then one a tap (a 9x9
+# kernel: eleven passes, where four a pass made twenty-one; sixteen a pass gained nothing more
+# and holds more registers: docs/performance.md).
 GROUP = 8
 HALF_GROUP = 4
 # The sums of a block are computed in whole runs of this many (the cut columns grow by less).
