@@ -34,8 +34,8 @@ Choices where the spec says nothing, each following OpenVINO's core reference:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import partial
-from types import ModuleType
 from typing import Annotated, Literal
 
 import ml_dtypes
@@ -244,14 +244,16 @@ def _gelu_erf_compiled(x: np.ndarray) -> np.ndarray:
     out = np.empty(work.size, np.float32)
     unsure = np.empty(work.size, np.bool_)
     spans = threads.spans(work.size, threads.parts(work.size * GELU_COMPILED_WORK))
-    threads.run([partial(_compiled_part, gelu_kernels, work[lo:hi], out[lo:hi], unsure[lo:hi]) for lo, hi in spans])
+    threads.run([partial(_compiled_part, gelu_kernels.gelu_f32, work[lo:hi], out[lo:hi], unsure[lo:hi])
+                 for lo, hi in spans])
     return from_compute(out.reshape(x.shape), etype)
 
 
-def _compiled_part(gelu_kernels: ModuleType, work: np.ndarray, out: np.ndarray, unsure: np.ndarray) -> None:
-    """One part of `_gelu_erf_compiled`: the loop, then `exact` for the part's few elements it
-    leaves (found while the part's flags are in its core's cache, and only when there are some)."""
-    if gelu_kernels.gelu_f32(work, out, unsure):
+def _compiled_part(loop: Callable[..., int], work: np.ndarray, out: np.ndarray, unsure: np.ndarray) -> None:
+    """One part of `_gelu_erf_compiled`: the `loop` (`gelu_kernels.gelu_f32`), then `exact` for
+    the part's few elements it leaves (found while the part's flags are in its core's cache,
+    and only when there are some)."""
+    if loop(work, out, unsure):
         where = np.flatnonzero(unsure)
         out[where] = gelu_polynomial.exact(work[where])
 
