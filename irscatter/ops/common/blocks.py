@@ -92,15 +92,18 @@ def _blocks(kernel: Kernel, x: np.ndarray, out: np.ndarray, first: int, last: in
         out[start:start + BLOCK] = kernel(x[start:start + BLOCK])
 
 
-def by_rows(kernel: Callable[[np.ndarray, np.ndarray], None], x: np.ndarray, out: np.ndarray) -> None:
+def by_rows(kernel: Callable[[np.ndarray, np.ndarray], None], x: np.ndarray, out: np.ndarray,
+            work: int | None = None) -> None:
     """kernel(x, out) for a kernel that fills each row of `out` (its last axis) from the same row
     of `x` alone, through reductions along that axis and element-wise passes (Softmax): on the
     thread policy's parts when `x` is large, each part a block of whole rows. `x` and `out` have
-    one shape, and `out` is C-contiguous.
+    one shape, and `out` is C-contiguous. `work`: an element's weight for `threads.parts`
+    (`ROW_ELEMENT_WORK` by default).
 
     Bits. numpy reduces a row lying contiguous in memory with the same loop, in the same order,
     whichever rows lie around it; a part's rows are such rows, so each sums as in one call."""
-    count = threads.parts(x.size * ROW_ELEMENT_WORK) if x.ndim > 1 and x.flags.c_contiguous else 1
+    weight = ROW_ELEMENT_WORK if work is None else work
+    count = threads.parts(x.size * weight) if x.ndim > 1 and x.flags.c_contiguous else 1
     spans = threads.spans(math.prod(x.shape[:-1]), count)
     if len(spans) <= 1:
         kernel(x, out)

@@ -30,20 +30,18 @@ import numpy as np
 
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import IntList, IRBool, Lower, Op, OpAttrs, TensorInfo, check
-from irscatter.ops.common import accel, threads
+from irscatter.ops.common import accel, blocks, threads
 from irscatter.ops.common.axes import int_values, normalize_axes
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.common.types import check_float
-from irscatter.ops.normalization.core import (
-    COMPILED_TYPES,
-    KERNELS,
-    check_known_axes,
-    compiled_moments,
-    distinct_axes,
-)
+from irscatter.ops.normalization.core import COMPILED_TYPES, KERNELS, check_known_axes, distinct_axes
 from irscatter.ops.registry import register
 
 AXES_TYPES = (ElementType.i32, ElementType.i64, ElementType.dynamic)
+# An element's weight for `threads.parts` in the compiled normalization (`_trailing`): four
+# passes of about a nanosecond each together, so a part's hand-over (some tens of microseconds)
+# pays from some 2^17 elements on; a transformer's LayerNorm of 200 tokens ran slower in two parts.
+ROW_WORK = 32
 
 
 def _mean(values: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
@@ -60,8 +58,11 @@ def mean_variance_normalize(data: np.ndarray, axes: tuple[int, ...], normalize_v
     etype = ElementType.from_dtype(data.dtype)
     work = data.astype(compute_dtype(etype), copy=False)
     if compiled and normalize_variance and axes and axes == tuple(range(data.ndim - len(axes), data.ndim)) \
-            and work.size and work.dtype in COMPILED_TYPES and work.flags.c_contiguous:
-        return from_compute(_trailing(work, math.prod(data.shape[a] for a in axes), eps, inside_sqrt), etype)
+            and work.size and work.dtype in COMPILED_TYPES:
+        if work.flags.c_contiguous:
+            return from_compute(_trailing(work, math.prod(data.shape[a] for a in axes), eps, inside_sqrt), etype)
+        if _channels_first(work, axes):
+            return from_compute(_across(work, eps, inside_sqrt), etype)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         centred = np.asarray(work - _mean(work, axes) if axes else work - work)  # (an array, for a 0-d one too)
         if normalize_variance:
@@ -74,18 +75,57 @@ def mean_variance_normalize(data: np.ndarray, axes: tuple[int, ...], normalize_v
 
 
 def _trailing(work: np.ndarray, inner: int, eps: float, inside_sqrt: bool) -> np.ndarray:
-    """`mean_variance_normalize`'s bits over the trailing `inner` elements of each slice: numpy's
-    two sums around two compiled passes (`norm_kernels`) on the thread policy's parts (ranges of
-    slices), where numpy makes three arrays in six passes."""
+    """`mean_variance_normalize`'s bits over the trailing `inner` elements of each slice, on the
+    thread policy's parts (`blocks.by_rows`: ranges of whole slices), each part making its
+    slices' two numpy sums and two compiled passes (`_standardized_rows`), where numpy makes
+    three arrays in six passes. A slice's sums are numpy's over its own contiguous row, whatever
+    rows its part holds, so the bits do not depend on the cut."""
+    rows = work.reshape(-1, inner)
+    out = np.empty_like(rows)
+    blocks.by_rows(partial(_standardized_rows, eps=eps, inside_sqrt=inside_sqrt), rows, out, ROW_WORK)
+    return out.reshape(work.shape)
+
+
+def _standardized_rows(rows: np.ndarray, out: np.ndarray, *, eps: float, inside_sqrt: bool) -> None:
+    """out = (rows - mean) / deviation, each row a slice: the mean and the variance numpy's
+    sums divided by the count, the squares of the differences and the quotients compiled passes
+    (`norm_kernels`); `out` holds the squares until the last pass overwrites them."""
     from irscatter.ops.normalization import norm_kernels  # (imports numba: only when used)
 
-    rows = work.reshape(-1, inner)
-    means, deviations, out, spans = compiled_moments(rows, rows, eps, inside_sqrt)
+    dtype = rows.dtype
+    count, e = dtype.type(rows.shape[1]), dtype.type(eps)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        # (each part reads its squares' rows no more: it writes the output there)
-        threads.run([partial(norm_kernels.standardized, rows[lo:hi], means[lo:hi], deviations[lo:hi], out[lo:hi])
-                     for lo, hi in spans])
-    return out.reshape(work.shape)
+        means = np.add.reduce(rows, axis=1, dtype=dtype) / count
+        norm_kernels.centred_squares(rows, means, out)
+        variances = np.add.reduce(out, axis=1, dtype=dtype) / count
+        deviations = np.sqrt(variances + e) if inside_sqrt else np.sqrt(variances) + e
+        norm_kernels.standardized(rows, means, deviations, out)
+
+
+def _channels_first(work: np.ndarray, axes: tuple[int, ...]) -> bool:
+    """Whether `work` is normalized over its last axis alone and lies in memory with that axis
+    second, C-contiguous otherwise (a channels-last view of a channels-first map: ConvNeXt's
+    LayerNorm between two Transposes), of more than one channel and one position."""
+    return axes == (work.ndim - 1,) and work.ndim >= 3 and work.shape[-1] > 1 \
+        and math.prod(work.shape[1:-1]) > 1 and np.moveaxis(work, -1, 1).flags.c_contiguous
+
+
+def _across(work: np.ndarray, eps: float, inside_sqrt: bool) -> np.ndarray:
+    """`mean_variance_normalize`'s bits for `_channels_first` data, read and written as it lies.
+    numpy's reductions of such a view take each position's values channel after channel (the
+    channels are its outermost axis after the samples'), in order, where a contiguous row is
+    summed pairwise: `norm_kernels.standardized_across` sums in that order, one compiled loop on
+    the thread policy's parts (ranges of positions), and its output lies as numpy's does, as
+    the input lies."""
+    from irscatter.ops.normalization import norm_kernels  # (imports numba: only when used)
+
+    memory = np.moveaxis(work, -1, 1)
+    x = memory.reshape(work.shape[0], work.shape[-1], -1)
+    out = np.empty(memory.shape, work.dtype)
+    target = out.reshape(x.shape)
+    spans = threads.spans(x.shape[2], threads.parts(x.size * ROW_WORK))
+    threads.run([partial(norm_kernels.standardized_across, x, target, lo, hi, eps, inside_sqrt) for lo, hi in spans])
+    return np.moveaxis(out, 1, -1)
 
 
 class _Normalizing(Op, accel.LoadsOnSecondCall):

@@ -162,6 +162,22 @@ def test_once_a_compiled_loop_has_run_a_large_layers_first_call_takes_the_loop(m
     np.testing.assert_array_equal(bits(got), bits(_numpy(x)))
 
 
+def test_in_a_warm_process_a_small_layers_second_call_takes_the_loop(monkeypatch):
+    """Once numba is set up (`accel.warm`), a layer too small to load the loop on its own takes
+    it from its second call on (loading it from numba's cache costs milliseconds, once); its
+    first call stays on numpy's path, with the same bits."""
+    taken = _loop_calls(monkeypatch, warm=True)
+    x = np.linspace(-5, 5, 11, dtype=np.float32)
+    with accel.use("auto"):
+        layer = Gelu7(Layer(id=1, name="s", type="Gelu", version="opset7", attrs={}))
+        first = layer.compute(x)
+        assert taken == []
+        second = layer.compute(x)
+        assert taken == [11]
+    np.testing.assert_array_equal(bits(first), bits(second))
+    np.testing.assert_array_equal(bits(second), bits(_numpy(x)))
+
+
 def test_a_process_is_warm_once_a_compiled_loop_has_run():
     """`accel.warm` in a fresh process: false until a compiled loop has loaded, true after."""
     script = textwrap.dedent("""

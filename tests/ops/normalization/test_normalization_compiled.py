@@ -108,10 +108,59 @@ def test_mvn_keeps_the_numpy_bits(split, monkeypatch, dtype):
         _calls(MVN(layer), data)
     assert len(passes) >= 2 * 6  # (each trailing case's MVN-6 and MVN-2, at least, took the passes)
     taken = len(passes)
-    transposed = _data(rng, (5, 6, 4), dtype, True).transpose(0, 2, 1)  # read as it lies: numpy's passes
+    transposed = _data(rng, (5, 6, 4), dtype, True).transpose(0, 2, 1)  # (`test_mvn_across_channels...`)
     _calls(MVN(Layer(id=3, name="t", type="MVN", version="opset2", inputs=[Port(id=0)], outputs=[Port(id=1)],
                      attrs={"reduction_axes": "2", "normalize_variance": "true", "eps": "1e-6"})), transposed)
     assert len(passes) == taken
+
+
+def _strides_of_extents(a: np.ndarray) -> tuple[int, ...]:
+    """`a`'s strides along its axes longer than one (a size-1 axis's stride addresses nothing)."""
+    return tuple(stride for stride, extent in zip(a.strides, a.shape) if extent > 1)
+
+
+@pytest.mark.parametrize("dtype", list(FLOATS.values()), ids=list(FLOATS))
+def test_mvn_across_channels_of_a_channels_first_map_keeps_the_numpy_bits(split, monkeypatch, dtype):
+    """A channels-last view of a channels-first map normalized over its last axis (ConvNeXt's
+    LayerNorm between Transposes) takes `standardized_across`, which sums channel after channel
+    as numpy's reductions of that view do: the same bits, laid out as numpy lays them out, for
+    ranks 3 to 5, one sample and several, one position row and many, edge values, both epsilon
+    modes; other views stay on numpy's path."""
+    from irscatter.ops.normalization import norm_kernels
+
+    calls = []
+    across = norm_kernels.standardized_across
+    monkeypatch.setattr(norm_kernels, "standardized_across", lambda *a: calls.append(a[0].shape) or across(*a))
+    rng = np.random.default_rng(5)
+    shapes = [(1, 96, 7, 9), (2, 5, 3), (3, 7, 1, 4), (2, 9, 4, 3, 2), (1, 300, 2, 2), (1, 2, 40)]
+    for k, shape in enumerate(shapes):
+        data = np.moveaxis(_data(rng, shape, dtype, k % 2 == 0), 1, -1)
+        axes = np.array([data.ndim - 1], np.int64)
+        for mode in ("inside_sqrt", "outside_sqrt"):
+            layer = Layer(id=1, name="mvn", type="MVN", version="opset6", inputs=[Port(id=0), Port(id=1)],
+                          outputs=[Port(id=2)], attrs={"normalize_variance": "true", "eps_mode": mode,
+                                                       "eps": str([1e-5, 1e-9, 0.25][k % 3])})
+            _calls(MVN6(layer), data, axes)
+            with accel.use("numpy"):
+                expected = MVN6(layer).compute(data, axes)
+            with accel.use("auto"):
+                got = layer_twice(MVN6(layer), data, axes)
+            assert _strides_of_extents(got) == _strides_of_extents(expected)
+    assert len(set(calls)) == len(shapes)  # (every case took the loop: its [samples, channels, positions])
+    done = len(calls)
+    others = [np.moveaxis(_data(rng, (2, 6, 4, 3), dtype, True), 1, 2),  # channels elsewhere
+              np.moveaxis(_data(rng, (2, 6, 4), dtype, True), 0, -1)]  # the samples' axis last
+    for data in others:
+        _calls(MVN(Layer(id=3, name="t", type="MVN", version="opset2", inputs=[Port(id=0)], outputs=[Port(id=1)],
+                         attrs={"reduction_axes": str(data.ndim - 1), "normalize_variance": "true",
+                                "eps": "1e-6"})), data)
+    assert len(calls) == done
+
+
+def layer_twice(op, *inputs):
+    """The layer's second call (its first takes numpy's path)."""
+    op.compute(*inputs)
+    return op.compute(*inputs)
 
 
 def test_a_size_zero_tensor_keeps_the_numpy_path(monkeypatch):
