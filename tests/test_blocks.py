@@ -241,6 +241,67 @@ def test_binary_cuts_the_first_long_axis_and_leaves_broadcast_inputs_whole(monke
     assert all(sa[:1] == (1,) and sa[2] == 4 and sb == (4,) for sa, sb in seen) and sum(sa[1] for sa, _ in seen) == 6
 
 
+def _extent_strides(x: np.ndarray) -> tuple[int, ...]:
+    """x's strides along its axes longer than one (a size-1 axis's stride addresses nothing)."""
+    return tuple(stride for stride, extent in zip(x.strides, x.shape) if extent > 1)
+
+
+def _layouts(base: np.ndarray) -> list[np.ndarray]:
+    """Views of `base` laid out otherwise: transposed every way, reversed along the first and
+    the last axis, and a Fortran-ordered copy."""
+    import itertools
+
+    views = [base.transpose(perm) for perm in itertools.permutations(range(base.ndim))]
+    return [*views, base[::-1], base[..., ::-1], np.asfortranarray(base)]
+
+
+@pytest.mark.parametrize("shape", [(3, 4, 5), (2, 1, 6, 4), (6, 7)], ids=["3d", "4d-one", "2d"])
+@pytest.mark.parametrize("type_name", ["Add", "Multiply"])
+def test_binary_of_views_in_parts_keeps_numpys_bits_and_layout(type_name, shape, monkeypatch):
+    """Inputs that are not C-contiguous (a Transpose's view, a reversed one, Fortran order),
+    each with a C-contiguous partner of its shape, a partner laid out another way, a bias
+    along its last axis and a scalar: the parts write numpy's bits into an output laid out as
+    numpy lays out its own (the layout a later reduction's order follows)."""
+    import irscatter
+
+    rng = np.random.default_rng(len(shape))
+    layer = _layer(type_name, "opset1")
+    base = (rng.standard_normal(shape) * 3).astype(np.float32)
+    cases = 0
+    for a in _layouts(base):
+        partners = [(rng.standard_normal(a.shape) * 3).astype(np.float32), a[..., ::-1].T.copy().T[..., ::-1],
+                    (rng.standard_normal(a.shape[-1:]) * 3).astype(np.float32), np.array(2.5, np.float32)]
+        for b in partners:
+            for x, y in ((a, b), (b, a)):
+                before = x.copy(), y.copy()
+                monkeypatch.setattr(threads, "_policy", "one")
+                (whole,) = irscatter.run_layer(layer, [x, y])
+                with monkeypatch.context() as cut:
+                    _cut_everything(cut)
+                    (parts,) = irscatter.run_layer(layer, [x, y])
+                expected = np.add(x, y) if type_name == "Add" else np.multiply(x, y)
+                assert _same_bits(parts, whole) and _same_bits(parts, expected)
+                assert _extent_strides(parts) == _extent_strides(expected)
+                assert _same_bits(x, before[0]) and _same_bits(y, before[1])
+                cases += 1
+    assert cases == 8 * len(_layouts(base))
+
+
+def test_binary_cuts_a_view_along_its_outermost_axis_in_memory(monkeypatch):
+    _cut_everything(monkeypatch)
+    seen = []
+
+    def ufunc(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+        seen.append(out.shape)
+        np.add(a, b, out=out)
+
+    a = np.arange(6 * 5 * 4, dtype=np.float32).reshape(6, 5, 4).transpose(2, 0, 1)  # [4, 6, 5], memory [6, 5, 4]
+    b = np.arange(5, dtype=np.float32)
+    out = blocks.binary(ufunc, a, b)  # type: ignore[arg-type]
+    assert np.array_equal(out, a + b) and _extent_strides(out) == _extent_strides(a + b)
+    assert len(seen) == min(threads.CORES, 6) and all(shape[::2] == (4, 5) for shape in seen)
+
+
 def _old_softmax(x: np.ndarray, axis: int) -> np.ndarray:
     """Softmax as numpy lays it out when nothing chooses the layout: x - max makes a new array."""
     e = x - np.maximum.reduce(x, axis=axis, keepdims=True)

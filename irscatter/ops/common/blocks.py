@@ -114,29 +114,40 @@ def by_rows(kernel: Callable[[np.ndarray, np.ndarray], None], x: np.ndarray, out
 
 def binary(ufunc: np.ufunc, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """ufunc(a, b) with numpy's broadcasting, for two arrays of one element type: on the thread
-    policy's parts when the output is large and both inputs are C-contiguous, each part a block
-    along the output's first axis longer than one, and each input cut along that axis where it
-    has it (a broadcast input goes whole to every part). An element's bits are the ufunc's
-    wherever it sits (see the module's docstring). The output is C-contiguous, as numpy's is for
-    such inputs; for others numpy lays it out as they are, and a later reduction's order (and
-    bits) follows that layout, so those stay one call."""
-    if not (a.flags.c_contiguous and b.flags.c_contiguous):
-        return ufunc(a, b)
+    policy's parts when the output is large, each part a block along one axis of the output
+    longer than one (the one whose elements lie furthest apart in it, so that a block is one run
+    of its memory), and each input cut along that axis where it has it (a broadcast input goes
+    whole to every part). An element's bits are the ufunc's wherever it sits (see the module's
+    docstring). The output is laid out as numpy lays out the ufunc's own: C-contiguous for
+    C-contiguous inputs, else as numpy's iterator allocates it for these inputs (`_laid_out`),
+    since a later reduction's order (and bits) follows that layout: a residual Add of a
+    Transpose's view keeps its layout."""
     try:
         shape = np.broadcast_shapes(a.shape, b.shape)
     except ValueError:
         return ufunc(a, b)  # numpy's own error
     size = math.prod(shape)
     count = threads.parts(size * BINARY_ELEMENT_WORK)
-    axis = next((i for i, extent in enumerate(shape) if extent > 1), None)
-    if count == 1 or axis is None:
+    if count == 1 or size == 0 or max(shape, default=1) == 1:
         return ufunc(a, b)
-    out = np.empty(shape, np.result_type(a, b))
+    dtype = np.result_type(a, b)
+    out = np.empty(shape, dtype) if a.flags.c_contiguous and b.flags.c_contiguous else _laid_out(a, b, dtype)
+    axis = max((i for i, extent in enumerate(shape) if extent > 1), key=lambda i: abs(out.strides[i]))
     spans = threads.spans(shape[axis], count)
     rank = len(shape)
     threads.run([partial(ufunc, block_of(a, axis, lo, hi, rank), block_of(b, axis, lo, hi, rank),
                          out=block_of(out, axis, lo, hi)) for lo, hi in spans])
     return out
+
+
+def _laid_out(a: np.ndarray, b: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """An uninitialized output for ufunc(a, b), laid out as numpy's ufunc would lay out its
+    own: numpy's iterator allocates it as the ufunc's does (the operands' memory order, `K`),
+    which tests/test_blocks.py holds to the ufunc's layout on transposed, reversed and
+    Fortran-ordered inputs, broadcast or not."""
+    return np.nditer([a, b, None], flags=["zerosize_ok", "refs_ok"], order="K",
+                     op_flags=[["readonly"], ["readonly"], ["writeonly", "allocate", "no_subtype"]],
+                     op_dtypes=[a.dtype, b.dtype, dtype]).operands[2]
 
 
 def block_of(x: np.ndarray, axis: int, lo: int, hi: int, rank: int | None = None) -> np.ndarray:
