@@ -29,12 +29,15 @@ from irscatter.ops.common import threads
 # for it (blocks of 16 K elements left Exp and Mish of a million elements 1.6 to 1.8 times as slow).
 BLOCK = 1 << 16
 SMALLEST = 1 << 16  # elements below which the kernel runs on the whole array at once
+PROBE = 16  # elements `elementwise` computes first, for the output's type
 # What one element of a kernel weighs against a multiply-add when choosing the parts: an
 # element-wise kernel does a few passes, some through a transcendental function.
 ELEMENT_WORK = 16
 # A formula of some ten numpy passes with an exponential (Gelu's tanh form, Sigmoid): worth a
-# second core from 2^17 elements on.
-PASSES_WORK = 32
+# second core from 2^18 elements on. Each numpy call of a block takes the GIL, which the two
+# parts then pass to each other: Gelu's tanh form over 3 x 2^16 elements took 430 us in parts
+# against 375 in one call, over 6 x 2^16 690 against 1080.
+PASSES_WORK = 16
 # scipy's f64 error function takes about 20 ns an element, some thousand times a BLAS
 # multiply-add: a kernel through it is worth both cores from `SMALLEST` elements on.
 SPECIAL_FUNCTION_WORK = 1024
@@ -75,21 +78,23 @@ def elementwise(kernel: Kernel, x: np.ndarray, work: int = ELEMENT_WORK) -> np.n
     if x.size < SMALLEST or not x.flags.c_contiguous:
         return kernel(x)
     flat = x.reshape(-1)
-    first = np.asarray(kernel(flat[:BLOCK]))
-    if first.shape != (BLOCK,):  # not element-wise after all: the kernel's own whole-array call
+    # The output's type, from a few elements: a first block made here would be work the parts
+    # wait for (a third of a decoder's Gelu of 2^17.6 elements).
+    probe = np.asarray(kernel(flat[:PROBE]))
+    if probe.shape != (PROBE,):  # not element-wise after all: the kernel's own whole-array call
         return kernel(x)
-    out = np.empty(flat.size, first.dtype)
-    out[:BLOCK] = first
-    blocks = -(-flat.size // BLOCK)
-    parts = threads.spans(blocks - 1, threads.parts(flat.size * work))
-    threads.run([partial(_blocks, kernel, flat, out, 1 + lo, 1 + hi) for lo, hi in parts])
+    out = np.empty(flat.size, probe.dtype)
+    parts = threads.spans(flat.size, threads.parts(flat.size * work))
+    threads.run([partial(_blocks, kernel, flat, out, lo, hi) for lo, hi in parts])
     return out.reshape(x.shape)
 
 
 def _blocks(kernel: Kernel, x: np.ndarray, out: np.ndarray, first: int, last: int) -> None:
-    """out = kernel(x) over blocks first..last - 1."""
-    for start in range(first * BLOCK, min(last * BLOCK, x.size), BLOCK):
-        out[start:start + BLOCK] = kernel(x[start:start + BLOCK])
+    """out = kernel(x) over elements first..last - 1, BLOCK at a time (the parts cut elements,
+    not blocks: a few blocks would share out unevenly)."""
+    for start in range(first, last, BLOCK):
+        end = min(start + BLOCK, last)
+        out[start:end] = kernel(x[start:end])
 
 
 def by_rows(kernel: Callable[[np.ndarray, np.ndarray], None], x: np.ndarray, out: np.ndarray,
