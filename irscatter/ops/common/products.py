@@ -75,7 +75,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from functools import partial
+from functools import cache, partial
 
 import numpy as np
 
@@ -135,10 +135,7 @@ def matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) -> np.n
     if dtype not in _BLAS_TYPES or min(a.ndim, b.ndim) < 1 or a.ndim + b.ndim < 3 or threads.policy() == "blas":
         return _plus(product(a, b), bias)
     left, right = (a[None] if a.ndim == 1 else a), (b[:, None] if b.ndim == 1 else b)
-    try:
-        batch = np.broadcast_shapes(left.shape[:-2], right.shape[:-2])
-    except ValueError:
-        batch = None
+    batch = _batch(left.shape[:-2], right.shape[:-2])
     if batch is None or left.shape[-1] != right.shape[-2]:
         return np.matmul(a, b)  # numpy's own error
     rows, inner, columns = left.shape[-2], left.shape[-1], right.shape[-1]
@@ -158,6 +155,19 @@ def matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) -> np.n
     if b.ndim == 1:
         return out[..., 0]
     return out[..., 0, :] if a.ndim == 1 else out
+
+
+def _batch(left: tuple[int, ...], right: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The broadcast of two batch shapes, None where they do not broadcast; most products' are
+    equal or one is empty, which needs no call of numpy's (some microseconds a product)."""
+    if left == right or not right:
+        return left
+    if not left:
+        return right
+    try:
+        return np.broadcast_shapes(left, right)
+    except ValueError:
+        return None
 
 
 def product(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -331,7 +341,7 @@ def row_blocks(total: int, count: int, step: int) -> list[tuple[int, int]]:
     return list(zip(starts, [*starts[1:], total]))
 
 
-def row_cuts(rows: int, row_work: int, count: int, dtype: np.dtype) -> list[tuple[int, int]]:
+def row_cuts(rows: int, row_work: int, count: int, dtype: np.dtype) -> Sequence[tuple[int, int]]:
     """Blocks of a product's `rows` (each row `row_work` multiply-adds) for at most `count`
     parts, cut where the bits are kept: at multiples of the quantum, no block making a BLAS
     call of fewer than LEAST_CUT_WORK multiply-adds; one block where no cut is. Called with
@@ -339,20 +349,26 @@ def row_cuts(rows: int, row_work: int, count: int, dtype: np.dtype) -> list[tupl
     return _cuts(rows, row_work, count, quantum(dtype))
 
 
-def column_cuts(columns: int, column_work: int, count: int, dtype: np.dtype) -> list[tuple[int, int]]:
+def column_cuts(columns: int, column_work: int, count: int, dtype: np.dtype) -> Sequence[tuple[int, int]]:
     """`row_cuts` for a product's columns, at multiples of `column_quantum`."""
     return _cuts(columns, column_work, count, column_quantum(dtype))
 
 
-def _cuts(total: int, unit_work: int, count: int, step: int) -> list[tuple[int, int]]:
+def _cuts(total: int, unit_work: int, count: int, step: int) -> tuple[tuple[int, int], ...]:
+    return _cuts_with(total, unit_work, count, step, LEAST_CUT_WORK)
+
+
+@cache
+def _cuts_with(total: int, unit_work: int, count: int, step: int, least: int) -> tuple[tuple[int, int], ...]:
+    """`_cuts`, worked out once per shape (a model's products repeat a few shapes every run)."""
     if not step:
-        return [(0, total)]
-    count = min(count, total // step, total * unit_work // max(1, LEAST_CUT_WORK))
+        return ((0, total),)
+    count = min(count, total // step, total * unit_work // max(1, least))
     for parts in range(count, 1, -1):  # the first try fails only where rounding to `step` shortened a block
         blocks = row_blocks(total, parts, step)
-        if len(blocks) > 1 and min(hi - lo for lo, hi in blocks) * unit_work >= LEAST_CUT_WORK:
-            return blocks
-    return [(0, total)]
+        if len(blocks) > 1 and min(hi - lo for lo, hi in blocks) * unit_work >= least:
+            return tuple(blocks)
+    return ((0, total),)
 
 
 def _balanced(products: Sequence[Product], count: int) -> list[list[Product]]:
@@ -375,6 +391,9 @@ def column_quantum(dtype: np.dtype) -> int:
     """The multiple of columns at which this process's BLAS keeps a product's bits when its
     columns are cut (0: at none of COLUMN_QUANTA), found once per element type. Called with
     BLAS on one thread."""
+    known = _column_quantum.get(dtype.str)
+    if known is not None:
+        return known
     if dtype != np.float32:  # f64's kernels changed bits at cuts that the probe's products kept
         return 0
     if dtype.str not in _column_quantum:

@@ -27,6 +27,7 @@ where they are:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from functools import partial
 
 import numpy as np
@@ -85,7 +86,7 @@ def _per_matrix(bias: np.ndarray, batch: tuple[int, ...], rows: int, source: int
     return [stretched[index] for index in np.ndindex(*batch)]
 
 
-def _row_blocks(rows: int, source: int, depth: int, dtype: np.dtype) -> list[tuple[int, int]]:
+def _row_blocks(rows: int, source: int, depth: int, dtype: np.dtype) -> Sequence[tuple[int, int]]:
     """Blocks of query rows of about BLOCK_LOGITS logits, cut where the products keep their bits
     (`products.row_cuts`: each row takes `depth` multiply-adds a logit in the narrower of the
     two products); one block where the rows are too few to cut. Called with BLAS on one thread."""
@@ -93,7 +94,7 @@ def _row_blocks(rows: int, source: int, depth: int, dtype: np.dtype) -> list[tup
     return products.row_cuts(rows, depth * source, count, dtype)
 
 
-def _tasks(matrices: int, rows: int, source: int, blocks: list[tuple[int, int]],
+def _tasks(matrices: int, rows: int, source: int, blocks: Sequence[tuple[int, int]],
            parts: int) -> list[tuple[int, int, int, int]]:
     """The tasks (first matrix, end, first row, end): each block of rows of a matrix, or where a
     matrix is one block, a run of whole matrices of about BLOCK_LOGITS logits in all, and no
