@@ -237,7 +237,8 @@ def _mark_softmax_products(steps: list[Step], ops: Mapping[int, Op], producers: 
                 source = producers.get(steps[source].inputs[0])
             if source is not None and isinstance(ops[steps[source].layer.id], Softmax):
                 marked.add(position)
-        op.subnormal_inputs = frozenset(marked)
+        if marked:  # (else the class's empty set)
+            op.subnormal_inputs = frozenset(marked)
 
 
 def _plan_folding(plan: Plan, analysis: Analysis, infos: dict[int, TensorInfo],

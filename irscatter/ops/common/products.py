@@ -396,10 +396,9 @@ def column_quantum(dtype: np.dtype) -> int:
         return known
     if dtype != np.float32:  # f64's kernels changed bits at cuts that the probe's products kept
         return 0
-    if dtype.str not in _column_quantum:
-        _column_quantum[dtype.str] = probe_cache.cached(f"column quantum {dtype.str}", int, lambda: next(
-            (q for q in COLUMN_QUANTA if _column_cuts_keep_bits(dtype, q)), 0))
-    return _column_quantum[dtype.str]
+    _column_quantum[dtype.str] = found = probe_cache.cached(f"column quantum {dtype.str}", int, lambda: next(
+        (q for q in COLUMN_QUANTA if _column_cuts_keep_bits(dtype, q)), 0))
+    return found
 
 
 def _column_cuts_keep_bits(dtype: np.dtype, step: int) -> bool:

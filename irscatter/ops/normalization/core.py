@@ -56,33 +56,47 @@ def check_known_axes(op: Op, data: TensorInfo, axes: TensorInfo) -> None:
 
 
 # The compiled passes of GroupNormalization and MVN (a module that imports numba), the compute
-# types they take (f16 and bf16 compute in f32), and an element's weight for `threads.parts`: a
-# few operations a pass, bound by memory.
+# types they take (f16 and bf16 compute in f32), and an element's weight for `threads.parts` in
+# `compiled_moments`: a few operations a pass, bound by memory.
 KERNELS = "irscatter.ops.normalization.norm_kernels"
 COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 ELEMENT_WORK = 4
 
 
+def deviation(variance: np.ndarray, e: np.generic, inside_sqrt: bool) -> np.ndarray:
+    """sqrt(variance + e), or (not `inside_sqrt`) sqrt(variance) + e, in the variance's type."""
+    return np.sqrt(variance + e) if inside_sqrt else np.sqrt(variance) + e
+
+
 def compiled_moments(slices: np.ndarray, rows: np.ndarray, epsilon: float,
                      inside_sqrt: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[tuple[int, int]]]:
-    """The first half of both compiled normalizations (with numba), in numpy's path's arithmetic:
-    `slices` [S, n] are the runs each mean and variance go over, seen as `rows` [R, m] (each
-    slice's R / S rows in turn: a GroupNormalization's channels, or MVN's slices themselves).
-    numpy's sum of each slice over n, the compiled pass of the rows' squared differences from
-    their slice's mean (`norm_kernels.centred_squares`, on the thread policy's parts, ranges of
-    rows), numpy's sum of those over n, and the deviation, sqrt(variance + epsilon) or (not
-    `inside_sqrt`) sqrt(variance) + epsilon. Returns each row's mean and deviation, the squares
-    (which the second pass may overwrite with its output) and the parts."""
+    """The first half of GroupNormalization's compiled normalization (with numba), in numpy's
+    path's arithmetic: `slices` [S, n] are the runs each mean and variance go over (the groups),
+    seen as `rows` [R, m] (each slice's R / S rows in turn: its channels). numpy's sum of each
+    slice over n, the compiled pass of the rows' squared differences from their slice's mean
+    (`norm_kernels.centred_squares`, on the thread policy's parts, ranges of rows), numpy's sum
+    of those over n, and the deviation, sqrt(variance + epsilon) or (not `inside_sqrt`)
+    sqrt(variance) + epsilon. Returns each row's mean and deviation, the squares (which the
+    second pass may overwrite with its output) and the parts. MVN's parts make the same
+    arithmetic over their own rows (`mvn._standardized_rows`)."""
     from irscatter.ops.normalization import norm_kernels  # (imports numba: only when used)
 
     dtype, per_slice = rows.dtype, len(rows) // len(slices)
     count, e = dtype.type(slices.shape[1]), dtype.type(epsilon)
     spans = threads.spans(len(rows), threads.parts(rows.size * ELEMENT_WORK))
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        means = np.repeat(np.add.reduce(slices, axis=1, dtype=dtype) / count, per_slice)
+        means = _per_row(np.add.reduce(slices, axis=1, dtype=dtype) / count, per_slice)
         squares = np.empty_like(rows)
-        threads.run([partial(norm_kernels.centred_squares, rows[lo:hi], means[lo:hi], squares[lo:hi])
-                     for lo, hi in spans])
+        if len(spans) == 1:  # (most calls: no hand-over to set up)
+            norm_kernels.centred_squares(rows, means, squares)
+        else:
+            threads.run([partial(norm_kernels.centred_squares, rows[lo:hi], means[lo:hi], squares[lo:hi])
+                         for lo, hi in spans])
         variances = np.add.reduce(squares.reshape(slices.shape), axis=1, dtype=dtype) / count
-        deviations = np.repeat(np.sqrt(variances + e) if inside_sqrt else np.sqrt(variances) + e, per_slice)
+        deviations = _per_row(deviation(variances, e, inside_sqrt), per_slice)
     return means, deviations, squares, spans
+
+
+def _per_row(values: np.ndarray, per_slice: int) -> np.ndarray:
+    """Each slice's value repeated for each of its rows (the values themselves for one a slice)."""
+    return values if per_slice == 1 else np.repeat(values, per_slice)
