@@ -45,7 +45,7 @@ from pydantic import Field, ValidationInfo, field_validator
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.activation import gelu_polynomial
 from irscatter.ops.base import Lower, OpAttrs
-from irscatter.ops.common import accel, blocks, special, threads
+from irscatter.ops.common import accel, blocks, machine_code, special, threads
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.common.special import ndtr
 from irscatter.ops.elementwise.table import Row, declare
@@ -203,16 +203,32 @@ GELU_COMPILED_WORK = 128
 GELU_KERNELS = "irscatter.ops.activation.gelu_kernels"
 
 
+# Elements of a layer from which its call, numba's loop not loaded, loads the compiled loop's
+# kept machine code (`machine_code`): that costs some tens of milliseconds once a process, a
+# few layers' worth of numpy's path at this size. Once loaded, every layer takes it.
+KEPT_ELEMENTS = 1 << 18
+
+
 def gelu_erf(x: np.ndarray, *, compiled: bool = False, first_call: bool = False) -> np.ndarray:
     """x * Phi(x) = x * erfc(-x / sqrt 2) / 2. An input type f32 holds gets `gelu_polynomial`'s
-    result (the f64 value rounded once to f32, then to its own type), by one of three paths
-    with the same bits: with `compiled` (numba used), the compiled loop of `gelu_kernels`; on a
-    layer's `first_call` while scipy.special is not imported, numpy's polynomial, which spares
-    a model run once that import (it takes longer than most models' whole run); otherwise
-    scipy's normal distribution function, faster in numpy. f64 is scipy's function times x."""
+    result (the f64 value rounded once to f32, then to its own type), by one of four paths
+    with the same bits: the compiled loop of `gelu_kernels` once numba's is loaded; else that
+    loop's machine code where an earlier process kept it (`machine_code`; loaded by a layer of
+    KEPT_ELEMENTS or more, or one that would load numba's); with `compiled` (numba to be used),
+    numba's loop; on a layer's `first_call` while scipy.special is not imported, numpy's
+    polynomial, which spares a model run once that import (it takes longer than most models'
+    whole run); otherwise scipy's normal distribution function, faster in numpy. f64 is
+    scipy's function times x."""
     if x.dtype == np.float64:
         return _gelu_erf_f64(x)
-    if accel.forced() or (compiled and accel.enabled()):
+    if accel.forced() or accel.enabled() and accel.loaded(GELU_KERNELS):
+        return _gelu_erf_compiled(x)
+    kept_loop = gelu_polynomial.KEPT_LOOP
+    if accel.enabled() and (x.size >= KEPT_ELEMENTS or compiled or machine_code.loaded(kept_loop)):
+        kept = machine_code.load(kept_loop)
+        if kept is not None:  # (the loop's code without numba's import: see `machine_code`)
+            return _gelu_erf_by_loop(x, partial(_call_kept, kept))
+    if compiled and accel.enabled():
         return _gelu_erf_compiled(x)
     return _gelu_erf_numpy(x, by_scipy=not first_call or special.imported())
 
@@ -234,23 +250,33 @@ def _gelu_erf_numpy(x: np.ndarray, *, by_scipy: bool) -> np.ndarray:
 
 
 def _gelu_erf_compiled(x: np.ndarray) -> np.ndarray:
-    """The compiled loop (on the thread policy's parts of a large input), then `exact` for the
-    elements the loop leaves to it."""
+    """numba's loop, kept as machine code for later processes the first time a process uses it."""
     from irscatter.ops.activation import gelu_kernels  # (imports numba: only when used)
 
+    gelu_kernels.keep_once()
+    return _gelu_erf_by_loop(x, gelu_kernels.gelu_f32)
+
+
+def _gelu_erf_by_loop(x: np.ndarray, loop: Callable[[np.ndarray, np.ndarray, np.ndarray], int]) -> np.ndarray:
+    """The compiled loop, numba's or its kept machine code (on the thread policy's parts of a
+    large input), then `exact` for the elements the loop leaves to it."""
     etype = ElementType.from_dtype(x.dtype)
     with np.errstate(invalid="ignore"):  # (a signalling NaN stays a NaN)
         work = np.ascontiguousarray(x, dtype=np.float32).reshape(-1)  # exact: every type but f64 fits in f32
     out = np.empty(work.size, np.float32)
     unsure = np.empty(work.size, np.bool_)
     spans = threads.spans(work.size, threads.parts(work.size * GELU_COMPILED_WORK))
-    threads.run([partial(_compiled_part, gelu_kernels.gelu_f32, work[lo:hi], out[lo:hi], unsure[lo:hi])
-                 for lo, hi in spans])
+    threads.run([partial(_compiled_part, loop, work[lo:hi], out[lo:hi], unsure[lo:hi]) for lo, hi in spans])
     return from_compute(out.reshape(x.shape), etype)
 
 
+def _call_kept(kept: Callable[..., int], x: np.ndarray, out: np.ndarray, unsure: np.ndarray) -> int:
+    """The kept loop on contiguous 1-D arrays (ctypes lets go of the GIL for the call)."""
+    return kept(x.ctypes.data, out.ctypes.data, unsure.ctypes.data, x.size)
+
+
 def _compiled_part(loop: Callable[..., int], work: np.ndarray, out: np.ndarray, unsure: np.ndarray) -> None:
-    """One part of `_gelu_erf_compiled`: the `loop` (`gelu_kernels.gelu_f32`), then `exact` for
+    """One part of `_gelu_erf_by_loop`: the `loop` (numba's or the kept one), then `exact` for
     the part's few elements it leaves (found while the part's flags are in its core's cache,
     and only when there are some)."""
     if loop(work, out, unsure):

@@ -19,7 +19,17 @@ import math
 import numba
 import numpy as np
 
-from irscatter.ops.activation.gelu_polynomial import ERFCX_POWERS, REACH, SCALE, SHIFT, SLACK, STRETCH, TAIL
+from irscatter.ops.activation.gelu_polynomial import (
+    ERFCX_POWERS,
+    KEPT_LOOP,
+    REACH,
+    SCALE,
+    SHIFT,
+    SLACK,
+    STRETCH,
+    TAIL,
+)
+from irscatter.ops.common import machine_code
 from irscatter.ops.common.compiled_hints import WIDE_VECTORS, double_from_bits, wide_vectors
 
 # exp(z) as 2^k e^r, k the integer nearest z / ln 2 and r = z - k ln 2 in [-ln 2 / 2, ln 2 / 2],
@@ -121,3 +131,25 @@ def gelu_f32(x: np.ndarray, out: np.ndarray, unsure: np.ndarray, product: np.nda
     if product is not None:
         f64_products(x, product)
     return count
+
+
+def _as_c() -> object:
+    """`products` as a C function of pointers and a length (`gelu_polynomial.KEPT_LOOP`)."""
+    pointer, types = numba.types.CPointer, numba.types
+
+    @numba.cfunc(types.int64(pointer(types.float32), pointer(types.float32), pointer(types.boolean), types.int64),
+                 error_model="numpy", fastmath={"contract"})
+    def c_products(x, out, unsure, n):  # pragma: no cover - compiled
+        return products(numba.carray(x, (n,)), numba.carray(out, (n,)), numba.carray(unsure, (n,)))
+
+    return c_products
+
+
+_kept: list[bool] = []
+
+
+def keep_once() -> None:
+    """Keeps the loop as machine code for later processes (`machine_code.keep`), once a process."""
+    if not _kept:
+        _kept.append(True)
+        machine_code.keep(KEPT_LOOP, _as_c)

@@ -35,10 +35,12 @@ once loaded the compiled loop, several times as fast again.
 
 from __future__ import annotations
 
+import ctypes
 import math
 
 import numpy as np
 
+from irscatter.ops.common.machine_code import KeptLoop
 from irscatter.ops.common.special import ndtr
 
 REACH = 14.0  # the polynomial's range of |x|: Phi(-14) is 8e-45
@@ -86,6 +88,14 @@ TINY = 2.0**-60
 # of a piece's forty numpy calls hands the GIL over, and with a layer's two parts on two threads
 # the handovers cost more than the cache saves.
 PIECE = 1 << 16
+
+
+# The compiled loop (`gelu_kernels.products`) as C: (x, out, unsure, n) -> unsure count, kept as
+# machine code by a process that uses it through numba, for the first calls of later processes
+# (`machine_code`). Its key: the sources the loop is made of.
+KEPT_LOOP = KeptLoop("gelu-f32", ("irscatter.ops.activation.gelu_kernels", "irscatter.ops.activation.gelu_polynomial",
+                                  "irscatter.ops.common.compiled_hints"),
+                     (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64), ctypes.c_int64)
 
 
 def _one(x: float) -> float:

@@ -4,12 +4,14 @@ spatial axes. Its sums are the taps plans' (and the per-offset kernel's) to the 
 
 from __future__ import annotations
 
+import ctypes
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 
 import numpy as np
 
-from irscatter.ops.common import accel, threads
+from irscatter.ops.common import accel, machine_code, threads
 from irscatter.ops.convolution.plan_base import Plan, Taps
 
 # Outputs (a phase's row width each) the compiled plan sums a block of rows into: 8 KB of f32.
@@ -26,6 +28,21 @@ LANES_WIDTH = 8
 # Channels a block of that loop holds side by side: a position's channels are then one 512-bit
 # vector of f32 (two of f64).
 BLOCK_CHANNELS = 16
+# The loop computes the sums of a block in whole runs of this many (`depthwise_kernels`).
+LANES = 16
+KERNELS = "irscatter.ops.convolution.depthwise_kernels"
+# Both loops in f32 as C functions (`depthwise_kernels._as_c_loops`), kept as machine code by a
+# process that uses them through numba, for the calls of later processes before numba is loaded
+# (`machine_code`). Their key: the sources the loops are made of.
+_SOURCES = (KERNELS, "irscatter.ops.common.compiled_hints", "irscatter.ops.convolution.depthwise_compiled")
+_C_SIGNATURE = ((ctypes.c_void_p,) + (ctypes.c_int64,) * 3 + (ctypes.c_void_p,) + (ctypes.c_int64,) * 4
+                + (ctypes.c_void_p,) + (ctypes.c_int64,) * 2 + (ctypes.c_void_p,) * 2 + (ctypes.c_int64,) * 2
+                + (ctypes.c_void_p, ctypes.c_int64) * 3)
+KEPT_LOOP = machine_code.KeptLoop("depthwise-f32", _SOURCES, _C_SIGNATURE, ctypes.c_int64)
+KEPT_LANES = machine_code.KeptLoop("depthwise-lanes-f32", _SOURCES, _C_SIGNATURE, ctypes.c_int64)
+# Multiply-adds of a layer from which its first call loads the kept loops (some tens of
+# milliseconds once a process, where numpy's taps plan takes a few for a layer this size).
+KEPT_WORK = 1 << 22
 
 
 class DepthwiseCompiled(Taps["_Compiled"]):
@@ -82,20 +99,55 @@ class DepthwiseCompiled(Taps["_Compiled"]):
     def __call__(self, x: np.ndarray, prepared: _Compiled) -> np.ndarray:
         if not accel.enabled():
             return self.fallback(x, prepared.for_fallback())
-        if self.unloaded is not None and not prepared.called and not accel.warm():  # (its loops loaded: warm too)
+        first = self.unloaded is not None and not prepared.called and not accel.warm()  # (its loops loaded: warm too)
+        if x.dtype == np.float32 and not accel.loaded(KERNELS):
+            spec = KEPT_LANES if prepared.lanes is not None else KEPT_LOOP
+            if not first or self.work >= KEPT_WORK or machine_code.loaded(spec):
+                kept = machine_code.load(spec)
+                if kept is not None:  # (the loop's code without numba's import: see `machine_code`)
+                    return self._compute(x, prepared, partial(self._call_kept, kept, prepared))
+        if first and self.unloaded is not None:
             # A layer's first call before numba is set up: numpy's taps plan, the same bits, so
             # that a model run once does not wait for numba (its second call loads it).
             prepared.called = True
             return self.unloaded(x, prepared.for_unloaded())
         from irscatter.ops.convolution import depthwise_kernels  # (imports numba: only when used)
 
+        depthwise_kernels.keep_once()
+        return self._compute(x, prepared, partial(self._call_numba, depthwise_kernels, prepared))
+
+    def _compute(self, x: np.ndarray, prepared: _Compiled, loop: Callable[..., object]) -> np.ndarray:
+        """`loop(source, out, c0, c1)` over the parts' channels."""
         source = np.ascontiguousarray(x).reshape(self.in_2d)
         out = np.empty(self.out_2d, x.dtype)
-        zero = x.dtype.type(0)
-        loop, filters = ((depthwise_kernels.depthwise_lanes, prepared.lanes) if prepared.lanes is not None
-                         else (depthwise_kernels.depthwise, prepared.taps))
-        self._run(lambda c0, c1: loop(source, filters, out, self.geometry, self.offsets, zero, c0, c1))
+        self._run(lambda c0, c1: loop(source, out, c0, c1))
         return out.reshape((self.n, self.g, self.d) + self.out_dims)
+
+    def _buffers(self, prepared: _Compiled, dtype: np.dtype) -> tuple[np.ndarray, ...]:
+        """A part's buffers: the channel's copy (zeros) and its block's sums, or for the loop over
+        blocks of channels the block's copy (zeros), a row's filters and the rows' sums."""
+        sy, sx, _, _, hq, wq, block = (int(v) for v in self.geometry)
+        if prepared.lanes is None:  # (a row and a vector more: the last block's cut columns read past)
+            return np.zeros(sy * sx * hq * wq + wq + LANES, dtype), np.empty(block * wq + LANES, dtype)
+        run = self.out_2d[3] * BLOCK_CHANNELS
+        return (np.zeros(sy * sx * hq * wq * BLOCK_CHANNELS, dtype), np.empty(self.taps * run, dtype),
+                np.empty(self.out_2d[2] * run, dtype))
+
+    def _call_numba(self, kernels, prepared: _Compiled, source: np.ndarray, out: np.ndarray, c0: int, c1: int) -> None:
+        loop, filters = ((kernels.depthwise_lanes, prepared.lanes) if prepared.lanes is not None
+                         else (kernels.depthwise, prepared.taps))
+        loop(source, filters, out, self.geometry, self.offsets, source.dtype.type(0), c0, c1,
+             *self._buffers(prepared, source.dtype))
+
+    def _call_kept(self, kept: Callable[..., int], prepared: _Compiled, source: np.ndarray, out: np.ndarray,
+                   c0: int, c1: int) -> None:
+        filters = prepared.lanes if prepared.lanes is not None else prepared.taps
+        buffers = self._buffers(prepared, source.dtype)
+        pairs = [value for buffer in buffers for value in (buffer.ctypes.data, buffer.size)]
+        pairs += [0, 0] * (3 - len(buffers))
+        lanes = filters.shape[-1] if filters.ndim == 4 else 1
+        kept(source.ctypes.data, *source.shape, filters.ctypes.data, filters.shape[0], self.d, self.taps, lanes,
+             out.ctypes.data, *out.shape[2:], self.geometry.ctypes.data, self.offsets.ctypes.data, c0, c1, *pairs)
 
 
 class _Compiled:

@@ -28,15 +28,19 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from irscatter.ops.common import machine_code
 from irscatter.ops.common.compiled_hints import WIDE_VECTORS, wide_vectors
+from irscatter.ops.convolution import depthwise_compiled
 
 
 @numba.njit(nogil=True, cache=True)
-def depthwise(x, w, out, geometry, offsets, zero, c0, c1):  # pragma: no cover - compiled
+def depthwise(x, w, out, geometry, offsets, zero, c0, c1, copy, acc):  # pragma: no cover - compiled
     """out[c, d] for channels c in [c0, c1): x [channels, H, W] (channel c in group c % G),
     w [G, D, taps], out [channels, D, OH, OW], `offsets` [taps] (int64) where each tap reads in
     the channel's copy laid out by stride phase, `zero` the dtype's +0.0. `geometry` (int64):
     strides (sy, sx), pads before (by, bx), a phase's rows and columns (hq, wq), rows per block.
+    `copy` and `acc` are the caller's buffers (`copy_size` zeros and `acc_size` elements): the
+    loop allocates nothing, so that its machine code runs without numba (`machine_code`).
 
     The channel is copied once into a buffer by phase of the strides (input (p, q) at
     (p % sy, q % sx, p // sy, q // sx) after padding), zeros around it, so that each tap reads
@@ -49,10 +53,6 @@ def depthwise(x, w, out, geometry, offsets, zero, c0, c1):  # pragma: no cover -
     g, d_out, taps = w.shape
     h, wd = x.shape[1], x.shape[2]
     oh, ow = out.shape[2], out.shape[3]
-    plane = hq * wq
-    # a row and a vector more: the last block's cut columns (and its rounding up) read past
-    copy = np.zeros(sy * sx * plane + wq + LANES, x.dtype)
-    acc = np.empty(block * wq + LANES, x.dtype)
     for c in range(c0, c1):
         _lay_out(x[c], copy, sy, sx, by, bx, hq, wq, h, wd, 0, 1)
         weights = w[c % g]
@@ -72,23 +72,22 @@ def depthwise(x, w, out, geometry, offsets, zero, c0, c1):  # pragma: no cover -
 
 
 @numba.njit(nogil=True, cache=True)
-def depthwise_lanes(x, lanes, out, geometry, offsets, zero, c0, c1):  # pragma: no cover - compiled
+def depthwise_lanes(x, lanes, out, geometry, offsets, zero, c0, c1, block, spread,
+                    sums):  # pragma: no cover - compiled
     """`depthwise`'s outputs for channels c0 to c1, a block of `size` channels at a time (c0 a
     multiple of `size`). `lanes` [blocks, D, taps, size] holds the filters of channel size * b + l
     at [b, :, :, l] (zeros past the last channel).
     A block's channels are copied by phase of the strides as `depthwise` copies one, each
     position's values side by side; each tap's filters are repeated along a row of outputs, so
     that the tap's products for the row are one run; each sum takes its taps in `depthwise`'s
-    order. The lanes of a last, partial block are computed and not written out."""
+    order. The lanes of a last, partial block are computed and not written out. `block` (zeros),
+    `spread` and `sums` are the caller's buffers (`lanes_sizes`)."""
     if WIDE_VECTORS:
         wide_vectors()  # (a position's channels are one 512-bit vector)
     sy, sx, by, bx, hq, wq = geometry[0], geometry[1], geometry[2], geometry[3], geometry[4], geometry[5]
-    d_out, taps, size = lanes.shape[1], lanes.shape[2], lanes.shape[3]
+    d_out, size = lanes.shape[1], lanes.shape[3]
     oh, ow = out.shape[2], out.shape[3]
     run = ow * size  # a row of outputs, `size` channels a position
-    block = np.zeros(sy * sx * hq * wq * size, x.dtype)
-    spread = np.empty(taps * run, x.dtype)
-    sums = np.empty(oh * run, x.dtype)
     for c in range(c0, c1, size):
         count = min(size, c1 - c)
         for lane in range(count):  # (a small map: the block stays in the cache meanwhile)
@@ -161,7 +160,7 @@ def _row_sums(block, spread, sums, offsets, start, at, run, lanes, zero):  # pra
 GROUP = 8
 HALF_GROUP = 4
 # The sums of a block are computed in whole runs of this many (the cut columns grow by less).
-LANES = 16
+LANES = depthwise_compiled.LANES
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
@@ -222,3 +221,49 @@ def _lay_out(channel, copy, sy, sx, by, bx, hq, wq, h, wd, lane, size):  # pragm
                 source, row, step = np.uint64(first), np.uint64(i), np.uint64(size)
                 for k in range(np.uint64(hi - lo)):
                     copy[base + k * step] = channel[row, source + k * np.uint64(sx)]
+
+
+def _as_c_loops() -> tuple[object, object]:
+    """`depthwise` and `depthwise_lanes` in f32 as C functions of pointers and sizes
+    (`depthwise_compiled.KEPT_LOOP` and `KEPT_LANES`)."""
+    types = numba.types
+    f32, i64 = types.CPointer(types.float32), types.CPointer(types.int64)
+    n = types.int64
+
+    @numba.cfunc(types.int64(f32, n, n, n, f32, n, n, n, n, f32, n, n, i64, i64, n, n, f32, n, f32, n, f32, n))
+    def loop(x, channels, h, wd, w, g, d, taps, size, out, oh, ow, geometry, offsets, c0, c1, copy, copy_size, acc,
+             acc_size, unused, unused_size):  # pragma: no cover - compiled
+        depthwise(numba.carray(x, (channels, h, wd)), numba.carray(w, (g, d, taps)),
+                  numba.carray(out, (channels, d, oh, ow)), numba.carray(geometry, (7,)),
+                  numba.carray(offsets, (taps,)), np.float32(0), c0, c1, numba.carray(copy, (copy_size,)),
+                  numba.carray(acc, (acc_size,)))
+        return 0
+
+    @numba.cfunc(types.int64(f32, n, n, n, f32, n, n, n, n, f32, n, n, i64, i64, n, n, f32, n, f32, n, f32, n))
+    def lanes_loop(x, channels, h, wd, lanes, blocks, d, taps, size, out, oh, ow, geometry, offsets, c0, c1, block,
+                   block_size, spread, spread_size, sums, sums_size):  # pragma: no cover - compiled
+        depthwise_lanes(numba.carray(x, (channels, h, wd)), numba.carray(lanes, (blocks, d, taps, size)),
+                        numba.carray(out, (channels, d, oh, ow)), numba.carray(geometry, (7,)),
+                        numba.carray(offsets, (taps,)), np.float32(0), c0, c1, numba.carray(block, (block_size,)),
+                        numba.carray(spread, (spread_size,)), numba.carray(sums, (sums_size,)))
+        return 0
+
+    return loop, lanes_loop
+
+
+_kept: list[bool] = []
+
+
+def keep_once() -> None:
+    """Keeps both loops' f32 machine code for later processes (`machine_code.keep`), once a process."""
+    if not _kept:
+        _kept.append(True)
+        made: list[tuple[object, object]] = []
+
+        def loops() -> tuple[object, object]:
+            if not made:
+                made.append(_as_c_loops())
+            return made[0]
+
+        machine_code.keep(depthwise_compiled.KEPT_LOOP, lambda: loops()[0])
+        machine_code.keep(depthwise_compiled.KEPT_LANES, lambda: loops()[1])
