@@ -468,6 +468,17 @@ def byte_compile_irscatter() -> str:
     return str(package)
 
 
+def keep_compiled_loops() -> None:
+    """Has irscatter keep the compiled loops it keeps as machine code (`machine_code.keep_all`,
+    in a process of its own, since it imports numba), as the first process on a machine to use
+    them does: a first run then finds them as it would on any machine irscatter has run on."""
+    from irscatter.ops.common import accel
+
+    if accel.enabled():
+        code = "from irscatter.ops.common import machine_code; machine_code.keep_all()"
+        subprocess.run([sys.executable, "-c", code], check=True)
+
+
 def installed_engines() -> list[str]:
     engines = [IRSCATTER]
     for module, name in (("openvino", OPENVINO), ("onnxruntime", ORT), ("onnx.reference", ONNX_REF)):

@@ -253,7 +253,7 @@ def _gelu_erf_compiled(x: np.ndarray) -> np.ndarray:
     """numba's loop, kept as machine code for later processes the first time a process uses it."""
     from irscatter.ops.activation import gelu_kernels  # (imports numba: only when used)
 
-    gelu_kernels.keep_once()
+    gelu_kernels.keep_loops()
     return _gelu_erf_by_loop(x, gelu_kernels.gelu_f32)
 
 

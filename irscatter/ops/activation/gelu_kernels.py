@@ -148,7 +148,7 @@ def _as_c() -> object:
 _kept: list[bool] = []
 
 
-def keep_once() -> None:
+def keep_loops() -> None:
     """Keeps the loop as machine code for later processes (`machine_code.keep`), once a process."""
     if not _kept:
         _kept.append(True)

@@ -2,30 +2,32 @@
 
 A compiled loop (numba) is several times as fast as numpy's passes, but the first one a process
 runs waits for numba's import and its type system, most of a second, which is longer than many
-models' whole first run: so a layer's first call takes numpy's path (`accel.loads`). LLVM's own
-binding (llvmlite, which numba is built on and installs) imports in a few tens of milliseconds
-and loads machine code it is given in a few more. So where a process has used a loop through
-numba, the loop is kept (`keep`): a C-callable version of it (a numba `cfunc` around the same
-loop) is compiled to an object file for this processor and written under the cache directory;
-a later process's first call loads that file with llvmlite alone (`load`) and calls it through
-ctypes, which lets go of the GIL as numba's `nogil` loops do.
+models' whole first run: so a layer's first call takes numpy's path (`accel.loads`). Where a
+process has used a loop through numba, the loop is kept (`keep`): a C-callable version of it (a
+numba `cfunc` around the same loop) is compiled to machine code for this processor and written
+under the cache directory, as a shared library where a C compiler is there to link one (loaded
+by ctypes in a few milliseconds) and always as an object file (loaded by llvmlite, which numba
+installs, in some tens of milliseconds, most of them its import). A later process's calls load
+it (`load`) and call it through ctypes, which lets go of the GIL as numba's `nogil` loops do.
 
-The results are the loop's: the object holds the LLVM code numba made of the same source, with
-the same operations in the same order (and the same fused multiply-adds, for a loop that asks for
-them), compiled for the same processor. A loop is kept under a key of its sources' text, the
-processor's name and features, and llvmlite's version; any change makes another key, and the
-loop is kept again by the next process that uses it through numba.
+The results are the loop's: the code is what LLVM makes of the module numba made of the same
+source, with the same operations in the same order (and the same fused multiply-adds, for a loop
+that asks for them), for the same processor. A loop is kept under a key of its sources' text and
+of the processor (its vendor, family, model and the features the kernel lists); any change makes
+another key, and the next process that uses the loop through numba keeps it again (and removes
+the files of the loop's other sources).
 
-What the file may call: numba's C-callable wrapper has a path for an exception raised inside the
-loop, which calls numba's runtime (absent without numba) and Python's C API. The loops kept here
-raise nothing (numpy's error model, no allocation, no bounds checks), so that path is never
-taken; numba's runtime functions are bound to `_unreachable`, which stops the process with a
-message rather than jump to nothing. A file whose code calls anything else it cannot find is not
-loaded. A file is written whole and renamed into place, with its digest beside it: a file that
-does not match its digest, or cannot be read, is ignored (numpy's path runs, as without it).
+What the code calls: numba's C-callable wrapper has a path for an exception raised inside the
+loop, which calls numba's runtime and Python's C API. The loops kept here raise nothing (no
+allocation, no bounds checks, integer divisions by strides of at least 1), so that path is never
+taken; numba's runtime functions it names (`RUNTIME_SYMBOLS`) are defined inside the module as
+traps, private to it, so that the code needs nothing of numba's. Python's functions are the
+running interpreter's. A file is written whole and renamed into place, with its digest in the
+`.json` written last: a file that does not match its digest, or cannot be read, is ignored (the
+loop's other paths run, as without it).
 
 Where: `probe_cache`'s directory (`IRSCATTER_CACHE_DIR`, empty for nowhere), under
-`machine-code/`. `IRSCATTER_BACKEND=numpy` uses none of this.
+`machine-code/`; Linux only. `IRSCATTER_BACKEND=numpy` uses none of this.
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ import hashlib
 import importlib.util
 import json
 import os
+import platform
+import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -64,6 +69,9 @@ class KeptLoop:
     restype: Any
 
 
+# The modules of numba's loops that keep some (each has a `keep_loops()`).
+KEEPERS = ("irscatter.ops.activation.gelu_kernels", "irscatter.ops.convolution.depthwise_kernels")
+
 _lock = threading.Lock()
 _loaded: dict[str, Any] = {}  # name -> the callable, or None where none could be loaded
 _engine: list[Any] = []  # llvmlite's execution engine, made once a process
@@ -91,48 +99,114 @@ def loaded(loop: KeptLoop) -> bool:
     return _loaded.get(loop.name) is not None
 
 
-def _load(loop: KeptLoop) -> Any:
+def _path(loop: KeptLoop) -> Path | None:
+    """Where `loop` is kept for these sources and this processor, without a suffix (None: nowhere)."""
     place, sources = folder(), _sources_digest(loop)
-    if place is None or sources is None or not any(place.glob(f"{loop.name}-{sources}-*.json")):
-        return None  # (nothing kept: llvmlite is not even imported)
-    path = place / f"{loop.name}-{sources}-{_processor_digest()}"
+    if place is None or sources is None or not sys.platform.startswith("linux"):
+        return None
+    return place / f"{loop.name}-{sources}-{_processor_digest()}"
+
+
+def _load(loop: KeptLoop) -> Any:
+    path = _path(loop)
+    if path is None or not path.with_suffix(".json").exists():
+        return None
     meta = json.loads(path.with_suffix(".json").read_text())
+    signature = ctypes.CFUNCTYPE(loop.restype, *loop.argtypes)
+    library = path.with_suffix(".so")
+    if meta.get("library") and _digest(library) == meta["library"]:
+        return signature((meta["symbol"], ctypes.CDLL(str(library))))
     code = path.with_suffix(".o").read_bytes()
-    if meta.get("sha256") != hashlib.sha256(code).hexdigest():
+    if hashlib.sha256(code).hexdigest() != meta.get("object"):
         return None
     address = _add_object(code, meta["symbol"], meta["undefined"])
-    if not address:
+    return signature(address) if address else None
+
+
+def _digest(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
         return None
-    return ctypes.CFUNCTYPE(loop.restype, *loop.argtypes)(address)
 
 
 def keep(loop: KeptLoop, make: Callable[[], Any]) -> None:
     """Writes `make()` (a numba cfunc of `loop`'s signature, compiled only when needed) as
-    `loop`'s object file for this processor, unless it is there already or there is nowhere to
-    keep it."""
-    place, sources = folder(), _sources_digest(loop)
-    if place is None or sources is None:
-        return
-    path = place / f"{loop.name}-{sources}-{_processor_digest()}"
-    if path.with_suffix(".json").exists():
+    `loop`'s object file for this processor, and a shared library of it where a C compiler
+    links one, unless they are there already or there is nowhere to keep them. Files of the
+    same loop from other sources are removed."""
+    path = _path(loop)
+    if path is None or path.with_suffix(".json").exists():
         return
     try:
-        place.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
     except OSError:
         return
-    if not os.access(place, os.W_OK):
+    if not os.access(path.parent, os.W_OK):
         return
-    import llvmlite.binding as llvm
-
     compiled = make()
-    module = llvm.parse_assembly(compiled.inspect_llvm())
+    module = _without_runtime(compiled.inspect_llvm())
     code = _target_machine().emit_object(module)
     undefined = sorted({f.name for f in module.functions if f.is_declaration and not f.name.startswith("llvm.")}
                        | {g.name for g in module.global_variables if g.is_declaration})
-    meta = {"symbol": compiled.native_name, "undefined": undefined, "sha256": hashlib.sha256(code).hexdigest()}
+    meta = {"symbol": compiled.native_name, "undefined": undefined, "object": hashlib.sha256(code).hexdigest()}
     with contextlib.suppress(OSError):
+        for stale in path.parent.glob(f"{loop.name}-*"):
+            if not stale.name.startswith(path.name.rsplit("-", 1)[0] + "-"):
+                stale.unlink()
         _write(path.with_suffix(".o"), code)
-        _write(path.with_suffix(".json"), json.dumps(meta).encode())  # (last: it says the object is there)
+        meta["library"] = _link(path.with_suffix(".o"), path.with_suffix(".so"))
+        _write(path.with_suffix(".json"), json.dumps(meta).encode())  # (last: it says the rest is there)
+
+
+def _without_runtime(llvm_ir: str) -> Any:
+    """The cfunc's LLVM module with numba's runtime functions it names (`RUNTIME_SYMBOLS`, on the
+    exception path it never takes) defined as traps inside it, private to it: its code then
+    needs nothing of numba's, only Python's C API."""
+    import llvmlite.binding as llvm
+    from llvmlite import ir
+
+    module = llvm.parse_assembly(llvm_ir)
+    named = [f.name for f in module.functions if f.is_declaration and f.name in RUNTIME_SYMBOLS]
+    if named:
+        stubs = ir.Module(name="numba runtime stubs")
+        stubs.triple = llvm.get_process_triple()
+        trap = ir.Function(stubs, ir.FunctionType(ir.VoidType(), []), name="llvm.trap")
+        for name in named:
+            builder = ir.IRBuilder(ir.Function(stubs, ir.FunctionType(ir.VoidType(), []), name=name).append_basic_block())
+            builder.call(trap, [])
+            builder.unreachable()
+        module.link_in(llvm.parse_assembly(str(stubs)))
+        for name in named:
+            module.get_function(name).linkage = "internal"
+    return module
+
+
+def _link(code: Path, library: Path) -> str | None:
+    """Links the object `code` into the shared library `library` with the C compiler, where there
+    is one; its digest, or None."""
+    compiler = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc") or shutil.which("clang")
+    if compiler is None:
+        return None
+    linking = library.with_name(f".{library.name}.{os.getpid()}")
+    try:
+        done = subprocess.run([compiler, "-shared", "-o", str(linking), str(code)], capture_output=True, timeout=120)
+        if done.returncode != 0:
+            return None
+        os.replace(linking, library)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    finally:
+        with contextlib.suppress(OSError):
+            linking.unlink()
+    return _digest(library)
+
+
+def keep_all() -> None:
+    """Keeps every loop that can be kept (imports numba): what the first process on a machine to
+    use them does, done ahead (`tools/bench_models.py` does it before it measures first runs)."""
+    for name in KEEPERS:
+        importlib.import_module(name).keep_loops()
 
 
 def _write(path: Path, data: bytes) -> None:
@@ -158,13 +232,21 @@ def _sources_digest(loop: KeptLoop) -> str | None:
 
 
 def _processor_digest() -> str:
-    """This processor as llvmlite sees it (its name and features) and llvmlite's version."""
-    import llvmlite
-    import llvmlite.binding as llvm
+    """This processor: its architecture, and its vendor, family, model and every feature the
+    kernel lists for it (/proc/cpuinfo), read without llvmlite, so that a process finds its
+    loops before importing it; the code is compiled for these features."""
+    told = [platform.machine(), *probe_cache.processor(), _flags()]
+    return hashlib.sha256(json.dumps(told).encode()).hexdigest()[:20]
 
-    told = json.dumps([llvmlite.__version__, llvm.get_process_triple(), llvm.get_host_cpu_name(),
-                       llvm.get_host_cpu_features().flatten()])
-    return hashlib.sha256(told.encode()).hexdigest()[:20]
+
+def _flags() -> str:
+    with contextlib.suppress(OSError):
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                name, _, value = line.partition(":")
+                if name.strip() in ("flags", "Features"):
+                    return " ".join(sorted(value.split()))
+    return ""
 
 
 def _target_machine() -> Any:
@@ -174,31 +256,19 @@ def _target_machine() -> Any:
     llvm.initialize_native_asmprinter()
     target = llvm.Target.from_triple(llvm.get_process_triple())
     return target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
-                                        opt=3, codemodel="jitdefault")
+                                        opt=3, reloc="pic", codemodel="default")
 
 
 def _add_object(code: bytes, symbol: str, undefined: list[str]) -> int:
-    """Loads `code` into this process's engine; the address of `symbol` (0 where a symbol the code
-    calls is found nowhere)."""
+    """Loads `code` into this process's LLVM engine; the address of `symbol` (0 where a symbol the
+    code calls is found nowhere in the process)."""
     import llvmlite.binding as llvm
 
     if not _engine:
         _engine.append(llvm.create_mcjit_compiler(llvm.parse_assembly(""), _target_machine()))
-    for name in undefined:
-        if llvm.address_of_symbol(name) is None:
-            if name not in RUNTIME_SYMBOLS:
-                return 0
-            llvm.add_symbol(name, ctypes.cast(_UNREACHABLE, ctypes.c_void_p).value)
+    if any(llvm.address_of_symbol(name) is None for name in undefined):
+        return 0
     engine = _engine[0]
     engine.add_object_file(llvm.ObjectFileRef.from_data(code))
     engine.finalize_object()
     return engine.get_function_address(symbol)
-
-
-def _stop() -> None:  # pragma: no cover - never called (see the module's docstring)
-    sys.stderr.write("irscatter: a kept compiled loop raised an exception, which it cannot report without numba\n")
-    sys.stderr.flush()
-    os.abort()
-
-
-_UNREACHABLE = ctypes.CFUNCTYPE(None)(_stop)

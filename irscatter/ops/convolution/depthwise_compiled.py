@@ -113,7 +113,7 @@ class DepthwiseCompiled(Taps["_Compiled"]):
             return self.unloaded(x, prepared.for_unloaded())
         from irscatter.ops.convolution import depthwise_kernels  # (imports numba: only when used)
 
-        depthwise_kernels.keep_once()
+        depthwise_kernels.keep_loops()
         return self._compute(x, prepared, partial(self._call_numba, depthwise_kernels, prepared))
 
     def _compute(self, x: np.ndarray, prepared: _Compiled, loop: Callable[..., object]) -> np.ndarray:

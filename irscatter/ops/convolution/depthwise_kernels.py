@@ -254,7 +254,7 @@ def _as_c_loops() -> tuple[object, object]:
 _kept: list[bool] = []
 
 
-def keep_once() -> None:
+def keep_loops() -> None:
     """Keeps both loops' f32 machine code for later processes (`machine_code.keep`), once a process."""
     if not _kept:
         _kept.append(True)
