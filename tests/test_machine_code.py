@@ -150,16 +150,21 @@ def test_a_loop_of_other_sources_finds_nothing(kept, monkeypatch):
     assert machine_code.folder() == kept / machine_code.FOLDER
 
 
-def test_keeping_a_loop_of_new_sources_removes_the_old_ones(kept, tmp_path, monkeypatch):
+def test_a_loop_keeps_its_latest_versions(kept, tmp_path, monkeypatch):
     (tmp_path / machine_code.FOLDER).mkdir()
     for path in (kept / machine_code.FOLDER).iterdir():
         (tmp_path / machine_code.FOLDER / path.name).write_bytes(path.read_bytes())
     monkeypatch.setenv(probe_cache.CACHE_VARIABLE, str(tmp_path))
+    monkeypatch.setattr(machine_code, "KEPT_VERSIONS", 2)
     from irscatter.ops.activation import gelu_kernels, gelu_polynomial
 
-    other = machine_code.KeptLoop(gelu_polynomial.KEPT_LOOP.name, ("irscatter.ops.common.accel",),
-                                  gelu_polynomial.KEPT_LOOP.argtypes, gelu_polynomial.KEPT_LOOP.restype)
-    machine_code.keep(other, gelu_kernels._as_c)
-    gelu = sorted(p.name for p in (tmp_path / machine_code.FOLDER).glob("gelu-f32-*"))
-    assert gelu and all(machine_code._path(other).name in name for name in gelu)
+    loop = gelu_polynomial.KEPT_LOOP
+    others = [machine_code.KeptLoop(loop.name, (source,), loop.argtypes, loop.restype)
+              for source in ("irscatter.ops.common.accel", "irscatter.ops.common.threads")]
+    for other in others:
+        machine_code.keep(other, gelu_kernels._as_c)
+        os.utime(machine_code._path(other).with_suffix(".json"))  # (the later, the newer)
+    kept_now = sorted(p.name for p in (tmp_path / machine_code.FOLDER).glob("gelu-f32-*.json"))
+    assert kept_now == sorted(machine_code._path(o).with_suffix(".json").name for o in others)
+    assert not list((tmp_path / machine_code.FOLDER).glob(machine_code._path(loop).name + ".*"))  # (the oldest)
     assert len(list((tmp_path / machine_code.FOLDER).glob("depthwise-*.json"))) == 2

@@ -14,8 +14,8 @@ The results are the loop's: the code is what LLVM makes of the module numba made
 source, with the same operations in the same order (and the same fused multiply-adds, for a loop
 that asks for them), for the same processor. A loop is kept under a key of its sources' text and
 of the processor (its vendor, family, model and the features the kernel lists); any change makes
-another key, and the next process that uses the loop through numba keeps it again (and removes
-the files of the loop's other sources).
+another key, and the next process that uses the loop through numba keeps it again (the folder
+holds the latest few versions of each loop).
 
 What the code calls: numba's C-callable wrapper has a path for an exception raised inside the
 loop, which calls numba's runtime and Python's C API. The loops kept here raise nothing (no
@@ -52,6 +52,9 @@ from typing import Any
 from irscatter.ops.common import probe_cache
 
 FOLDER = "machine-code"
+# Versions of a loop kept (sources or processors: the latest), so that two installations that
+# share the folder do not remove each other's.
+KEPT_VERSIONS = 4
 # What numba's C-callable wrapper calls on its exception path (see the module's docstring), bound
 # to `_unreachable` where numba has not bound them in this process.
 RUNTIME_SYMBOLS = frozenset({"numba_gil_ensure", "numba_gil_release", "numba_do_raise", "numba_unpickle",
@@ -133,8 +136,7 @@ def _digest(path: Path) -> str | None:
 def keep(loop: KeptLoop, make: Callable[[], Any]) -> None:
     """Writes `make()` (a numba cfunc of `loop`'s signature, compiled only when needed) as
     `loop`'s object file for this processor, and a shared library of it where a C compiler
-    links one, unless they are there already or there is nowhere to keep them. Files of the
-    same loop from other sources are removed."""
+    links one, unless they are there already or there is nowhere to keep them."""
     path = _path(loop)
     if path is None or path.with_suffix(".json").exists():
         return
@@ -151,12 +153,20 @@ def keep(loop: KeptLoop, make: Callable[[], Any]) -> None:
                        | {g.name for g in module.global_variables if g.is_declaration})
     meta = {"symbol": compiled.native_name, "undefined": undefined, "object": hashlib.sha256(code).hexdigest()}
     with contextlib.suppress(OSError):
-        for stale in path.parent.glob(f"{loop.name}-*"):
-            if not stale.name.startswith(path.name.rsplit("-", 1)[0] + "-"):
-                stale.unlink()
         _write(path.with_suffix(".o"), code)
         meta["library"] = _link(path.with_suffix(".o"), path.with_suffix(".so"))
         _write(path.with_suffix(".json"), json.dumps(meta).encode())  # (last: it says the rest is there)
+        _forget_old(loop, path.parent)
+
+
+def _forget_old(loop: KeptLoop, place: Path) -> None:
+    """Removes the files of `loop` beyond the latest KEPT_VERSIONS (other sources, other
+    processors), so that the folder does not grow with every change."""
+    versions = sorted(place.glob(f"{loop.name}-*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in versions[KEPT_VERSIONS:]:
+        for suffix in (".json", ".o", ".so"):
+            with contextlib.suppress(OSError):
+                old.with_suffix(suffix).unlink()
 
 
 def _without_runtime(llvm_ir: str) -> Any:
