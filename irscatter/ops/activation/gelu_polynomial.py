@@ -23,7 +23,8 @@ rounding is the result's:
 * scipy's normal distribution function (`scipy_estimate`), within about 1e-15.
 * The compiled loop of `gelu_kernels` (numba): the polynomial with fused multiply-adds, and
   the exponential computed in the loop (a Taylor series after range reduction, within a few
-  ulps like numpy's).
+  ulps like numpy's). Its machine code, kept by an earlier process (`KEPT_LOOP`), runs it
+  before numba is loaded; it checks its roundings as the loop does.
 * `tools/gelu_fit.py check` runs the three over all 2^32 f32 inputs and holds them to `exact`
   (the numbers are in docs/performance.md).
 

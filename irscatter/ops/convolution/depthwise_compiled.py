@@ -33,7 +33,10 @@ LANES = 16
 KERNELS = "irscatter.ops.convolution.depthwise_kernels"
 # Both loops in f32 as C functions (`depthwise_kernels._as_c_loops`), kept as machine code by a
 # process that uses them through numba, for the calls of later processes before numba is loaded
-# (`machine_code`). Their key: the sources the loops are made of.
+# (`machine_code`). Their key: the sources the loops are made of. Their arguments: the data and
+# its [channels, rows, columns], the filters and their four dimensions (the loop over blocks of
+# channels reads all four), the output and its rows and columns, the geometry, the taps'
+# offsets, the channels' range, and three buffers with their sizes (the channel loop uses two).
 _SOURCES = (KERNELS, "irscatter.ops.common.compiled_hints", "irscatter.ops.convolution.depthwise_compiled")
 _C_SIGNATURE = ((ctypes.c_void_p,) + (ctypes.c_int64,) * 3 + (ctypes.c_void_p,) + (ctypes.c_int64,) * 4
                 + (ctypes.c_void_p,) + (ctypes.c_int64,) * 2 + (ctypes.c_void_p,) * 2 + (ctypes.c_int64,) * 2
