@@ -280,6 +280,7 @@ def test_affine_chains_not_fused(tmp_path, const_shape, chain):
 def test_a_small_step_does_not_load_the_pass(tmp_path, monkeypatch):
     monkeypatch.setattr(accel, "LOAD_ELEMENTS", 1 << 16)
     monkeypatch.delitem(sys.modules, epilogues.KERNELS, raising=False)
+    monkeypatch.setattr(accel, "warm", lambda: False)  # (as in a process no compiled loop has run in)
     compiled = irscatter.compile_model(_model(tmp_path, ("Relu", "opset1")))
     with accel.use("auto"):
         _same_as_layers(compiled, _feeds())

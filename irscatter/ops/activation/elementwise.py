@@ -212,9 +212,10 @@ KEPT_ELEMENTS = 1 << 18
 def gelu_erf(x: np.ndarray, *, compiled: bool = False, first_call: bool = False) -> np.ndarray:
     """x * Phi(x) = x * erfc(-x / sqrt 2) / 2. An input type f32 holds gets `gelu_polynomial`'s
     result (the f64 value rounded once to f32, then to its own type), by one of four paths
-    with the same bits: the compiled loop of `gelu_kernels` once numba's is loaded; else that
-    loop's machine code where an earlier process kept it (`machine_code`; loaded by a layer of
-    KEPT_ELEMENTS or more, or one that would load numba's); with `compiled` (numba to be used),
+    with the same bits: the compiled loop of `gelu_kernels` once numba's is loaded; else, while
+    no compiled loop has set numba up, that loop's machine code where an earlier process kept it
+    (`machine_code`; loaded by a layer of KEPT_ELEMENTS or more, or one that would load numba's;
+    once numba is up, its dispatch costs less a call); with `compiled` (numba to be used),
     numba's loop; on a layer's `first_call` while scipy.special is not imported, numpy's
     polynomial, which spares a model run once that import (it takes longer than most models'
     whole run); otherwise scipy's normal distribution function, faster in numpy. f64 is
@@ -224,7 +225,7 @@ def gelu_erf(x: np.ndarray, *, compiled: bool = False, first_call: bool = False)
     if accel.forced() or accel.enabled() and accel.loaded(GELU_KERNELS):
         return _gelu_erf_compiled(x)
     kept_loop = gelu_polynomial.KEPT_LOOP
-    if accel.enabled() and (x.size >= KEPT_ELEMENTS or compiled or machine_code.loaded(kept_loop)):
+    if accel.enabled() and not accel.warm() and (x.size >= KEPT_ELEMENTS or compiled or machine_code.loaded(kept_loop)):
         kept = machine_code.load(kept_loop)
         if kept is not None:  # (the loop's code without numba's import: see `machine_code`)
             return _gelu_erf_by_loop(x, partial(_call_kept, kept))

@@ -102,8 +102,9 @@ class DepthwiseCompiled(Taps["_Compiled"]):
     def __call__(self, x: np.ndarray, prepared: _Compiled) -> np.ndarray:
         if not accel.enabled():
             return self.fallback(x, prepared.for_fallback())
-        first = self.unloaded is not None and not prepared.called and not accel.warm()  # (its loops loaded: warm too)
-        if x.dtype == np.float32 and not accel.loaded(KERNELS):
+        warm = accel.warm()  # (numba set up by a compiled loop: this module's loops then load in milliseconds)
+        first = self.unloaded is not None and not prepared.called and not warm
+        if x.dtype == np.float32 and not warm:  # (kept code; once numba is up, its dispatch costs less a call)
             spec = KEPT_LANES if prepared.lanes is not None else KEPT_LOOP
             if not first or self.work >= KEPT_WORK or machine_code.loaded(spec):
                 kept = machine_code.load(spec)
