@@ -5,6 +5,8 @@ does not match its digest, another source or no cache directory leave numpy's pa
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -111,6 +113,22 @@ def test_keep_all_keeps_every_loop_ahead(tmp_path):
     _run("from irscatter.ops.common import machine_code; machine_code.keep_all()", str(tmp_path))
     assert len(list((tmp_path / machine_code.FOLDER).glob("*.json"))) == 3
     assert _run(_LOAD, str(tmp_path)).startswith("True True True False")
+
+
+def test_a_shared_library_that_does_not_load_leaves_the_object(kept, tmp_path):
+    if not _linked(kept):
+        pytest.skip("no C compiler linked a shared library")
+    (tmp_path / machine_code.FOLDER).mkdir()
+    for path in (kept / machine_code.FOLDER).iterdir():
+        data = path.read_bytes()
+        if path.suffix == ".so":
+            data = b"not a library" + data[13:]
+        (tmp_path / machine_code.FOLDER / path.name).write_bytes(data)
+    for meta in (tmp_path / machine_code.FOLDER).glob("*.json"):  # (its digest says it is the kept one)
+        told = json.loads(meta.read_text())
+        told["library"] = hashlib.sha256(meta.with_suffix(".so").read_bytes()).hexdigest()
+        meta.write_text(json.dumps(told))
+    assert _run(_LOAD, str(tmp_path)) == "True True True False True"
 
 
 def test_the_numpy_backend_takes_none_of_them(kept):

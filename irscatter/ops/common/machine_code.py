@@ -118,7 +118,10 @@ def _load(loop: KeptLoop) -> Any:
     signature = ctypes.CFUNCTYPE(loop.restype, *loop.argtypes)
     library = path.with_suffix(".so")
     if meta.get("library") and _digest(library) == meta["library"]:
-        return signature((meta["symbol"], ctypes.CDLL(str(library))))
+        try:
+            return signature((meta["symbol"], ctypes.CDLL(str(library))))
+        except (OSError, AttributeError):
+            pass  # (a folder that maps nothing executable, an interpreter that exports no C API: the object)
     code = path.with_suffix(".o").read_bytes()
     if hashlib.sha256(code).hexdigest() != meta.get("object"):
         return None
