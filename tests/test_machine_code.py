@@ -55,7 +55,7 @@ _LOAD = _CASES + """
 import sys
 from irscatter.ops.common import machine_code
 from irscatter.ops.activation import gelu_polynomial
-from irscatter.ops.convolution import depthwise_compiled
+from irscatter.ops.convolution import depthwise_kept
 got = elementwise.gelu_erf(gelu_in, first_call=True)
 want = elementwise._gelu_erf_numpy(gelu_in, by_scipy=False)
 assert got.tobytes() == want.tobytes()
@@ -65,8 +65,8 @@ for x, w, args, plan in layers():
     for call in range(2):  # (a small layer's first call takes numpy's taps plan, its second the loop)
         assert plan(x, prepared).tobytes() == want.tobytes(), (x.shape, call)
     assert np.array_equal(x, before, equal_nan=True)
-print(machine_code.loaded(gelu_polynomial.KEPT_LOOP), machine_code.loaded(depthwise_compiled.KEPT_LOOP),
-      machine_code.loaded(depthwise_compiled.KEPT_LANES), "numba" in sys.modules, "llvmlite" in sys.modules)
+print(machine_code.loaded(gelu_polynomial.KEPT_LOOP), machine_code.loaded(depthwise_kept.KEPT_LOOP),
+      machine_code.loaded(depthwise_kept.KEPT_LANES), "numba" in sys.modules, "llvmlite" in sys.modules)
 """
 
 

@@ -222,14 +222,15 @@ def gelu_erf(x: np.ndarray, *, compiled: bool = False, first_call: bool = False)
     scipy's function times x."""
     if x.dtype == np.float64:
         return _gelu_erf_f64(x)
-    if accel.forced() or accel.enabled() and accel.loaded(GELU_KERNELS):
+    enabled = accel.enabled()
+    if accel.forced() or enabled and accel.loaded(GELU_KERNELS):
         return _gelu_erf_compiled(x)
     kept_loop = gelu_polynomial.KEPT_LOOP
-    if accel.enabled() and not accel.warm() and (x.size >= KEPT_ELEMENTS or compiled or machine_code.loaded(kept_loop)):
+    if enabled and not accel.warm() and (x.size >= KEPT_ELEMENTS or compiled or machine_code.loaded(kept_loop)):
         kept = machine_code.load(kept_loop)
         if kept is not None:  # (the loop's code without numba's import: see `machine_code`)
             return _gelu_erf_by_loop(x, partial(_call_kept, kept))
-    if compiled and accel.enabled():
+    if compiled and enabled:
         return _gelu_erf_compiled(x)
     return _gelu_erf_numpy(x, by_scipy=not first_call or special.imported())
 

@@ -15,6 +15,7 @@ register.
 from __future__ import annotations
 
 import math
+from functools import cache
 
 import numba
 import numpy as np
@@ -145,11 +146,7 @@ def _as_c() -> object:
     return c_products
 
 
-_kept: list[bool] = []
-
-
+@cache
 def keep_loops() -> None:
     """Keeps the loop as machine code for later processes (`machine_code.keep`), once a process."""
-    if not _kept:
-        _kept.append(True)
-        machine_code.keep(KEPT_LOOP, _as_c)
+    machine_code.keep(KEPT_LOOP, _as_c)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import hashlib
 import importlib.util
 import json
@@ -42,7 +43,6 @@ import platform
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -55,8 +55,8 @@ FOLDER = "machine-code"
 # Versions of a loop kept (sources or processors: the latest), so that two installations that
 # share the folder do not remove each other's.
 KEPT_VERSIONS = 4
-# What numba's C-callable wrapper calls on its exception path (see the module's docstring), bound
-# to `_unreachable` where numba has not bound them in this process.
+# What numba's C-callable wrapper calls on its exception path (see the module's docstring):
+# defined inside the kept code as private traps (`_without_runtime`).
 RUNTIME_SYMBOLS = frozenset({"numba_gil_ensure", "numba_gil_release", "numba_do_raise", "numba_unpickle",
                              "numba_runtime_build_excinfo_struct", "NRT_Free", "NRT_MemInfo_call_dtor"})
 
@@ -156,9 +156,9 @@ def keep(loop: KeptLoop, make: Callable[[], Any]) -> None:
                        | {g.name for g in module.global_variables if g.is_declaration})
     meta = {"symbol": compiled.native_name, "undefined": undefined, "object": hashlib.sha256(code).hexdigest()}
     with contextlib.suppress(OSError):
-        _write(path.with_suffix(".o"), code)
+        probe_cache.write_whole(path.with_suffix(".o"), code, ".kept-")
         meta["library"] = _link(path.with_suffix(".o"), path.with_suffix(".so"))
-        _write(path.with_suffix(".json"), json.dumps(meta).encode())  # (last: it says the rest is there)
+        probe_cache.write_whole(path.with_suffix(".json"), json.dumps(meta).encode(), ".kept-")  # (last: it says the rest is there)
         _forget_old(loop, path.parent)
 
 
@@ -222,21 +222,15 @@ def keep_all() -> None:
         importlib.import_module(name).keep_loops()
 
 
-def _write(path: Path, data: bytes) -> None:
-    """`data` into `path`, written whole and renamed into place."""
-    with tempfile.NamedTemporaryFile("wb", dir=path.parent, prefix=".kept-", delete=False) as file:
-        written = file.name
-        file.write(data)
-    try:
-        os.replace(written, path)
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(written)  # (left only where the rename failed)
-
-
 def _sources_digest(loop: KeptLoop) -> str | None:
+    return _digest_of_sources(loop.sources)
+
+
+@functools.cache
+def _digest_of_sources(sources: tuple[str, ...]) -> str | None:
+    """The modules' source text, as a short digest (read once a process)."""
     digest = hashlib.sha256()
-    for name in loop.sources:
+    for name in sources:
         spec = importlib.util.find_spec(name)
         if spec is None or spec.origin is None:
             return None
@@ -244,22 +238,15 @@ def _sources_digest(loop: KeptLoop) -> str | None:
     return digest.hexdigest()[:20]
 
 
+@functools.cache
 def _processor_digest() -> str:
     """This processor: its architecture, and its vendor, family, model and every feature the
     kernel lists for it (/proc/cpuinfo), read without llvmlite, so that a process finds its
     loops before importing it; the code is compiled for these features."""
-    told = [platform.machine(), *probe_cache.processor(), _flags()]
+    found = probe_cache.cpuinfo()
+    flags = " ".join(sorted((found.get("flags") or found.get("Features", "")).split()))
+    told = [platform.machine(), *probe_cache.processor(), flags]
     return hashlib.sha256(json.dumps(told).encode()).hexdigest()[:20]
-
-
-def _flags() -> str:
-    with contextlib.suppress(OSError):
-        with open("/proc/cpuinfo") as info:
-            for line in info:
-                name, _, value = line.partition(":")
-                if name.strip() in ("flags", "Features"):
-                    return " ".join(sorted(value.split()))
-    return ""
 
 
 def _target_machine() -> Any:

@@ -17,6 +17,7 @@ parsed, or holds a value of the wrong kind, is ignored: the probe runs, as witho
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -80,17 +81,37 @@ def processor() -> list[str]:
     """The processor's vendor, family and model (from /proc/cpuinfo where there is one, else
     what `platform` says): two processors with the same features may get other kernels."""
     wanted = ("vendor_id", "cpu family", "model", "model name")
+    found = cpuinfo()
+    return [found.get(name, "") for name in wanted] if found else [platform.processor()]
+
+
+@functools.cache
+def cpuinfo() -> dict[str, str]:
+    """The first processor's fields in /proc/cpuinfo (empty where there is none), read once."""
     found: dict[str, str] = {}
     with contextlib.suppress(OSError):
         with open("/proc/cpuinfo") as info:
             for line in info:
                 name, _, value = line.partition(":")
                 name = name.strip()
-                if name in wanted and name not in found:
+                if name and name not in found:
                     found[name] = value.strip()
                 if not line.strip() and found:
                     break  # (the first processor's lines)
-    return [found.get(name, "") for name in wanted] if found else [platform.processor()]
+    return found
+
+
+def write_whole(path: Path, data: bytes, prefix: str) -> None:
+    """`data` into `path`, written to a file of its own beside it (its name from `prefix`) and
+    renamed into place, so that a reader never sees half a file."""
+    with tempfile.NamedTemporaryFile("wb", dir=path.parent, prefix=prefix, delete=False) as file:
+        written = file.name
+        file.write(data)
+    try:
+        os.replace(written, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(written)  # (left only where the rename failed)
 
 
 def _machine_answers() -> dict[str, bool | int]:
@@ -122,15 +143,7 @@ def _write(answers: dict[str, bool | int]) -> None:
         every[_key] = dict(answers)
         every = dict(list(every.items())[-MACHINES_KEPT:])
         path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=".probes-", suffix=".json",
-                                         delete=False) as file:
-            written = file.name
-            json.dump(every, file)
-        try:
-            os.replace(written, path)
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(written)  # (left only where the rename failed)
+        write_whole(path, json.dumps(every).encode(), ".probes-")
 
 
 def forget() -> None:

@@ -4,7 +4,6 @@ spatial axes. Its sums are the taps plans' (and the per-offset kernel's) to the 
 
 from __future__ import annotations
 
-import ctypes
 import itertools
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -12,6 +11,7 @@ from functools import partial
 import numpy as np
 
 from irscatter.ops.common import accel, machine_code, threads
+from irscatter.ops.convolution.depthwise_kept import KEPT_LANES, KEPT_LOOP, LANES
 from irscatter.ops.convolution.plan_base import Plan, Taps
 
 # Outputs (a phase's row width each) the compiled plan sums a block of rows into: 8 KB of f32.
@@ -28,21 +28,6 @@ LANES_WIDTH = 8
 # Channels a block of that loop holds side by side: a position's channels are then one 512-bit
 # vector of f32 (two of f64).
 BLOCK_CHANNELS = 16
-# The loop computes the sums of a block in whole runs of this many (`depthwise_kernels`).
-LANES = 16
-KERNELS = "irscatter.ops.convolution.depthwise_kernels"
-# Both loops in f32 as C functions (`depthwise_kernels._as_c_loops`), kept as machine code by a
-# process that uses them through numba, for the calls of later processes before numba is loaded
-# (`machine_code`). Their key: the sources the loops are made of. Their arguments: the data and
-# its [channels, rows, columns], the filters and their four dimensions (the loop over blocks of
-# channels reads all four), the output and its rows and columns, the geometry, the taps'
-# offsets, the channels' range, and three buffers with their sizes (the channel loop uses two).
-_SOURCES = (KERNELS, "irscatter.ops.common.compiled_hints", "irscatter.ops.convolution.depthwise_compiled")
-_C_SIGNATURE = ((ctypes.c_void_p,) + (ctypes.c_int64,) * 3 + (ctypes.c_void_p,) + (ctypes.c_int64,) * 4
-                + (ctypes.c_void_p,) + (ctypes.c_int64,) * 2 + (ctypes.c_void_p,) * 2 + (ctypes.c_int64,) * 2
-                + (ctypes.c_void_p, ctypes.c_int64) * 3)
-KEPT_LOOP = machine_code.KeptLoop("depthwise-f32", _SOURCES, _C_SIGNATURE, ctypes.c_int64)
-KEPT_LANES = machine_code.KeptLoop("depthwise-lanes-f32", _SOURCES, _C_SIGNATURE, ctypes.c_int64)
 # Multiply-adds of a layer from which its first call loads the kept loops (some tens of
 # milliseconds once a process, where numpy's taps plan takes a few for a layer this size).
 KEPT_WORK = 1 << 22

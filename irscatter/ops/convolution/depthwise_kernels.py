@@ -25,12 +25,14 @@ arithmetic is the same, in the same order, and so are its bits.
 
 from __future__ import annotations
 
+from functools import cache
+
 import numba
 import numpy as np
 
 from irscatter.ops.common import machine_code
 from irscatter.ops.common.compiled_hints import WIDE_VECTORS, wide_vectors
-from irscatter.ops.convolution import depthwise_compiled
+from irscatter.ops.convolution.depthwise_kept import KEPT_LANES, KEPT_LOOP, LANES
 
 
 @numba.njit(nogil=True, cache=True)
@@ -159,8 +161,7 @@ def _row_sums(block, spread, sums, offsets, start, at, run, lanes, zero):  # pra
 # and holds more registers: docs/performance.md).
 GROUP = 8
 HALF_GROUP = 4
-# The sums of a block are computed in whole runs of this many (the cut columns grow by less).
-LANES = depthwise_compiled.LANES
+# The sums of a block are computed in whole runs of LANES (the cut columns grow by less).
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
@@ -223,9 +224,10 @@ def _lay_out(channel, copy, sy, sx, by, bx, hq, wq, h, wd, lane, size):  # pragm
                     copy[base + k * step] = channel[row, source + k * np.uint64(sx)]
 
 
+@cache
 def _as_c_loops() -> tuple[object, object]:
     """`depthwise` and `depthwise_lanes` in f32 as C functions of pointers and sizes
-    (`depthwise_compiled.KEPT_LOOP` and `KEPT_LANES`)."""
+    (`depthwise_kept.KEPT_LOOP` and `KEPT_LANES`), compiled once."""
     types = numba.types
     f32, i64 = types.CPointer(types.float32), types.CPointer(types.int64)
     n = types.int64
@@ -251,19 +253,8 @@ def _as_c_loops() -> tuple[object, object]:
     return loop, lanes_loop
 
 
-_kept: list[bool] = []
-
-
+@cache
 def keep_loops() -> None:
     """Keeps both loops' f32 machine code for later processes (`machine_code.keep`), once a process."""
-    if not _kept:
-        _kept.append(True)
-        made: list[tuple[object, object]] = []
-
-        def loops() -> tuple[object, object]:
-            if not made:
-                made.append(_as_c_loops())
-            return made[0]
-
-        machine_code.keep(depthwise_compiled.KEPT_LOOP, lambda: loops()[0])
-        machine_code.keep(depthwise_compiled.KEPT_LANES, lambda: loops()[1])
+    machine_code.keep(KEPT_LOOP, lambda: _as_c_loops()[0])
+    machine_code.keep(KEPT_LANES, lambda: _as_c_loops()[1])

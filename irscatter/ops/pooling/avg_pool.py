@@ -130,9 +130,11 @@ def avg_pool(data: np.ndarray, axes: list[Axis], exclude_pad: bool, compiled: bo
         return integer_means(data, axes, count)
     work = data.astype(compute_dtype(etype), copy=False)
     if compiled and len(axes) == 2 and work.dtype in COMPILED_TYPES and count.size and work.size:
-        offsets = _flat_offsets(axes, _padded_shape(work.shape, axes))
+        padded_shape = _padded_shape(work.shape, axes)
+        offsets = _flat_offsets(axes, padded_shape)
         if offsets is not None:
-            return from_compute(_compiled_means(work, axes, offsets, exclude_pad, count, divisor), etype)
+            return from_compute(_compiled_means(work, padded_shape[-2:], axes, offsets, exclude_pad, count, divisor),
+                                etype)
     with np.errstate(invalid="ignore", over="ignore"):  # inf - inf is NaN; a sum may overflow to inf
         sums = window_sums(work, axes)
         if divisor:  # one divisor for all: windows that tile the input
@@ -151,16 +153,16 @@ def _padded_shape(shape: tuple[int, ...], axes: Windows) -> tuple[int, ...]:
     return shape[:lead] + tuple(size + b + e for size, (b, e) in zip(shape[lead:], widths))
 
 
-def _compiled_means(work: np.ndarray, axes: Windows, offsets: tuple[int, ...], exclude_pad: bool,
-                    count: np.ndarray, divisor: int) -> np.ndarray:
+def _compiled_means(work: np.ndarray, padded: tuple[int, ...], axes: Windows, offsets: tuple[int, ...],
+                    exclude_pad: bool, count: np.ndarray, divisor: int) -> np.ndarray:
     """`avg_pool`'s means of `work` in one compiled pass (`pool_kernels`) on the thread policy's
-    parts (ranges of planes), each padding its planes as it goes."""
+    parts (ranges of planes), each padding its planes (to `padded`: rows, columns) as it goes."""
     from irscatter.ops.pooling import pool_kernels  # (imports numba: only when used)
 
     dtype = work.dtype
     rows, columns = axes[0].out, axes[1].out
     lead, spatial = work.shape[:-2], work.shape[-2:]
-    padded_rows, width = _padded_shape(work.shape, axes)[-2:]
+    padded_rows, width = padded
     planes = math.prod(lead)
     flat = np.ascontiguousarray(work).reshape(-1)
     if divisor:
