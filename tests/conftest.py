@@ -17,6 +17,20 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "early: a long test that starts before the others (see below)")
 
 
+@pytest.fixture(params=[False, True], ids=["one-part", "parts"])
+def compiled_split(request, monkeypatch):
+    """Layers' second calls take their compiled loops however small (`accel.loads`); `parts`:
+    in parts on three helpers, whatever the work, products cut however small."""
+    from irscatter.ops.common import accel, products, threads
+
+    monkeypatch.setattr(accel, "LOAD_ELEMENTS", 0)
+    if request.param:
+        monkeypatch.setattr(threads, "SPLIT_WORK", 0)
+        monkeypatch.setattr(threads, "CORES", 3)
+        monkeypatch.setattr(threads, "_policy", "split")
+        monkeypatch.setattr(products, "LEAST_CUT_WORK", 0)  # (small products: one kind of BLAS kernel)
+
+
 def pytest_collection_modifyitems(items):
     # pytest-xdist hands tests out in collection order: a long test collected first runs beside
     # the rest of the suite rather than after it (the sort is stable, the rest keep their order).

@@ -334,3 +334,41 @@ def compressed_model(folder: Path) -> tuple[Path, dict[str, np.ndarray]]:
     xml = folder / "compressed.xml"
     ov.save_model(ov.Model([ops.result(y), ops.result(z)], [x], "compressed"), xml, compress_to_fp16=False)
     return xml, {"x": np.random.default_rng(5).standard_normal((1, 64), dtype=np.float32)}
+
+
+# --- compiled passes against numpy's path -----------------------------------------------------------
+
+
+def nan_blind_bits(a: np.ndarray) -> np.ndarray:
+    """Bits, every NaN as one value (a NaN's payload depends on the order of its operands)."""
+    bits = a.view(f"u{a.itemsize}").copy()
+    bits[np.isnan(a.astype(np.float64))] = 0
+    return bits
+
+
+def numpy_then_compiled(op, *inputs) -> np.ndarray:
+    """The numpy path's result, then the layer's first and second calls (the first takes numpy's
+    path, the second the compiled loops, `accel.loads`): the same bits, and the inputs unwritten.
+    Returns the second call's result."""
+    from irscatter.ops.common import accel
+
+    before = [a.copy() for a in inputs]
+    with accel.use("numpy"):
+        expected = op.compute(*inputs)
+    with accel.use("auto"):
+        first = op.compute(*inputs)
+        got = op.compute(*inputs)
+    for outcome in (first, got):
+        assert outcome.dtype == expected.dtype and outcome.shape == expected.shape
+        assert np.array_equal(nan_blind_bits(outcome), nan_blind_bits(expected))
+    assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(inputs, before))
+    return got
+
+
+def sdpa_op(causal: bool, inputs: int):
+    """A ScaledDotProductAttention-13 layer of `inputs` f32 inputs, ready to compute."""
+    ports = "".join(f'<port id="{i}" precision="FP32"/>' for i in range(inputs))
+    return irscatter.ops.registry.instantiate(irscatter.parse_layer(
+        f'<layer id="0" name="sdpa" type="ScaledDotProductAttention" version="opset13">'
+        f'<data causal="{str(causal).lower()}"/><input>{ports}</input>'
+        f'<output><port id="{inputs}" precision="FP32"/></output></layer>'))

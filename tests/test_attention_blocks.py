@@ -6,18 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import sdpa_op
 
-import irscatter
 from irscatter.ops.common import products, threads
 from irscatter.ops.matrix import attention_blocks
-
-
-def _sdpa(causal: bool, inputs: int):
-    ports = "".join(f'<port id="{i}" precision="FP32"/>' for i in range(inputs))
-    return irscatter.ops.registry.instantiate(irscatter.parse_layer(
-        f'<layer id="0" name="sdpa" type="ScaledDotProductAttention" version="opset13">'
-        f'<data causal="{str(causal).lower()}"/><input>{ports}</input>'
-        f'<output><port id="{inputs}" precision="FP32"/></output></layer>'))
 
 
 @pytest.fixture(params=["rows", "matrices"])
@@ -72,7 +64,7 @@ def test_blocks_give_the_whole_arithmetics_bits(small_blocks, monkeypatch, mask,
         m = np.asarray(MASKS[mask](generator, batch, rows, source))
         arrays.append(m if m.dtype == bool else m.astype(dtype))
     before = [a.copy() for a in arrays]
-    taken, blocked, whole = _both(_sdpa(False, len(arrays)), arrays, monkeypatch)
+    taken, blocked, whole = _both(sdpa_op(False, len(arrays)), arrays, monkeypatch)
     assert taken == [True]
     assert blocked.dtype == whole.dtype and blocked.shape == whole.shape
     assert np.array_equal(blocked, whole, equal_nan=True)
@@ -83,7 +75,7 @@ def test_blocks_give_the_whole_arithmetics_bits(small_blocks, monkeypatch, mask,
 def test_causal_blocks_give_the_whole_arithmetics_bits(small_blocks, monkeypatch, rows):
     generator = np.random.default_rng(3)
     q, k, v = (generator.standard_normal((2, 2, n, 8)).astype(np.float32) for n in (rows, 120, 120))
-    taken, blocked, whole = _both(_sdpa(True, 3), [q, k, v], monkeypatch)
+    taken, blocked, whole = _both(sdpa_op(True, 3), [q, k, v], monkeypatch)
     assert taken == [True] and np.array_equal(blocked, whole, equal_nan=True)
 
 
@@ -92,7 +84,7 @@ def test_query_key_and_value_cut_from_one_projection_take_the_blocks(small_block
     # What a converted transformer feeds: [1, L, 3, H, E] transposed to [3, 1, H, L, E] and split.
     projection = np.random.default_rng(5).standard_normal((1, 130, 3, 2, 16)).astype(dtype)
     q, k, v = projection.transpose(2, 0, 3, 1, 4)
-    taken, blocked, whole = _both(_sdpa(False, 3), [q, k, v], monkeypatch)
+    taken, blocked, whole = _both(sdpa_op(False, 3), [q, k, v], monkeypatch)
     assert taken == [True] and np.array_equal(blocked, whole)
     shifted = np.random.default_rng(6).standard_normal((2, 140, 8)).astype(dtype)
     assert not attention_blocks.usable(shifted[:, :100], shifted[:, 30:130], shifted[:, 30:130], None)  # a row meets

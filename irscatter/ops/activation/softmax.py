@@ -24,15 +24,20 @@ from pydantic import Field
 
 from irscatter.ir.element_types import ElementType
 from irscatter.ops.base import Op, OpAttrs, TensorInfo
-from irscatter.ops.common import blocks
+from irscatter.ops.common import accel, blocks
 from irscatter.ops.common.axes import normalized_axis
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.common.types import check_float
 from irscatter.ops.registry import register
 
+# The compiled passes of a softmax along the last axis (imports numba: imported when first used).
+KERNELS = "irscatter.ops.common.softmax_kernels"
 
-def softmax(data: np.ndarray, axis: int) -> np.ndarray:
-    return along_axis(_softmax_along, data, axis)
+
+def softmax(data: np.ndarray, axis: int, *, compiled: bool = False) -> np.ndarray:
+    """Softmax along `axis`; `compiled`, along the last axis: the maximum, the subtraction and
+    the quotient in `softmax_kernels`' loops (numba), with the same bits."""
+    return along_axis(_softmax_compiled if compiled and axis == data.ndim - 1 else _softmax_along, data, axis)
 
 
 def along_axis(kernel: Callable[..., None], data: np.ndarray, axis: int) -> np.ndarray:
@@ -59,6 +64,21 @@ def _softmax_along(x: np.ndarray, out: np.ndarray, axis: int) -> None:
     np.subtract(x, np.maximum.reduce(x, axis=axis, keepdims=True), out=out)
     np.exp(out, out=out)
     np.divide(out, np.add.reduce(out, axis=axis, keepdims=True), out=out)
+
+
+def _softmax_compiled(x: np.ndarray, out: np.ndarray, axis: int) -> None:
+    """`_softmax_along` over the last axis, its passes but the exponential and the sums compiled;
+    numpy's where `out` (laid out as x) is not C-contiguous, as the rows of a view's may not be."""
+    if not out.flags.c_contiguous:
+        _softmax_along(x, out, axis)
+        return
+    from irscatter.ops.common import softmax_kernels  # (imports numba: only when used)
+
+    rows, targets = x.reshape(-1, x.shape[-1]), out.reshape(-1, out.shape[-1])
+    softmax_kernels.shifted(rows, rows.view(softmax_kernels.INTEGERS[x.dtype]), targets,
+                            *softmax_kernels.bit_constants(x.dtype))
+    np.exp(out, out=out)
+    softmax_kernels.divided(targets, np.add.reduce(targets, axis=-1))
 
 
 class AxisAttrs(OpAttrs):
@@ -91,11 +111,13 @@ class AlongAxis(Op):
 
 
 @register("Softmax", 1)
-class Softmax(AlongAxis):
+class Softmax(AlongAxis, accel.LoadsOnSecondCall):
     Attrs: ClassVar[type[AxisAttrs]] = NonNegativeAxisAttrs
 
     def compute(self, data: np.ndarray) -> np.ndarray:
-        return softmax(data, self.axis(data.ndim, at_runtime=True))
+        axis = self.axis(data.ndim, at_runtime=True)
+        compiled = axis == data.ndim - 1 and self.takes_compiled(KERNELS, data.size)
+        return softmax(data, axis, compiled=compiled)
 
 
 @register("Softmax", 8)

@@ -110,6 +110,7 @@ COMPILED_MODULES = (
     "irscatter.ops.common.compiled_hints",
     "irscatter.ops.common.decompress_kernels",
     "irscatter.ops.common.decompress_levels",
+    "irscatter.ops.common.softmax_kernels",
     "irscatter.ops.convolution.depthwise_kernels",
     "irscatter.ops.elementwise.bias_kernels",
     "irscatter.ops.normalization.norm_kernels",

@@ -27,7 +27,7 @@ where they are:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 
 import numpy as np
@@ -61,9 +61,11 @@ def usable(query: np.ndarray, key: np.ndarray, value: np.ndarray, mask: np.ndarr
 
 
 def attend(query: np.ndarray, key: np.ndarray, value: np.ndarray, factor: np.ndarray | np.generic,
-           bias: np.ndarray | None, causal: bool) -> np.ndarray:
+           bias: np.ndarray | None, causal: bool, *, compiled: bool = False) -> np.ndarray:
     """softmax(query @ key^T * factor + bias) @ value for operands `usable` accepted; `bias` is
-    the mask as the logits add it (of the logits' type, broadcasting to them)."""
+    the mask as the logits add it (of the logits' type, broadcasting to them). `compiled`: the
+    softmax's passes other than the exponential and the sums in `softmax_kernels`' loops (numba;
+    the same bits)."""
     batch, rows = query.shape[:-2], query.shape[-2]
     queries, keys, values = (x.reshape(-1, *x.shape[-2:]) for x in (query, key, value))
     biases = None if bias is None else _per_matrix(bias, batch, rows, key.shape[-2])
@@ -74,7 +76,8 @@ def attend(query: np.ndarray, key: np.ndarray, value: np.ndarray, factor: np.nda
         count = threads.parts(work)
         tasks = _tasks(len(queries), rows, key.shape[-2], blocks, count)
         parts = threads.spans(len(tasks), count)
-        threads.run([partial(_blocks, tasks[lo:hi], queries, keys, values, factor, biases, causal, out)
+        weigh = _compiled_weights if compiled else _weights
+        threads.run([partial(_blocks, tasks[lo:hi], queries, keys, values, factor, biases, causal, out, weigh)
                      for lo, hi in parts])
     return out.reshape(*batch, rows, value.shape[-1])
 
@@ -108,20 +111,44 @@ def _tasks(matrices: int, rows: int, source: int, blocks: Sequence[tuple[int, in
 
 
 def _blocks(tasks: list[tuple[int, int, int, int]], queries: np.ndarray, keys: np.ndarray, values: np.ndarray,
-            factor: np.ndarray | np.generic, biases: list[np.ndarray] | None, causal: bool, out: np.ndarray) -> None:
+            factor: np.ndarray | np.generic, biases: list[np.ndarray] | None, causal: bool, out: np.ndarray,
+            weigh: Callable[..., None]) -> None:
     """Each task's logits, weights and products; a run of matrices as stacks, whose products
     numpy makes one BLAS call a matrix, as it makes each matrix's alone, and whose reductions go
     along each row's own S values."""
-    zero, minus_infinity = queries.dtype.type(0), queries.dtype.type(-np.inf)
     for first, end, lo, hi in tasks:
         logits = np.matmul(queries[first:end, lo:hi], np.swapaxes(keys[first:end], -1, -2))
-        logits *= factor
-        if causal:
-            above = np.arange(logits.shape[-1])[None, :] > np.arange(lo, hi)[:, None]
-            logits += np.where(above, minus_infinity, zero)
-        elif biases is not None:
-            logits += np.stack([bias if bias.shape[0] == 1 else bias[lo:hi] for bias in biases[first:end]])
-        logits -= logits.max(axis=-1, keepdims=True)
-        np.exp(logits, out=logits)
-        logits /= logits.sum(axis=-1, keepdims=True)
+        bias = None if biases is None else np.stack([b if b.shape[0] == 1 else b[lo:hi] for b in biases[first:end]])
+        weigh(logits, factor, bias, causal, lo)
         np.matmul(logits, values[first:end], out=out[first:end, lo:hi])
+
+
+def _weights(logits: np.ndarray, factor: np.ndarray | np.generic, bias: np.ndarray | None, causal: bool,
+             first_row: int) -> None:
+    """The logits [matrices, rows, S] of query rows from `first_row` on turned into the softmax's
+    weights, in place, by numpy's passes."""
+    zero, minus_infinity = logits.dtype.type(0), logits.dtype.type(-np.inf)
+    logits *= factor
+    if causal:
+        above = np.arange(logits.shape[-1])[None, :] > np.arange(first_row, first_row + logits.shape[-2])[:, None]
+        logits += np.where(above, minus_infinity, zero)
+    elif bias is not None:
+        logits += bias
+    logits -= logits.max(axis=-1, keepdims=True)
+    np.exp(logits, out=logits)
+    logits /= logits.sum(axis=-1, keepdims=True)
+
+
+def _compiled_weights(logits: np.ndarray, factor: np.ndarray | np.generic, bias: np.ndarray | None, causal: bool,
+                      first_row: int) -> None:
+    """`_weights` with its scaling, bias, maximum, subtraction and quotient in compiled loops."""
+    from irscatter.ops.common import softmax_kernels  # (imports numba: only when used)
+
+    dtype = logits.dtype
+    biased = bias is not None and not causal
+    stack = bias if biased else np.empty((0, 0, 0), dtype)
+    softmax_kernels.scaled_shifted(logits, logits.view(softmax_kernels.INTEGERS[dtype]), dtype.type(factor), stack,
+                                   biased, causal, first_row, *softmax_kernels.bit_constants(dtype))
+    np.exp(logits, out=logits)
+    rows = logits.reshape(-1, logits.shape[-1])
+    softmax_kernels.divided(rows, rows.sum(axis=-1))

@@ -37,6 +37,8 @@ whose logits and weights it rounds to the input type.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from irscatter.errors import ExecutionError
@@ -44,7 +46,9 @@ from irscatter.ir.broadcast import BroadcastError, broadcast_numpy
 from irscatter.ir.element_types import ElementType
 from irscatter.ir.shapes import PartialShape
 from irscatter.limits import tensor_size_problem
+from irscatter.ops.activation import softmax
 from irscatter.ops.base import IRBool, Op, OpAttrs, TensorInfo, check, fail
+from irscatter.ops.common import accel
 from irscatter.ops.common.many_axes import broadcast_shape
 from irscatter.ops.common.numeric import compute_dtype, from_compute
 from irscatter.ops.common.products import matmul
@@ -65,7 +69,7 @@ def _broadcast(a: PartialShape, b: PartialShape, label: str, what: str, port: st
 
 
 @register("ScaledDotProductAttention", 13)
-class ScaledDotProductAttention(Op):
+class ScaledDotProductAttention(Op, accel.LoadsOnSecondCall):
     labels = {
         "sdpa-rank": "query, key or value has rank less than 3",
         "sdpa-batch": "the batch dimensions of query, key and value do not broadcast",
@@ -147,8 +151,10 @@ class ScaledDotProductAttention(Op):
                 factor = scale.astype(work).reshape(())
             mask = None if self.attrs.causal else attention_mask
             if attention_blocks.usable(q, k, v, mask):
-                return from_compute(attention_blocks.attend(q, k, v, factor, self._bias(mask, work), self.attrs.causal),
-                                    etype)
+                logits = math.prod(q.shape[:-1]) * k.shape[-2]  # (usable: q and k have one batch shape)
+                compiled = self.takes_compiled(softmax.KERNELS, logits)
+                return from_compute(attention_blocks.attend(q, k, v, factor, self._bias(mask, work), self.attrs.causal,
+                                                            compiled=compiled), etype)
             logits = matmul(q, np.swapaxes(k, -1, -2)) * factor
             logits = self._biased(logits, attention_mask, work)
             if logits.shape[-1] == 0:

@@ -8,10 +8,10 @@ import sys
 
 import numpy as np
 import pytest
-from helpers import element_dtypes
+from helpers import element_dtypes, numpy_then_compiled
 
 from irscatter.ir.graph import Layer, Port
-from irscatter.ops.common import accel, threads
+from irscatter.ops.common import accel
 from irscatter.ops.normalization import group_normalization
 from irscatter.ops.normalization.group_normalization import GroupNormalization
 from irscatter.ops.normalization.mvn import MVN, MVN6
@@ -28,13 +28,6 @@ def _op(groups: int, epsilon: float) -> GroupNormalization:
                                     inputs=[Port(id=i) for i in range(3)], outputs=[Port(id=3)]))
 
 
-def _bits(a: np.ndarray) -> np.ndarray:
-    """Bits, every NaN as one value (a NaN's payload depends on the order of its operands)."""
-    bits = a.view(f"u{a.itemsize}").copy()
-    bits[np.isnan(a.astype(np.float64))] = 0
-    return bits
-
-
 def _data(rng, shape, dtype, edges):
     data = (rng.standard_normal(shape) * 3 + 1).astype(dtype)
     if edges:
@@ -44,32 +37,8 @@ def _data(rng, shape, dtype, edges):
     return data
 
 
-@pytest.fixture(params=[False, True], ids=["one-part", "parts"])
-def split(request, monkeypatch):
-    """The layers' second calls take the compiled passes however small; `parts`: in parts."""
-    monkeypatch.setattr(accel, "LOAD_ELEMENTS", 0)
-    if request.param:
-        monkeypatch.setattr(threads, "SPLIT_WORK", 0)
-        monkeypatch.setattr(threads, "CORES", 3)
-        monkeypatch.setattr(threads, "_policy", "split")
-
-
-def _calls(op, *inputs) -> None:
-    """The numpy path's result, then the layer's first and second calls: the same bits."""
-    before = [a.copy() for a in inputs]
-    with accel.use("numpy"):
-        expected = op.compute(*inputs)
-    with accel.use("auto"):
-        first = op.compute(*inputs)  # (the first call: numpy's path, then the passes)
-        got = op.compute(*inputs)
-    for result in (first, got):
-        assert result.dtype == expected.dtype and result.shape == expected.shape
-        assert np.array_equal(_bits(result), _bits(expected))
-    assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(inputs, before))
-
-
 @pytest.mark.parametrize("dtype", list(FLOATS.values()), ids=list(FLOATS))
-def test_group_normalization_keeps_the_numpy_bits(split, dtype):
+def test_group_normalization_keeps_the_numpy_bits(compiled_split, dtype):
     rng = np.random.default_rng(2)
     cases = [((3, 4), 2), ((2, 6, 5), 3), ((1, 8, 7, 9), 1), ((2, 4, 3, 2, 5), 4), ((1, 12, 300), 12),
              ((5, 6, 4, 4), 6), ((1, 3, 1), 1)]
@@ -78,12 +47,12 @@ def test_group_normalization_keeps_the_numpy_bits(split, dtype):
             data = _data(rng, shape, dtype, edges)
             scale = _data(rng, shape[1:2], dtype, False)
             bias = _data(rng, shape[1:2], dtype, False)
-            _calls(_op(groups, [1e-5, 0.0, 0.5][k % 3]), data, scale, bias)
+            numpy_then_compiled(_op(groups, [1e-5, 0.0, 0.5][k % 3]), data, scale, bias)
     assert group_normalization.KERNELS in sys.modules
 
 
 @pytest.mark.parametrize("dtype", list(FLOATS.values()), ids=list(FLOATS))
-def test_mvn_keeps_the_numpy_bits(split, monkeypatch, dtype):
+def test_mvn_keeps_the_numpy_bits(compiled_split, monkeypatch, dtype):
     """Trailing axes (a LayerNorm's last axis, an instance norm's spatial axes, all but the
     batch), both epsilon modes and MVN-2's attributes; other axes and normalize_variance false
     stay on numpy's path, with the same results."""
@@ -101,15 +70,15 @@ def test_mvn_keeps_the_numpy_bits(split, monkeypatch, dtype):
             layer = Layer(id=1, name="mvn", type="MVN", version="opset6", inputs=[Port(id=0), Port(id=1)],
                           outputs=[Port(id=2)], attrs={"normalize_variance": str(variance).lower(),
                                                        "eps": str([1e-5, 1e-9, 0.25][k % 3]), "eps_mode": mode})
-            _calls(MVN6(layer), data, np.array(axes, np.int64))
+            numpy_then_compiled(MVN6(layer), data, np.array(axes, np.int64))
         layer = Layer(id=2, name="mvn2", type="MVN", version="opset2", inputs=[Port(id=0)], outputs=[Port(id=1)],
                       attrs={"reduction_axes": ",".join(map(str, axes)), "normalize_variance": "true",
                              "eps": "1e-6"})
-        _calls(MVN(layer), data)
+        numpy_then_compiled(MVN(layer), data)
     assert len(passes) >= 2 * 6  # (each trailing case's MVN-6 and MVN-2, at least, took the passes)
     taken = len(passes)
     transposed = _data(rng, (5, 6, 4), dtype, True).transpose(0, 2, 1)  # (`test_mvn_across_channels...`)
-    _calls(MVN(Layer(id=3, name="t", type="MVN", version="opset2", inputs=[Port(id=0)], outputs=[Port(id=1)],
+    numpy_then_compiled(MVN(Layer(id=3, name="t", type="MVN", version="opset2", inputs=[Port(id=0)], outputs=[Port(id=1)],
                      attrs={"reduction_axes": "2", "normalize_variance": "true", "eps": "1e-6"})), transposed)
     assert len(passes) == taken
 
@@ -120,7 +89,7 @@ def _strides_of_extents(a: np.ndarray) -> tuple[int, ...]:
 
 
 @pytest.mark.parametrize("dtype", list(FLOATS.values()), ids=list(FLOATS))
-def test_mvn_across_channels_of_a_channels_first_map_keeps_the_numpy_bits(split, monkeypatch, dtype):
+def test_mvn_across_channels_of_a_channels_first_map_keeps_the_numpy_bits(compiled_split, monkeypatch, dtype):
     """A channels-last view of a channels-first map normalized over its last axis (ConvNeXt's
     LayerNorm between Transposes) takes `standardized_across`, which sums channel after channel
     as numpy's reductions of that view do: the same bits, laid out as numpy lays them out, for
@@ -140,7 +109,7 @@ def test_mvn_across_channels_of_a_channels_first_map_keeps_the_numpy_bits(split,
             layer = Layer(id=1, name="mvn", type="MVN", version="opset6", inputs=[Port(id=0), Port(id=1)],
                           outputs=[Port(id=2)], attrs={"normalize_variance": "true", "eps_mode": mode,
                                                        "eps": str([1e-5, 1e-9, 0.25][k % 3])})
-            _calls(MVN6(layer), data, axes)
+            numpy_then_compiled(MVN6(layer), data, axes)
             with accel.use("numpy"):
                 expected = MVN6(layer).compute(data, axes)
             with accel.use("auto"):
@@ -151,7 +120,7 @@ def test_mvn_across_channels_of_a_channels_first_map_keeps_the_numpy_bits(split,
     others = [np.moveaxis(_data(rng, (2, 6, 4, 3), dtype, True), 1, 2),  # channels elsewhere
               np.moveaxis(_data(rng, (2, 6, 4), dtype, True), 0, -1)]  # the samples' axis last
     for data in others:
-        _calls(MVN(Layer(id=3, name="t", type="MVN", version="opset2", inputs=[Port(id=0)], outputs=[Port(id=1)],
+        numpy_then_compiled(MVN(Layer(id=3, name="t", type="MVN", version="opset2", inputs=[Port(id=0)], outputs=[Port(id=1)],
                          attrs={"reduction_axes": str(data.ndim - 1), "normalize_variance": "true",
                                 "eps": "1e-6"})), data)
     assert len(calls) == done
