@@ -55,7 +55,7 @@ def _image(size: int = 224) -> dict[str, object]:
 
 def timm_model(arch: str, size: int = 224, **kwargs) -> Callable[[], tuple[object, dict[str, object]]]:
     def build():
-        _allow_timm_without_torchvision()
+        _allow_models_without_torchvision()
         import timm
 
         return timm.create_model(arch, pretrained=False, **kwargs), _image(size)
@@ -195,8 +195,10 @@ class _Placeholder(type):
 class _HollowTorchvision(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Serves `torchvision` and its submodules as modules of placeholders. timm imports
     torchvision at module level (data transforms, datasets, a frozen batch norm) for code that
-    building an architecture never runs, and there is no CPU build of torchvision for every
-    torch version."""
+    building an architecture never runs, and transformers and diffusers import it wherever its
+    package is installed (for image processors), and there is no CPU build of torchvision for
+    every torch version: PyPI's, which timm's install pulls in, may not load beside the torch
+    installed."""
 
     def find_spec(self, name, path, target=None):
         if name == "torchvision" or name.startswith("torchvision."):
@@ -214,7 +216,7 @@ class _HollowTorchvision(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         module.__getattr__ = placeholder
 
 
-def _allow_timm_without_torchvision() -> None:
+def _allow_models_without_torchvision() -> None:
     try:
         import torchvision  # noqa: F401
     except Exception:  # absent, or a build whose compiled ops do not load beside this torch
@@ -232,7 +234,7 @@ def missing_packages() -> list[str]:
 
 
 def versions() -> dict[str, str]:
-    _allow_timm_without_torchvision()
+    _allow_models_without_torchvision()
     out = {}
     for module in BUILD_PACKAGES:
         try:
@@ -268,6 +270,7 @@ def _save_onnx(model, inputs: dict[str, object], folder: Path) -> None:
 
 
 def _convert(spec: Spec, folder: Path) -> dict:
+    _allow_models_without_torchvision()
     import openvino as ov
     import torch
 
@@ -301,11 +304,14 @@ def _convert(spec: Spec, folder: Path) -> dict:
 
 def build(spec: Spec, cache: Path, force: bool = False) -> dict:
     """The model's folder in `cache`, built unless it is there already; its meta.json as a dict,
-    with `error` when the model could not be built or converted."""
+    with `error` when the model could not be built or converted (such a model is tried again on
+    the next build: the missing package may have been installed since)."""
     folder = cache / spec.name
     meta_file = folder / "meta.json"
     if meta_file.exists() and not force:
-        return json.loads(meta_file.read_text())
+        meta = json.loads(meta_file.read_text())
+        if "error" not in meta:
+            return meta
     folder.mkdir(parents=True, exist_ok=True)
     try:
         meta = _convert(spec, folder)
