@@ -54,8 +54,7 @@ def _image(size: int = 224) -> dict[str, object]:
 
 
 def timm_model(arch: str, size: int = 224, **kwargs) -> Callable[[], tuple[object, dict[str, object]]]:
-    def build():
-        _allow_models_without_torchvision()
+    def build():  # (`_convert` has hidden a torchvision that does not load)
         import timm
 
         return timm.create_model(arch, pretrained=False, **kwargs), _image(size)

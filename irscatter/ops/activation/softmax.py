@@ -74,11 +74,9 @@ def _softmax_compiled(x: np.ndarray, out: np.ndarray, axis: int) -> None:
         return
     from irscatter.ops.common import softmax_kernels  # (imports numba: only when used)
 
-    rows, targets = x.reshape(-1, x.shape[-1]), out.reshape(-1, out.shape[-1])
-    softmax_kernels.shifted(rows, rows.view(softmax_kernels.INTEGERS[x.dtype]), targets,
-                            *softmax_kernels.bit_constants(x.dtype))
-    np.exp(out, out=out)
-    softmax_kernels.divided(targets, np.add.reduce(targets, axis=-1))
+    targets = out.reshape(-1, out.shape[-1])
+    softmax_kernels.shift_rows(x.reshape(-1, x.shape[-1]), targets)
+    softmax_kernels.exp_and_divide(targets)
 
 
 class AxisAttrs(OpAttrs):

@@ -21,6 +21,8 @@ exponentials are both 1.
 
 from __future__ import annotations
 
+from functools import cache
+
 import numba
 import numpy as np
 
@@ -28,6 +30,7 @@ import numpy as np
 INTEGERS = {np.dtype(np.float32): np.int32, np.dtype(np.float64): np.int64}
 
 
+@cache
 def bit_constants(dtype: np.dtype) -> tuple[np.integer, np.integer, np.integer]:
     """(sign shift, magnitude mask, infinity's bits) of a float type, as its integer type."""
     integer = INTEGERS[np.dtype(dtype)]
@@ -107,3 +110,25 @@ def divided(rows, sums):  # pragma: no cover - compiled
         row, total = rows[r], sums[r]
         for j in range(row.size):
             row[j] = row[j] / total
+
+
+def shift_rows(rows: np.ndarray, out: np.ndarray) -> None:
+    """out = rows less each row's maximum, for rows [count, length] of f32 or f64 (`shifted`)."""
+    shifted(rows, rows.view(INTEGERS[rows.dtype]), out, *bit_constants(rows.dtype))
+
+
+def scale_and_shift(logits: np.ndarray, factor: np.ndarray | np.generic, bias: np.ndarray | None, causal: bool,
+                    first_row: int) -> None:
+    """`scaled_shifted` on logits [matrices, rows, S] of f32 or f64, in place: `bias` (None: none)
+    is ignored where `causal`."""
+    dtype = logits.dtype
+    biased = bias is not None and not causal
+    scaled_shifted(logits, logits.view(INTEGERS[dtype]), dtype.type(factor),
+                   bias if biased else np.empty((0, 0, 0), dtype), biased, causal, first_row, *bit_constants(dtype))
+
+
+def exp_and_divide(shifted_rows: np.ndarray) -> None:
+    """The softmax's last passes over shifted rows [count, length], in place: numpy's exponential
+    and sums, and the quotient by each row's sum (`divided`)."""
+    np.exp(shifted_rows, out=shifted_rows)
+    divided(shifted_rows, np.add.reduce(shifted_rows, axis=-1))

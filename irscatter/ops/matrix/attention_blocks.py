@@ -144,11 +144,5 @@ def _compiled_weights(logits: np.ndarray, factor: np.ndarray | np.generic, bias:
     """`_weights` with its scaling, bias, maximum, subtraction and quotient in compiled loops."""
     from irscatter.ops.common import softmax_kernels  # (imports numba: only when used)
 
-    dtype = logits.dtype
-    biased = bias is not None and not causal
-    stack = bias if biased else np.empty((0, 0, 0), dtype)
-    softmax_kernels.scaled_shifted(logits, logits.view(softmax_kernels.INTEGERS[dtype]), dtype.type(factor), stack,
-                                   biased, causal, first_row, *softmax_kernels.bit_constants(dtype))
-    np.exp(logits, out=logits)
-    rows = logits.reshape(-1, logits.shape[-1])
-    softmax_kernels.divided(rows, rows.sum(axis=-1))
+    softmax_kernels.scale_and_shift(logits, factor, bias, causal, first_row)
+    softmax_kernels.exp_and_divide(logits.reshape(-1, logits.shape[-1]))
